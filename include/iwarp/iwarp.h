@@ -1,0 +1,19 @@
+/* libiwarp: the umbrella header. Include this one. */
+#ifndef IWARP_IWARP_H
+#define IWARP_IWARP_H
+
+#include "iwarp/common.h"
+#include "iwarp/errors.h"
+#include "iwarp/version.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The library's version string, e.g. "0.1.0" (the run-time copy of IWARP_VERSION_STRING). */
+IWARP_EXTERN const char *iwarp_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

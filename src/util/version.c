@@ -1,0 +1,7 @@
+/* iwarp_version: the run-time version string. */
+#include "iwarp/iwarp.h"
+
+const char *iwarp_version(void)
+{
+    return IWARP_VERSION_STRING;
+}
