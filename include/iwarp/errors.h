@@ -16,39 +16,39 @@ extern "C" {
 #endif
 
 /* XX(name, value, message) */
-#define IWARP_ERRNO_MAP(XX)                                                                        \
-    XX(INVAL, -1, "invalid argument")                                                              \
-    XX(NOMEM, -2, "out of memory")                                                                 \
-    XX(NOSPC, -3, "output buffer too small")                                                       \
-    XX(SHORT, -4, "more input bytes are needed")                                                   \
-    XX(BUSY, -5, "resource busy")                                                                  \
-    XX(STATE, -6, "operation not allowed in the current state")                                    \
-    XX(TIMEDOUT, -7, "timed out")                                                                  \
-    XX(NOTSUP, -8, "not supported")                                                                \
-    XX(IO, -9, "I/O error")                                                                        \
-    XX(PROTO, -10, "protocol violation")                                                           \
-    /* MPA connection setup (RFC 5044 §7.1, RFC 6581) */                                           \
-    XX(MPA_KEY, -20, "MPA frame does not start with the expected Request/Reply key")               \
-    XX(MPA_REV, -21, "unsupported MPA revision")                                                   \
-    XX(MPA_PD_LEN, -22, "MPA private data length is over 512 octets or over the local limit")      \
-    XX(MPA_ENHANCED, -23, "MPA enhanced (RFC 6581) setting is inconsistent")                       \
-    XX(MPA_REJECTED, -24, "the peer rejected the connection")                                      \
-    XX(MPA_EARLY_DATA, -25, "the peer sent data before MPA setup allowed it")                      \
-    XX(MPA_IRD_ORD, -26, "insufficient IRD/ORD resources (RFC 6581 §9.1)")                         \
-    XX(MPA_RTR, -27, "no matching RTR option (RFC 6581 §9.2)")                                     \
-    XX(MPA_CRC_REQUIRED, -28, "CRC is required locally but the peer did not agree")                \
-    XX(MPA_MARKERS, -29, "marker setting refused")                                                 \
-    /* MPA full operation (RFC 5044 §4-§6) */                                                      \
-    XX(FPDU_CRC, -40, "MPA CRC error")                                                             \
-    XX(FPDU_MARKER, -41, "MPA marker does not match the FPDU (marker/ULPDU_Length mismatch)")      \
-    XX(FPDU_LEN, -42, "MPA ULPDU_Length out of range")                                             \
-    /* DDP (RFC 5041) and RDMAP (RFC 5040, RFC 7306) headers */                                    \
-    XX(DDP_VERSION, -50, "invalid DDP version")                                                    \
-    XX(DDP_HDR_LEN, -51, "DDP segment shorter than its header")                                    \
-    XX(DDP_QN, -52, "invalid DDP queue number for this message")                                   \
-    XX(RDMAP_VERSION, -53, "invalid RDMAP version")                                                \
-    XX(RDMAP_OPCODE, -54, "unexpected RDMAP opcode")                                               \
-    XX(RDMAP_LEN, -55, "RDMAP message length is wrong for its opcode")                             \
+#define IWARP_ERRNO_MAP(XX)                                                                   \
+    XX(INVAL, -1, "invalid argument")                                                         \
+    XX(NOMEM, -2, "out of memory")                                                            \
+    XX(NOSPC, -3, "output buffer too small")                                                  \
+    XX(SHORT, -4, "more input bytes are needed")                                              \
+    XX(BUSY, -5, "resource busy")                                                             \
+    XX(STATE, -6, "operation not allowed in the current state")                               \
+    XX(TIMEDOUT, -7, "timed out")                                                             \
+    XX(NOTSUP, -8, "not supported")                                                           \
+    XX(IO, -9, "I/O error")                                                                   \
+    XX(PROTO, -10, "protocol violation")                                                      \
+    /* MPA connection setup (RFC 5044 §7.1, RFC 6581) */                                     \
+    XX(MPA_KEY, -20, "MPA frame does not start with the expected Request/Reply key")          \
+    XX(MPA_REV, -21, "unsupported MPA revision")                                              \
+    XX(MPA_PD_LEN, -22, "MPA private data length is over 512 octets or over the local limit") \
+    XX(MPA_ENHANCED, -23, "MPA enhanced (RFC 6581) setting is inconsistent")                  \
+    XX(MPA_REJECTED, -24, "the peer rejected the connection")                                 \
+    XX(MPA_EARLY_DATA, -25, "the peer sent data before MPA setup allowed it")                 \
+    XX(MPA_IRD_ORD, -26, "insufficient IRD/ORD resources (RFC 6581 §9.1)")                    \
+    XX(MPA_RTR, -27, "no matching RTR option (RFC 6581 §9.2)")                                \
+    XX(MPA_CRC_REQUIRED, -28, "CRC is required locally but the peer did not agree")           \
+    XX(MPA_MARKERS, -29, "marker setting refused")                                            \
+    /* MPA full operation (RFC 5044 §4-§6) */                                               \
+    XX(FPDU_CRC, -40, "MPA CRC error")                                                        \
+    XX(FPDU_MARKER, -41, "MPA marker does not match the FPDU (marker/ULPDU_Length mismatch)") \
+    XX(FPDU_LEN, -42, "MPA ULPDU_Length out of range")                                        \
+    /* DDP (RFC 5041) and RDMAP (RFC 5040, RFC 7306) headers */                               \
+    XX(DDP_VERSION, -50, "invalid DDP version")                                               \
+    XX(DDP_HDR_LEN, -51, "DDP segment shorter than its header")                               \
+    XX(DDP_QN, -52, "invalid DDP queue number for this message")                              \
+    XX(RDMAP_VERSION, -53, "invalid RDMAP version")                                           \
+    XX(RDMAP_OPCODE, -54, "unexpected RDMAP opcode")                                          \
+    XX(RDMAP_LEN, -55, "RDMAP message length is wrong for its opcode")                        \
     XX(RDMAP_LAST, -56, "single-segment RDMAP message without the Last flag")
 
 enum iwarp_err {

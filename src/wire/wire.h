@@ -36,27 +36,29 @@
 #define IWARP_RDMAP_VERSION     1u /* RFC 5040 §4.1: RV 01b (IETF) */
 
 enum iwarp_rdmap_opcode {
-    IWARP_RDMAP_OP_WRITE = 0x0,           /* RFC 5040 §4.3 */
-    IWARP_RDMAP_OP_READ_REQ = 0x1,        /* RFC 5040 §4.4 */
-    IWARP_RDMAP_OP_READ_RESP = 0x2,       /* RFC 5040 §4.5 */
-    IWARP_RDMAP_OP_SEND = 0x3,            /* RFC 5040 §4.6 */
-    IWARP_RDMAP_OP_SEND_INV = 0x4,        /* RFC 5040 §4.7 */
-    IWARP_RDMAP_OP_SEND_SE = 0x5,         /* RFC 5040 §4.6 */
-    IWARP_RDMAP_OP_SEND_SE_INV = 0x6,     /* RFC 5040 §4.7 */
-    IWARP_RDMAP_OP_TERMINATE = 0x7,       /* RFC 5040 §4.8 */
-    IWARP_RDMAP_OP_IMM_DATA = 0x8,        /* RFC 7306 §6.2 */
-    IWARP_RDMAP_OP_IMM_DATA_SE = 0x9,     /* RFC 7306 §6.2 */
-    IWARP_RDMAP_OP_ATOMIC_REQ = 0xA,      /* RFC 7306 §5.2.1 */
-    IWARP_RDMAP_OP_ATOMIC_RESP = 0xB,     /* RFC 7306 §5.2.2 */
-    IWARP_RDMAP_OP_EXPERIMENTAL = 0xF,    /* RFC 6580 §3.4: reserved for experimental use */
+    IWARP_RDMAP_OP_WRITE = 0x0,        /* RFC 5040 §4.3 */
+    IWARP_RDMAP_OP_READ_REQ = 0x1,     /* RFC 5040 §4.4 */
+    IWARP_RDMAP_OP_READ_RESP = 0x2,    /* RFC 5040 §4.5 */
+    IWARP_RDMAP_OP_SEND = 0x3,         /* RFC 5040 §4.6 */
+    IWARP_RDMAP_OP_SEND_INV = 0x4,     /* RFC 5040 §4.7 */
+    IWARP_RDMAP_OP_SEND_SE = 0x5,      /* RFC 5040 §4.6 */
+    IWARP_RDMAP_OP_SEND_SE_INV = 0x6,  /* RFC 5040 §4.7 */
+    IWARP_RDMAP_OP_TERMINATE = 0x7,    /* RFC 5040 §4.8 */
+    IWARP_RDMAP_OP_IMM_DATA = 0x8,     /* RFC 7306 §6.2 */
+    IWARP_RDMAP_OP_IMM_DATA_SE = 0x9,  /* RFC 7306 §6.2 */
+    IWARP_RDMAP_OP_ATOMIC_REQ = 0xA,   /* RFC 7306 §5.2.1 */
+    IWARP_RDMAP_OP_ATOMIC_RESP = 0xB,  /* RFC 7306 §5.2.2 */
+    IWARP_RDMAP_OP_EXPERIMENTAL = 0xF, /* RFC 6580 §3.4: reserved for experimental use */
 };
 
-#define IWARP_RDMAP_READ_REQ_LEN    28u /* RFC 5040 §4.4: sink STag, sink TO, size, src STag, src TO */
+/* RFC 5040 §4.4: sink STag, sink TO, size, source STag, source TO */
+#define IWARP_RDMAP_READ_REQ_LEN    28u
 #define IWARP_RDMAP_TERM_HDR_LEN    4u  /* RFC 5040 §4.8: Layer/EType/Code + HdrCt + reserved */
 #define IWARP_RDMAP_TERM_SEGLEN_LEN 2u  /* DDP Segment Length, present when D=1 */
 #define IWARP_RDMAP_IMM_DATA_LEN    8u  /* RFC 7306 §6.2: exactly 8 octets */
 #define IWARP_RDMAP_ATOMIC_REQ_LEN  52u /* RFC 7306 §5.2.1 */
-#define IWARP_RDMAP_ATOMIC_RESP_LEN 12u /* RFC 7306 §5.2.2 (Figure 6; the "32 bytes" prose is wrong) */
+/* RFC 7306 §5.2.2 (Figure 6; the "32 bytes" of the prose is wrong) */
+#define IWARP_RDMAP_ATOMIC_RESP_LEN 12u
 
 /* Terminate header-control bits (octet 20 of the segment; RFC 5040 §4.8). */
 #define IWARP_TERM_FLAG_M 0x80u /* DDP Segment Length valid */
@@ -139,33 +141,33 @@ enum iwarp_term_mpa_ecode {
 };
 
 /* ---- MPA (RFC 5044 §4, §7; RFC 6581) ---- */
-#define IWARP_MPA_KEY_LEN       16u
-#define IWARP_MPA_KEY_REQ       "MPA ID Req Frame"
-#define IWARP_MPA_KEY_REP       "MPA ID Rep Frame"
-#define IWARP_MPA_HDR_LEN       20u  /* key(16) flags(1) rev(1) PD_Length(2) */
-#define IWARP_MPA_PD_MAX        512u /* RFC 5044 §7.1.1 */
-#define IWARP_MPA_PD_MAX_LINUX  256u /* Linux iWCM / siw MPA_MAX_PRIVDATA */
-#define IWARP_MPA_FLAG_M        0x80u /* markers wanted by the sender of this frame */
-#define IWARP_MPA_FLAG_C        0x40u /* CRC */
-#define IWARP_MPA_FLAG_R        0x20u /* reject (Reply only) */
-#define IWARP_MPA_FLAG_S        0x10u /* RFC 6581 enhanced establishment (Rev 2) */
-#define IWARP_MPA_FLAG_RES      0x0Fu /* zero on send, not checked on receive */
-#define IWARP_MPA_REV1          1u
-#define IWARP_MPA_REV2          2u
-#define IWARP_MPA_IRD_ORD_LEN   4u       /* RFC 6581 §9 word at the start of private data */
-#define IWARP_MPA_V2_PEER2PEER  0x8000u  /* A, IRD half-word */
-#define IWARP_MPA_V2_RTR_SEND   0x4000u  /* B, IRD half-word: zero-length Send RTR */
-#define IWARP_MPA_V2_RTR_WRITE  0x8000u  /* C, ORD half-word: zero-length Write RTR */
-#define IWARP_MPA_V2_RTR_READ   0x4000u  /* D, ORD half-word: zero-length Read RTR */
+#define IWARP_MPA_KEY_LEN         16u
+#define IWARP_MPA_KEY_REQ         "MPA ID Req Frame"
+#define IWARP_MPA_KEY_REP         "MPA ID Rep Frame"
+#define IWARP_MPA_HDR_LEN         20u   /* key(16) flags(1) rev(1) PD_Length(2) */
+#define IWARP_MPA_PD_MAX          512u  /* RFC 5044 §7.1.1 */
+#define IWARP_MPA_PD_MAX_LINUX    256u  /* Linux iWCM / siw MPA_MAX_PRIVDATA */
+#define IWARP_MPA_FLAG_M          0x80u /* markers wanted by the sender of this frame */
+#define IWARP_MPA_FLAG_C          0x40u /* CRC */
+#define IWARP_MPA_FLAG_R          0x20u /* reject (Reply only) */
+#define IWARP_MPA_FLAG_S          0x10u /* RFC 6581 enhanced establishment (Rev 2) */
+#define IWARP_MPA_FLAG_RES        0x0Fu /* zero on send, not checked on receive */
+#define IWARP_MPA_REV1            1u
+#define IWARP_MPA_REV2            2u
+#define IWARP_MPA_IRD_ORD_LEN     4u      /* RFC 6581 §9 word at the start of private data */
+#define IWARP_MPA_V2_PEER2PEER    0x8000u /* A, IRD half-word */
+#define IWARP_MPA_V2_RTR_SEND     0x4000u /* B, IRD half-word: zero-length Send RTR */
+#define IWARP_MPA_V2_RTR_WRITE    0x8000u /* C, ORD half-word: zero-length Write RTR */
+#define IWARP_MPA_V2_RTR_READ     0x4000u /* D, ORD half-word: zero-length Read RTR */
 #define IWARP_MPA_V2_IRD_ORD_MASK 0x3FFFu
-#define IWARP_MPA_IRD_ORD_NONE  0x3FFFu  /* RFC 6581 §9.1: no automatic negotiation */
+#define IWARP_MPA_IRD_ORD_NONE    0x3FFFu /* RFC 6581 §9.1: no automatic negotiation */
 
 #define IWARP_MPA_CRC_LEN       4u
-#define IWARP_MPA_LEN_FIELD     2u       /* ULPDU_Length */
-#define IWARP_MPA_MARKER_LEN    4u       /* Reserved(16) | FPDUPTR(16) (RFC 5044 §4.3) */
-#define IWARP_MPA_MARKER_PERIOD 512u     /* RFC 5044 §4.2 */
-#define IWARP_MPA_MULPDU_MIN    128u     /* RFC 5044 §3 */
-#define IWARP_MPA_MULPDU_MAX    64768u   /* RFC 5044 §3: DDP MUST NOT post a larger ULPDU */
+#define IWARP_MPA_LEN_FIELD     2u     /* ULPDU_Length */
+#define IWARP_MPA_MARKER_LEN    4u     /* Reserved(16) | FPDUPTR(16) (RFC 5044 §4.3) */
+#define IWARP_MPA_MARKER_PERIOD 512u   /* RFC 5044 §4.2 */
+#define IWARP_MPA_MULPDU_MIN    128u   /* RFC 5044 §3 */
+#define IWARP_MPA_MULPDU_MAX    64768u /* RFC 5044 §3: DDP MUST NOT post a larger ULPDU */
 
 /* ---- DDP over SCTP (RFC 5043, RFC 6581 §7) ---- */
 #define IWARP_SCTP_PPID_DDP_SEGMENT 16u

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Fails when a file under src/ includes a header of a higher layer, or when a sans-I/O layer
+# (L0-L5) includes an I/O, clock or thread header. The layer table is docs/design.md §1.
+set -euo pipefail
+# Usage: check-layering.sh [ROOT]   (ROOT defaults to the repository; tests pass a scratch tree)
+cd "${1:-$(dirname "$0")/..}"
+
+declare -A level=(
+  [util]=0 [wire]=1 [mpa]=2 [mem]=2 [ddp]=3 [rdmap]=4 [core]=5 [cm]=5
+  [llp]=6 [trace]=6 [loop]=7 [api]=8
+)
+# Headers no sans-I/O layer may use: sockets, polling, threads, clocks, usrsctp, stdio.
+forbidden='sys/socket\.h|netinet/|arpa/inet\.h|poll\.h|sys/epoll\.h|pthread\.h|time\.h|sys/time\.h|usrsctp\.h|pcap|stdio\.h|unistd\.h'
+
+fail=0
+for f in $(find src -name '*.[ch]' | sort); do
+  dir=${f#src/}; dir=${dir%%/*}
+  [ -n "${level[$dir]+x}" ] || { echo "layering: $f: unknown layer directory src/$dir (add it to this script and docs/design.md)"; fail=1; continue; }
+  mine=${level[$dir]}
+  while IFS=: read -r line inc; do
+    target=$(sed -E 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]([^>"]+)[>"].*/\1/' <<<"$inc")
+    case "$target" in
+      iwarp/*) continue ;;                        # public headers: allowed everywhere
+      */*) tdir=${target%%/*} ;;
+      *) tdir="" ;;
+    esac
+    if [ -n "$tdir" ] && [ -n "${level[$tdir]+x}" ]; then
+      if [ "${level[$tdir]}" -gt "$mine" ]; then
+        echo "layering: $f:$line includes $target (layer $tdir=${level[$tdir]} above $dir=$mine)"; fail=1
+      fi
+    elif [ "$mine" -le 5 ] && grep -Eq "^($forbidden)" <<<"$target"; then
+      echo "layering: $f:$line includes <$target>, which a sans-I/O layer must not use"; fail=1
+    fi
+  done < <(grep -nE '^[[:space:]]*#[[:space:]]*include' "$f" || true)
+  # No direct allocation below the llp seam: memory comes through the context's hooks.
+  if [ "$mine" -le 5 ] && grep -nE '\b(malloc|calloc|realloc|free)\s*\(' "$f" | grep -v '^\s*[0-9]*:\s*/\?\*' >/dev/null; then
+    echo "layering: $f calls malloc/free directly in a sans-I/O layer"; fail=1
+  fi
+done
+if [ "$fail" = 0 ]; then echo "layering: OK ($(find src -name '*.[ch]' | wc -l) files)"; fi
+exit $fail

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs what libiwarp needs to build and test on Debian 12, from Debian's packages only.
+# Idempotent: installs only what is missing (apt-get update first, as a fresh machine needs).
+#   scripts/install-deps.sh          build + test dependencies
+#   scripts/install-deps.sh --build  only what building the library and the iwarp command needs
+set -euo pipefail
+
+build_pkgs=(gcc cmake ninja-build pkg-config libisal-dev libpcap-dev)
+test_pkgs=(clang libclang-rt-14-dev clang-format-14 tshark python3 git)
+
+pkgs=("${build_pkgs[@]}")
+[ "${1:-}" = "--build" ] || pkgs+=("${test_pkgs[@]}")
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#pkgs[@]} packages present"
+  exit 0
+fi
+echo "install-deps: installing ${missing[*]}"
+SUDO=""
+[ "$(id -u)" = 0 ] || SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+# tshark asks whether non-root users may capture; the default (no) is what we want.
+echo "wireshark-common wireshark-common/install-setuid boolean false" | $SUDO debconf-set-selections
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "install-deps: done"
