@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it (.ci/run calls this). On a fresh Debian 12 machine it
+# installs what is missing, then: format check, layering check, ASan+UBSan build (-Werror) and
+# every CTest test (unit tests, fuzz corpus replays, the wire judge on generated captures), a
+# release build with an install/consumer check, and each libFuzzer target for FUZZ_SECONDS (30).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs=${JOBS:-$(nproc)}
+step() { printf '\n==== %s ====\n' "$*"; }
+t0=$(date +%s)
+
+step "dependencies"
+scripts/install-deps.sh
+
+step "format (clang-format 14)"
+scripts/check-format.sh
+
+step "layering"
+scripts/check-layering.sh
+
+step "ASan+UBSan build and tests"
+cmake --preset asan-ubsan >/dev/null
+cmake --build --preset asan-ubsan -j "$jobs"
+ctest --preset asan-ubsan -j "$jobs"
+
+step "release build and install check"
+cmake --preset release >/dev/null
+cmake --build --preset release -j "$jobs"
+tests/scripts/install_check.sh build/release
+
+step "fuzz smoke (${FUZZ_SECONDS:-30} s per target, clang + libFuzzer + ASan + UBSan)"
+cmake --preset fuzz >/dev/null
+cmake --build --preset fuzz -j "$jobs"
+scripts/fuzz-smoke.sh
+
+step "all passed in $(( $(date +%s) - t0 )) s"

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Installs a configured build tree into a scratch prefix and checks what a consumer sees:
+# the headers under include/iwarp/, libiwarp.pc (pkg-config), the CMake package (find_package),
+# both libraries, and that the shared library exports the public API and nothing internal.
+#   install_check.sh BUILD_DIR
+set -euo pipefail
+build=$(cd "$1" && pwd)
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+prefix=$tmp/prefix
+cmake --install "$build" --prefix "$prefix" >/dev/null
+fails=0
+check() { if "$@" >"$tmp/out" 2>&1; then echo "PASS $desc"; else echo "FAIL $desc"; cat "$tmp/out"; fails=$((fails+1)); fi; }
+
+libdir=$(dirname "$(find "$prefix" -name libiwarp.pc)")/..
+desc="headers installed"; check test -f "$prefix/include/iwarp/iwarp.h" -a -f "$prefix/include/iwarp/errors.h" -a -f "$prefix/include/iwarp/version.h"
+desc="shared and static libraries installed"; check test -f "$libdir/libiwarp.a" -a -L "$libdir/libiwarp.so"
+desc="no internal header installed"; check bash -c "! find '$prefix/include' -name '*.h' | xargs grep -l 'util/\\|wire/' | grep -q ."
+
+cat > "$tmp/consumer.c" <<'C'
+#include <iwarp/iwarp.h>
+#include <stdio.h>
+#include <string.h>
+int main(void)
+{
+    if (strcmp(iwarp_version(), IWARP_VERSION_STRING) != 0)
+        return 1;
+    printf("%s: %s\n", iwarp_err_name(IWARP_ERR_FPDU_CRC), iwarp_strerror(IWARP_ERR_FPDU_CRC));
+    return strcmp(iwarp_err_name(IWARP_ERR_FPDU_CRC), "IWARP_ERR_FPDU_CRC") != 0;
+}
+C
+export PKG_CONFIG_PATH=$libdir/pkgconfig
+desc="pkg-config consumer builds and runs"
+check bash -c "cc -std=c11 -Wall -Werror '$tmp/consumer.c' -o '$tmp/c1' \$(pkg-config --cflags --libs libiwarp) && LD_LIBRARY_PATH='$libdir' '$tmp/c1'"
+
+mkdir -p "$tmp/cm"
+cp "$tmp/consumer.c" "$tmp/cm/"
+cat > "$tmp/cm/CMakeLists.txt" <<'C'
+cmake_minimum_required(VERSION 3.20)
+project(consumer C)
+find_package(iwarp REQUIRED)
+add_executable(consumer consumer.c)
+target_link_libraries(consumer PRIVATE iwarp::iwarp)
+C
+desc="find_package(iwarp) consumer builds and runs"
+check bash -c "cmake -S '$tmp/cm' -B '$tmp/cm/b' -DCMAKE_PREFIX_PATH='$prefix' >/dev/null && cmake --build '$tmp/cm/b' >/dev/null && LD_LIBRARY_PATH='$libdir' '$tmp/cm/b/consumer'"
+
+so=$(readlink -f "$libdir/libiwarp.so")
+desc="shared library exports the public API"; check bash -c "nm -D --defined-only '$so' | grep -qw iwarp_strerror"
+desc="shared library hides internal symbols"; check bash -c "! nm -D --defined-only '$so' | grep -w -e iwarp_crc32c_update -e iwarp_crc32c_update_portable"
+desc="every exported symbol is iwarp_ and versioned"; check bash -c "nm -D --defined-only '$so' | awk '\$2 ~ /[TDBR]/ {print \$3}' | grep -v '^IWARP_' | grep -v '^iwarp_' | (! grep .)"
+echo "$fails failed"
+[ "$fails" = 0 ]
