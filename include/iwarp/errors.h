@@ -38,6 +38,10 @@ extern "C" {
     XX(MPA_RTR, -27, "no matching RTR option (RFC 6581 §9.2)")                                \
     XX(MPA_CRC_REQUIRED, -28, "CRC is required locally but the peer did not agree")           \
     XX(MPA_MARKERS, -29, "marker setting refused")                                            \
+    XX(MPA_INIT_INIT, -30, "MPA Request received where a Reply was expected")                 \
+    XX(MPA_RTR_MISMATCH, -31, "first FPDU is not a negotiated zero-length RTR")               \
+    XX(MPA_P2P, -32, "peer-to-peer flag A not echoed (RFC 6581 §9.2)")                        \
+    XX(MPA_PEER_TERM, -33, "the peer sent a Terminate as its first FPDU")                     \
     /* MPA full operation (RFC 5044 §4-§6) */                                               \
     XX(FPDU_CRC, -40, "MPA CRC error")                                                        \
     XX(FPDU_MARKER, -41, "MPA marker does not match the FPDU (marker/ULPDU_Length mismatch)") \
@@ -49,7 +53,16 @@ extern "C" {
     XX(RDMAP_VERSION, -53, "invalid RDMAP version")                                           \
     XX(RDMAP_OPCODE, -54, "unexpected RDMAP opcode")                                          \
     XX(RDMAP_LEN, -55, "RDMAP message length is wrong for its opcode")                        \
-    XX(RDMAP_LAST, -56, "single-segment RDMAP message without the Last flag")
+    XX(RDMAP_LAST, -56, "single-segment RDMAP message without the Last flag")                 \
+    XX(RDMAP_TAGGED, -57, "DDP Tagged flag does not match the RDMAP opcode")                  \
+    XX(DDP_MO, -58, "non-zero DDP Message Offset on a single-segment RDMAP message")          \
+    /* Captures (src/trace: pcap files, packet headers) */                                    \
+    XX(PCAP, -70, "libpcap could not open, read or write the capture file")                   \
+    XX(PCAP_LINKTYPE, -71, "capture link-layer type not supported")                           \
+    XX(PCAP_END, -72, "end of the capture file")                                              \
+    XX(PKT_MALFORMED, -73, "captured packet headers are inconsistent")                        \
+    XX(PKT_TOO_BIG, -74, "TCP segment does not fit in one IP packet")                         \
+    XX(PKT_CSUM, -75, "IP, TCP, UDP or SCTP checksum does not verify")
 
 enum iwarp_err {
     IWARP_OK = 0,
