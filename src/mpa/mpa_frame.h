@@ -1,0 +1,153 @@
+/*
+ * MPA transmit framing (RFC 5044 §4): one ULPDU (a DDP segment) becomes one FPDU, described as
+ * iovecs ready for writev()/sendmsg():
+ *
+ *   [Marker?] ULPDU_Length(2, BE) | ULPDU | PAD(0..3) | CRC(4, CRC32C least-significant octet
+ * first)
+ *
+ * with 4-octet markers `Reserved(16) | FPDUPTR(16)` inserted wherever the stream reaches a
+ * multiple of 512 octets counted from the first marker (RFC 5044 §4.2-4.3). The caller's ULPDU
+ * (DDP header and payload) is referenced in place, never copied; the few octets the framer owns
+ * (length field, markers, pad and CRC) live in a caller-provided struct iwarp_mpa_tx_scratch, one
+ * per FPDU in flight. MPA knows nothing of DDP: the ULPDU is opaque.
+ *
+ * Stream positions: every position here counts octets of the TCP stream from the first octet of
+ * the first marker of Full Operation ("SeqStart", RFC 5044 §4.3), modulo 2^32 (a multiple of 512,
+ * so wrap-around keeps the marker grid). With markers off the position is only bookkeeping.
+ * Positions must be multiples of 4: FPDUs and markers are multiples of 4 octets and the first
+ * marker starts the grid, so every FPDU starts 4-aligned (RFC 5044 §4.3: the FPDUPTR's two low
+ * bits are zero). As a consequence a marker never splits the ULPDU_Length or the CRC field; it can
+ * fall right before the ULPDU_Length (FPDUPTR 0, part of this FPDU and of its CRC), inside the
+ * ULPDU (between ULPDU octets 4k+1 and 4k+2), or right after the PAD, before the CRC.
+ *
+ * Sizing (RFC 5044 §3, §4.5): DDP asks iwarp_mpa_mulpdu() for the largest ULPDU that keeps an
+ * FPDU within one TCP segment and posts ULPDUs of at most that size; the framer rejects a ULPDU
+ * over 64768 octets (or empty) with IWARP_ERR_FPDU_LEN.
+ *
+ * The helpers below the framer (pad length, marker layout) are shared with the deframer.
+ */
+#ifndef IWARP_MPA_MPA_FRAME_H
+#define IWARP_MPA_MPA_FRAME_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "iwarp/common.h"
+#include "wire/wire.h"
+
+/* FPDU overhead without markers: ULPDU_Length + CRC (RFC 5044 §4.1: "a minimum of 6 octets"). */
+#define IWARP_MPA_FPDU_OVERHEAD (IWARP_MPA_LEN_FIELD + IWARP_MPA_CRC_LEN)
+
+/* RFC 5044 §4.2: receivers MUST treat the two low bits of FPDUPTR as zero. */
+#define IWARP_MPA_FPDUPTR_MASK 0xFFFCu
+
+/*
+ * The most markers one FPDU can contain: an FPDU with a 64768-octet ULPDU spans at most
+ * 2 + 64768 + 2 (pad) + 4 (CRC) + 4 * 128 = 65288 octets, which holds at most 128 marker slots
+ * (one of them possibly right before its ULPDU_Length). Checked by test_mpa_frame.
+ */
+#define IWARP_MPA_TX_MAX_MARKERS 128u
+
+/*
+ * Upper bound on the iovecs iwarp_mpa_tx_frame() produces for a ULPDU given as n iovecs: the
+ * length field, the trailer, the input pieces, and per marker the marker plus one split piece.
+ */
+#define IWARP_MPA_TX_IOV_MAX(n) ((size_t)(n) + 2u + 2u * IWARP_MPA_TX_MAX_MARKERS)
+
+/* Transmit settings, fixed once MPA negotiation has finished (RFC 5044 §7.1). */
+struct iwarp_mpa_tx_cfg {
+    bool crc;     /* compute the CRC32C (RFC 5044 §4.4); false: send a zero CRC field (§4.1) */
+    bool markers; /* insert markers: the peer asked for them with M=1 (RFC 5044 §4.3, §7.1.1) */
+    /* Stream position of the next octet this framer emits (see the top of this file): 0 at the
+     * start of Full Operation, so that the first FPDU starts with the first marker. Must be a
+     * multiple of 4. */
+    uint32_t stream_pos;
+};
+
+/* Framer state: settings plus the stream position. Plain data, embeddable, no fini needed. */
+struct iwarp_mpa_tx {
+    bool crc;
+    bool markers;
+    uint32_t pos; /* stream position of the next FPDU's first octet */
+};
+
+/* Framer-owned octets of one FPDU; the iovecs of that FPDU point into it. */
+struct iwarp_mpa_tx_scratch {
+    uint8_t len[IWARP_MPA_LEN_FIELD];                                /* ULPDU_Length, BE */
+    uint8_t trailer[3 + IWARP_MPA_CRC_LEN];                          /* PAD (zeros) then CRC */
+    uint8_t markers[IWARP_MPA_TX_MAX_MARKERS][IWARP_MPA_MARKER_LEN]; /* in stream order */
+};
+
+/*
+ * Initialises a framer.
+ * tx: the framer to set up. cfg: settings (copied).
+ * Returns 0, or IWARP_ERR_INVAL if cfg->stream_pos is not a multiple of 4.
+ */
+int iwarp_mpa_tx_init(struct iwarp_mpa_tx *tx, const struct iwarp_mpa_tx_cfg *cfg);
+
+/*
+ * Frames one ULPDU as one FPDU and advances the framer's stream position past it.
+ *
+ * ulpdu/nulpdu: the ULPDU (DDP header and payload) as iovecs, in order; empty entries are
+ *   skipped. With CRC on, the ULPDU octets are read once to compute the CRC.
+ * scratch: receives the length field, markers, pad and CRC of this FPDU.
+ * out/out_cap: receives the FPDU's iovecs, in wire order, none empty. IWARP_MPA_TX_IOV_MAX(nulpdu)
+ *   entries always suffice.
+ * Ownership: out[] points into scratch and into the caller's ULPDU buffers; both must stay
+ *   valid and unchanged until the FPDU has been handed to the LLP (fully written). Nothing is
+ *   kept by the framer.
+ * Returns the number of iovecs written to out (> 0), or
+ *   IWARP_ERR_FPDU_LEN: the ULPDU is empty or over 64768 octets (RFC 5044 §3);
+ *   IWARP_ERR_NOSPC: out_cap is too small.
+ * On error the framer is unchanged (the FPDU was not framed) and may be used again.
+ */
+iwarp_ssize iwarp_mpa_tx_frame(struct iwarp_mpa_tx *tx, const struct iovec *ulpdu, size_t nulpdu,
+                               struct iwarp_mpa_tx_scratch *scratch, struct iovec *out,
+                               size_t out_cap);
+
+/*
+ * The largest ULPDU for an FPDU that fits an empty TCP segment of emss octets (RFC 5044 §4.5):
+ * EMSS - (6 + 4 * ceil(EMSS / 512) + EMSS mod 4) with markers, EMSS - (6 + EMSS mod 4) without,
+ * kept within 128..64768 (RFC 5044 §3, §4.5). Examples: EMSS 1448 -> 1442; 1460 -> 1454 (1442
+ * with markers); 65483 -> 64768.
+ */
+uint32_t iwarp_mpa_mulpdu(uint32_t emss, bool markers);
+
+/*
+ * Octets on the wire of an FPDU carrying a ULPDU of ulpdu_len octets whose first octet (its
+ * leading marker, if one falls there) is at stream position stream_pos (a multiple of 4):
+ * 2 + ulpdu_len + pad + 4, plus 4 per marker that falls inside it (markers true).
+ */
+uint32_t iwarp_mpa_fpdu_wire_len(uint32_t stream_pos, uint32_t ulpdu_len, bool markers);
+
+/* PAD octets after a ULPDU of ulpdu_len octets: the FPDU is a multiple of 4 (RFC 5044 §4.1). */
+static inline uint32_t iwarp_mpa_pad_len(uint32_t ulpdu_len)
+{
+    return (4u - ((IWARP_MPA_LEN_FIELD + ulpdu_len) & 3u)) & 3u;
+}
+
+/* Octets from stream position pos to the next marker (1..512; 512 when a marker starts at pos). */
+static inline uint32_t iwarp_mpa_to_marker(uint32_t pos)
+{
+    return IWARP_MPA_MARKER_PERIOD - (pos & (IWARP_MPA_MARKER_PERIOD - 1u));
+}
+
+/* Writes a marker with the given FPDUPTR: Reserved (zero on send) then FPDUPTR (RFC 5044 §4.2). */
+static inline void iwarp_mpa_marker_store(uint8_t *p, uint16_t fpduptr)
+{
+    p[0] = 0;
+    p[1] = 0;
+    p[2] = (uint8_t)(fpduptr >> 8);
+    p[3] = (uint8_t)fpduptr;
+}
+
+/* A received marker's FPDUPTR with its two low bits treated as zero (RFC 5044 §4.2); the
+ * Reserved field is ignored. */
+static inline uint16_t iwarp_mpa_marker_fpduptr(const uint8_t *p)
+{
+    return (uint16_t)(((uint32_t)p[2] << 8 | (uint32_t)p[3]) & IWARP_MPA_FPDUPTR_MASK);
+}
+
+#endif

@@ -1,0 +1,445 @@
+/*
+ * MPA transmit framing: RFC 5044 Figures 4-6 and the wire-reference §1.9 CRC vectors as golden
+ * bytes, markers at every 4-aligned FPDU position checked against a byte-at-a-time reference,
+ * MULPDU (RFC 5044 §4.5), wire sizes, iovec bounds and the error paths.
+ */
+#include <sys/uio.h>
+
+#include "harness.h"
+#include "iwarp/errors.h"
+#include "mpa/mpa_frame.h"
+#include "util/bytes.h"
+#include "util/crc32c.h"
+
+#define BIG (IWARP_MPA_MULPDU_MAX + 1024u)
+
+static uint8_t g_ulpdu[BIG];
+static uint8_t g_wire[BIG];
+static uint8_t g_ref[BIG];
+static struct iovec g_out[IWARP_MPA_TX_IOV_MAX(8)];
+static struct iwarp_mpa_tx_scratch g_scratch;
+
+static void tx_setup(struct iwarp_mpa_tx *tx, bool crc, bool markers, uint32_t pos)
+{
+    struct iwarp_mpa_tx_cfg cfg = {.crc = crc, .markers = markers, .stream_pos = pos};
+    ASSERT_EQ(iwarp_mpa_tx_init(tx, &cfg), 0);
+}
+
+/* Concatenates n iovecs into buf; returns the total length. */
+static size_t flatten(const struct iovec *iov, size_t n, uint8_t *buf)
+{
+    size_t len = 0;
+    for (size_t i = 0; i < n; i++) {
+        ASSERT_TRUE(iov[i].iov_len > 0);
+        memcpy(buf + len, iov[i].iov_base, iov[i].iov_len);
+        len += iov[i].iov_len;
+    }
+    return len;
+}
+
+/* Frames one contiguous ULPDU and returns the wire length of the flattened FPDU in g_wire. */
+static size_t frame_one(struct iwarp_mpa_tx *tx, const uint8_t *ulpdu, size_t len)
+{
+    struct iovec in = {.iov_base = (void *)(uintptr_t)ulpdu, .iov_len = len};
+    iwarp_ssize n = iwarp_mpa_tx_frame(tx, &in, 1, &g_scratch, g_out, IWARP_MPA_TX_IOV_MAX(1));
+    ASSERT_TRUE(n > 0);
+    return flatten(g_out, (size_t)n, g_wire);
+}
+
+/*
+ * A deliberately naive reference, octet by octet, straight from RFC 5044 §4.1-§4.4: a marker at
+ * every stream position that is a multiple of 512 (FPDUPTR 0 before the ULPDU_Length, else the
+ * distance from it), zero PAD, CRC32C over everything before the CRC field.
+ */
+static size_t ref_fpdu(uint32_t pos, const uint8_t *ulpdu, size_t len, bool crc, bool markers,
+                       uint8_t *out)
+{
+    size_t n = 0;
+    uint32_t hdr_pos = pos;
+    if (markers && pos % 512 == 0) {
+        memset(out, 0, 4);
+        n = 4;
+        pos += 4;
+        hdr_pos = pos;
+    }
+    size_t body = 2 + len + (4 - (2 + len) % 4) % 4 + 4;
+    for (size_t i = 0; i < body; i++) {
+        if (markers && pos % 512 == 0) {
+            uint32_t ptr = pos - hdr_pos;
+            out[n++] = 0;
+            out[n++] = 0;
+            out[n++] = (uint8_t)(ptr >> 8);
+            out[n++] = (uint8_t)ptr;
+            pos += 4;
+        }
+        uint8_t b = 0;
+        if (i == 0)
+            b = (uint8_t)(len >> 8);
+        else if (i == 1)
+            b = (uint8_t)len;
+        else if (i < 2 + len)
+            b = ulpdu[i - 2];
+        out[n++] = b;
+        pos++;
+    }
+    if (crc)
+        iwarp_store_le32(out + n - 4, iwarp_crc32c(out, n - 4));
+    return n;
+}
+
+static const char fig5_ulpdu[] = "4143 00000000 00000000 00000001 00000000"
+                                 "000000000000000000000000000000000000000000000000";
+
+/* RFC 5044 §4.4 Figure 5: the first FPDU of Full Operation, led by the first marker. */
+TEST(rfc5044_figure5_golden)
+{
+    uint8_t ulpdu[64], expect[64];
+    size_t ulen = harness_hex(fig5_ulpdu, ulpdu, sizeof ulpdu);
+    size_t elen = harness_hex("0000 0000 | 002a | 4143 00000000 00000000 00000001 00000000"
+                              "000000000000000000000000000000000000000000000000 | 52239983",
+                              expect, sizeof expect);
+    ASSERT_EQ(ulen, 42);
+    ASSERT_EQ(elen, 0x34);
+    struct iwarp_mpa_tx tx;
+    tx_setup(&tx, true, true, 0);
+    ASSERT_EQ(iwarp_mpa_fpdu_wire_len(0, 42, true), 0x34);
+    ASSERT_EQ(frame_one(&tx, ulpdu, ulen), elen);
+    ASSERT_MEM_EQ(g_wire, expect, elen);
+    ASSERT_EQ(tx.pos, 0x34);
+}
+
+/* RFC 5044 §4.4 Figure 6: the second FPDU, after a 492-octet first one; the marker at 0x200
+ * splits the DDP header from the payload, FPDUPTR 0x14. */
+TEST(rfc5044_figure6_golden)
+{
+    uint8_t ulpdu[64], expect[80];
+    size_t ulen = harness_hex("4143 00000000 00000000 00000002 00000000"
+                              "000000000000000000000000000000000000000000000000",
+                              ulpdu, sizeof ulpdu);
+    size_t elen = harness_hex("002a 4143 00000000 00000000 00000002 00000000 | 0000 0014 |"
+                              "000000000000000000000000000000000000000000000000 | 84925898",
+                              expect, sizeof expect);
+    ASSERT_EQ(elen, 0x220 - 0x1ec);
+
+    /* Directly at stream position 0x1ec ... */
+    struct iwarp_mpa_tx tx;
+    tx_setup(&tx, true, true, 0x1ec);
+    ASSERT_EQ(frame_one(&tx, ulpdu, ulen), elen);
+    ASSERT_MEM_EQ(g_wire, expect, elen);
+
+    /* ... and after a first FPDU of 492 octets on the wire: marker 4 + 2 + 482 + CRC 4. */
+    tx_setup(&tx, true, true, 0);
+    static uint8_t first[482];
+    ASSERT_EQ(iwarp_mpa_fpdu_wire_len(0, sizeof first, true), 492);
+    ASSERT_EQ(frame_one(&tx, first, sizeof first), 492);
+    ASSERT_EQ(tx.pos, 0x1ec);
+    ASSERT_EQ(frame_one(&tx, ulpdu, ulen), elen);
+    ASSERT_MEM_EQ(g_wire, expect, elen);
+}
+
+/* RFC 5044 §4.3 Figure 4: ULPDU_Length 0x10, marker after ULPDU octet 9 with FPDUPTR 0x000C,
+ * 2 PAD octets. The marker sits at FPDU offset 12, so the FPDU starts at stream position 500. */
+TEST(rfc5044_figure4_golden)
+{
+    uint8_t ulpdu[16], expect[32];
+    for (size_t i = 0; i < sizeof ulpdu; i++)
+        ulpdu[i] = (uint8_t)(0xA0 + i);
+    size_t elen = harness_hex("0010 a0a1 a2a3 a4a5 a6a7 a8a9 | 0000 000c | aaab acad aeaf | 0000 |"
+                              "00000000",
+                              expect, sizeof expect);
+    struct iwarp_mpa_tx tx;
+    tx_setup(&tx, false, true, 500);
+    ASSERT_EQ(frame_one(&tx, ulpdu, sizeof ulpdu), elen);
+    ASSERT_MEM_EQ(g_wire, expect, elen);
+    ASSERT_EQ(tx.pos, 528);
+}
+
+/* wire-reference §1.9 CRC vectors, framed without markers: ULPDU_Length .. PAD then the CRC
+ * least-significant octet first. */
+TEST(crc_vectors_golden)
+{
+    static const struct {
+        const char *ulpdu, *wire;
+    } v[] = {
+        {"c140 00000001 0000000000000000", "000e c140 00000001 0000000000000000 ebd34c5f"},
+        {"4147 00000000 00000002 00000001 00000000 00000000",
+         "0016 4147 00000000 00000002 00000001 00000000 00000000 f9a26f1d"},
+        {"4143 00000000 00000000 00000001 00000000",
+         "0012 4143 00000000 00000000 00000001 00000000 587be8c4"},
+    };
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        uint8_t ulpdu[64], expect[64];
+        size_t ulen = harness_hex(v[i].ulpdu, ulpdu, sizeof ulpdu);
+        size_t elen = harness_hex(v[i].wire, expect, sizeof expect);
+        struct iwarp_mpa_tx tx;
+        tx_setup(&tx, true, false, 0);
+        ASSERT_EQ(frame_one(&tx, ulpdu, ulen), elen);
+        ASSERT_MEM_EQ(g_wire, expect, elen);
+        /* CRC off: the field is present and zero (RFC 5044 §4.1). */
+        tx_setup(&tx, false, false, 0);
+        ASSERT_EQ(frame_one(&tx, ulpdu, ulen), elen);
+        ASSERT_MEM_EQ(g_wire, expect, elen - 4);
+        ASSERT_EQ_U(iwarp_load_le32(g_wire + elen - 4), 0);
+    }
+}
+
+/* Every PAD length, with the PAD octets zero and the FPDU a multiple of 4 (RFC 5044 §4.1). */
+TEST(pad_lengths)
+{
+    ASSERT_EQ(iwarp_mpa_pad_len(1), 1);
+    ASSERT_EQ(iwarp_mpa_pad_len(2), 0);
+    ASSERT_EQ(iwarp_mpa_pad_len(3), 3);
+    ASSERT_EQ(iwarp_mpa_pad_len(4), 2);
+    memset(g_ulpdu, 0xEE, 8);
+    for (uint32_t len = 1; len <= 8; len++) {
+        struct iwarp_mpa_tx tx;
+        tx_setup(&tx, false, false, 0);
+        size_t w = frame_one(&tx, g_ulpdu, len);
+        uint32_t pad = iwarp_mpa_pad_len(len);
+        ASSERT_EQ(w, 2 + len + pad + 4);
+        ASSERT_EQ(w % 4, 0);
+        for (uint32_t i = 0; i < pad; i++)
+            ASSERT_EQ(g_wire[2 + len + i], 0);
+    }
+}
+
+/*
+ * A marker on every 4-aligned octet of an FPDU (before the ULPDU_Length, inside the DDP header
+ * and payload, right after the PAD before the CRC), for every PAD length, CRC on and off: the
+ * framer matches the octet-at-a-time reference and the wire-size helper.
+ */
+TEST(markers_every_position)
+{
+    for (size_t i = 0; i < 64; i++)
+        g_ulpdu[i] = (uint8_t)(i * 37u + 1u);
+    for (uint32_t len = 13; len <= 45; len++) {
+        for (uint32_t pos = 0; pos < 1024; pos += 4) {
+            for (int crc = 0; crc < 2; crc++) {
+                struct iwarp_mpa_tx tx;
+                tx_setup(&tx, crc != 0, true, pos);
+                size_t w = frame_one(&tx, g_ulpdu, len);
+                size_t r = ref_fpdu(pos, g_ulpdu, len, crc != 0, true, g_ref);
+                ASSERT_EQ(w, r);
+                ASSERT_MEM_EQ(g_wire, g_ref, r);
+                ASSERT_EQ(w, iwarp_mpa_fpdu_wire_len(pos, len, true));
+                ASSERT_EQ(tx.pos, pos + w);
+            }
+        }
+    }
+}
+
+/* Specific placements, by hand: a marker right after the PAD is CRC-covered by this FPDU and
+ * points back to it (RFC 5044 §4.4 rule 1); the next FPDU then starts without a marker. */
+TEST(marker_before_crc)
+{
+    uint8_t ulpdu[5] = {1, 2, 3, 4, 5}, expect[32];
+    /* 2 + 5 + 1 pad = 8 octets before the CRC: start at 504 so the marker falls at 512. */
+    size_t elen = harness_hex("0005 0102030405 00 | 0000 0008 | 00000000", expect, sizeof expect);
+    uint32_t crc = iwarp_crc32c(expect, elen - 4);
+    iwarp_store_le32(expect + elen - 4, crc);
+    struct iwarp_mpa_tx tx;
+    tx_setup(&tx, true, true, 504);
+    ASSERT_EQ(frame_one(&tx, ulpdu, sizeof ulpdu), elen);
+    ASSERT_MEM_EQ(g_wire, expect, elen);
+    ASSERT_EQ(tx.pos, 520);
+}
+
+/* A ULPDU given as several iovecs (header, empty entry, payload pieces) is referenced in place:
+ * the ULPDU octets of the output point into the caller's buffers. */
+TEST(scatter_gather_in_place)
+{
+    static uint8_t hdr[18], pay1[700], pay2[333];
+    for (size_t i = 0; i < sizeof hdr; i++)
+        hdr[i] = (uint8_t)i;
+    for (size_t i = 0; i < sizeof pay1; i++)
+        pay1[i] = (uint8_t)(i * 7u);
+    for (size_t i = 0; i < sizeof pay2; i++)
+        pay2[i] = (uint8_t)(i * 11u + 3u);
+    uint8_t whole[sizeof hdr + sizeof pay1 + sizeof pay2];
+    memcpy(whole, hdr, sizeof hdr);
+    memcpy(whole + sizeof hdr, pay1, sizeof pay1);
+    memcpy(whole + sizeof hdr + sizeof pay1, pay2, sizeof pay2);
+    struct iovec in[4] = {{hdr, sizeof hdr}, {pay1, 0}, {pay1, sizeof pay1}, {pay2, sizeof pay2}};
+    for (uint32_t pos = 0; pos < 512; pos += 4) {
+        for (int markers = 0; markers < 2; markers++) {
+            struct iwarp_mpa_tx tx;
+            tx_setup(&tx, true, markers != 0, pos);
+            iwarp_ssize n =
+                iwarp_mpa_tx_frame(&tx, in, 4, &g_scratch, g_out, IWARP_MPA_TX_IOV_MAX(4));
+            ASSERT_TRUE(n > 0);
+            size_t w = flatten(g_out, (size_t)n, g_wire);
+            size_t r = ref_fpdu(pos, whole, sizeof whole, true, markers != 0, g_ref);
+            ASSERT_EQ(w, r);
+            ASSERT_MEM_EQ(g_wire, g_ref, r);
+            size_t in_place = 0;
+            for (size_t i = 0; i < (size_t)n; i++) {
+                const uint8_t *b = g_out[i].iov_base;
+                const uint8_t *s = (const uint8_t *)&g_scratch;
+                if (b >= s && b < s + sizeof g_scratch) {
+                    ASSERT_TRUE(b + g_out[i].iov_len <= s + sizeof g_scratch);
+                    continue;
+                }
+                ASSERT_TRUE((b >= hdr && b + g_out[i].iov_len <= hdr + sizeof hdr) ||
+                            (b >= pay1 && b + g_out[i].iov_len <= pay1 + sizeof pay1) ||
+                            (b >= pay2 && b + g_out[i].iov_len <= pay2 + sizeof pay2));
+                in_place += g_out[i].iov_len;
+            }
+            ASSERT_EQ(in_place, sizeof whole);
+        }
+    }
+}
+
+/* Several FPDUs in a row: the framer tracks the stream position, and the concatenation equals
+ * the reference FPDUs laid end to end. */
+TEST(stream_position_tracking)
+{
+    static const uint32_t lens[] = {1, 42, 509, 510, 511, 512, 513, 1442, 3, 4000, 18, 14};
+    for (int markers = 0; markers < 2; markers++) {
+        struct iwarp_mpa_tx tx;
+        tx_setup(&tx, true, markers != 0, 0);
+        uint32_t pos = 0;
+        for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++) {
+            for (uint32_t i = 0; i < lens[k]; i++)
+                g_ulpdu[i] = (uint8_t)(i ^ k);
+            size_t w = frame_one(&tx, g_ulpdu, lens[k]);
+            size_t r = ref_fpdu(pos, g_ulpdu, lens[k], true, markers != 0, g_ref);
+            ASSERT_EQ(w, r);
+            ASSERT_MEM_EQ(g_wire, g_ref, r);
+            pos += (uint32_t)w;
+            ASSERT_EQ(tx.pos, pos);
+        }
+    }
+}
+
+/* Stream positions wrap modulo 2^32 without disturbing the 512-octet grid (RFC 5044 §4.3). */
+TEST(stream_position_wraps)
+{
+    memset(g_ulpdu, 0x5A, 1000);
+    struct iwarp_mpa_tx tx;
+    uint32_t pos = 0xFFFFFF00u;
+    tx_setup(&tx, true, true, pos);
+    size_t w = frame_one(&tx, g_ulpdu, 1000);
+    ASSERT_EQ(tx.pos, (uint32_t)(pos + w));
+    /* The marker at 2^32 (= 0 mod 512) is 0x100 octets in, FPDUPTR 0x100. */
+    ASSERT_EQ(w, 2 + 1000 + 2 + 4 + 4 * 2);
+    uint8_t m[4] = {0, 0, 0x01, 0x00};
+    ASSERT_MEM_EQ(g_wire + 0x100, m, 4);
+    size_t r = ref_fpdu(pos, g_ulpdu, 1000, true, true, g_ref);
+    ASSERT_MEM_EQ(g_wire, g_ref, r);
+}
+
+/* The largest ULPDU at every 4-aligned position needs at most IWARP_MPA_TX_MAX_MARKERS markers,
+ * and some position needs exactly that many: the scratch size is tight. */
+TEST(max_ulpdu_marker_bound)
+{
+    for (uint32_t i = 0; i < IWARP_MPA_MULPDU_MAX; i++)
+        g_ulpdu[i] = (uint8_t)(i * 13u);
+    uint32_t most = 0;
+    for (uint32_t pos = 0; pos < 512; pos += 4) {
+        uint32_t w = iwarp_mpa_fpdu_wire_len(pos, IWARP_MPA_MULPDU_MAX, true);
+        uint32_t m = (w - (2 + IWARP_MPA_MULPDU_MAX + 2 + 4)) / 4;
+        ASSERT_TRUE(m <= IWARP_MPA_TX_MAX_MARKERS);
+        if (m > most)
+            most = m;
+        ASSERT_TRUE(w <= 65535); /* every FPDUPTR fits its 16 bits */
+    }
+    ASSERT_EQ(most, IWARP_MPA_TX_MAX_MARKERS);
+    for (uint32_t pos = 0; pos < 512; pos += 4 * 17) {
+        struct iwarp_mpa_tx tx;
+        tx_setup(&tx, true, true, pos);
+        struct iovec in = {g_ulpdu, IWARP_MPA_MULPDU_MAX};
+        iwarp_ssize n = iwarp_mpa_tx_frame(&tx, &in, 1, &g_scratch, g_out, IWARP_MPA_TX_IOV_MAX(1));
+        ASSERT_TRUE(n > 0 && (size_t)n <= IWARP_MPA_TX_IOV_MAX(1));
+        size_t w = flatten(g_out, (size_t)n, g_wire);
+        size_t r = ref_fpdu(pos, g_ulpdu, IWARP_MPA_MULPDU_MAX, true, true, g_ref);
+        ASSERT_EQ(w, r);
+        ASSERT_MEM_EQ(g_wire, g_ref, r);
+    }
+}
+
+TEST(bad_lengths)
+{
+    struct iwarp_mpa_tx tx;
+    tx_setup(&tx, true, true, 0);
+    struct iovec in[2] = {{g_ulpdu, 0}, {g_ulpdu, 0}};
+    /* RFC 5044 §3: 1..64768 octets. */
+    ASSERT_EQ(iwarp_mpa_tx_frame(&tx, in, 2, &g_scratch, g_out, 8), IWARP_ERR_FPDU_LEN);
+    ASSERT_EQ(iwarp_mpa_tx_frame(&tx, NULL, 0, &g_scratch, g_out, 8), IWARP_ERR_FPDU_LEN);
+    in[0].iov_len = IWARP_MPA_MULPDU_MAX;
+    in[1].iov_len = 1;
+    ASSERT_EQ(iwarp_mpa_tx_frame(&tx, in, 2, &g_scratch, g_out, IWARP_MPA_TX_IOV_MAX(2)),
+              IWARP_ERR_FPDU_LEN);
+    in[1].iov_len = SIZE_MAX; /* no wrap-around in the sum */
+    ASSERT_EQ(iwarp_mpa_tx_frame(&tx, in, 2, &g_scratch, g_out, IWARP_MPA_TX_IOV_MAX(2)),
+              IWARP_ERR_FPDU_LEN);
+    ASSERT_EQ(tx.pos, 0);
+    in[1].iov_len = 0;
+    ASSERT_TRUE(iwarp_mpa_tx_frame(&tx, in, 2, &g_scratch, g_out, IWARP_MPA_TX_IOV_MAX(2)) > 0);
+}
+
+/* Too few output iovecs: IWARP_ERR_NOSPC and the framer unchanged; the exact count works. */
+TEST(out_of_iovecs)
+{
+    struct iovec in[2] = {{g_ulpdu, 100}, {g_ulpdu + 200, 1000}};
+    struct iwarp_mpa_tx tx;
+    tx_setup(&tx, true, true, 0);
+    iwarp_ssize need = iwarp_mpa_tx_frame(&tx, in, 2, &g_scratch, g_out, IWARP_MPA_TX_IOV_MAX(2));
+    ASSERT_TRUE(need > 0);
+    /* marker, length, 100, 1000 split by 2 markers, pad+CRC */
+    ASSERT_EQ(need, 1 + 1 + 1 + 3 + 2 + 1);
+    uint32_t pos_after = tx.pos;
+    tx_setup(&tx, true, true, 0);
+    for (size_t cap = 0; cap < (size_t)need; cap++) {
+        ASSERT_EQ(iwarp_mpa_tx_frame(&tx, in, 2, &g_scratch, g_out, cap), IWARP_ERR_NOSPC);
+        ASSERT_EQ(tx.pos, 0);
+    }
+    ASSERT_EQ(iwarp_mpa_tx_frame(&tx, in, 2, &g_scratch, g_out, (size_t)need), need);
+    ASSERT_EQ(tx.pos, pos_after);
+}
+
+TEST(init_rejects_unaligned_position)
+{
+    struct iwarp_mpa_tx tx;
+    for (uint32_t pos = 1; pos < 4; pos++) {
+        struct iwarp_mpa_tx_cfg cfg = {.crc = true, .markers = true, .stream_pos = pos};
+        ASSERT_EQ(iwarp_mpa_tx_init(&tx, &cfg), IWARP_ERR_INVAL);
+    }
+}
+
+/* RFC 5044 §4.5 examples (wire-reference §1.9) and hand-computed values. */
+TEST(mulpdu_values)
+{
+    ASSERT_EQ(iwarp_mpa_mulpdu(1448, false), 1442);
+    ASSERT_EQ(iwarp_mpa_mulpdu(1460, false), 1454);
+    ASSERT_EQ(iwarp_mpa_mulpdu(1460, true), 1442); /* 1460 - (6 + 4*3 + 0) */
+    ASSERT_EQ(iwarp_mpa_mulpdu(1448, true), 1430); /* 1448 - (6 + 4*3 + 0) */
+    ASSERT_EQ(iwarp_mpa_mulpdu(65483, false), 64768);
+    ASSERT_EQ(iwarp_mpa_mulpdu(65483, true), 64768);
+    ASSERT_EQ(iwarp_mpa_mulpdu(512, true), 502);    /* 512 - (6 + 4*1 + 0) */
+    ASSERT_EQ(iwarp_mpa_mulpdu(513, true), 498);    /* 513 - (6 + 4*2 + 1) */
+    ASSERT_EQ(iwarp_mpa_mulpdu(1023, false), 1014); /* 1023 - (6 + 3) */
+    /* RFC 5044 §3, §4.5: never below 128 nor above 64768. */
+    ASSERT_EQ(iwarp_mpa_mulpdu(0, true), 128);
+    ASSERT_EQ(iwarp_mpa_mulpdu(100, false), 128);
+    ASSERT_EQ(iwarp_mpa_mulpdu(134, false), 128);
+    ASSERT_EQ(iwarp_mpa_mulpdu(136, false), 130);
+    ASSERT_EQ(iwarp_mpa_mulpdu(UINT32_MAX, true), 64768);
+}
+
+/* RFC 5044 §4.5's purpose: an FPDU with a MULPDU-sized ULPDU fits in EMSS octets wherever it
+ * starts, with or without markers (as long as the 128-octet floor does not apply). */
+TEST(mulpdu_fits_emss)
+{
+    for (uint32_t emss = 134; emss <= 66000; emss += (emss < 4096 ? 1u : 97u)) {
+        for (int markers = 0; markers < 2; markers++) {
+            uint32_t m = iwarp_mpa_mulpdu(emss, markers != 0);
+            if (m == IWARP_MPA_MULPDU_MIN || m == IWARP_MPA_MULPDU_MAX)
+                continue;
+            for (uint32_t pos = 0; pos < 512; pos += 4) {
+                ASSERT_TRUE(iwarp_mpa_fpdu_wire_len(pos, m, markers != 0) <= emss);
+                if (!markers)
+                    break;
+            }
+        }
+    }
+}
