@@ -1,0 +1,117 @@
+/*
+ * Fuzz target: the MPA deframer on arbitrary streams, fed in arbitrary pieces.
+ * Input: flags(1) max_ulpdu(2) stream_pos(2) seed(1), then the stream.
+ *   flags bit 0: CRC, bit 1: markers, bits 2-3: pieces (whole, one octet, random, by want()).
+ * Checks the API contract on every call (consumption, spans inside the caller's data and the
+ * ULPDU, in-order offsets, events, exact error codes, stickiness); never crashes, hangs or reads
+ * outside the input.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "iwarp/errors.h"
+#include "mpa/mpa_deframe.h"
+
+#define CHECK(c)              \
+    do {                      \
+        if (!(c))             \
+            __builtin_trap(); \
+    } while (0)
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static uint32_t rng_next(uint32_t *s)
+{
+    *s = *s * 1103515245u + 12345u;
+    return *s >> 8;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size < 6)
+        return 0;
+    unsigned mode = (data[0] >> 2) & 3u;
+    struct iwarp_mpa_rx_cfg cfg = {
+        .crc = data[0] & 1u,
+        .markers = (data[0] & 2u) != 0,
+        .max_ulpdu = ((uint32_t)data[1] << 8 | data[2]) % (IWARP_MPA_MULPDU_MAX + 1u),
+        /* high octet sets the upper bits (wrap-around), low octet the place on the grid */
+        .stream_pos = (uint32_t)data[3] << 24 | (uint32_t)data[4] << 2,
+    };
+    uint32_t seed = data[5];
+    const uint8_t *s = data + 6;
+    size_t len = size - 6;
+    uint32_t max = cfg.max_ulpdu ? cfg.max_ulpdu : IWARP_MPA_MULPDU_MAX;
+
+    struct iwarp_mpa_rx rx;
+    CHECK(iwarp_mpa_rx_init(&rx, &cfg) == 0);
+    uint32_t cur_off = 0, cur_len = 0;
+    unsigned sink = 0;
+    int err = 0;
+    size_t off = 0;
+    while (off < len && err == 0) {
+        struct iwarp_mpa_rx_want w;
+        size_t want = iwarp_mpa_rx_want(&rx, &w);
+        CHECK(want >= 1 && want == w.len && w.part != IWARP_MPA_RX_PART_FAILED);
+        size_t k;
+        switch (mode) {
+        case 0:
+            k = len - off;
+            break;
+        case 1:
+            k = 1;
+            break;
+        case 2:
+            k = 1 + rng_next(&seed) % 600u;
+            break;
+        default:
+            k = want;
+            break;
+        }
+        if (k > len - off)
+            k = len - off;
+        struct iwarp_mpa_rx_ev ev;
+        iwarp_ssize n = iwarp_mpa_rx_feed(&rx, s + off, k, &ev);
+        if (n < 0) {
+            err = (int)n;
+            CHECK(err == IWARP_ERR_FPDU_CRC || err == IWARP_ERR_FPDU_MARKER ||
+                  err == IWARP_ERR_FPDU_LEN);
+            CHECK(err != IWARP_ERR_FPDU_CRC || cfg.crc);
+            CHECK(err != IWARP_ERR_FPDU_MARKER || cfg.markers);
+            break;
+        }
+        CHECK((size_t)n <= k);
+        if (k <= want) /* up to the next boundary, everything is taken in one call */
+            CHECK((size_t)n == k);
+        switch (ev.kind) {
+        case IWARP_MPA_RX_EV_NONE:
+            CHECK((size_t)n == k);
+            break;
+        case IWARP_MPA_RX_EV_ULPDU:
+            CHECK(ev.len > 0 && ev.data >= s + off && ev.data + ev.len <= s + off + (size_t)n);
+            CHECK(ev.ulpdu_len >= 1 && ev.ulpdu_len <= max);
+            CHECK(ev.ulpdu_off == cur_off && ev.ulpdu_off + ev.len <= ev.ulpdu_len);
+            CHECK(cur_off == 0 || ev.ulpdu_len == cur_len);
+            if (mode == 3)
+                CHECK(w.part == IWARP_MPA_RX_PART_ULPDU && ev.len == k);
+            for (size_t i = 0; i < ev.len; i++)
+                sink += ev.data[i];
+            cur_off += (uint32_t)ev.len;
+            cur_len = ev.ulpdu_len;
+            break;
+        case IWARP_MPA_RX_EV_FPDU:
+            CHECK(ev.ulpdu_len == cur_off && ev.ulpdu_len == cur_len);
+            CHECK(ev.crc_checked == cfg.crc);
+            cur_off = 0;
+            break;
+        }
+        off += (size_t)n;
+    }
+    if (err != 0) { /* sticky */
+        struct iwarp_mpa_rx_ev ev;
+        CHECK(iwarp_mpa_rx_feed(&rx, s, len, &ev) == err);
+        struct iwarp_mpa_rx_want w;
+        CHECK(iwarp_mpa_rx_want(&rx, &w) == 0 && w.part == IWARP_MPA_RX_PART_FAILED);
+    }
+    return (int)(sink & 0u);
+}
