@@ -294,9 +294,10 @@ TEST(stream_large_ulpdus)
     }
 }
 
-/* A marker on every 4-aligned position of an FPDU: before its ULPDU_Length (FPDUPTR 0), inside
- * the length field's FPDU word, the DDP header, the payload, right after the PAD before the
- * CRC; for every PAD length and a following FPDU; in one-octet and whole pieces. */
+/* A marker on every 4-aligned position of an FPDU (positions are 4-aligned, so a marker never
+ * splits the ULPDU_Length or CRC): before its ULPDU_Length (FPDUPTR 0), inside the DDP header
+ * and the payload, right after the PAD before the CRC, between this FPDU and the next; for every
+ * PAD length; in one-octet and whole pieces. */
 TEST(markers_every_position)
 {
     for (uint32_t len = 13; len <= 45; len++) {
