@@ -49,10 +49,10 @@ int iwarp_pcap_reader_open(struct iwarp_pcap_reader **out, const char *path, cha
 /* Closes the file and frees the reader (NULL is ignored). */
 void iwarp_pcap_reader_close(struct iwarp_pcap_reader *r);
 
-/* The capture's link type, as mapped at open. */
+/* The capture's link type, as mapped at open. r must not be NULL. */
 enum iwarp_pkt_link iwarp_pcap_reader_link(const struct iwarp_pcap_reader *r);
 
-/* The capture's libpcap DLT_ value. */
+/* The capture's libpcap DLT_ value. r must not be NULL. */
 int iwarp_pcap_reader_dlt(const struct iwarp_pcap_reader *r);
 
 /*

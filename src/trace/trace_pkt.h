@@ -77,9 +77,11 @@ enum iwarp_pkt_layer {
  * payload length was taken from the packet's wire length instead. */
 #define IWARP_PKT_F_LEN_FROM_WIRE 0x8u
 
-/* A decoded packet. Every pointer points into the buffer given to iwarp_pkt_decode(). Fields of a
- * layer deeper than `layer` are zero, except that ip_proto, l4 and l4_len are set for a packet
- * whose L4 header is truncated or absent (non-first fragment, or a protocol not decoded here). */
+/* A decoded packet. Every pointer points into the buffer given to iwarp_pkt_decode(). Only the
+ * fields of the layers up to `layer` are meaningful; deeper ones are zero, or partly filled when
+ * iwarp_pkt_decode() returned an error. With layer == IP, ip_proto, l4 and l4_len describe an
+ * IP payload whose L4 header is truncated or absent (non-first fragment, a protocol not decoded
+ * here, or an IPv6 extension header cut by the capture: ip_proto then names that header). */
 struct iwarp_pkt {
     enum iwarp_pkt_layer layer;
     uint32_t flags;       /* IWARP_PKT_F_* */
