@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# The wire judge (../shared/tools/wire-check/check.sh, Wireshark 4.0 + RFC rules) on captures
+# written by `iwarp demo` through the library's pcap writer:
+#  - every MPA variant (rev 1/2, CRC on/off, markers both ways, each peer-to-peer RTR, IPv6) must
+#    PASS with zero errors;
+#  - each damaged exchange (--corrupt KIND) must be rejected by our own receiver with the expected
+#    error and Terminate cause AND by the judge for the same reason.
+#   judge.sh IWARP_BINARY SHARED_DIR
+set -u
+iwarp=$1 shared=$2
+check=$shared/tools/wire-check/check.sh
+if ! command -v tshark >/dev/null; then echo "SKIP: tshark is not installed (scripts/install-deps.sh installs it)"; exit 77; fi
+[ -x "$check" ] || { echo "SKIP: $check not found (the shared folder must sit beside the checkout)"; exit 77; }
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+pass=0 fail=0
+ok() { echo "PASS $*"; pass=$((pass+1)); }
+bad() { echo "FAIL $*"; fail=$((fail+1)); }
+
+good() { # good NAME DEMO-OPTIONS...   (the judge may only WARN about crc-off and markers)
+  local name=$1; shift
+  local pcap=$tmp/$name.pcap
+  if ! "$iwarp" demo --quiet --pcap "$pcap" "$@" >"$tmp/$name.demo" 2>&1; then
+    bad "$name: iwarp demo $*"; cat "$tmp/$name.demo"; return
+  fi
+  # crc-off: RFC 5044 §4.4 asks for CRC by default, so a --no-crc run is warned about;
+  # markers: the judge's reminder of Wireshark's one-FPDU-per-segment marker framing.
+  if "$check" -q --checksums "$pcap" 19875 >"$tmp/$name.judge" 2>&1 &&
+     grep -q "SUMMARY: errors=0 ;" "$tmp/$name.judge" &&
+     ! grep -E '^ *WARN' "$tmp/$name.judge" | grep -vqE '\[(crc-off|markers)\]'; then
+    ok "$name: judge PASS, 0 errors ($(grep -o 'fpdu=[0-9]*' "$tmp/$name.judge"), $(grep -o 'crc good=[0-9]*' "$tmp/$name.judge"))"
+  else
+    bad "$name: judge did not pass cleanly"; cat "$tmp/$name.judge"
+  fi
+}
+
+broken() { # broken NAME JUDGE-CATEGORY OUR-ERROR OUR-CAUSE DEMO-OPTIONS...
+  local name=$1 category=$2 err=$3 cause=$4; shift 4
+  local pcap=$tmp/$name.pcap
+  if ! "$iwarp" demo --quiet --pcap "$pcap" "$@" >"$tmp/$name.demo" 2>&1; then
+    bad "$name: our receiver did not detect the damage"; cat "$tmp/$name.demo"; return
+  fi
+  if ! grep -q "^detected: $err " "$tmp/$name.demo"; then
+    bad "$name: expected $err"; cat "$tmp/$name.demo"; return
+  fi
+  if [ "$cause" != "-" ] && ! grep -q "^detected-cause: $cause\$" "$tmp/$name.demo"; then
+    bad "$name: expected Terminate cause $cause"; cat "$tmp/$name.demo"; return
+  fi
+  "$check" -q "$pcap" 19875 >"$tmp/$name.judge" 2>&1
+  local rc=$?
+  if [ $rc = 1 ] && grep -q "ERROR .*\[$category\]" "$tmp/$name.judge"; then
+    ok "$name: we report $err ($cause), the judge [$category]"
+  else
+    bad "$name: judge exit $rc, expected FAIL with [$category]"; cat "$tmp/$name.judge"
+  fi
+}
+
+good rev2-crc
+good rev2-nocrc           --no-crc
+good rev1-crc             --mpa-rev 1
+good rev1-nocrc           --mpa-rev 1 --no-crc
+# Marker runs use EMSS 1448 (MTU 1500 with TCP timestamps). At EMSS 1460 this exchange has an
+# FPDU whose TCP segment ends exactly where the next marker goes; RFC 5044 §4.3 puts that marker
+# (FPDUPTR 0) at the start of the next FPDU, which we do, but Wireshark 4.0's number_of_markers()
+# (packet-iwarp-mpa.c) counts one marker too many for such a segment and loses the framing.
+# Our own deframer verifies that layout (demo-markers-1460 below, and tests/unit/test_mpa_*).
+good rev2-crc-markers     --markers --emss 1448
+good rev1-nocrc-markers   --mpa-rev 1 --no-crc --markers --emss 1448
+good rev2-p2p-write       --p2p write
+good rev2-p2p-read        --p2p read
+good rev2-p2p-send        --p2p send
+good rev2-p2p-read-markers --p2p read --markers --no-crc
+good rev2-ipv6            --ipv6
+good rev2-emss-9000       --emss 9000 --markers
+
+if "$iwarp" demo --quiet --markers --emss 1460 >"$tmp/m1460" 2>&1; then
+  ok "demo-markers-1460: a marker between two FPDUs (FPDUPTR 0) framed and deframed, all verified"
+else
+  bad "demo-markers-1460"; cat "$tmp/m1460"
+fi
+
+broken crc            bad-crc        IWARP_ERR_FPDU_CRC      2/0/0x02 --corrupt crc
+broken ddp-version    ddp-version    IWARP_ERR_DDP_VERSION   1/2/0x06 --corrupt ddp-version
+broken rdmap-version  rdmap-version  IWARP_ERR_RDMAP_VERSION 0/2/0x05 --corrupt rdmap-version
+broken opcode         opcode         IWARP_ERR_RDMAP_OPCODE  0/2/0x06 --corrupt opcode
+broken qn             qn             IWARP_ERR_DDP_QN        1/2/0x01 --corrupt qn
+broken readreq-len    length         IWARP_ERR_RDMAP_LEN     0/2/0xff --corrupt readreq-len
+# A wrong FPDUPTR: we report code 3; Wireshark, which frames marker streams by position, loses
+# the framing there. With CRC on the same damage must surface as a CRC error (RFC 5044 §8 reports
+# code 3 only for an FPDU whose CRC is valid).
+broken marker         undissected    IWARP_ERR_FPDU_MARKER   2/0/0x03 --markers --no-crc --emss 1448 --corrupt marker
+if "$iwarp" demo --quiet --markers --emss 1448 --corrupt marker >"$tmp/mcrc" 2>&1 &&
+   grep -q '^detected: IWARP_ERR_FPDU_CRC ' "$tmp/mcrc"; then
+  ok "marker-with-crc: a damaged marker under CRC is reported as a CRC error (RFC 5044 §8)"
+else
+  bad "marker-with-crc"; cat "$tmp/mcrc"
+fi
+broken mpa-rev        mpa-rev        IWARP_ERR_MPA_REV       -        --corrupt mpa-rev
+broken mpa-pd-len     mpa-pd         IWARP_ERR_MPA_PD_LEN    -        --corrupt mpa-pd-len
+
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ]

@@ -1,0 +1,14 @@
+/* Shared by the iwarp command's subcommands. */
+#ifndef IWARP_CLI_H
+#define IWARP_CLI_H
+
+/* A subcommand: argv[0] is the subcommand's name; returns the process exit status. */
+struct iwarp_cli_cmd {
+    const char *name;
+    const char *summary;
+    int (*run)(int argc, char **argv);
+};
+
+int iwarp_cli_demo(int argc, char **argv);
+
+#endif

@@ -1,0 +1,51 @@
+/*
+ * iwarp: the libiwarp command. One binary, one subcommand per job; `iwarp CMD --help` describes
+ * each. Subcommands live in their own files and share only cli.h.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "iwarp/iwarp.h"
+
+static const struct iwarp_cli_cmd commands[] = {
+    {"demo", "negotiate MPA, frame every RDMAP operation, decode it back, write a capture",
+     iwarp_cli_demo},
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: iwarp COMMAND [OPTIONS]\n\n"
+            "libiwarp %s: user-space iWARP (RDMAP/DDP/MPA over TCP).\n\ncommands:\n",
+            iwarp_version());
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(out, "  %-9s %s\n", commands[i].name, commands[i].summary);
+    fprintf(out,
+            "  %-9s %s\n  %-9s %s\n\n"
+            "Run `iwarp COMMAND --help` for the options of a command.\n",
+            "version", "print the library version", "help", "print this text");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
+        printf("iwarp %s\n", iwarp_version());
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(cmd, commands[i].name))
+            return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "iwarp: unknown command '%s'\n\n", cmd);
+    usage(stderr);
+    return 2;
+}
