@@ -10,16 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_common.h"
 #include "iwarp/errors.h"
 #include "wire/wire_segment.h"
-
-#define CHECK(c)              \
-    do {                      \
-        if (!(c))             \
-            __builtin_trap(); \
-    } while (0)
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* The input with every reserved field cleared, as our encoder writes them. */
 static void mask_reserved(uint8_t *p, const struct iwarp_wire_segment *s)
@@ -44,7 +37,7 @@ static size_t reencode(const struct iwarp_wire_segment *s, uint8_t *out, size_t 
     struct iwarp_wire_msg m;
     iwarp_wire_msg_from_segment(&m, s);
     iwarp_ssize n = iwarp_wire_segment_encode(out, cap, &m, s->payload, s->payload_len);
-    CHECK(n >= 0);
+    FUZZ_CHECK(n >= 0);
     return (size_t)n;
 }
 
@@ -54,41 +47,41 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct iwarp_term_cause cause = {0xEE, 0xEE, 0xEE};
     int rc = iwarp_wire_segment_decode(data, size, &s, &cause);
     if (rc < 0) {
-        CHECK(iwarp_term_cause_defined(cause));
+        FUZZ_CHECK(iwarp_term_cause_defined(cause));
         return 0;
     }
-    CHECK(cause.layer == 0xEE);
-    CHECK(s.hdr_len + s.body_len + s.payload_len == size);
+    FUZZ_CHECK(cause.layer == 0xEE);
+    FUZZ_CHECK(s.hdr_len + s.body_len + s.payload_len == size);
 
     size_t cap = size + IWARP_TERM_SEG_MAX_LEN;
     uint8_t *out = malloc(cap), *out2 = malloc(cap), *masked = malloc(size);
-    CHECK(out && out2 && masked);
+    FUZZ_CHECK(out && out2 && masked);
     size_t n = reencode(&s, out, cap);
     bool siw = s.opcode == IWARP_RDMAP_OP_TERMINATE && s.body.term.siw_swapped;
     if (!siw) {
         memcpy(masked, data, size);
         mask_reserved(masked, &s);
-        CHECK(n == size);
-        CHECK(memcmp(out, masked, size) == 0);
+        FUZZ_CHECK(n == size);
+        FUZZ_CHECK(memcmp(out, masked, size) == 0);
     }
 
     struct iwarp_wire_segment s2;
-    CHECK(iwarp_wire_segment_decode(out, n, &s2, NULL) == 0);
-    CHECK(s2.rsvd_set == 0);
-    CHECK(s2.opcode == s.opcode && s2.payload_len == s.payload_len);
-    CHECK(memcmp(s2.payload, s.payload, s.payload_len) == 0);
+    FUZZ_CHECK(iwarp_wire_segment_decode(out, n, &s2, NULL) == 0);
+    FUZZ_CHECK(s2.rsvd_set == 0);
+    FUZZ_CHECK(s2.opcode == s.opcode && s2.payload_len == s.payload_len);
+    FUZZ_CHECK(memcmp(s2.payload, s.payload, s.payload_len) == 0);
     if (siw) {
         const struct iwarp_term *t = &s.body.term, *t2 = &s2.body.term;
-        CHECK(!t2->siw_swapped);
-        CHECK(t2->ctrl.hdrct == t->siw_ctrl.hdrct);
-        CHECK(t2->ctrl.cause.layer == t->siw_ctrl.cause.layer);
-        CHECK(t2->ctrl.cause.etype == t->siw_ctrl.cause.etype);
-        CHECK(t2->ctrl.cause.ecode == t->siw_ctrl.cause.ecode);
-        CHECK(t2->ddp_hdr_len == t->ddp_hdr_len);
-        CHECK(t2->ddp_hdr_len == 0 || memcmp(t2->ddp_hdr, t->ddp_hdr, t->ddp_hdr_len) == 0);
+        FUZZ_CHECK(!t2->siw_swapped);
+        FUZZ_CHECK(t2->ctrl.hdrct == t->siw_ctrl.hdrct);
+        FUZZ_CHECK(t2->ctrl.cause.layer == t->siw_ctrl.cause.layer);
+        FUZZ_CHECK(t2->ctrl.cause.etype == t->siw_ctrl.cause.etype);
+        FUZZ_CHECK(t2->ctrl.cause.ecode == t->siw_ctrl.cause.ecode);
+        FUZZ_CHECK(t2->ddp_hdr_len == t->ddp_hdr_len);
+        FUZZ_CHECK(t2->ddp_hdr_len == 0 || memcmp(t2->ddp_hdr, t->ddp_hdr, t->ddp_hdr_len) == 0);
     }
     size_t n2 = reencode(&s2, out2, cap);
-    CHECK(n2 == n && memcmp(out, out2, n) == 0);
+    FUZZ_CHECK(n2 == n && memcmp(out, out2, n) == 0);
 
     free(out);
     free(out2);

@@ -9,22 +9,9 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "fuzz_common.h"
 #include "iwarp/errors.h"
 #include "mpa/mpa_deframe.h"
-
-#define CHECK(c)              \
-    do {                      \
-        if (!(c))             \
-            __builtin_trap(); \
-    } while (0)
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static uint32_t rng_next(uint32_t *s)
-{
-    *s = *s * 1103515245u + 12345u;
-    return *s >> 8;
-}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -44,7 +31,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint32_t max = cfg.max_ulpdu ? cfg.max_ulpdu : IWARP_MPA_MULPDU_MAX;
 
     struct iwarp_mpa_rx rx;
-    CHECK(iwarp_mpa_rx_init(&rx, &cfg) == 0);
+    FUZZ_CHECK(iwarp_mpa_rx_init(&rx, &cfg) == 0);
     uint32_t cur_off = 0, cur_len = 0;
     unsigned sink = 0;
     int err = 0;
@@ -52,7 +39,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     while (off < len && err == 0) {
         struct iwarp_mpa_rx_want w;
         size_t want = iwarp_mpa_rx_want(&rx, &w);
-        CHECK(want >= 1 && want == w.len && w.part != IWARP_MPA_RX_PART_FAILED);
+        FUZZ_CHECK(want >= 1 && want == w.len && w.part != IWARP_MPA_RX_PART_FAILED);
         size_t k;
         switch (mode) {
         case 0:
@@ -62,7 +49,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             k = 1;
             break;
         case 2:
-            k = 1 + rng_next(&seed) % 600u;
+            k = 1 + fuzz_rng_next(&seed) % 600u;
             break;
         default:
             k = want;
@@ -74,34 +61,34 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         iwarp_ssize n = iwarp_mpa_rx_feed(&rx, s + off, k, &ev);
         if (n < 0) {
             err = (int)n;
-            CHECK(err == IWARP_ERR_FPDU_CRC || err == IWARP_ERR_FPDU_MARKER ||
-                  err == IWARP_ERR_FPDU_LEN);
-            CHECK(err != IWARP_ERR_FPDU_CRC || cfg.crc);
-            CHECK(err != IWARP_ERR_FPDU_MARKER || cfg.markers);
+            FUZZ_CHECK(err == IWARP_ERR_FPDU_CRC || err == IWARP_ERR_FPDU_MARKER ||
+                       err == IWARP_ERR_FPDU_LEN);
+            FUZZ_CHECK(err != IWARP_ERR_FPDU_CRC || cfg.crc);
+            FUZZ_CHECK(err != IWARP_ERR_FPDU_MARKER || cfg.markers);
             break;
         }
-        CHECK((size_t)n <= k);
+        FUZZ_CHECK((size_t)n <= k);
         if (k <= want) /* up to the next boundary, everything is taken in one call */
-            CHECK((size_t)n == k);
+            FUZZ_CHECK((size_t)n == k);
         switch (ev.kind) {
         case IWARP_MPA_RX_EV_NONE:
-            CHECK((size_t)n == k);
+            FUZZ_CHECK((size_t)n == k);
             break;
         case IWARP_MPA_RX_EV_ULPDU:
-            CHECK(ev.len > 0 && ev.data >= s + off && ev.data + ev.len <= s + off + (size_t)n);
-            CHECK(ev.ulpdu_len >= 1 && ev.ulpdu_len <= max);
-            CHECK(ev.ulpdu_off == cur_off && ev.ulpdu_off + ev.len <= ev.ulpdu_len);
-            CHECK(cur_off == 0 || ev.ulpdu_len == cur_len);
+            FUZZ_CHECK(ev.len > 0 && ev.data >= s + off && ev.data + ev.len <= s + off + (size_t)n);
+            FUZZ_CHECK(ev.ulpdu_len >= 1 && ev.ulpdu_len <= max);
+            FUZZ_CHECK(ev.ulpdu_off == cur_off && ev.ulpdu_off + ev.len <= ev.ulpdu_len);
+            FUZZ_CHECK(cur_off == 0 || ev.ulpdu_len == cur_len);
             if (mode == 3)
-                CHECK(w.part == IWARP_MPA_RX_PART_ULPDU && ev.len == k);
+                FUZZ_CHECK(w.part == IWARP_MPA_RX_PART_ULPDU && ev.len == k);
             for (size_t i = 0; i < ev.len; i++)
                 sink += ev.data[i];
             cur_off += (uint32_t)ev.len;
             cur_len = ev.ulpdu_len;
             break;
         case IWARP_MPA_RX_EV_FPDU:
-            CHECK(ev.ulpdu_len == cur_off && ev.ulpdu_len == cur_len);
-            CHECK(ev.crc_checked == cfg.crc);
+            FUZZ_CHECK(ev.ulpdu_len == cur_off && ev.ulpdu_len == cur_len);
+            FUZZ_CHECK(ev.crc_checked == cfg.crc);
             cur_off = 0;
             break;
         }
@@ -109,9 +96,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (err != 0) { /* sticky */
         struct iwarp_mpa_rx_ev ev;
-        CHECK(iwarp_mpa_rx_feed(&rx, s, len, &ev) == err);
+        FUZZ_CHECK(iwarp_mpa_rx_feed(&rx, s, len, &ev) == err);
         struct iwarp_mpa_rx_want w;
-        CHECK(iwarp_mpa_rx_want(&rx, &w) == 0 && w.part == IWARP_MPA_RX_PART_FAILED);
+        FUZZ_CHECK(iwarp_mpa_rx_want(&rx, &w) == 0 && w.part == IWARP_MPA_RX_PART_FAILED);
     }
     return (int)(sink & 0u);
 }

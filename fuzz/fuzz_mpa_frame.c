@@ -12,25 +12,12 @@
 #include <string.h>
 #include <sys/uio.h>
 
+#include "fuzz_common.h"
 #include "iwarp/errors.h"
 #include "mpa/mpa_deframe.h"
 #include "mpa/mpa_frame.h"
 
-#define CHECK(c)              \
-    do {                      \
-        if (!(c))             \
-            __builtin_trap(); \
-    } while (0)
-
 #define MAX_FPDUS 6u
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static uint32_t rng_next(uint32_t *s)
-{
-    *s = *s * 1103515245u + 12345u;
-    return *s >> 8;
-}
 
 static uint8_t g_ulpdu[MAX_FPDUS * IWARP_MPA_MULPDU_MAX];
 static uint8_t g_wire[MAX_FPDUS * 65536u];
@@ -52,14 +39,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     struct iwarp_mpa_tx tx;
     struct iwarp_mpa_tx_cfg tcfg = {.crc = crc, .markers = markers, .stream_pos = pos0};
-    CHECK(iwarp_mpa_tx_init(&tx, &tcfg) == 0);
+    FUZZ_CHECK(iwarp_mpa_tx_init(&tx, &tcfg) == 0);
     uint32_t lens[MAX_FPDUS], fpdu_pos[MAX_FPDUS];
     size_t n = 0, ulen = 0, wlen = 0;
     for (; n < MAX_FPDUS && size >= 4; n++, data += 4, size -= 4) {
         uint32_t len = 1u + ((uint32_t)data[0] << 8 | data[1]) % IWARP_MPA_MULPDU_MAX;
         uint8_t *u = g_ulpdu + ulen;
         for (uint32_t i = 0; i < len; i++)
-            u[i] = (uint8_t)rng_next(&seed);
+            u[i] = (uint8_t)fuzz_rng_next(&seed);
         /* the ULPDU as up to three iovecs (possibly empty ones) */
         size_t c1 = data[2] * (size_t)len / 255u, c2 = data[3] * (size_t)len / 255u;
         if (c1 > c2) {
@@ -71,15 +58,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         uint32_t start = tx.pos;
         fpdu_pos[n] = start + (markers && start % 512u == 0 ? 4u : 0u);
         iwarp_ssize m = iwarp_mpa_tx_frame(&tx, in, 3, &g_scratch, g_out, IWARP_MPA_TX_IOV_MAX(3));
-        CHECK(m > 0 && (size_t)m <= IWARP_MPA_TX_IOV_MAX(3));
+        FUZZ_CHECK(m > 0 && (size_t)m <= IWARP_MPA_TX_IOV_MAX(3));
         size_t w = 0;
         for (size_t i = 0; i < (size_t)m; i++) {
-            CHECK(g_out[i].iov_len > 0);
+            FUZZ_CHECK(g_out[i].iov_len > 0);
             memcpy(g_wire + wlen + w, g_out[i].iov_base, g_out[i].iov_len);
             w += g_out[i].iov_len;
         }
-        CHECK(w == iwarp_mpa_fpdu_wire_len(start, len, markers) && w % 4 == 0);
-        CHECK(tx.pos == start + (uint32_t)w);
+        FUZZ_CHECK(w == iwarp_mpa_fpdu_wire_len(start, len, markers) && w % 4 == 0);
+        FUZZ_CHECK(tx.pos == start + (uint32_t)w);
         lens[n] = len;
         ulen += len;
         wlen += w;
@@ -87,30 +74,30 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     struct iwarp_mpa_rx rx;
     struct iwarp_mpa_rx_cfg rcfg = {.crc = crc, .markers = markers, .stream_pos = pos0};
-    CHECK(iwarp_mpa_rx_init(&rx, &rcfg) == 0);
+    FUZZ_CHECK(iwarp_mpa_rx_init(&rx, &rcfg) == 0);
     size_t off = 0, back = 0, got = 0;
     uint32_t cur = 0;
     while (off < wlen) {
-        size_t k = 1 + rng_next(&seed) % (rng_next(&seed) % 4u ? 9000u : 5u);
+        size_t k = 1 + fuzz_rng_next(&seed) % (fuzz_rng_next(&seed) % 4u ? 9000u : 5u);
         if (k > wlen - off)
             k = wlen - off;
         struct iwarp_mpa_rx_ev ev;
         iwarp_ssize r = iwarp_mpa_rx_feed(&rx, g_wire + off, k, &ev);
-        CHECK(r >= 0 && (size_t)r <= k);
+        FUZZ_CHECK(r >= 0 && (size_t)r <= k);
         if (ev.kind == IWARP_MPA_RX_EV_ULPDU) {
-            CHECK(got < n && ev.ulpdu_len == lens[got] && ev.ulpdu_off == cur);
-            CHECK(ev.fpdu_pos == fpdu_pos[got]);
+            FUZZ_CHECK(got < n && ev.ulpdu_len == lens[got] && ev.ulpdu_off == cur);
+            FUZZ_CHECK(ev.fpdu_pos == fpdu_pos[got]);
             memcpy(g_back + back + cur, ev.data, ev.len);
             cur += (uint32_t)ev.len;
         } else if (ev.kind == IWARP_MPA_RX_EV_FPDU) {
-            CHECK(got < n && ev.ulpdu_len == lens[got] && cur == lens[got]);
-            CHECK(ev.crc_checked == crc && ev.fpdu_pos == fpdu_pos[got]);
+            FUZZ_CHECK(got < n && ev.ulpdu_len == lens[got] && cur == lens[got]);
+            FUZZ_CHECK(ev.crc_checked == crc && ev.fpdu_pos == fpdu_pos[got]);
             back += cur;
             cur = 0;
             got++;
         }
         off += (size_t)r;
     }
-    CHECK(got == n && back == ulen && memcmp(g_back, g_ulpdu, ulen) == 0);
+    FUZZ_CHECK(got == n && back == ulen && memcmp(g_back, g_ulpdu, ulen) == 0);
     return 0;
 }

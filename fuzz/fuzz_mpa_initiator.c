@@ -6,18 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_common.h"
 #include "iwarp/errors.h"
 #include "mpa/mpa_negotiate.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static uint8_t take(const uint8_t **p, size_t *n)
-{
-    if (*n == 0)
-        return 0;
-    (*n)--;
-    return *(*p)++;
-}
 
 static void check_result(const struct iwarp_mpa_neg *neg, const struct iwarp_mpa_neg_cfg *c)
 {
@@ -60,7 +51,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t n = size;
     struct iwarp_mpa_neg_cfg c;
     iwarp_mpa_neg_cfg_default(&c, IWARP_MPA_INITIATOR);
-    uint8_t b0 = take(&p, &n), b1 = take(&p, &n);
+    uint8_t b0 = fuzz_take(&p, &n), b1 = fuzz_take(&p, &n);
     c.crc = b0 & 1;
     c.crc_required = (b0 >> 1) & 1;
     c.markers = (b0 >> 2) & 1;
@@ -69,13 +60,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     c.revision = c.enhanced || ((b0 >> 5) & 1) ? 2 : 1;
     c.rtr = (uint8_t)((b1 & 7) ? (b1 & 7) : IWARP_MPA_RTR_WRITE);
     c.rtr_pref = (uint8_t)(c.rtr & (1u << ((b1 >> 3) % 3)));
-    c.ird = (uint16_t)(((unsigned)take(&p, &n) << 8 | take(&p, &n)) & 0x3FFF);
-    c.ord = (uint16_t)(((unsigned)take(&p, &n) << 8 | take(&p, &n)) & 0x3FFF);
+    c.ird = (uint16_t)(((unsigned)fuzz_take(&p, &n) << 8 | fuzz_take(&p, &n)) & 0x3FFF);
+    c.ord = (uint16_t)(((unsigned)fuzz_take(&p, &n) << 8 | fuzz_take(&p, &n)) & 0x3FFF);
     static const uint8_t pd[8] = "privdata";
     c.pd = pd;
     c.pd_len = (uint16_t)(b1 >> 5);
     c.pd_max_rx = (b0 >> 6) & 1 ? 256 : 0;
-    c.timeout_ns = (uint64_t)take(&p, &n) * 1000u;
+    c.timeout_ns = (uint64_t)fuzz_take(&p, &n) * 1000u;
 
     struct iwarp_mpa_neg neg;
     uint64_t now = 0;
@@ -84,7 +75,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint8_t sent[600];
     size_t sent_len = 0;
     while (n > 0) {
-        uint8_t op = take(&p, &n);
+        uint8_t op = fuzz_take(&p, &n);
         switch (op % 6) {
         case 0:
         case 1:
@@ -103,12 +94,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             break;
         }
         case 3:
-            now += (uint64_t)take(&p, &n) * 100u;
+            now += (uint64_t)fuzz_take(&p, &n) * 100u;
             (void)iwarp_mpa_neg_handle_timeout(&neg, now);
             break;
         case 4:
             sent_len += iwarp_mpa_neg_tx(&neg, sent + sent_len,
-                                         (size_t)take(&p, &n) % (sizeof sent - sent_len + 1));
+                                         (size_t)fuzz_take(&p, &n) % (sizeof sent - sent_len + 1));
             break;
         default: {
             enum iwarp_mpa_neg_state before = iwarp_mpa_neg_state(&neg);

@@ -6,18 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_common.h"
 #include "iwarp/errors.h"
 #include "mpa/mpa_negotiate.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static uint8_t take(const uint8_t **p, size_t *n)
-{
-    if (*n == 0)
-        return 0;
-    (*n)--;
-    return *(*p)++;
-}
 
 /* Checks a complete Reply against what the Request asked (RFC 6581 §9.1, §9.2, §10). */
 static void check_reply(const struct iwarp_mpa_neg *neg, const uint8_t *b, size_t len)
@@ -48,14 +39,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t n = size;
     struct iwarp_mpa_neg_cfg c;
     iwarp_mpa_neg_cfg_default(&c, IWARP_MPA_RESPONDER);
-    uint8_t b0 = take(&p, &n), b1 = take(&p, &n);
+    uint8_t b0 = fuzz_take(&p, &n), b1 = fuzz_take(&p, &n);
     c.crc = b0 & 1;
     c.crc_required = (b0 >> 1) & 1;
     c.markers = (b0 >> 2) & 1;
     c.revision = (b0 >> 3) & 1 ? 1 : 2;
     c.rtr = (uint8_t)((b1 & 7) ? (b1 & 7) : IWARP_MPA_RTR_READ);
     c.pd_max_rx = (b0 >> 6) & 1 ? 256 : 0;
-    c.timeout_ns = (uint64_t)take(&p, &n) * 1000u;
+    c.timeout_ns = (uint64_t)fuzz_take(&p, &n) * 1000u;
 
     struct iwarp_mpa_neg neg;
     uint64_t now = 0;
@@ -65,7 +56,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t sent_len = 0;
     static const uint8_t pd[16] = "responder-pdata";
     while (n > 0) {
-        uint8_t op = take(&p, &n);
+        uint8_t op = fuzz_take(&p, &n);
         enum iwarp_mpa_neg_state before = iwarp_mpa_neg_state(&neg);
         switch (op % 7) {
         case 0:
@@ -84,13 +75,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             break;
         }
         case 3:
-            now += (uint64_t)take(&p, &n) * 100u;
+            now += (uint64_t)fuzz_take(&p, &n) * 100u;
             (void)iwarp_mpa_neg_handle_timeout(&neg, now);
             break;
         case 4: {
             struct iwarp_mpa_neg_answer a = {
-                .ird = (uint16_t)(((unsigned)take(&p, &n) << 8 | take(&p, &n)) & 0x3FFF),
-                .ord = (uint16_t)(((unsigned)take(&p, &n) << 8 | take(&p, &n)) & 0x3FFF),
+                .ird = (uint16_t)(((unsigned)fuzz_take(&p, &n) << 8 | fuzz_take(&p, &n)) & 0x3FFF),
+                .ord = (uint16_t)(((unsigned)fuzz_take(&p, &n) << 8 | fuzz_take(&p, &n)) & 0x3FFF),
                 .pd = pd,
                 .pd_len = (uint16_t)(op >> 4),
             };
@@ -107,11 +98,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         case 5:
             sent_len += iwarp_mpa_neg_tx(&neg, sent + sent_len,
-                                         (size_t)take(&p, &n) % (sizeof sent - sent_len + 1));
+                                         (size_t)fuzz_take(&p, &n) % (sizeof sent - sent_len + 1));
             break;
         default: {
-            uint8_t opcode = take(&p, &n) & 0x0F;
-            uint32_t len = take(&p, &n) & 1;
+            uint8_t opcode = fuzz_take(&p, &n) & 0x0F;
+            uint32_t len = fuzz_take(&p, &n) & 1;
             int r = iwarp_mpa_neg_first_fpdu(&neg, opcode, len, now);
             if (r == 0 && before != IWARP_MPA_NEG_WAIT_FIRST_FPDU)
                 abort();

@@ -14,17 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_common.h"
 #include "iwarp/errors.h"
 #include "trace/trace_pkt.h"
 #include "util/bytes.h"
-
-#define CHECK(c)              \
-    do {                      \
-        if (!(c))             \
-            __builtin_trap(); \
-    } while (0)
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static int inside(const uint8_t *base, size_t n, const uint8_t *p, size_t len)
 {
@@ -33,27 +26,27 @@ static int inside(const uint8_t *base, size_t n, const uint8_t *p, size_t len)
 
 static void check_result(int rc, const struct iwarp_pkt *d, const uint8_t *p, size_t n)
 {
-    CHECK(rc == 0 || rc == IWARP_ERR_PKT_MALFORMED);
+    FUZZ_CHECK(rc == 0 || rc == IWARP_ERR_PKT_MALFORMED);
     if (d->layer >= IWARP_PKT_LAYER_IP) {
-        CHECK(d->ip_version == 4 || d->ip_version == 6);
-        CHECK(inside(p, n, d->ip, d->ip_hdr_len));
-        CHECK(d->l4 == d->ip + d->ip_hdr_len);
-        CHECK(inside(p, n, d->l4, d->l4_len));
-        CHECK(d->l4_len <= d->l4_wire_len);
+        FUZZ_CHECK(d->ip_version == 4 || d->ip_version == 6);
+        FUZZ_CHECK(inside(p, n, d->ip, d->ip_hdr_len));
+        FUZZ_CHECK(d->l4 == d->ip + d->ip_hdr_len);
+        FUZZ_CHECK(inside(p, n, d->l4, d->l4_len));
+        FUZZ_CHECK(d->l4_len <= d->l4_wire_len);
     }
     if (d->layer == IWARP_PKT_LAYER_L4) {
-        CHECK(!(d->flags & IWARP_PKT_F_NONFIRST_FRAG));
-        CHECK(d->payload == d->l4 + d->l4_hdr_len);
-        CHECK(inside(p, n, d->payload, d->payload_len));
-        CHECK(d->payload_len <= d->payload_wire_len);
-        CHECK(d->l4_hdr_len + d->payload_len <= d->l4_len);
+        FUZZ_CHECK(!(d->flags & IWARP_PKT_F_NONFIRST_FRAG));
+        FUZZ_CHECK(d->payload == d->l4 + d->l4_hdr_len);
+        FUZZ_CHECK(inside(p, n, d->payload, d->payload_len));
+        FUZZ_CHECK(d->payload_len <= d->payload_wire_len);
+        FUZZ_CHECK(d->l4_hdr_len + d->payload_len <= d->l4_len);
     } else {
-        CHECK(d->payload == NULL && d->payload_len == 0);
+        FUZZ_CHECK(d->payload == NULL && d->payload_len == 0);
     }
     int v = iwarp_pkt_verify_checksums(d);
-    CHECK(v == 0 || v == IWARP_ERR_PKT_CSUM || v == IWARP_ERR_SHORT);
+    FUZZ_CHECK(v == 0 || v == IWARP_ERR_PKT_CSUM || v == IWARP_ERR_SHORT);
     if (d->layer < IWARP_PKT_LAYER_IP)
-        CHECK(v == IWARP_ERR_SHORT);
+        FUZZ_CHECK(v == IWARP_ERR_SHORT);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -78,13 +71,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         struct iwarp_pkt whole, cut;
         int rw = iwarp_pkt_decode(links[i], copy, n, n, &whole);
         check_result(rw, &whole, copy, n);
-        CHECK(!(whole.flags & IWARP_PKT_F_TRUNCATED));
+        FUZZ_CHECK(!(whole.flags & IWARP_PKT_F_TRUNCATED));
         int rc = iwarp_pkt_decode(links[i], copy, n, n + extra, &cut);
         check_result(rc, &cut, copy, n);
         if (extra == 0)
-            CHECK(rc == rw && memcmp(&cut, &whole, sizeof cut) == 0);
+            FUZZ_CHECK(rc == rw && memcmp(&cut, &whole, sizeof cut) == 0);
         if (rw == 0)
-            CHECK(whole.layer <= cut.layer || rc != 0);
+            FUZZ_CHECK(whole.layer <= cut.layer || rc != 0);
     }
     free(copy);
     return 0;

@@ -10,26 +10,19 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "fuzz_common.h"
 #include "iwarp/errors.h"
 #include "wire/wire_segment.h"
 #include "wire/wire_term.h"
-
-#define CHECK(c)              \
-    do {                      \
-        if (!(c))             \
-            __builtin_trap(); \
-    } while (0)
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static void names(struct iwarp_term_cause c)
 {
     char s[160];
     size_t full = iwarp_term_cause_str(c, s, sizeof s);
-    CHECK(full < sizeof s && strlen(s) == full);
+    FUZZ_CHECK(full < sizeof s && strlen(s) == full);
     size_t cut = (size_t)c.ecode % 12;
-    CHECK(iwarp_term_cause_str(c, s, cut) == full);
-    CHECK(cut == 0 || strlen(s) == (full < cut ? full : cut - 1));
+    FUZZ_CHECK(iwarp_term_cause_str(c, s, cut) == full);
+    FUZZ_CHECK(cut == 0 || strlen(s) == (full < cut ? full : cut - 1));
 }
 
 static void check_round_trip(const uint8_t *data, size_t n, const struct iwarp_term *t)
@@ -39,23 +32,24 @@ static void check_round_trip(const uint8_t *data, size_t n, const struct iwarp_t
     if (t->siw_swapped)
         e.ctrl = t->siw_ctrl;
     iwarp_ssize m = iwarp_term_encode(out, sizeof out, &e);
-    CHECK(m == (iwarp_ssize)n);
+    FUZZ_CHECK(m == (iwarp_ssize)n);
     if (!t->siw_swapped) {
-        CHECK(memcmp(out, data, 2) == 0);
-        CHECK(out[2] == (data[2] & IWARP_TERM_HDRCT_MASK) && out[3] == 0);
-        CHECK(memcmp(out + 4, data + 4, n - 4) == 0);
+        FUZZ_CHECK(memcmp(out, data, 2) == 0);
+        FUZZ_CHECK(out[2] == (data[2] & IWARP_TERM_HDRCT_MASK) && out[3] == 0);
+        FUZZ_CHECK(memcmp(out + 4, data + 4, n - 4) == 0);
     }
     struct iwarp_term d;
-    CHECK(iwarp_term_decode(out, (size_t)m, &d) == m);
-    CHECK(!d.siw_swapped && d.rsvd == 0);
-    CHECK(d.ctrl.hdrct == e.ctrl.hdrct && d.ctrl.cause.layer == e.ctrl.cause.layer &&
-          d.ctrl.cause.etype == e.ctrl.cause.etype && d.ctrl.cause.ecode == e.ctrl.cause.ecode);
-    CHECK(d.ddp_seg_len == t->ddp_seg_len && d.ddp_hdr_len == t->ddp_hdr_len);
-    CHECK(d.ddp_hdr_len == 0 || memcmp(d.ddp_hdr, t->ddp_hdr, d.ddp_hdr_len) == 0);
+    FUZZ_CHECK(iwarp_term_decode(out, (size_t)m, &d) == m);
+    FUZZ_CHECK(!d.siw_swapped && d.rsvd == 0);
+    FUZZ_CHECK(d.ctrl.hdrct == e.ctrl.hdrct && d.ctrl.cause.layer == e.ctrl.cause.layer &&
+               d.ctrl.cause.etype == e.ctrl.cause.etype &&
+               d.ctrl.cause.ecode == e.ctrl.cause.ecode);
+    FUZZ_CHECK(d.ddp_seg_len == t->ddp_seg_len && d.ddp_hdr_len == t->ddp_hdr_len);
+    FUZZ_CHECK(d.ddp_hdr_len == 0 || memcmp(d.ddp_hdr, t->ddp_hdr, d.ddp_hdr_len) == 0);
     if (e.ctrl.hdrct & IWARP_TERM_FLAG_R)
-        CHECK(d.rdma.sink_stag == t->rdma.sink_stag && d.rdma.sink_to == t->rdma.sink_to &&
-              d.rdma.size == t->rdma.size && d.rdma.src_stag == t->rdma.src_stag &&
-              d.rdma.src_to == t->rdma.src_to);
+        FUZZ_CHECK(d.rdma.sink_stag == t->rdma.sink_stag && d.rdma.sink_to == t->rdma.sink_to &&
+                   d.rdma.size == t->rdma.size && d.rdma.src_stag == t->rdma.src_stag &&
+                   d.rdma.src_to == t->rdma.src_to);
 }
 
 static void check_build(const uint8_t *data, size_t size, struct iwarp_term_cause cause)
@@ -65,24 +59,24 @@ static void check_build(const uint8_t *data, size_t size, struct iwarp_term_caus
         .seg = data, .avail = size, .seg_len = (uint32_t)(size > UINT32_MAX ? UINT32_MAX : size)};
     iwarp_ssize n = iwarp_term_build(out, sizeof out, cause, &off);
     if (!iwarp_term_cause_defined(cause)) {
-        CHECK(n == IWARP_ERR_INVAL);
+        FUZZ_CHECK(n == IWARP_ERR_INVAL);
         return;
     }
-    CHECK(n >= 22);
+    FUZZ_CHECK(n >= 22);
     struct iwarp_wire_segment s;
-    CHECK(iwarp_wire_segment_decode(out, (size_t)n, &s, NULL) == 0);
-    CHECK(s.opcode == IWARP_RDMAP_OP_TERMINATE && s.ddp.msn == 1 && s.rsvd_set == 0);
+    FUZZ_CHECK(iwarp_wire_segment_decode(out, (size_t)n, &s, NULL) == 0);
+    FUZZ_CHECK(s.opcode == IWARP_RDMAP_OP_TERMINATE && s.ddp.msn == 1 && s.rsvd_set == 0);
     const struct iwarp_term *t = &s.body.term;
-    CHECK(!t->siw_swapped);
-    CHECK(t->ctrl.cause.layer == cause.layer && t->ctrl.cause.etype == cause.etype &&
-          t->ctrl.cause.ecode == cause.ecode);
+    FUZZ_CHECK(!t->siw_swapped);
+    FUZZ_CHECK(t->ctrl.cause.layer == cause.layer && t->ctrl.cause.etype == cause.etype &&
+               t->ctrl.cause.ecode == cause.ecode);
     if (t->ctrl.hdrct & IWARP_TERM_FLAG_D) {
-        CHECK(memcmp(t->ddp_hdr, data, t->ddp_hdr_len) == 0);
-        CHECK(!(t->ctrl.hdrct & IWARP_TERM_FLAG_M) || t->ddp_seg_len == size);
+        FUZZ_CHECK(memcmp(t->ddp_hdr, data, t->ddp_hdr_len) == 0);
+        FUZZ_CHECK(!(t->ctrl.hdrct & IWARP_TERM_FLAG_M) || t->ddp_seg_len == size);
     }
     if (t->ctrl.hdrct & IWARP_TERM_FLAG_R)
-        CHECK(memcmp(out + n - IWARP_RDMAP_READ_REQ_LEN, data + t->ddp_hdr_len,
-                     IWARP_RDMAP_READ_REQ_LEN) == 0);
+        FUZZ_CHECK(memcmp(out + n - IWARP_RDMAP_READ_REQ_LEN, data + t->ddp_hdr_len,
+                          IWARP_RDMAP_READ_REQ_LEN) == 0);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -90,13 +84,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct iwarp_term t;
     iwarp_ssize n = iwarp_term_decode(data, size, &t);
     if (n >= 0) {
-        CHECK((size_t)n <= size);
+        FUZZ_CHECK((size_t)n <= size);
         names(t.ctrl.cause);
         names(t.siw_ctrl.cause);
         check_round_trip(data, (size_t)n, &t);
         check_build(data, size, t.siw_swapped ? t.siw_ctrl.cause : t.ctrl.cause);
     } else {
-        CHECK(n == IWARP_ERR_SHORT);
+        FUZZ_CHECK(n == IWARP_ERR_SHORT);
     }
     /* The builder with every kind of cause, the input as the offender. */
     if (size >= 3)

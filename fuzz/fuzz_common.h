@@ -1,0 +1,33 @@
+/* Helpers shared by the fuzz targets. */
+#ifndef IWARP_FUZZ_COMMON_H
+#define IWARP_FUZZ_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* A property the target checks: trap (a crash libFuzzer reports) when it does not hold. */
+#define FUZZ_CHECK(c)         \
+    do {                      \
+        if (!(c))             \
+            __builtin_trap(); \
+    } while (0)
+
+/* Takes the next input octet (0 once the input is used up). */
+static inline uint8_t fuzz_take(const uint8_t **p, size_t *n)
+{
+    if (*n == 0)
+        return 0;
+    (*n)--;
+    return *(*p)++;
+}
+
+/* A small deterministic generator seeded from the input, for piece sizes and the like. */
+static inline uint32_t fuzz_rng_next(uint32_t *s)
+{
+    *s = *s * 1103515245u + 12345u;
+    return *s >> 8;
+}
+
+#endif
