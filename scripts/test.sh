@@ -28,6 +28,11 @@ cmake --preset release >/dev/null
 cmake --build --preset release -j "$jobs"
 tests/scripts/install_check.sh build/release
 
+step "portable CRC32C (a build without ISA-L)"
+cmake -S . -B build/no-isal -G Ninja -DCMAKE_BUILD_TYPE=Debug -DIWARP_WITH_ISAL=OFF -DIWARP_WERROR=ON >/dev/null
+cmake --build build/no-isal -j "$jobs" --target test_crc32c
+build/no-isal/tests/test_crc32c | tail -n 2
+
 step "fuzz smoke (${FUZZ_SECONDS:-30} s per target, clang + libFuzzer + ASan + UBSan)"
 cmake --preset fuzz >/dev/null
 cmake --build --preset fuzz -j "$jobs"

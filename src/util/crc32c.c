@@ -1,7 +1,7 @@
 /* CRC32C: ISA-L when available, portable slicing-by-8 otherwise (see crc32c.h). */
 #include "util/crc32c.h"
 
-#if IWARP_HAVE_ISAL
+#ifdef IWARP_HAVE_ISAL
 #include <isa-l/crc.h>
 #endif
 
@@ -41,7 +41,7 @@ uint32_t iwarp_crc32c_update_portable(uint32_t state, const void *data, size_t l
 
 uint32_t iwarp_crc32c_update(uint32_t state, const void *data, size_t len)
 {
-#if IWARP_HAVE_ISAL
+#ifdef IWARP_HAVE_ISAL
     if (len == 0)
         return state;
     /* crc32_iscsi takes the running (non-inverted) register and returns it the same way; its
@@ -61,7 +61,7 @@ uint32_t iwarp_crc32c_update(uint32_t state, const void *data, size_t len)
 
 const char *iwarp_crc32c_impl(void)
 {
-#if IWARP_HAVE_ISAL
+#ifdef IWARP_HAVE_ISAL
     return "isa-l";
 #else
     return "slicing-by-8";
