@@ -415,7 +415,8 @@ static void send_segment(struct demo *d, struct peer *from, const struct iwarp_w
     struct iovec ulpdu[2] = {{hdr, (size_t)hlen}, {(void *)(uintptr_t)payload, len}};
     struct iwarp_mpa_tx_scratch scratch;
     struct iovec out[IWARP_MPA_TX_IOV_MAX(2)];
-    iwarp_ssize niov = iwarp_mpa_tx_frame(&from->tx, ulpdu, 2, &scratch, out, 2 + 2 * 128 + 2);
+    iwarp_ssize niov =
+        iwarp_mpa_tx_frame(&from->tx, ulpdu, 2, &scratch, out, sizeof out / sizeof out[0]);
     if (niov < 0) {
         fprintf(stderr, "demo: frame: %s\n", iwarp_strerror((int)niov));
         exit(1);
