@@ -204,11 +204,9 @@ static int send_message(struct conn *c, struct iwarp_wire_msg m, const uint8_t *
             fprintf(stderr, "siw_rping: encode: %s\n", iwarp_strerror((int)h));
             return -1;
         }
-        if (c->o->verbose) {
-            struct iwarp_wire_segment s = {.ddp = {.tagged = op->tagged, .last = m.last}};
-            s.op = op, s.opcode = m.opcode, s.body = m.body, s.ddp.stag = m.stag, s.ddp.to = m.to,
-            s.ddp.qn = op->qn;
-            s.ddp.msn = m.msn, s.ddp.mo = m.mo, s.payload_len = n;
+        struct iwarp_wire_segment s; /* trace what we encoded, decoded back (payload aside) */
+        if (c->o->verbose && iwarp_wire_segment_decode(hdr, (size_t)h, &s, NULL) == 0) {
+            s.payload_len = n;
             trace(c, "->", &s);
         }
         struct iovec seg[2] = {{hdr, (size_t)h}, {(void *)(uintptr_t)payload, n}};
@@ -722,7 +720,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: siw_rping client|server --port N [--count C] [--size S] [--crc] "
-            "[--verbose]\n"
+            "[--verbose] [--first-delay MS]\n"
             "  client: dial 127.0.0.1:N (rping -s behind a qemu hostfwd), MPA initiator\n"
             "  server: listen on 127.0.0.1:N (rping -c -a 10.0.2.2 in the guest), responder\n"
             "  --count C   iterations (default 10)   --size S  ping size %u..%u (default 64)\n"
