@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it (.ci/run calls this). On a fresh Debian 12 machine it
-# installs what is missing, then: format check, layering check, ASan+UBSan build (-Werror) and
-# every CTest test (unit tests, fuzz corpus replays, the wire judge on generated captures), a
-# release build with an install/consumer check, and each libFuzzer target for FUZZ_SECONDS (30).
+# installs what is missing, then: format check, layering check, the Linux siw guest image (once),
+# ASan+UBSan build (-Werror) and every CTest test (unit tests, fuzz corpus replays, the wire judge
+# on generated captures, rping against siw), a release build with an install/consumer check, a
+# build without ISA-L, and each libFuzzer target for FUZZ_SECONDS (30).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=${JOBS:-$(nproc)}
@@ -17,6 +18,15 @@ scripts/check-format.sh
 
 step "layering"
 scripts/check-layering.sh
+
+step "Linux siw guest for the interop tests (../shared/tools/siw-vm; built once, then cached)"
+siw_setup=../shared/tools/siw-vm/setup.sh
+if [ -x "$siw_setup" ] && "$siw_setup"; then
+  echo "siw-vm: ready"
+else
+  # The interop tests then report SKIP with the reason; they never pass without a guest.
+  echo "siw-vm: the guest image could not be built here; interop tests will be SKIPPED"
+fi
 
 step "ASan+UBSan build and tests"
 cmake --preset asan-ubsan >/dev/null
