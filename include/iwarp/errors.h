@@ -56,6 +56,15 @@ extern "C" {
     XX(RDMAP_LAST, -56, "single-segment RDMAP message without the Last flag")                 \
     XX(RDMAP_TAGGED, -57, "DDP Tagged flag does not match the RDMAP opcode")                  \
     XX(DDP_MO, -58, "non-zero DDP Message Offset on a single-segment RDMAP message")          \
+    /* Memory registration and STags (src/mem; RFC 5040 §7.2, RFC 5041 §7.1, RFC 5042) */   \
+    XX(STAG_INVALID, -80, "STag not allocated, wrong key, or invalidated")                    \
+    XX(STAG_NOT_ASSOC, -81, "STag not associated with this stream (PD or QP mismatch)")       \
+    XX(MEM_ACCESS, -82, "access rights violation")                                            \
+    XX(MEM_BOUNDS, -83, "base or bounds violation")                                           \
+    XX(MEM_TO_WRAP, -84, "Tagged Offset plus length wraps 64 bits")                           \
+    XX(STAG_CANT_INVAL, -85, "STag cannot be invalidated")                                    \
+    XX(STAG_EXHAUSTED, -86, "no free STag index in the table")                                \
+    XX(STAG_STALE, -87, "new STag key is unchanged or equal to its last valid key")           \
     /* Captures (src/trace: pcap files, packet headers) */                                    \
     XX(PCAP, -70, "libpcap could not open, read or write the capture file")                   \
     XX(PCAP_LINKTYPE, -71, "capture link-layer type not supported")                           \
