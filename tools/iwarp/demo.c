@@ -29,6 +29,7 @@
 #include "mpa/mpa_deframe.h"
 #include "mpa/mpa_frame.h"
 #include "mpa/mpa_negotiate.h"
+#include "ddp/ddp_tx.h"
 #include "trace/pcap_writer.h"
 #include "util/bytes.h"
 #include "wire/wire.h"
@@ -47,6 +48,7 @@
 #define WRITE_LEN      6000u
 #define READ_LEN       3000u
 #define SEND_BIG_LEN   5000u
+#define MAX_SLICE      4u /* payload pieces per segment: the demo sends one contiguous buffer */
 
 enum corrupt {
     CORRUPT_NONE,
@@ -231,8 +233,10 @@ static void print_mpa_frame(const struct demo *d, const char *dir, const uint8_t
 
 /* ---- the receive side ---- */
 
-static void send_segment(struct demo *d, struct peer *from, const struct iwarp_wire_msg *m,
-                         const uint8_t *payload, size_t len);
+static void send_segment(struct demo *d, struct peer *from, uint8_t *hdr, size_t hlen,
+                         const struct iovec *payload, size_t npayload);
+static void send_message(struct demo *d, struct peer *from, struct iwarp_wire_msg m,
+                         const uint8_t *payload, uint32_t len);
 
 /* Sends the Terminate for cause from `from`, reporting the offending segment's headers as
  * RFC 5040 §4.8 Figure 10 and §7.1 require (iwarp_term_build decides which), then stops. */
@@ -242,16 +246,13 @@ static void send_terminate(struct demo *d, struct peer *from, struct iwarp_term_
     struct iwarp_term_offender off = {.seg = seg, .avail = seg_len, .seg_len = seg_len};
     uint8_t term[IWARP_TERM_SEG_MAX_LEN];
     iwarp_ssize n = iwarp_term_build(term, sizeof term, cause, seg ? &off : NULL);
-    struct iwarp_wire_segment ts;
-    if (n < 0 || iwarp_wire_segment_decode(term, (size_t)n, &ts, NULL) < 0) {
-        fprintf(stderr, "demo: building the Terminate failed\n");
+    if (n < 0) {
+        fprintf(stderr, "demo: building the Terminate failed: %s\n", iwarp_strerror((int)n));
         exit(1);
     }
-    struct iwarp_wire_msg m;
-    iwarp_wire_msg_from_segment(&m, &ts);
     bool was_done = d->done;
     d->done = false; /* let the Terminate itself go out */
-    send_segment(d, from, &m, NULL, 0);
+    send_segment(d, from, term, (size_t)n, NULL, 0);
     d->done = was_done;
 }
 
@@ -281,25 +282,16 @@ static void place_tagged(struct demo *d, const struct iwarp_wire_segment *s)
 static void answer(struct demo *d, struct peer *rx, const struct iwarp_wire_segment *s)
 {
     if (s->opcode == IWARP_RDMAP_OP_READ_REQ) {
+        /* RFC 5040 §4.5: the Read Response goes to the sink STag/TO of the request. */
         const struct iwarp_rdmap_read_req *r = &s->body.read_req;
-        const uint8_t *src = r->size ? d->read_src : NULL;
         struct iwarp_wire_msg m = {
             .opcode = IWARP_RDMAP_OP_READ_RESP, .stag = r->sink_stag, .to = r->sink_to};
-        uint32_t room = d->mulpdu - IWARP_DDP_TAGGED_HDR_LEN, off = 0;
-        do { /* RFC 5041 §5.2: a zero-length message is one segment */
-            uint32_t n = r->size - off < room ? r->size - off : room;
-            m.last = off + n == r->size;
-            m.to = r->sink_to + off;
-            send_segment(d, rx, &m, src ? src + off : NULL, n);
-            off += n;
-        } while (off < r->size && !d->done);
+        send_message(d, rx, m, r->size ? d->read_src : NULL, r->size);
     } else if (s->opcode == IWARP_RDMAP_OP_ATOMIC_REQ) {
-        struct iwarp_wire_msg m = {.opcode = IWARP_RDMAP_OP_ATOMIC_RESP,
-                                   .last = true,
-                                   .msn = rx->next_msn[IWARP_QN_ATOMIC_RSP]++};
+        struct iwarp_wire_msg m = {.opcode = IWARP_RDMAP_OP_ATOMIC_RESP};
         m.body.atomic_resp.req_id = s->body.atomic_req.req_id;
         m.body.atomic_resp.orig_value = 41;
-        send_segment(d, rx, &m, NULL, 0);
+        send_message(d, rx, m, NULL, 0);
     }
 }
 
@@ -388,18 +380,16 @@ static void damage_header(struct demo *d, uint8_t *hdr)
     }
 }
 
-/* Encodes, frames, captures and delivers one DDP segment from `from` to its peer. */
-static void send_segment(struct demo *d, struct peer *from, const struct iwarp_wire_msg *m,
-                         const uint8_t *payload, size_t len)
+/* Frames, captures and delivers one DDP segment (header bytes + payload slice) from `from` to
+ * its peer, damaging it first if --corrupt asked for that. hdr has room for 4 more octets. */
+static void send_segment(struct demo *d, struct peer *from, uint8_t *hdr, size_t hlen,
+                         const struct iovec *payload, size_t npayload)
 {
     if (d->done)
         return;
-    uint8_t hdr[IWARP_DDP_UNTAGGED_HDR_LEN + IWARP_TERM_MAX_LEN + 4];
-    iwarp_ssize hlen = iwarp_wire_segment_encode_hdr(hdr, sizeof hdr, m);
-    if (hlen < 0) {
-        fprintf(stderr, "demo: encode: %s\n", iwarp_strerror((int)hlen));
-        exit(1);
-    }
+    size_t len = 0;
+    for (size_t i = 0; i < npayload; i++)
+        len += payload[i].iov_len;
     bool damage = d->corrupt_armed;
     d->corrupt_armed = false;
     if (damage && d->o.corrupt == CORRUPT_READREQ_LEN) {
@@ -408,21 +398,24 @@ static void send_segment(struct demo *d, struct peer *from, const struct iwarp_w
     } else if (damage) {
         damage_header(d, hdr);
     }
-    if (from == &d->p[0] && m->opcode == IWARP_RDMAP_OP_SEND) {
+    if (from == &d->p[0] && (hdr[1] & IWARP_RDMAP_MASK_OPCODE) == IWARP_RDMAP_OP_SEND) {
         memcpy(d->last_send_hdr, hdr, IWARP_DDP_UNTAGGED_HDR_LEN);
-        d->last_send_len = (uint32_t)((size_t)hlen + len);
+        d->last_send_len = (uint32_t)(hlen + len);
     }
-    struct iovec ulpdu[2] = {{hdr, (size_t)hlen}, {(void *)(uintptr_t)payload, len}};
+    struct iovec ulpdu[1 + MAX_SLICE];
+    ulpdu[0] = (struct iovec){hdr, hlen};
+    if (npayload > 0)
+        memcpy(ulpdu + 1, payload, npayload * sizeof *payload);
     struct iwarp_mpa_tx_scratch scratch;
-    struct iovec out[IWARP_MPA_TX_IOV_MAX(2)];
-    iwarp_ssize niov =
-        iwarp_mpa_tx_frame(&from->tx, ulpdu, 2, &scratch, out, sizeof out / sizeof out[0]);
+    struct iovec out[IWARP_MPA_TX_IOV_MAX(1 + MAX_SLICE)];
+    iwarp_ssize niov = iwarp_mpa_tx_frame(&from->tx, ulpdu, 1 + npayload, &scratch, out,
+                                          sizeof out / sizeof out[0]);
     if (niov < 0) {
         fprintf(stderr, "demo: frame: %s\n", iwarp_strerror((int)niov));
         exit(1);
     }
     if (damage && d->o.corrupt == CORRUPT_CRC)
-        scratch.trailer[iwarp_mpa_pad_len((uint32_t)((size_t)hlen + len)) + 3] ^= 0x10;
+        scratch.trailer[iwarp_mpa_pad_len((uint32_t)(hlen + len)) + 3] ^= 0x10;
     if (damage && d->o.corrupt == CORRUPT_MARKER)
         scratch.markers[0][3] ^= 0x04;
     d->fpdus++;
@@ -440,27 +433,33 @@ static void send_segment(struct demo *d, struct peer *from, const struct iwarp_w
     deliver(d, other(d, from), wire, wlen);
 }
 
-/* Sends one RDMAP message, segmented to the connection's MULPDU (RFC 5041 §5.2, RFC 5044 §4.5):
- * untagged segments advance MO, tagged ones TO; only the last has L set. */
+/* Sends one RDMAP message, segmented by DDP to the connection's MULPDU (RFC 5041 §5.2,
+ * RFC 5044 §4.5); untagged messages take the next MSN of their queue (RFC 5041 §4.3). */
 static void send_message(struct demo *d, struct peer *from, struct iwarp_wire_msg m,
                          const uint8_t *payload, uint32_t len)
 {
     const struct iwarp_rdmap_opinfo *op = iwarp_rdmap_opinfo(m.opcode);
-    uint32_t hdr = op->tagged ? IWARP_DDP_TAGGED_HDR_LEN : IWARP_DDP_UNTAGGED_HDR_LEN;
-    uint32_t room = d->mulpdu - hdr - op->body_len, off = 0;
-    uint64_t to = m.to;
     if (!op->tagged)
         m.msn = from->next_msn[op->qn]++;
-    do {
-        uint32_t n = len - off < room ? len - off : room;
-        m.last = off + n == len;
-        if (op->tagged)
-            m.to = to + off;
-        else
-            m.mo = off;
-        send_segment(d, from, &m, payload ? payload + off : NULL, n);
-        off += n;
-    } while (off < len && !d->done);
+    struct iovec iov = {(void *)(uintptr_t)payload, len};
+    struct iwarp_ddp_tx_msg tx;
+    int e = iwarp_ddp_tx_init(&tx, &m, &iov, 1, len);
+    while (e == 0 && !d->done) {
+        uint8_t hdr[IWARP_DDP_TX_HDR_MAX + 4];
+        struct iovec slice[MAX_SLICE];
+        size_t nslice;
+        iwarp_ssize hlen =
+            iwarp_ddp_tx_next(&tx, d->mulpdu, hdr, IWARP_DDP_TX_HDR_MAX, slice, MAX_SLICE, &nslice);
+        if (hlen <= 0) {
+            e = (int)hlen;
+            break;
+        }
+        send_segment(d, from, hdr, (size_t)hlen, slice, nslice);
+    }
+    if (e < 0) {
+        fprintf(stderr, "demo: segmenting %s: %s\n", op->name, iwarp_strerror(e));
+        exit(1);
+    }
 }
 
 /* ---- MPA connection setup ---- */
