@@ -43,6 +43,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ddp/ddp_tx.h"
 #include "iwarp/iwarp.h"
 #include "mpa/mpa_deframe.h"
 #include "mpa/mpa_frame.h"
@@ -186,37 +187,32 @@ static int send_message(struct conn *c, struct iwarp_wire_msg m, const uint8_t *
                         uint32_t len)
 {
     const struct iwarp_rdmap_opinfo *op = iwarp_rdmap_opinfo(m.opcode);
-    uint32_t hlen = op->tagged ? IWARP_DDP_TAGGED_HDR_LEN : IWARP_DDP_UNTAGGED_HDR_LEN;
-    uint32_t room = c->mulpdu - hlen - op->body_len, off = 0;
-    uint64_t to = m.to;
     if (!op->tagged)
-        m.msn = c->tx_msn[op->qn]++;
-    do { /* RFC 5041 §5.2: a zero-length message is one segment */
-        uint32_t n = len - off < room ? len - off : room;
-        m.last = off + n == len;
-        if (op->tagged)
-            m.to = to + off;
-        else
-            m.mo = off;
-        uint8_t hdr[IWARP_DDP_UNTAGGED_HDR_LEN + IWARP_RDMAP_READ_REQ_LEN];
-        iwarp_ssize h = iwarp_wire_segment_encode_hdr(hdr, sizeof hdr, &m);
+        m.msn = c->tx_msn[op->qn]++; /* RFC 5041 §4.3: one MSN per message and queue */
+    struct iovec iov = {(void *)(uintptr_t)payload, len};
+    struct iwarp_ddp_tx_msg tx; /* RFC 5041 §5.2 segmentation to the MULPDU, payload in place */
+    int e = iwarp_ddp_tx_init(&tx, &m, &iov, 1, len);
+    for (;;) {
+        struct iovec seg[2]; /* the header, then the payload slice (one piece: one buffer) */
+        uint8_t hdr[IWARP_DDP_TX_HDR_MAX];
+        size_t nslice = 0;
+        iwarp_ssize h =
+            e < 0 ? e : iwarp_ddp_tx_next(&tx, c->mulpdu, hdr, sizeof hdr, seg + 1, 1, &nslice);
+        if (h == 0)
+            return 0;
         if (h < 0) {
-            fprintf(stderr, "siw_rping: encode: %s\n", iwarp_strerror((int)h));
+            fprintf(stderr, "siw_rping: segmenting %s: %s\n", op->name, iwarp_strerror((int)h));
             return -1;
         }
         struct iwarp_wire_segment s; /* trace what we encoded, decoded back (payload aside) */
         if (c->o->verbose && iwarp_wire_segment_decode(hdr, (size_t)h, &s, NULL) == 0) {
-            s.payload_len = n;
+            s.payload_len = nslice ? seg[1].iov_len : 0;
             trace(c, "->", &s);
         }
-        struct iovec seg[2] = {{hdr, (size_t)h}, {(void *)(uintptr_t)payload, n}};
-        if (payload)
-            seg[1].iov_base = (void *)(uintptr_t)(payload + off);
-        if (send_ulpdu(c, seg, n ? 2 : 1) < 0)
+        seg[0] = (struct iovec){hdr, (size_t)h};
+        if (send_ulpdu(c, seg, 1 + nslice) < 0)
             return -1;
-        off += n;
-    } while (off < len);
-    return 0;
+    }
 }
 
 /* Reports cause to the peer in a Terminate carrying the offending segment's headers as
