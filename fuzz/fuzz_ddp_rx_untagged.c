@@ -95,7 +95,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint64_t ring[MAX_CAP];
     struct iwarp_ddp_rx_uq q;
     FUZZ_CHECK(iwarp_ddp_rx_uq_init(&q, cap ? ring : NULL, cap) == 0);
-    struct model m = {.msn = IWARP_DDP_MSN_INITIAL};
+    struct model m = {.msn = IWARP_DDP_MSN_INIT};
     uint32_t completed = 0;
 
     while (n > 0) {
@@ -144,7 +144,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             completed++;
             FUZZ_CHECK(iwarp_ddp_rx_uq_expected_msn(&q) == (uint32_t)(old + 1u));
             FUZZ_CHECK(iwarp_ddp_rx_uq_expected_msn(&q) ==
-                       (uint32_t)(IWARP_DDP_MSN_INITIAL + completed));
+                       (uint32_t)(IWARP_DDP_MSN_INIT + completed));
             break;
         }
         }

@@ -9,7 +9,7 @@ int iwarp_ddp_rx_uq_init(struct iwarp_ddp_rx_uq *q, uint64_t *lens, uint32_t cap
 {
     if (q == NULL || (lens == NULL && cap > 0))
         return IWARP_ERR_INVAL;
-    *q = (struct iwarp_ddp_rx_uq){.lens = lens, .cap = cap, .msn = IWARP_DDP_MSN_INITIAL};
+    *q = (struct iwarp_ddp_rx_uq){.lens = lens, .cap = cap, .msn = IWARP_DDP_MSN_INIT};
     return 0;
 }
 

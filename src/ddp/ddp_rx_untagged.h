@@ -44,9 +44,6 @@
 #include "wire/wire.h"
 #include "wire/wire_ddp.h"
 
-/* RFC 5041 §4.3: "The initial value for MSN MUST be one." */
-#define IWARP_DDP_MSN_INITIAL 1u
-
 /* One untagged queue's receive state. Fields are private to ddp_rx_untagged.c. */
 struct iwarp_ddp_rx_uq {
     uint64_t *lens;     /* ring of posted buffer lengths (caller-owned), cap entries */
