@@ -45,6 +45,15 @@ void harness_hexdump(const char *label, const void *p, size_t n)
     fputc('\n', stderr);
 }
 
+uint32_t harness_xorshift32(void *ctx)
+{
+    uint32_t *s = ctx;
+    *s ^= *s << 13;
+    *s ^= *s >> 17;
+    *s ^= *s << 5;
+    return *s;
+}
+
 size_t harness_hex(const char *hex, uint8_t *out, size_t cap)
 {
     size_t n = 0;

@@ -79,6 +79,10 @@ void harness_hexdump(const char *label, const void *p, size_t n);
                          a_, b_);                                                               \
     } while (0)
 
+/* A deterministic xorshift32 generator with the `uint32_t (*)(void *ctx)` shape of the library's
+ * rng hooks; ctx points at the uint32_t state (non-zero). */
+uint32_t harness_xorshift32(void *ctx);
+
 /* Parse a hex string ("00 2a 41 43", whitespace and '|' ignored) into out; returns the length.
  * Fails the test on a malformed string or if it does not fit. */
 size_t harness_hex(const char *hex, uint8_t *out, size_t cap);

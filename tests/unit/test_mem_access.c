@@ -12,22 +12,13 @@
 
 enum { PD = 3, PD2 = 4, QP = 30 };
 
-static uint32_t xs_rng(void *ctx)
-{
-    uint32_t *s = ctx;
-    *s ^= *s << 13;
-    *s ^= *s >> 17;
-    *s ^= *s << 5;
-    return *s;
-}
-
 static struct iwarp_mem_table T;
 static struct iwarp_mem_entry E[16];
 static uint32_t seed = 0x1234567u;
 
 static void setup(void)
 {
-    ASSERT_EQ(iwarp_mem_table_init(&T, E, 16, xs_rng, &seed), 0);
+    ASSERT_EQ(iwarp_mem_table_init(&T, E, 16, harness_xorshift32, &seed), 0);
 }
 
 static uint32_t reg(uint64_t addr, uint64_t iova, uint64_t len, uint32_t access)

@@ -12,22 +12,13 @@
 
 enum { PD = 7, PD2 = 8, QP = 70, QP2 = 71 };
 
-static uint32_t xs_rng(void *ctx)
-{
-    uint32_t *s = ctx;
-    *s ^= *s << 13;
-    *s ^= *s >> 17;
-    *s ^= *s << 5;
-    return *s;
-}
-
 static struct iwarp_mem_table T;
 static struct iwarp_mem_entry E[32];
 static uint32_t seed = 0xC0FFEEu;
 
 static void setup(void)
 {
-    ASSERT_EQ(iwarp_mem_table_init(&T, E, 32, xs_rng, &seed), 0);
+    ASSERT_EQ(iwarp_mem_table_init(&T, E, 32, harness_xorshift32, &seed), 0);
 }
 
 static uint32_t reg(uint32_t pd, uint64_t iova, uint64_t len, uint32_t access)

@@ -4,15 +4,6 @@
 #include "mem/mem_stag.h"
 
 /* xorshift32; ctx points at the state. */
-static uint32_t xs_rng(void *ctx)
-{
-    uint32_t *s = ctx;
-    *s ^= *s << 13;
-    *s ^= *s >> 17;
-    *s ^= *s << 5;
-    return *s;
-}
-
 static uint32_t const_rng(void *ctx)
 {
     return *(uint32_t *)ctx;
@@ -33,13 +24,13 @@ TEST(init_rejects_bad_arguments)
     struct iwarp_mem_table t;
     struct iwarp_mem_entry e[4];
     uint32_t s = 1;
-    ASSERT_EQ(iwarp_mem_table_init(&t, e, 0, xs_rng, &s), IWARP_ERR_INVAL);
-    ASSERT_EQ(iwarp_mem_table_init(&t, e, 1, xs_rng, &s), IWARP_ERR_INVAL);
+    ASSERT_EQ(iwarp_mem_table_init(&t, e, 0, harness_xorshift32, &s), IWARP_ERR_INVAL);
+    ASSERT_EQ(iwarp_mem_table_init(&t, e, 1, harness_xorshift32, &s), IWARP_ERR_INVAL);
     ASSERT_EQ(iwarp_mem_table_init(&t, e, 4, NULL, &s), IWARP_ERR_INVAL);
-    ASSERT_EQ(iwarp_mem_table_init(&t, NULL, 4, xs_rng, &s), IWARP_ERR_INVAL);
+    ASSERT_EQ(iwarp_mem_table_init(&t, NULL, 4, harness_xorshift32, &s), IWARP_ERR_INVAL);
     /* 2^24 + 1 entries would need index 2^24, which does not fit 24 bits (not touched). */
-    ASSERT_EQ(iwarp_mem_table_init(&t, e, 0x1000001u, xs_rng, &s), IWARP_ERR_INVAL);
-    ASSERT_EQ(iwarp_mem_table_init(&t, e, 4, xs_rng, &s), 0);
+    ASSERT_EQ(iwarp_mem_table_init(&t, e, 0x1000001u, harness_xorshift32, &s), IWARP_ERR_INVAL);
+    ASSERT_EQ(iwarp_mem_table_init(&t, e, 4, harness_xorshift32, &s), 0);
     ASSERT_EQ(t.nfree, 3);
 }
 
@@ -95,7 +86,7 @@ static void rotate_300(iwarp_mem_rng_fn rng, uint32_t seed, int expect_spread)
 
 TEST(key_rotation_300_random_rng)
 {
-    rotate_300(xs_rng, 0x9E3779B9u, 1);
+    rotate_300(harness_xorshift32, 0x9E3779B9u, 1);
 }
 
 TEST(key_rotation_300_constant_rng)
@@ -111,7 +102,7 @@ TEST(exhaustion_and_reuse_fifo)
     struct iwarp_mem_table t;
     struct iwarp_mem_entry e[CAP];
     uint32_t s = 12345;
-    ASSERT_EQ(iwarp_mem_table_init(&t, e, CAP, xs_rng, &s), 0);
+    ASSERT_EQ(iwarp_mem_table_init(&t, e, CAP, harness_xorshift32, &s), 0);
     uint32_t stags[CAP - 1];
     int used[CAP] = {0};
     for (int i = 0; i < CAP - 1; i++) {
@@ -144,7 +135,7 @@ static void alloc_order(uint32_t seed, uint32_t *order, int n)
     struct iwarp_mem_table t;
     struct iwarp_mem_entry e[64];
     uint32_t s = seed;
-    ASSERT_EQ(iwarp_mem_table_init(&t, e, (uint32_t)n + 1, xs_rng, &s), 0);
+    ASSERT_EQ(iwarp_mem_table_init(&t, e, (uint32_t)n + 1, harness_xorshift32, &s), 0);
     for (int i = 0; i < n; i++) {
         uint32_t stag;
         ASSERT_EQ(iwarp_mem_stag_alloc(&t, IWARP_MEM_MR, 0, &stag), 0);
@@ -175,7 +166,7 @@ TEST(lookup_requires_index_and_key)
     struct iwarp_mem_table t;
     struct iwarp_mem_entry e[8];
     uint32_t s = 77;
-    ASSERT_EQ(iwarp_mem_table_init(&t, e, 8, xs_rng, &s), 0);
+    ASSERT_EQ(iwarp_mem_table_init(&t, e, 8, harness_xorshift32, &s), 0);
     uint32_t stag;
     ASSERT_EQ(iwarp_mem_stag_alloc(&t, IWARP_MEM_MR, 1, &stag), 0);
     struct iwarp_mem_entry *p;
@@ -205,7 +196,7 @@ TEST(consumer_keys_never_stale)
     struct iwarp_mem_table t;
     struct iwarp_mem_entry e[2];
     uint32_t s = 4242;
-    ASSERT_EQ(iwarp_mem_table_init(&t, e, 2, xs_rng, &s), 0);
+    ASSERT_EQ(iwarp_mem_table_init(&t, e, 2, harness_xorshift32, &s), 0);
     uint32_t stag;
     ASSERT_EQ(iwarp_mem_stag_alloc(&t, IWARP_MEM_MR, 1, &stag), 0);
     struct iwarp_mem_entry *p;
