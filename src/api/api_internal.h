@@ -1,0 +1,109 @@
+/*
+ * The objects behind the public handles, shared by the files of the API layer (L8): the
+ * context (lock, allocator, STag table, progress loop, async events), and the internal
+ * halves of PDs, CQs, QPs and SRQs. Nothing outside src/api includes this.
+ *
+ * Locking: one mutex per context (ctx->lock) serialises every object of the context; the
+ * progress thread holds it while it moves data and never while it waits. Public functions
+ * take it on entry. Functions here whose names end in _locked expect it held.
+ */
+#ifndef IWARP_API_API_INTERNAL_H
+#define IWARP_API_API_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/core_cq.h"
+#include "core/core_qp.h"
+#include "core/core_srq.h"
+#include "iwarp/verbs.h"
+#include "loop/loop.h"
+#include "mem/mem_stag.h"
+
+/* Pending async events, at most (further ones are counted as lost and logged). */
+#define IWARP_API_ASYNC_MAX 1024u
+
+struct iwarp_cm_channel; /* cm.c */
+
+struct iwarp_ctx {
+    struct iwarp_ctx_attr attr;
+    struct iwarp_mem_hooks mem_hooks;
+    pthread_mutex_t lock;
+    struct iwarp_mem_table mem;
+    struct iwarp_mem_entry *mem_entries;
+    struct iwarp_loop loop;               /* the progress engine (loop.h) */
+    uint32_t next_handle;                 /* PD handles and QP numbers */
+    uint32_t n_pd, n_cq, n_channel, n_cm; /* live objects, for destroy-order checks */
+    /* async events: ring + eventfd */
+    struct iwarp_async_event async_ring[IWARP_API_ASYNC_MAX];
+    uint32_t async_head, async_count, async_lost;
+    int async_fd;
+};
+
+struct iwarp_pd {
+    struct iwarp_ctx *ctx;
+    uint32_t handle;
+    uint32_t n_obj; /* MRs, MWs, QPs, SRQs */
+};
+
+struct iwarp_cq {
+    struct iwarp_ctx *ctx;
+    struct iwarp_core_cq core;
+    struct iwarp_wc *ring;
+    struct iwarp_comp_channel *channel;
+    void *cq_context;
+    uint32_t n_users;          /* QPs and SRQs using it */
+    uint64_t events_delivered; /* get_cq_event */
+    uint64_t events_acked;
+    bool event_pending; /* an arm fired and get_cq_event has not taken it */
+};
+
+struct iwarp_srq {
+    struct iwarp_ctx *ctx;
+    struct iwarp_pd *pd;
+    void *srq_context;
+    struct iwarp_core_srq core;
+    struct iwarp_core_rqe *ring;
+    uint32_t n_users;
+};
+
+struct iwarp_qp_impl;
+
+/* How a connected QP reaches its transport (set by the CM when it attaches a connection). */
+struct iwarp_qp_llp {
+    void *conn;                                   /* the transport's connection */
+    void (*kick)(struct iwarp_qp_impl *qp);       /* new TX work: send what can be sent now */
+    void (*disconnect)(struct iwarp_qp_impl *qp); /* graceful close requested */
+    void (*abort)(struct iwarp_qp_impl *qp);      /* abortive close (modify to ERR) */
+};
+
+struct iwarp_qp_impl {
+    struct iwarp_qp pub; /* first: the public handle points here */
+    struct iwarp_core_qp core;
+    struct iwarp_core_qp_mem mem;
+    struct iwarp_qp_llp llp;
+    struct iwarp_qp_cap cap;
+    void *cm_id; /* the CM id that owns the connection, or NULL */
+};
+
+static inline struct iwarp_qp_impl *iwarp_api_qp(struct iwarp_qp *qp)
+{
+    return (struct iwarp_qp_impl *)qp;
+}
+
+/* Allocation through the context's hooks (zeroed). NULL on failure. */
+void *iwarp_api_calloc(struct iwarp_ctx *ctx, size_t n, size_t size);
+void iwarp_api_free(struct iwarp_ctx *ctx, void *p);
+
+/* Log through the context's hook (printf-style). */
+void iwarp_api_log(struct iwarp_ctx *ctx, enum iwarp_log_level level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Queue an async event (lock held). */
+void iwarp_api_async_push_locked(struct iwarp_ctx *ctx, const struct iwarp_async_event *ev);
+
+/* In IWARP_PROGRESS_CALLER mode: run the loop once without waiting (lock held). */
+void iwarp_api_progress_locked(struct iwarp_ctx *ctx);
+
+#endif

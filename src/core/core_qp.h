@@ -1,0 +1,277 @@
+/*
+ * The queue pair engine: one RDMAP stream (RFC 5040) over DDP (RFC 5041), sans I/O.
+ *
+ * It owns the send queue, the receive queue (or a link to an SRQ), the outbound Read queue
+ * (ORQ, ORD deep), the inbound Read queue (IRQ, IRD deep), the untagged-queue receive state of
+ * DDP queues 0 (Send), 1 (Read Request) and 2 (Terminate), the stream state of seed 001 §6 and
+ * the sticky Terminate cause. It sees whole DDP segments in both directions and never knows
+ * whether MPA or SCTP carries them: this is the LLP seam.
+ *
+ * Lower layer (LLP back-end) contract:
+ *  - RX: hand every received DDP segment, whole and verified (MPA CRC checked when on), to
+ *    iwarp_core_qp_rx_segment(). Report a lower-layer error (CRC, marker, framing) with
+ *    iwarp_core_qp_rx_llp_error() so the right Terminate goes out.
+ *  - TX: while iwarp_core_qp_tx_next() produces segments, send them (header octets, then the
+ *    payload iovecs in place, then LLP trailer) and call iwarp_core_qp_tx_sent() for each one
+ *    once its last octet is handed to the transport, in production order. Several segments may
+ *    be produced before the first is sent; their payload memory stays valid until tx_sent.
+ *  - After tx_next returns 0, iwarp_core_qp_tx_close() says whether the stream must now be
+ *    closed (Terminate sent, or graceful disconnect drained).
+ *  - When the transport fails or closes, call iwarp_core_qp_llp_closed().
+ * Everything is called with the context lock held; nothing here blocks or allocates.
+ */
+#ifndef IWARP_CORE_CORE_QP_H
+#define IWARP_CORE_CORE_QP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "core/core_cq.h"
+#include "core/core_srq.h"
+#include "ddp/ddp_rx_untagged.h"
+#include "ddp/ddp_tx.h"
+#include "iwarp/verbs.h"
+#include "mem/mem_stag.h"
+#include "wire/wire.h"
+#include "wire/wire_segment.h"
+
+/* siw's limits (wire-reference §2). */
+#define IWARP_CORE_MAX_INLINE 80u
+#define IWARP_CORE_MAX_IRD    128u
+#define IWARP_CORE_MAX_ORD    128u
+#define IWARP_CORE_MAX_WR     32768u
+
+/* Payload iovecs of one produced segment: the SGEs it spans. */
+#define IWARP_CORE_TX_IOV_MAX IWARP_CORE_MAX_SGE
+
+/* Stream states (seed 001 §6; mapped onto verbs QP states in iwarp_core_qp_verbs_state). */
+enum iwarp_core_qp_state {
+    IWARP_CORE_QP_IDLE = 0,        /* created; not yet in full operation */
+    IWARP_CORE_QP_RUNNING = 1,     /* full operation (RTS) */
+    IWARP_CORE_QP_CLOSING = 2,     /* graceful disconnect: SQ drains, then the stream closes */
+    IWARP_CORE_QP_TERMINATING = 3, /* Terminate queued/sent or received; nothing more placed */
+    IWARP_CORE_QP_ERROR = 4,       /* closed: every WR flushed; CLOSED of seed 001 §6 */
+};
+
+/* One send queue entry: a posted WR, resolved at post time. */
+struct iwarp_core_sqe {
+    uint64_t wr_id;
+    uint8_t opcode; /* enum iwarp_wr_opcode */
+    uint8_t flags;  /* enum iwarp_send_flags */
+    bool signaled;  /* IWARP_SEND_SIGNALED or sq_sig_all */
+    bool started;   /* TX has begun producing this WR */
+    bool done;      /* finished (status valid); completion pending until it is the oldest */
+    uint8_t status; /* enum iwarp_wc_status once done */
+    uint32_t vendor_err;
+    uint32_t nsge;
+    uint32_t len;                              /* payload octets (sum of SGEs) */
+    struct iovec iov[IWARP_CORE_MAX_SGE];      /* local memory (resolved lkeys) */
+    uint8_t inline_buf[IWARP_CORE_MAX_INLINE]; /* IWARP_SEND_INLINE copies the data here */
+    uint64_t remote_addr;                      /* Write: sink TO; Read: source TO */
+    uint32_t rkey;                             /* Write: sink STag; Read: source STag */
+    uint32_t inv_stag;                         /* Send with Invalidate */
+    uint32_t lkey0;  /* Read: the sink STag (our first SGE's lkey, tagged by responses) */
+    uint64_t laddr0; /* Read: the sink TO (first SGE's addr) */
+    /* local operations (LOCAL_INV, BIND_MW, REG_MR) */
+    uint32_t stag; /* LOCAL_INV: the STag; BIND_MW/REG_MR: the object's STag */
+    uint32_t new_stag;
+    uint32_t mr_stag;
+    uint64_t addr;
+    uint64_t length;
+    uint32_t access;
+};
+
+/* One outstanding outbound RDMA Read (ORQ entry; RFC 5040 §5.4). */
+struct iwarp_core_orqe {
+    uint32_t sq_index; /* the Read's SQ slot */
+    uint32_t sink_stag;
+    uint64_t sink_to;
+    uint32_t len;      /* Read Message Size */
+    uint32_t received; /* Read Response payload octets placed so far */
+};
+
+/* One inbound RDMA Read being answered (IRQ entry; RFC 5040 §4.4, §5.4). */
+struct iwarp_core_irqe {
+    uint32_t sink_stag; /* Data Sink STag/TO: where our Read Responses go */
+    uint64_t sink_to;
+    uint64_t src_addr; /* local address of the source (validated on arrival) */
+    uint32_t len;
+    bool started;
+};
+
+/* What the TX side is producing right now. */
+enum iwarp_core_tx_src {
+    IWARP_CORE_TX_NONE = 0,
+    IWARP_CORE_TX_SQ = 1,   /* a Send/Write/Read Request of the SQ */
+    IWARP_CORE_TX_IRQ = 2,  /* a Read Response */
+    IWARP_CORE_TX_TERM = 3, /* the Terminate */
+};
+
+/* One DDP segment produced for the LLP. */
+struct iwarp_core_tx_seg {
+    uint8_t hdr[IWARP_DDP_TX_HDR_MAX]; /* DDP + RDMAP header (and the Terminate body) */
+    uint32_t hdr_len;
+    struct iovec iov[IWARP_CORE_TX_IOV_MAX]; /* payload, pointing into registered memory */
+    uint32_t niov;
+    uint32_t payload_len;
+    /* completion bookkeeping, private to the core */
+    uint8_t src;    /* enum iwarp_core_tx_src */
+    bool last;      /* ends its message */
+    uint32_t index; /* SQ or IRQ slot */
+};
+
+struct iwarp_core_qp;
+
+/* Async event hook: event_type is enum iwarp_event_type; cause is the Terminate cause
+ * (layer << 16 | etype << 8 | code) for errors, else 0. */
+typedef void (*iwarp_core_qp_event_fn)(void *user, struct iwarp_core_qp *qp, int event_type,
+                                       uint32_t cause, bool from_peer);
+
+/* Creation parameters. */
+struct iwarp_core_qp_cfg {
+    uint32_t qp_num;
+    uint32_t pd;
+    struct iwarp_mem_table *mem; /* the context's STag table */
+    struct iwarp_core_cq *send_cq;
+    struct iwarp_core_cq *recv_cq;
+    struct iwarp_core_srq *srq; /* NULL: the QP's own RQ */
+    uint32_t sq_cap;            /* max_send_wr */
+    uint32_t rq_cap;            /* max_recv_wr (0 with an SRQ) */
+    uint32_t max_send_sge;
+    uint32_t max_recv_sge;
+    uint32_t max_inline;
+    bool sq_sig_all;
+    iwarp_core_qp_event_fn event;
+    void *event_user;
+};
+
+/* Memory the caller allocates for a QP (sizes from iwarp_core_qp_mem_sizes). */
+struct iwarp_core_qp_mem {
+    struct iwarp_core_sqe *sq;   /* sq_cap */
+    struct iwarp_core_rqe *rq;   /* rq_cap (may be NULL with an SRQ) */
+    uint64_t *rq_lens;           /* rq_cap, or sq... with an SRQ: IWARP_CORE_SRQ_WINDOW */
+    struct iwarp_core_orqe *orq; /* IWARP_CORE_MAX_ORD */
+    struct iwarp_core_irqe *irq; /* IWARP_CORE_MAX_IRD */
+    uint64_t *irq_lens;          /* IWARP_CORE_MAX_IRD: DDP queue 1 buffers */
+};
+
+/* With an SRQ, receives are pulled into the QP's queue-0 window this many at most. */
+#define IWARP_CORE_SRQ_WINDOW 2u
+
+struct iwarp_core_qp {
+    struct iwarp_core_qp_cfg cfg;
+    uint8_t state; /* enum iwarp_core_qp_state */
+
+    /* negotiated at connection time (iwarp_core_qp_start) */
+    uint32_t ird; /* inbound Read Requests we accept at once */
+    uint32_t ord; /* outbound Reads we keep outstanding at once */
+
+    /* send queue: slots [sq_head, sq_head + sq_count) are posted and not yet completed; TX
+     * starts them in order at sq_next */
+    struct iwarp_core_sqe *sq;
+    uint32_t sq_head, sq_count, sq_next;
+
+    /* receive side: queue 0 (Send), 1 (Read Request), 2 (Terminate) */
+    struct iwarp_core_rq rq;                                /* unused with an SRQ */
+    struct iwarp_core_rqe srq_taken[IWARP_CORE_SRQ_WINDOW]; /* SRQ receives pulled for queue 0 */
+    uint32_t srq_taken_head, srq_taken_count;
+    struct iwarp_ddp_rx_uq uq_send;
+    struct iwarp_ddp_rx_uq uq_read;
+    uint64_t uq_term_lens[1];
+    struct iwarp_ddp_rx_uq uq_term;
+    uint32_t send_msn; /* next MSN we send on queue 0 (RFC 5041 §4.3: from 1) */
+    uint32_t read_msn; /* next MSN we send on queue 1 */
+
+    /* outbound Reads */
+    struct iwarp_core_orqe *orq;
+    uint32_t orq_head, orq_count;
+
+    /* inbound Reads */
+    struct iwarp_core_irqe *irq;
+    uint32_t irq_head, irq_count;
+
+    /* TX: the message being segmented */
+    uint8_t tx_src; /* enum iwarp_core_tx_src */
+    uint32_t tx_index;
+    struct iwarp_ddp_tx_msg tx_msg;
+    struct iovec tx_iov[IWARP_CORE_MAX_SGE];
+    uint32_t tx_unsent; /* segments produced and not yet tx_sent */
+    bool tx_irq_turn;   /* fairness: next message boundary favours the IRQ */
+
+    /* Terminate */
+    bool term_pending;  /* built, not yet produced */
+    bool term_produced; /* handed to the LLP */
+    bool term_sent;
+    uint8_t term_buf[IWARP_DDP_TX_HDR_MAX];
+    uint32_t term_len;
+    struct iwarp_term_cause term_cause; /* sticky first error */
+    bool term_from_peer;
+
+    bool close_wanted; /* graceful disconnect requested */
+    bool llp_closed;
+};
+
+/*
+ * Initialise a QP in IDLE. Ownership: cfg is copied; mem's arrays and the CQs/SRQ/mem table
+ * are borrowed for the QP's lifetime. Returns 0 or IWARP_ERR_INVAL.
+ */
+int iwarp_core_qp_init(struct iwarp_core_qp *qp, const struct iwarp_core_qp_cfg *cfg,
+                       const struct iwarp_core_qp_mem *mem);
+
+/* Enter full operation (RUNNING) with the negotiated IRD/ORD (0 is raised to 1 for IRD only
+ * when... see core_qp.c). Returns 0 or IWARP_ERR_STATE. */
+int iwarp_core_qp_start(struct iwarp_core_qp *qp, uint32_t ird, uint32_t ord);
+
+/* Validate and queue one send WR. Returns 0, IWARP_ERR_STATE, IWARP_ERR_NOSPC,
+ * IWARP_ERR_INVAL or a mem error (bad lkey/bounds/rights of an SGE). */
+int iwarp_core_qp_post_send(struct iwarp_core_qp *qp, const struct iwarp_send_wr *wr);
+
+/* Validate and queue one receive WR (IWARP_ERR_INVAL when the QP uses an SRQ). */
+int iwarp_core_qp_post_recv(struct iwarp_core_qp *qp, const struct iwarp_recv_wr *wr);
+
+/* Process one received DDP segment (RFC 5041 §7, RFC 5040 §7 checks; placement; completions;
+ * Read Requests queued for response; Terminate reception). Returns 0, or the negative error
+ * that moved the stream to TERMINATING (a Terminate is then queued for TX). */
+int iwarp_core_qp_rx_segment(struct iwarp_core_qp *qp, const uint8_t *seg, size_t len);
+
+/* A lower-layer error on receive (RFC 5044 §8: CRC, marker, length): queue the Terminate with
+ * cause and, when the offending segment's header is known, its copy (hdr may be NULL). */
+void iwarp_core_qp_rx_llp_error(struct iwarp_core_qp *qp, struct iwarp_term_cause cause,
+                                const uint8_t *hdr, size_t hdr_len);
+
+/* Produce the next DDP segment of at most max_seg octets (header + payload) into seg.
+ * Returns 1 when one was produced, 0 when there is nothing to send now. */
+int iwarp_core_qp_tx_next(struct iwarp_core_qp *qp, uint32_t max_seg,
+                          struct iwarp_core_tx_seg *seg);
+
+/* The LLP has handed seg's last octet to the transport (in production order). */
+void iwarp_core_qp_tx_sent(struct iwarp_core_qp *qp, const struct iwarp_core_tx_seg *seg);
+
+/* Whether the stream should be closed now: a Terminate was sent, or a graceful disconnect has
+ * drained the send queue. */
+bool iwarp_core_qp_tx_close(const struct iwarp_core_qp *qp);
+
+/* Whether tx_next may produce something now. */
+bool iwarp_core_qp_tx_pending(const struct iwarp_core_qp *qp);
+
+/* Graceful disconnect (seed 001 §6.2): stop accepting WRs, let posted ones drain, then
+ * iwarp_core_qp_tx_close() says close. */
+void iwarp_core_qp_disconnect(struct iwarp_core_qp *qp);
+
+/* The transport is gone (FIN, reset, error): flush everything and enter ERROR. graceful: the
+ * close followed our or the peer's orderly disconnect (no fatal event). */
+void iwarp_core_qp_llp_closed(struct iwarp_core_qp *qp, bool graceful);
+
+/* Enter ERROR now (iwarp_modify_qp_err): flush every WR. */
+void iwarp_core_qp_set_error(struct iwarp_core_qp *qp);
+
+/* Queue a Terminate with cause (and the offending header copy when hdr is not NULL), enter
+ * TERMINATING and report the local async event. Only the first error counts. */
+void iwarp_core_qp_terminate(struct iwarp_core_qp *qp, struct iwarp_term_cause cause,
+                             const uint8_t *hdr, size_t hdr_len);
+
+/* The verbs state for a stream state. */
+enum iwarp_qp_state iwarp_core_qp_verbs_state(const struct iwarp_core_qp *qp);
+
+#endif

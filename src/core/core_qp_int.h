@@ -1,0 +1,44 @@
+/*
+ * Functions shared by the QP engine's files (core_qp.c: posting, state, completions;
+ * core_qp_tx.c: transmit; core_qp_rx.c: receive). Not used outside src/core.
+ */
+#ifndef IWARP_CORE_CORE_QP_INT_H
+#define IWARP_CORE_CORE_QP_INT_H
+
+#include "core/core_qp.h"
+
+/* The SQ slot index of the i-th posted entry after sq_head. */
+static inline uint32_t iwarp_core_sq_slot(const struct iwarp_core_qp *qp, uint32_t i)
+{
+    return (qp->sq_head + i) % qp->cfg.sq_cap;
+}
+
+/*
+ * Mark SQ slot index finished with status (vendor_err: the Terminate cause on errors) and
+ * report completions for the oldest finished entries, in posting order (send queue
+ * completions never overtake each other; a Write after a Read completes after it).
+ */
+void iwarp_core_qp_sq_finish(struct iwarp_core_qp *qp, uint32_t index, uint8_t status,
+                             uint32_t vendor_err);
+
+/* Report a receive completion on the recv CQ (solicited: the Send carried SE). */
+void iwarp_core_qp_recv_complete(struct iwarp_core_qp *qp, uint64_t wr_id, uint8_t status,
+                                 uint32_t byte_len, uint32_t vendor_err, bool with_inv,
+                                 uint32_t inv_rkey, bool solicited);
+
+/* Report an async event through the QP's hook. */
+void iwarp_core_qp_event(struct iwarp_core_qp *qp, int event_type, uint32_t cause, bool from_peer);
+
+/* Pack a Terminate cause for vendor_err / async events: layer << 16 | etype << 8 | code. */
+static inline uint32_t iwarp_core_cause_u32(struct iwarp_term_cause c)
+{
+    return (uint32_t)c.layer << 16 | (uint32_t)c.etype << 8 | c.ecode;
+}
+
+/* The receive for queue 0's current message: the RQ's oldest entry or the SRQ entry pulled
+ * for it. NULL when none is posted. */
+struct iwarp_core_rqe *iwarp_core_qp_cur_rqe(struct iwarp_core_qp *qp);
+/* Consume that receive (after its completion was reported). */
+void iwarp_core_qp_pop_rqe(struct iwarp_core_qp *qp);
+
+#endif

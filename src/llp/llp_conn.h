@@ -1,0 +1,128 @@
+/*
+ * One MPA connection over a byte stream, sans I/O: the MPA startup negotiation (RFC 5044 §7,
+ * RFC 6581), then full operation (RFC 5044 §4-§6): received octets are deframed, verified
+ * and handed to the QP engine as DDP segments; the QP engine's segments are framed into
+ * FPDUs and handed out as iovecs. The TCP back-end (llp_tcp) moves octets between a socket
+ * and this object; the in-memory back-end (llp_mem) between two such objects.
+ *
+ * Driving it (BearSSL-style buf/ack pairs; every call with the context lock held):
+ *   RX:  iwarp_llp_conn_rx_buf() says where to put the next received octets and how many
+ *        are wanted; after reading n octets there, call iwarp_llp_conn_rx_ack(n).
+ *   TX:  iwarp_llp_conn_tx_iov() fills iovecs with everything ready to send (negotiation
+ *        frames, then FPDUs: header and CRC from the connection, payload straight from
+ *        registered memory); after writing n octets of them, call iwarp_llp_conn_tx_ack(n).
+ *   Time: iwarp_llp_conn_next_timeout() / iwarp_llp_conn_handle_timeout(now).
+ *   Events: iwarp_llp_conn_state() after each call; on IWARP_LLP_CONN_REQUEST the CM decides
+ *        with iwarp_llp_conn_accept()/reject().
+ * Receive with CRC on: each FPDU is read into a bounce buffer (<= 64 KiB), verified, then the
+ * DDP segment inside is handed to the QP (RFC 5044 §6: verify before DDP sees it).
+ */
+#ifndef IWARP_LLP_LLP_CONN_H
+#define IWARP_LLP_LLP_CONN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "core/core_qp.h"
+#include "mpa/mpa_deframe.h"
+#include "mpa/mpa_frame.h"
+#include "mpa/mpa_negotiate.h"
+
+enum iwarp_llp_conn_state {
+    IWARP_LLP_CONN_NEGOTIATING = 0, /* MPA Request/Reply in progress */
+    IWARP_LLP_CONN_REQUEST = 1,     /* responder: Request received; accept() or reject() */
+    IWARP_LLP_CONN_ESTABLISHED = 2, /* full operation; the QP is running */
+    IWARP_LLP_CONN_REJECTED = 3,    /* a Reject was received (initiator) or sent (responder) */
+    IWARP_LLP_CONN_CLOSE = 4,       /* the transport must now be closed (graceful: after the
+                                       pending TX octets are written) */
+    IWARP_LLP_CONN_FAILED = 5,      /* negotiation failed (err set); close the transport */
+};
+
+/* FPDUs framed ahead of the socket, at most. */
+#define IWARP_LLP_CONN_TX_SEGS  16u
+/* iovecs one FPDU needs at most: length, header, payload SGEs, markers, pad+CRC. */
+#define IWARP_LLP_CONN_FPDU_IOV (IWARP_CORE_TX_IOV_MAX + 24u)
+
+struct iwarp_llp_conn_cfg {
+    struct iwarp_mpa_neg_cfg neg; /* role, revision, CRC, markers, IRD/ORD, RTR, private data */
+    uint32_t emss;                /* the TCP connection's effective MSS (FPDU <= EMSS) */
+    uint64_t first_fpdu_delay_ns; /* initiator: wait this long after the Reply before the
+                                     first FPDU (siw race workaround, docs/design.md) */
+};
+
+/* One framed FPDU waiting for the transport. */
+struct iwarp_llp_conn_txf {
+    struct iwarp_core_tx_seg seg;
+    struct iovec iov[IWARP_LLP_CONN_FPDU_IOV];
+    uint32_t niov;
+    uint32_t wire_len;   /* octets of this FPDU on the wire */
+    uint8_t scratch[64]; /* length field, markers, pad and CRC octets that iov points to */
+};
+
+struct iwarp_llp_conn {
+    struct iwarp_llp_conn_cfg cfg;
+    enum iwarp_llp_conn_state state;
+    int err;
+    struct iwarp_mpa_neg neg;
+    struct iwarp_core_qp *qp; /* set by attach(); the engine fed in full operation */
+    struct iwarp_mpa_rx rx;
+    struct iwarp_mpa_tx tx;
+    uint32_t max_seg; /* largest DDP segment: MULPDU for the EMSS and markers */
+    /* RX bounce buffer: one FPDU's ULPDU (<= 64768 octets), verified before placement */
+    uint8_t *bounce; /* caller-owned, IWARP_LLP_CONN_BOUNCE octets */
+    uint32_t bounce_len;
+    /* TX ring of framed FPDUs */
+    struct iwarp_llp_conn_txf *txf; /* caller-owned, IWARP_LLP_CONN_TX_SEGS entries */
+    uint32_t txf_head, txf_count;
+    uint32_t txf_off;       /* octets of the head FPDU already written */
+    uint64_t first_fpdu_at; /* initiator: earliest time of the first FPDU */
+    uint64_t now_ns;        /* last time seen */
+};
+
+#define IWARP_LLP_CONN_BOUNCE (IWARP_MPA_ULPDU_MAX + 16u)
+
+/*
+ * Initialise a connection for role cfg->neg.role at time now_ns. bounce (IWARP_LLP_CONN_BOUNCE
+ * octets) and txf (IWARP_LLP_CONN_TX_SEGS entries) are caller-owned and borrowed.
+ * Returns 0 or the negotiation's init error.
+ */
+int iwarp_llp_conn_init(struct iwarp_llp_conn *c, const struct iwarp_llp_conn_cfg *cfg,
+                        uint8_t *bounce, struct iwarp_llp_conn_txf *txf, uint64_t now_ns);
+
+/* Attach the QP engine that full operation feeds (before ESTABLISHED is reached: the
+ * initiator at connect, the responder at accept). Starts it when the connection reaches full
+ * operation, with the negotiated IRD/ORD. */
+void iwarp_llp_conn_attach(struct iwarp_llp_conn *c, struct iwarp_core_qp *qp);
+
+/* Responder in REQUEST: accept with our IRD/ORD and private data, or reject. */
+int iwarp_llp_conn_accept(struct iwarp_llp_conn *c, const struct iwarp_mpa_neg_answer *ans);
+int iwarp_llp_conn_reject(struct iwarp_llp_conn *c, const struct iwarp_mpa_neg_answer *ans);
+
+/* Where to read the next octets: *len octets at the returned pointer (>= 1), or NULL when
+ * nothing may be read now (REQUEST, or closed). */
+uint8_t *iwarp_llp_conn_rx_buf(struct iwarp_llp_conn *c, size_t *len);
+
+/* n octets were read into the buffer rx_buf gave. Runs the negotiation or the deframer and
+ * the QP engine. Returns 0 or a negative error (the state then says what to do). */
+int iwarp_llp_conn_rx_ack(struct iwarp_llp_conn *c, size_t n, uint64_t now_ns);
+
+/* Fill up to max iovecs with octets ready to send; returns how many iovecs (0: none now).
+ * Frames new FPDUs from the QP as room allows. */
+uint32_t iwarp_llp_conn_tx_iov(struct iwarp_llp_conn *c, struct iovec *iov, uint32_t max,
+                               uint64_t now_ns);
+
+/* n octets of what tx_iov described were written. Completes fully written segments. */
+void iwarp_llp_conn_tx_ack(struct iwarp_llp_conn *c, size_t n);
+
+/* Whether tx_iov would return something now. */
+bool iwarp_llp_conn_tx_ready(struct iwarp_llp_conn *c, uint64_t now_ns);
+
+/* Absolute time of the next deadline (UINT64_MAX: none) and its handling. */
+uint64_t iwarp_llp_conn_next_timeout(const struct iwarp_llp_conn *c);
+void iwarp_llp_conn_handle_timeout(struct iwarp_llp_conn *c, uint64_t now_ns);
+
+/* The peer closed its side (EOF) or the transport failed: ends the QP (flush). */
+void iwarp_llp_conn_closed(struct iwarp_llp_conn *c, bool graceful);
+
+#endif

@@ -1,0 +1,82 @@
+/*
+ * The progress engine (L7): one epoll set, timers and, in thread mode, a progress thread.
+ *
+ * Sources (sockets, listeners) register a struct iwarp_loop_src with callbacks. The loop waits
+ * without the context lock, then takes it (the lock given at init) around every callback, so
+ * callbacks run with the lock held and may call any _locked function. In caller mode the
+ * application's thread runs iwarp_loop_run_once() itself (iwarp_ctx_progress, iwarp_poll_cq).
+ */
+#ifndef IWARP_LOOP_LOOP_H
+#define IWARP_LOOP_LOOP_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct iwarp_loop_src;
+
+/* I/O readiness (EPOLLIN/EPOLLOUT/EPOLLERR/EPOLLHUP bits) on src->fd. Lock held. */
+typedef void (*iwarp_loop_io_fn)(struct iwarp_loop_src *src, uint32_t events, uint64_t now_ns);
+/* src's deadline has passed. Lock held. */
+typedef void (*iwarp_loop_timer_fn)(struct iwarp_loop_src *src, uint64_t now_ns);
+
+struct iwarp_loop_src {
+    int fd;            /* -1 for a timer-only source */
+    uint32_t events;   /* epoll interest (EPOLLIN, EPOLLOUT) */
+    uint64_t deadline; /* absolute CLOCK_MONOTONIC ns; UINT64_MAX: none */
+    iwarp_loop_io_fn on_io;
+    iwarp_loop_timer_fn on_timer;
+    void *user;
+    /* private to loop.c */
+    uint32_t heap_index; /* position in the timer heap, UINT32_MAX when not in it */
+    bool registered;
+};
+
+struct iwarp_loop {
+    pthread_mutex_t *lock; /* the context lock (borrowed) */
+    int epfd;
+    int wake_fd;                  /* eventfd: wakes a waiting loop */
+    struct iwarp_loop_src **heap; /* timer min-heap by deadline */
+    uint32_t heap_len, heap_cap;
+    pthread_t thread;
+    bool thread_running;
+    bool stop;
+    bool waiting;                            /* a thread is inside epoll_wait */
+    void *(*alloc)(void *user, size_t size); /* heap growth (context allocator) */
+    void (*dealloc)(void *user, void *p);
+    void *alloc_user;
+};
+
+/* Monotonic clock in ns. */
+uint64_t iwarp_loop_now(void);
+
+/* Set up the epoll set and wake fd. Ownership: lock is borrowed. Returns 0 or IWARP_ERR_IO. */
+int iwarp_loop_init(struct iwarp_loop *l, pthread_mutex_t *lock,
+                    void *(*alloc)(void *user, size_t size), void (*dealloc)(void *user, void *p),
+                    void *alloc_user);
+
+/* Start the progress thread (thread mode). Returns 0 or IWARP_ERR_IO. */
+int iwarp_loop_start_thread(struct iwarp_loop *l);
+
+/* Stop the thread (if any; call without the lock) and close everything. */
+void iwarp_loop_fini(struct iwarp_loop *l);
+
+/* Register / change interest / remove a source (lock held). */
+int iwarp_loop_add(struct iwarp_loop *l, struct iwarp_loop_src *src);
+int iwarp_loop_mod(struct iwarp_loop *l, struct iwarp_loop_src *src, uint32_t events);
+void iwarp_loop_del(struct iwarp_loop *l, struct iwarp_loop_src *src);
+
+/* Arm (or with UINT64_MAX disarm) src's timer (lock held). */
+int iwarp_loop_set_timer(struct iwarp_loop *l, struct iwarp_loop_src *src, uint64_t deadline);
+
+/* Wait up to timeout_ms (0: poll, -1: until something happens) and run ready callbacks and
+ * expired timers. Call WITHOUT the lock. Returns the number of callbacks run. */
+int iwarp_loop_run_once(struct iwarp_loop *l, int timeout_ms);
+
+/* Same, but called with the lock held and never waiting (caller mode from poll_cq). */
+int iwarp_loop_poll_locked(struct iwarp_loop *l);
+
+/* Wake a thread waiting in run_once (e.g. after interest changed from another thread). */
+void iwarp_loop_wake(struct iwarp_loop *l);
+
+#endif
