@@ -41,4 +41,16 @@ struct iwarp_core_rqe *iwarp_core_qp_cur_rqe(struct iwarp_core_qp *qp);
 /* Consume that receive (after its completion was reported). */
 void iwarp_core_qp_pop_rqe(struct iwarp_core_qp *qp);
 
+/* Receive side set-up at iwarp_core_qp_start (core_qp_rx.c): post the DDP queue 1 buffers
+ * (one per IRD slot) and the queue 2 buffer (one Terminate). */
+void iwarp_core_qp_rx_start(struct iwarp_core_qp *qp);
+
+/* An IRQ entry has been answered completely (core_qp_tx.c calls this): its DDP queue 1 slot is
+ * free for the next Read Request (core_qp_rx.c). */
+void iwarp_core_qp_rx_read_slot_free(struct iwarp_core_qp *qp);
+
+/* A valid Terminate arrived (core_qp_rx.c calls this; core_qp.c): enter TERMINATING, report
+ * the async event with the peer's cause, flush, and ask the LLP to close. */
+void iwarp_core_qp_peer_terminated(struct iwarp_core_qp *qp, struct iwarp_term_cause cause);
+
 #endif
