@@ -208,7 +208,8 @@ struct iwarp_core_qp {
     struct iwarp_term_cause term_cause; /* sticky first error */
     bool term_from_peer;
 
-    bool close_wanted; /* graceful disconnect requested */
+    bool sq_flush_pending; /* flush the SQ once the LLP holds no produced segment */
+    bool close_wanted;     /* graceful disconnect requested */
     bool llp_closed;
 };
 

@@ -41,6 +41,9 @@ struct iwarp_core_rqe *iwarp_core_qp_cur_rqe(struct iwarp_core_qp *qp);
 /* Consume that receive (after its completion was reported). */
 void iwarp_core_qp_pop_rqe(struct iwarp_core_qp *qp);
 
+/* Flush the SQ if a flush waits for the LLP to give back every produced segment. */
+void iwarp_core_qp_sq_flush_if_idle(struct iwarp_core_qp *qp);
+
 /* Receive side set-up at iwarp_core_qp_start (core_qp_rx.c): post the DDP queue 1 buffers
  * (one per IRD slot) and the queue 2 buffer (one Terminate). */
 void iwarp_core_qp_rx_start(struct iwarp_core_qp *qp);

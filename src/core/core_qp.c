@@ -1,0 +1,456 @@
+/*
+ * The QP engine: creation, posting, the stream state machine of seed 001 §6, completions in
+ * order, Terminate queuing and flushing. Transmit is in core_qp_tx.c, receive in core_qp_rx.c.
+ */
+#include "core/core_qp.h"
+
+#include <string.h>
+
+#include "core/core_qp_int.h"
+#include "iwarp/errors.h"
+#include "mem/mem_access.h"
+#include "mem/mem_region.h"
+#include "wire/wire_term.h"
+
+int iwarp_core_qp_init(struct iwarp_core_qp *qp, const struct iwarp_core_qp_cfg *cfg,
+                       const struct iwarp_core_qp_mem *mem)
+{
+    if (!qp || !cfg || !mem || !cfg->mem || !cfg->send_cq || !cfg->recv_cq || cfg->sq_cap == 0 ||
+        cfg->sq_cap > IWARP_CORE_MAX_WR || cfg->rq_cap > IWARP_CORE_MAX_WR ||
+        cfg->max_send_sge > IWARP_CORE_MAX_SGE || cfg->max_recv_sge > IWARP_CORE_MAX_SGE ||
+        cfg->max_inline > IWARP_CORE_MAX_INLINE || !mem->sq || !mem->orq || !mem->irq ||
+        !mem->irq_lens || !mem->rq_lens || (!cfg->srq && (cfg->rq_cap == 0 || !mem->rq)))
+        return IWARP_ERR_INVAL;
+    memset(qp, 0, sizeof *qp);
+    qp->cfg = *cfg;
+    qp->state = IWARP_CORE_QP_IDLE;
+    qp->sq = mem->sq;
+    qp->orq = mem->orq;
+    qp->irq = mem->irq;
+    int rc = 0;
+    if (!cfg->srq) {
+        rc = iwarp_core_rq_init(&qp->rq, mem->rq, cfg->rq_cap, cfg->max_recv_sge);
+        if (rc == 0)
+            rc = iwarp_ddp_rx_uq_init(&qp->uq_send, mem->rq_lens, cfg->rq_cap);
+    } else {
+        rc = iwarp_ddp_rx_uq_init(&qp->uq_send, mem->rq_lens, IWARP_CORE_SRQ_WINDOW);
+    }
+    if (rc == 0)
+        rc = iwarp_ddp_rx_uq_init(&qp->uq_read, mem->irq_lens, IWARP_CORE_MAX_IRD);
+    if (rc == 0)
+        rc = iwarp_ddp_rx_uq_init(&qp->uq_term, qp->uq_term_lens, 1);
+    /* RFC 5041 §4.3: the first message on each queue carries MSN 1. */
+    qp->send_msn = IWARP_DDP_MSN_INIT;
+    qp->read_msn = IWARP_DDP_MSN_INIT;
+    return rc;
+}
+
+int iwarp_core_qp_start(struct iwarp_core_qp *qp, uint32_t ird, uint32_t ord)
+{
+    if (qp->state != IWARP_CORE_QP_IDLE)
+        return IWARP_ERR_STATE;
+    if (ird > IWARP_CORE_MAX_IRD)
+        ird = IWARP_CORE_MAX_IRD;
+    if (ord > IWARP_CORE_MAX_ORD)
+        ord = IWARP_CORE_MAX_ORD;
+    qp->ird = ird;
+    qp->ord = ord;
+    qp->state = IWARP_CORE_QP_RUNNING;
+    iwarp_core_qp_rx_start(qp);
+    return 0;
+}
+
+/* ---- completions ------------------------------------------------------------------------- */
+
+static enum iwarp_wc_opcode wc_opcode(uint8_t wr_opcode)
+{
+    switch (wr_opcode) {
+    case IWARP_WR_RDMA_WRITE:
+        return IWARP_WC_RDMA_WRITE;
+    case IWARP_WR_RDMA_READ:
+        return IWARP_WC_RDMA_READ;
+    case IWARP_WR_LOCAL_INV:
+        return IWARP_WC_LOCAL_INV;
+    case IWARP_WR_BIND_MW:
+        return IWARP_WC_BIND_MW;
+    case IWARP_WR_REG_MR:
+        return IWARP_WC_REG_MR;
+    default:
+        return IWARP_WC_SEND;
+    }
+}
+
+void iwarp_core_qp_sq_finish(struct iwarp_core_qp *qp, uint32_t index, uint8_t status,
+                             uint32_t vendor_err)
+{
+    struct iwarp_core_sqe *e = &qp->sq[index];
+    e->done = true;
+    e->status = status;
+    e->vendor_err = vendor_err;
+    /* Send queue completions leave in posting order (verbs; RFC 5040 §5.5 orders completions
+     * of the messages of one stream). */
+    while (qp->sq_count && qp->sq[qp->sq_head].done) {
+        struct iwarp_core_sqe *h = &qp->sq[qp->sq_head];
+        if (h->signaled || h->status != IWARP_WC_SUCCESS) {
+            struct iwarp_wc wc = {
+                .wr_id = h->wr_id,
+                .status = (enum iwarp_wc_status)h->status,
+                .opcode = wc_opcode(h->opcode),
+                .vendor_err = h->vendor_err,
+                .byte_len = h->status == IWARP_WC_SUCCESS ? h->len : 0,
+                .qp_num = qp->cfg.qp_num,
+            };
+            (void)iwarp_core_cq_push(qp->cfg.send_cq, &wc, false);
+        }
+        qp->sq_head = (qp->sq_head + 1u) % qp->cfg.sq_cap;
+        qp->sq_count--;
+        if (qp->sq_next)
+            qp->sq_next--;
+    }
+}
+
+void iwarp_core_qp_recv_complete(struct iwarp_core_qp *qp, uint64_t wr_id, uint8_t status,
+                                 uint32_t byte_len, uint32_t vendor_err, bool with_inv,
+                                 uint32_t inv_rkey, bool solicited)
+{
+    struct iwarp_wc wc = {
+        .wr_id = wr_id,
+        .status = (enum iwarp_wc_status)status,
+        .opcode = IWARP_WC_RECV,
+        .vendor_err = vendor_err,
+        .byte_len = status == IWARP_WC_SUCCESS ? byte_len : 0,
+        .qp_num = qp->cfg.qp_num,
+        .wc_flags = with_inv ? IWARP_WC_WITH_INV : 0,
+    };
+    if (with_inv)
+        wc.invalidated_rkey = inv_rkey;
+    (void)iwarp_core_cq_push(qp->cfg.recv_cq, &wc, solicited);
+}
+
+void iwarp_core_qp_event(struct iwarp_core_qp *qp, int event_type, uint32_t cause, bool from_peer)
+{
+    if (qp->cfg.event)
+        qp->cfg.event(qp->cfg.event_user, qp, event_type, cause, from_peer);
+}
+
+struct iwarp_core_rqe *iwarp_core_qp_cur_rqe(struct iwarp_core_qp *qp)
+{
+    if (qp->cfg.srq)
+        return qp->srq_taken_count ? &qp->srq_taken[qp->srq_taken_head] : NULL;
+    return iwarp_core_rq_peek(&qp->rq);
+}
+
+void iwarp_core_qp_pop_rqe(struct iwarp_core_qp *qp)
+{
+    if (qp->cfg.srq) {
+        if (qp->srq_taken_count) {
+            qp->srq_taken_head = (qp->srq_taken_head + 1u) % IWARP_CORE_SRQ_WINDOW;
+            qp->srq_taken_count--;
+        }
+    } else if (qp->rq.count) {
+        iwarp_core_rq_pop(&qp->rq);
+    }
+}
+
+/* ---- flushing ------------------------------------------------------------------------------ */
+
+static void flush_rq(struct iwarp_core_qp *qp)
+{
+    struct iwarp_core_rqe *r;
+    while ((r = iwarp_core_qp_cur_rqe(qp)) != NULL) {
+        iwarp_core_qp_recv_complete(qp, r->wr_id, IWARP_WC_WR_FLUSH_ERR, 0, 0, false, 0, false);
+        iwarp_core_qp_pop_rqe(qp);
+    }
+    if (qp->cfg.srq)
+        iwarp_core_qp_event(qp, IWARP_EVENT_QP_LAST_WQE_REACHED, 0, false);
+}
+
+static void flush_sq(struct iwarp_core_qp *qp)
+{
+    /* Everything not finished completes with WR_FLUSH_ERR, in order, signaled or not. */
+    qp->sq_flush_pending = false;
+    qp->orq_count = 0;
+    qp->irq_count = 0;
+    qp->tx_src = IWARP_CORE_TX_NONE;
+    for (uint32_t i = 0; i < qp->sq_count; i++) {
+        struct iwarp_core_sqe *e = &qp->sq[iwarp_core_sq_slot(qp, i)];
+        if (!e->done) {
+            e->done = true;
+            e->status = IWARP_WC_WR_FLUSH_ERR;
+        }
+    }
+    if (qp->sq_count)
+        iwarp_core_qp_sq_finish(qp, qp->sq_head, qp->sq[qp->sq_head].status,
+                                qp->sq[qp->sq_head].vendor_err);
+    qp->sq_next = 0;
+}
+
+/* Flush the RQ now and the SQ as soon as the LLP holds none of its payload. */
+static void flush_all(struct iwarp_core_qp *qp)
+{
+    flush_rq(qp);
+    if (qp->tx_unsent == 0)
+        flush_sq(qp);
+    else
+        qp->sq_flush_pending = true;
+}
+
+void iwarp_core_qp_sq_flush_if_idle(struct iwarp_core_qp *qp)
+{
+    if (qp->sq_flush_pending && qp->tx_unsent == 0)
+        flush_sq(qp);
+}
+
+/* ---- state machine (seed 001 §6.2) --------------------------------------------------------- */
+
+static int error_event(struct iwarp_term_cause c)
+{
+    /* Protection errors are access errors (verbs QP_ACCESS_ERR); the rest are fatal. */
+    if ((c.layer == IWARP_TERM_LAYER_RDMAP && c.etype == IWARP_TERM_RDMAP_ETYPE_REMOTE_PROT) ||
+        (c.layer == IWARP_TERM_LAYER_DDP && c.etype == IWARP_TERM_DDP_ETYPE_TAGGED))
+        return IWARP_EVENT_QP_ACCESS_ERR;
+    return IWARP_EVENT_QP_FATAL;
+}
+
+void iwarp_core_qp_terminate(struct iwarp_core_qp *qp, struct iwarp_term_cause cause,
+                             const uint8_t *hdr, size_t hdr_len)
+{
+    /* RFC 5040 §5.4 / §7.1: the first error is reported with one Terminate; after it the
+     * stream places nothing and sends nothing else. */
+    if (qp->state >= IWARP_CORE_QP_TERMINATING)
+        return;
+    struct iwarp_term_offender off = {
+        .seg = hdr,
+        .avail = hdr_len,
+        .seg_len = (uint32_t)(hdr_len > UINT32_MAX ? UINT32_MAX : hdr_len),
+    };
+    iwarp_ssize n = iwarp_term_build(qp->term_buf, sizeof qp->term_buf, cause, hdr ? &off : NULL);
+    if (n < 0) /* a cause outside the RFC tables: report a local catastrophic error instead */
+        n = iwarp_term_build(qp->term_buf, sizeof qp->term_buf,
+                             (struct iwarp_term_cause){IWARP_TERM_LAYER_RDMAP,
+                                                       IWARP_TERM_RDMAP_ETYPE_CATASTROPHIC, 0},
+                             NULL);
+    qp->term_len = n > 0 ? (uint32_t)n : 0;
+    qp->term_pending = n > 0;
+    qp->term_cause = cause;
+    qp->term_from_peer = false;
+    qp->state = IWARP_CORE_QP_TERMINATING;
+    iwarp_core_qp_event(qp, error_event(cause), iwarp_core_cause_u32(cause), false);
+    flush_all(qp);
+}
+
+void iwarp_core_qp_peer_terminated(struct iwarp_core_qp *qp, struct iwarp_term_cause cause)
+{
+    if (qp->state >= IWARP_CORE_QP_TERMINATING)
+        return;
+    /* RFC 5040 §5.4: a Terminate received ends the stream; no Terminate is sent back. */
+    qp->term_cause = cause;
+    qp->term_from_peer = true;
+    qp->state = IWARP_CORE_QP_TERMINATING;
+    iwarp_core_qp_event(qp, error_event(cause), iwarp_core_cause_u32(cause), true);
+    flush_all(qp);
+}
+
+void iwarp_core_qp_disconnect(struct iwarp_core_qp *qp)
+{
+    if (qp->state == IWARP_CORE_QP_RUNNING)
+        qp->state = IWARP_CORE_QP_CLOSING;
+    qp->close_wanted = true;
+}
+
+void iwarp_core_qp_llp_closed(struct iwarp_core_qp *qp, bool graceful)
+{
+    if (qp->llp_closed)
+        return;
+    qp->llp_closed = true;
+    uint8_t was = qp->state;
+    qp->state = IWARP_CORE_QP_ERROR;
+    /* The LLP holds nothing any more: every produced segment is dropped. */
+    qp->tx_unsent = 0;
+    if (was == IWARP_CORE_QP_RUNNING && !graceful)
+        iwarp_core_qp_event(qp, IWARP_EVENT_QP_FATAL, 0, false);
+    flush_rq(qp);
+    flush_sq(qp);
+}
+
+void iwarp_core_qp_set_error(struct iwarp_core_qp *qp)
+{
+    if (qp->state == IWARP_CORE_QP_ERROR)
+        return;
+    qp->state = IWARP_CORE_QP_ERROR;
+    flush_all(qp);
+}
+
+enum iwarp_qp_state iwarp_core_qp_verbs_state(const struct iwarp_core_qp *qp)
+{
+    switch (qp->state) {
+    case IWARP_CORE_QP_IDLE:
+        return IWARP_QPS_INIT;
+    case IWARP_CORE_QP_RUNNING:
+        return IWARP_QPS_RTS;
+    case IWARP_CORE_QP_CLOSING:
+        return IWARP_QPS_SQD;
+    case IWARP_CORE_QP_TERMINATING:
+        return IWARP_QPS_SQE;
+    default:
+        return IWARP_QPS_ERR;
+    }
+}
+
+/* ---- posting ------------------------------------------------------------------------------- */
+
+/* Resolve the SGEs of a source (Send/Write) or sink (Read) into e->iov. */
+static int resolve_sges(struct iwarp_core_qp *qp, struct iwarp_core_sqe *e,
+                        const struct iwarp_send_wr *wr, uint32_t need)
+{
+    uint64_t total = 0;
+    for (int i = 0; i < wr->num_sge; i++) {
+        const struct iwarp_sge *s = &wr->sg_list[i];
+        uint64_t local = 0;
+        if (s->length) {
+            int rc = iwarp_mem_check_local(qp->cfg.mem, s->lkey, s->addr, s->length, need,
+                                           qp->cfg.pd, &local);
+            if (rc < 0)
+                return rc;
+        }
+        e->iov[i].iov_base = (void *)(uintptr_t)local;
+        e->iov[i].iov_len = s->length;
+        total += s->length;
+    }
+    /* RFC 5041 §5.2: a message is at most 2^32 - 1 octets. */
+    if (total > UINT32_MAX)
+        return IWARP_ERR_INVAL;
+    e->nsge = (uint32_t)wr->num_sge;
+    e->len = (uint32_t)total;
+    return 0;
+}
+
+static int copy_inline(struct iwarp_core_qp *qp, struct iwarp_core_sqe *e,
+                       const struct iwarp_send_wr *wr)
+{
+    uint64_t total = 0;
+    for (int i = 0; i < wr->num_sge; i++)
+        total += wr->sg_list[i].length;
+    if (total > qp->cfg.max_inline)
+        return IWARP_ERR_INVAL;
+    uint32_t off = 0;
+    for (int i = 0; i < wr->num_sge; i++) {
+        if (wr->sg_list[i].length)
+            memcpy(e->inline_buf + off, (const void *)(uintptr_t)wr->sg_list[i].addr,
+                   wr->sg_list[i].length);
+        off += wr->sg_list[i].length;
+    }
+    e->iov[0].iov_base = e->inline_buf;
+    e->iov[0].iov_len = off;
+    e->nsge = 1;
+    e->len = off;
+    return 0;
+}
+
+static int fill_sqe(struct iwarp_core_qp *qp, struct iwarp_core_sqe *e,
+                    const struct iwarp_send_wr *wr)
+{
+    const unsigned known =
+        IWARP_SEND_FENCE | IWARP_SEND_SIGNALED | IWARP_SEND_SOLICITED | IWARP_SEND_INLINE;
+    if ((wr->send_flags & ~known) || wr->num_sge < 0 || (wr->num_sge > 0 && !wr->sg_list))
+        return IWARP_ERR_INVAL;
+    memset(e, 0, sizeof *e);
+    e->wr_id = wr->wr_id;
+    e->opcode = (uint8_t)wr->opcode;
+    e->flags = (uint8_t)wr->send_flags;
+    e->signaled = qp->cfg.sq_sig_all || (wr->send_flags & IWARP_SEND_SIGNALED);
+    bool inl = wr->send_flags & IWARP_SEND_INLINE;
+    switch (wr->opcode) {
+    case IWARP_WR_SEND_WITH_INV:
+        e->inv_stag = wr->invalidate_rkey;
+        /* fall through */
+    case IWARP_WR_SEND:
+    case IWARP_WR_RDMA_WRITE:
+        if ((uint32_t)wr->num_sge > qp->cfg.max_send_sge)
+            return IWARP_ERR_INVAL;
+        if (wr->opcode == IWARP_WR_RDMA_WRITE) {
+            e->remote_addr = wr->wr.rdma.remote_addr;
+            e->rkey = wr->wr.rdma.rkey;
+        }
+        return inl ? copy_inline(qp, e, wr) : resolve_sges(qp, e, wr, 0);
+    case IWARP_WR_RDMA_READ: {
+        /* One sink SGE (siw's max_sge_rd), written by tagged Read Responses. */
+        if (inl || (uint32_t)wr->num_sge > IWARP_CORE_MAX_SGE_RD)
+            return IWARP_ERR_INVAL;
+        e->remote_addr = wr->wr.rdma.remote_addr;
+        e->rkey = wr->wr.rdma.rkey;
+        int rc = resolve_sges(qp, e, wr, IWARP_MEM_ACCESS_LOCAL_WRITE);
+        if (rc == 0 && wr->num_sge == 1) {
+            e->lkey0 = wr->sg_list[0].lkey;
+            e->laddr0 = wr->sg_list[0].addr;
+        }
+        return rc;
+    }
+    case IWARP_WR_LOCAL_INV:
+        e->stag = wr->invalidate_rkey;
+        return 0;
+    case IWARP_WR_BIND_MW:
+        if (!wr->bind_mw.mw)
+            return IWARP_ERR_INVAL;
+        e->stag = wr->bind_mw.mw->rkey;
+        e->new_stag = wr->bind_mw.rkey;
+        e->mr_stag = wr->bind_mw.bind_info.mr ? wr->bind_mw.bind_info.mr->lkey : 0;
+        e->addr = wr->bind_mw.bind_info.addr;
+        e->length = wr->bind_mw.bind_info.length;
+        e->access = wr->bind_mw.bind_info.mw_access_flags;
+        return 0;
+    case IWARP_WR_REG_MR:
+        if (!wr->reg.mr)
+            return IWARP_ERR_INVAL;
+        e->stag = wr->reg.mr->lkey;
+        e->new_stag = (wr->reg.mr->lkey & 0xFFFFFF00u) | (wr->reg.key & 0xFFu);
+        e->addr = (uint64_t)(uintptr_t)wr->reg.addr;
+        e->length = wr->reg.length;
+        e->access = wr->reg.access;
+        return 0;
+    default:
+        /* Immediate data and atomics have no iWARP mapping here (siw rejects them too). */
+        return IWARP_ERR_INVAL;
+    }
+}
+
+int iwarp_core_qp_post_send(struct iwarp_core_qp *qp, const struct iwarp_send_wr *wr)
+{
+    if (qp->state == IWARP_CORE_QP_IDLE || qp->state == IWARP_CORE_QP_CLOSING)
+        return IWARP_ERR_STATE;
+    if (qp->sq_count == qp->cfg.sq_cap)
+        return IWARP_ERR_NOSPC;
+    struct iwarp_core_sqe *e = &qp->sq[iwarp_core_sq_slot(qp, qp->sq_count)];
+    int rc = fill_sqe(qp, e, wr);
+    if (rc < 0)
+        return rc;
+    qp->sq_count++;
+    /* verbs: WRs posted to a QP in error complete at once with WR_FLUSH_ERR. */
+    if (qp->state >= IWARP_CORE_QP_TERMINATING) {
+        if (qp->tx_unsent == 0 && !qp->sq_flush_pending)
+            flush_sq(qp);
+        else
+            qp->sq_flush_pending = true;
+    }
+    return 0;
+}
+
+int iwarp_core_qp_post_recv(struct iwarp_core_qp *qp, const struct iwarp_recv_wr *wr)
+{
+    if (qp->cfg.srq)
+        return IWARP_ERR_INVAL;
+    if (qp->rq.count == qp->rq.cap)
+        return IWARP_ERR_NOSPC;
+    struct iwarp_core_rqe rqe;
+    int rc = iwarp_core_rqe_from_wr(&rqe, wr, qp->cfg.max_recv_sge, qp->cfg.mem, qp->cfg.pd);
+    if (rc < 0)
+        return rc;
+    if (qp->state >= IWARP_CORE_QP_TERMINATING) {
+        iwarp_core_qp_recv_complete(qp, rqe.wr_id, IWARP_WC_WR_FLUSH_ERR, 0, 0, false, 0, false);
+        return 0;
+    }
+    rc = iwarp_core_rq_push(&qp->rq, &rqe);
+    if (rc == 0)
+        rc = iwarp_ddp_rx_uq_post(&qp->uq_send, rqe.len);
+    return rc;
+}

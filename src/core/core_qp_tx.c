@@ -1,0 +1,286 @@
+/*
+ * The QP engine's transmit side: turns SQ work requests, inbound RDMA Reads (IRQ) and the
+ * Terminate into DDP segments for the LLP, and finishes work when the LLP has sent them.
+ *
+ * Scheduling: the Terminate goes first. Otherwise one message at a time, alternating at
+ * message boundaries between the SQ and the IRQ when both have work, so Read Responses are
+ * produced while the SQ is busy and neither starves. Messages never interleave at segment
+ * level: siw drops a stream where a tagged message interrupts an unfinished tagged one, or an
+ * untagged one an unfinished untagged one (wire-reference §2).
+ */
+#include <string.h>
+
+#include "core/core_qp.h"
+#include "core/core_qp_int.h"
+#include "iwarp/errors.h"
+#include "mem/mem_region.h"
+
+/* Local operations (no wire traffic) finish as soon as the TX side reaches them, in order. */
+static void run_local_op(struct iwarp_core_qp *qp, uint32_t index, struct iwarp_core_sqe *e)
+{
+    int rc = 0;
+    uint8_t status = IWARP_WC_SUCCESS;
+    switch (e->opcode) {
+    case IWARP_WR_LOCAL_INV:
+        /* seed 001 §5.2 "invalidate STag" (RFC 5040 §6.2 local invalidate). */
+        rc = iwarp_mem_local_inv(qp->cfg.mem, e->stag, qp->cfg.pd);
+        status = IWARP_WC_LOC_PROT_ERR;
+        break;
+    case IWARP_WR_BIND_MW: {
+        struct iwarp_mem_bind b = {.mr_stag = e->mr_stag,
+                                   .addr = e->addr,
+                                   .length = e->length,
+                                   .access = e->access,
+                                   .new_stag = e->new_stag};
+        uint32_t out = 0;
+        rc = iwarp_mem_bind_mw(qp->cfg.mem, e->stag, qp->cfg.pd, qp->cfg.qp_num, &b, &out);
+        status = IWARP_WC_MW_BIND_ERR;
+        break;
+    }
+    case IWARP_WR_REG_MR: {
+        struct iwarp_mem_range r = {
+            .addr = e->addr, .iova = e->addr, .length = e->length, .access = e->access};
+        rc = iwarp_mem_fast_reg(qp->cfg.mem, e->stag, qp->cfg.pd, e->new_stag, &r);
+        status = IWARP_WC_LOC_PROT_ERR;
+        break;
+    }
+    default:
+        rc = IWARP_ERR_INVAL;
+        status = IWARP_WC_LOC_QP_OP_ERR;
+    }
+    iwarp_core_qp_sq_finish(qp, index, rc == 0 ? IWARP_WC_SUCCESS : status, 0);
+}
+
+static bool is_local_op(uint8_t opcode)
+{
+    return opcode == IWARP_WR_LOCAL_INV || opcode == IWARP_WR_BIND_MW || opcode == IWARP_WR_REG_MR;
+}
+
+/* Start the next SQ message. Returns true when tx_msg holds it. */
+static bool start_sq(struct iwarp_core_qp *qp)
+{
+    while (qp->sq_next < qp->sq_count) {
+        uint32_t index = iwarp_core_sq_slot(qp, qp->sq_next);
+        struct iwarp_core_sqe *e = &qp->sq[index];
+        /* Fence: wait until every prior RDMA Read has completed (RFC 5040 §5.5, verbs). */
+        if ((e->flags & IWARP_SEND_FENCE) && qp->orq_count)
+            return false;
+        if (is_local_op(e->opcode)) {
+            qp->sq_next++;
+            e->started = true;
+            run_local_op(qp, index, e);
+            continue;
+        }
+        struct iwarp_wire_msg wm = {0};
+        const struct iovec *iov = e->iov;
+        size_t iovcnt = e->nsge;
+        uint32_t len = e->len;
+        bool se = e->flags & IWARP_SEND_SOLICITED;
+        switch (e->opcode) {
+        case IWARP_WR_SEND:
+            wm.opcode = se ? IWARP_RDMAP_OP_SEND_SE : IWARP_RDMAP_OP_SEND;
+            wm.msn = qp->send_msn++;
+            break;
+        case IWARP_WR_SEND_WITH_INV:
+            wm.opcode = se ? IWARP_RDMAP_OP_SEND_SE_INV : IWARP_RDMAP_OP_SEND_INV;
+            wm.msn = qp->send_msn++;
+            wm.inv_stag = e->inv_stag;
+            break;
+        case IWARP_WR_RDMA_WRITE:
+            wm.opcode = IWARP_RDMAP_OP_WRITE;
+            wm.stag = e->rkey;
+            wm.to = e->remote_addr;
+            break;
+        case IWARP_WR_RDMA_READ:
+            /* RFC 5040 §5.4: at most ORD Reads outstanding; the SQ waits for a free slot. */
+            if (qp->orq_count >= qp->ord)
+                return false;
+            wm.opcode = IWARP_RDMAP_OP_READ_REQ;
+            wm.msn = qp->read_msn++;
+            wm.body.read_req = (struct iwarp_rdmap_read_req){.sink_stag = e->lkey0,
+                                                             .sink_to = e->laddr0,
+                                                             .size = e->len,
+                                                             .src_stag = e->rkey,
+                                                             .src_to = e->remote_addr};
+            iov = NULL;
+            iovcnt = 0;
+            len = 0;
+            break;
+        default:
+            qp->sq_next++;
+            iwarp_core_qp_sq_finish(qp, index, IWARP_WC_LOC_QP_OP_ERR, 0);
+            continue;
+        }
+        if (iwarp_ddp_tx_init(&qp->tx_msg, &wm, iov, iovcnt, len) < 0) {
+            /* e.g. a tagged TO + length that wraps 64 bits (RFC 5041 §7.1) */
+            qp->sq_next++;
+            iwarp_core_qp_sq_finish(qp, index, IWARP_WC_LOC_LEN_ERR, 0);
+            continue;
+        }
+        if (e->opcode == IWARP_WR_RDMA_READ) {
+            struct iwarp_core_orqe *o =
+                &qp->orq[(qp->orq_head + qp->orq_count) % IWARP_CORE_MAX_ORD];
+            *o = (struct iwarp_core_orqe){
+                .sq_index = index, .sink_stag = e->lkey0, .sink_to = e->laddr0, .len = e->len};
+            qp->orq_count++;
+        }
+        e->started = true;
+        qp->sq_next++;
+        qp->tx_src = IWARP_CORE_TX_SQ;
+        qp->tx_index = index;
+        return true;
+    }
+    return false;
+}
+
+/* Start answering the oldest inbound Read not yet started. */
+static bool start_irq(struct iwarp_core_qp *qp)
+{
+    for (uint32_t i = 0; i < qp->irq_count; i++) {
+        uint32_t index = (qp->irq_head + i) % IWARP_CORE_MAX_IRD;
+        struct iwarp_core_irqe *r = &qp->irq[index];
+        if (r->started)
+            continue;
+        /* RFC 5040 §4.5: the Read Response is a tagged message to the Data Sink STag/TO. */
+        struct iwarp_wire_msg wm = {
+            .opcode = IWARP_RDMAP_OP_READ_RESP, .stag = r->sink_stag, .to = r->sink_to};
+        qp->tx_iov[0].iov_base = (void *)(uintptr_t)r->src_addr;
+        qp->tx_iov[0].iov_len = r->len;
+        if (iwarp_ddp_tx_init(&qp->tx_msg, &wm, qp->tx_iov, 1, r->len) < 0)
+            return false; /* cannot happen: the Read Request was validated on arrival */
+        r->started = true;
+        qp->tx_src = IWARP_CORE_TX_IRQ;
+        qp->tx_index = index;
+        return true;
+    }
+    return false;
+}
+
+static bool irq_ready(const struct iwarp_core_qp *qp)
+{
+    for (uint32_t i = 0; i < qp->irq_count; i++)
+        if (!qp->irq[(qp->irq_head + i) % IWARP_CORE_MAX_IRD].started)
+            return true;
+    return false;
+}
+
+static bool pick_message(struct iwarp_core_qp *qp)
+{
+    if (qp->tx_irq_turn) {
+        qp->tx_irq_turn = false;
+        if (start_irq(qp))
+            return true;
+        return start_sq(qp);
+    }
+    bool started = start_sq(qp);
+    if (started) {
+        qp->tx_irq_turn = irq_ready(qp);
+        return true;
+    }
+    return start_irq(qp);
+}
+
+int iwarp_core_qp_tx_next(struct iwarp_core_qp *qp, uint32_t max_seg, struct iwarp_core_tx_seg *seg)
+{
+    if (qp->term_pending) {
+        memcpy(seg->hdr, qp->term_buf, qp->term_len);
+        seg->hdr_len = qp->term_len;
+        seg->niov = 0;
+        seg->payload_len = 0;
+        seg->src = IWARP_CORE_TX_TERM;
+        seg->last = true;
+        seg->index = 0;
+        qp->term_pending = false;
+        qp->term_produced = true;
+        qp->tx_unsent++;
+        return 1;
+    }
+    if (qp->state != IWARP_CORE_QP_RUNNING && qp->state != IWARP_CORE_QP_CLOSING)
+        return 0;
+    if (qp->tx_src == IWARP_CORE_TX_NONE && !pick_message(qp))
+        return 0;
+    size_t niov = 0;
+    iwarp_ssize h = iwarp_ddp_tx_next(&qp->tx_msg, max_seg, seg->hdr, sizeof seg->hdr, seg->iov,
+                                      IWARP_CORE_TX_IOV_MAX, &niov);
+    if (h <= 0) {
+        /* max_seg below the header size or a gather list longer than the iov array: a
+         * programming error of the LLP, reported as a local catastrophic error. */
+        iwarp_core_qp_terminate(qp,
+                                (struct iwarp_term_cause){IWARP_TERM_LAYER_RDMAP,
+                                                          IWARP_TERM_RDMAP_ETYPE_CATASTROPHIC, 0},
+                                NULL, 0);
+        return iwarp_core_qp_tx_next(qp, max_seg, seg);
+    }
+    seg->hdr_len = (uint32_t)h;
+    seg->niov = (uint32_t)niov;
+    uint32_t pl = 0;
+    for (size_t i = 0; i < niov; i++)
+        pl += (uint32_t)seg->iov[i].iov_len;
+    seg->payload_len = pl;
+    seg->src = qp->tx_src;
+    seg->index = qp->tx_index;
+    seg->last = iwarp_ddp_tx_done(&qp->tx_msg);
+    if (seg->last)
+        qp->tx_src = IWARP_CORE_TX_NONE;
+    qp->tx_unsent++;
+    return 1;
+}
+
+void iwarp_core_qp_tx_sent(struct iwarp_core_qp *qp, const struct iwarp_core_tx_seg *seg)
+{
+    if (qp->tx_unsent)
+        qp->tx_unsent--;
+    if (seg->src == IWARP_CORE_TX_TERM) {
+        qp->term_sent = true;
+    } else if (seg->last && qp->state != IWARP_CORE_QP_ERROR && !qp->sq_flush_pending) {
+        if (seg->src == IWARP_CORE_TX_SQ) {
+            /* Send and Write complete once handed to the LLP (see verbs.h); a Read completes
+             * when its last Read Response has been placed (core_qp_rx.c). */
+            if (qp->sq[seg->index].opcode != IWARP_WR_RDMA_READ)
+                iwarp_core_qp_sq_finish(qp, seg->index, IWARP_WC_SUCCESS, 0);
+        } else if (seg->src == IWARP_CORE_TX_IRQ && qp->irq_count && seg->index == qp->irq_head) {
+            qp->irq_head = (qp->irq_head + 1u) % IWARP_CORE_MAX_IRD;
+            qp->irq_count--;
+            iwarp_core_qp_rx_read_slot_free(qp);
+        }
+    }
+    iwarp_core_qp_sq_flush_if_idle(qp);
+}
+
+bool iwarp_core_qp_tx_pending(const struct iwarp_core_qp *qp)
+{
+    if (qp->term_pending)
+        return true;
+    if (qp->state != IWARP_CORE_QP_RUNNING && qp->state != IWARP_CORE_QP_CLOSING)
+        return false;
+    if (qp->tx_src != IWARP_CORE_TX_NONE || irq_ready(qp))
+        return true;
+    if (qp->sq_next < qp->sq_count) {
+        const struct iwarp_core_sqe *e = &qp->sq[iwarp_core_sq_slot(qp, qp->sq_next)];
+        if ((e->flags & IWARP_SEND_FENCE) && qp->orq_count)
+            return false;
+        if (e->opcode == IWARP_WR_RDMA_READ && qp->orq_count >= qp->ord)
+            return false;
+        return true;
+    }
+    return false;
+}
+
+bool iwarp_core_qp_tx_close(const struct iwarp_core_qp *qp)
+{
+    if (qp->tx_unsent || qp->term_pending)
+        return false;
+    switch (qp->state) {
+    case IWARP_CORE_QP_TERMINATING:
+        /* RFC 5040 §5.4: after the Terminate (ours, sent; or the peer's) the stream closes. */
+        return qp->term_sent || qp->term_from_peer;
+    case IWARP_CORE_QP_CLOSING:
+        /* Graceful: everything posted has been sent, every Read answered both ways. */
+        return qp->sq_next == qp->sq_count && qp->tx_src == IWARP_CORE_TX_NONE &&
+               qp->orq_count == 0 && qp->irq_count == 0;
+    case IWARP_CORE_QP_ERROR:
+        return true;
+    default:
+        return false;
+    }
+}
