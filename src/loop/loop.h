@@ -41,7 +41,9 @@ struct iwarp_loop {
     pthread_t thread;
     bool thread_running;
     bool stop;
-    bool waiting;                            /* a thread is inside epoll_wait */
+    bool waiting; /* a thread is inside epoll_wait */
+    void *active; /* private to loop.c: ready lists being dispatched (iwarp_loop_del clears a
+                     deleted source from them) */
     void *(*alloc)(void *user, size_t size); /* heap growth (context allocator) */
     void (*dealloc)(void *user, void *p);
     void *alloc_user;

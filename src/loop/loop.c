@@ -1,0 +1,360 @@
+/*
+ * The progress engine: an epoll set (level-triggered), an eventfd that wakes a waiting thread,
+ * a binary min-heap of timer deadlines grown through the context allocator, and an optional
+ * progress thread. The wait happens without the context lock; callbacks run with it held.
+ *
+ * Deleting a source while its readiness is already in a ready list (returned by epoll_wait but
+ * not yet dispatched) is safe: every list being dispatched is linked from loop->active and
+ * iwarp_loop_del() clears the source's entries there, so a freed source is never called.
+ */
+#define _GNU_SOURCE 1 /* eventfd, epoll, clock_gettime */
+#include "loop/loop.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "iwarp/errors.h"
+
+/* Ready events taken from epoll per wait. */
+#define LOOP_BATCH 64
+
+/* One ready list being dispatched (lives on the dispatching thread's stack). */
+struct loop_batch {
+    struct loop_batch *next;
+    struct epoll_event *ev;
+    int n;
+};
+
+uint64_t iwarp_loop_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- timer heap ------------------------------------------------------------------------ */
+
+static void heap_place(struct iwarp_loop *l, uint32_t i, struct iwarp_loop_src *s)
+{
+    l->heap[i] = s;
+    s->heap_index = i;
+}
+
+static void heap_up(struct iwarp_loop *l, uint32_t i)
+{
+    struct iwarp_loop_src *s = l->heap[i];
+    while (i > 0) {
+        uint32_t parent = (i - 1) / 2;
+        if (l->heap[parent]->deadline <= s->deadline)
+            break;
+        heap_place(l, i, l->heap[parent]);
+        i = parent;
+    }
+    heap_place(l, i, s);
+}
+
+static void heap_down(struct iwarp_loop *l, uint32_t i)
+{
+    struct iwarp_loop_src *s = l->heap[i];
+    for (;;) {
+        uint32_t child = 2 * i + 1;
+        if (child >= l->heap_len)
+            break;
+        if (child + 1 < l->heap_len && l->heap[child + 1]->deadline < l->heap[child]->deadline)
+            child++;
+        if (s->deadline <= l->heap[child]->deadline)
+            break;
+        heap_place(l, i, l->heap[child]);
+        i = child;
+    }
+    heap_place(l, i, s);
+}
+
+static int heap_grow(struct iwarp_loop *l)
+{
+    uint32_t cap = l->heap_cap ? l->heap_cap * 2 : 16;
+    struct iwarp_loop_src **h = l->alloc(l->alloc_user, cap * sizeof *h);
+    if (!h)
+        return IWARP_ERR_NOMEM;
+    if (l->heap_len)
+        memcpy(h, l->heap, l->heap_len * sizeof *h);
+    if (l->heap)
+        l->dealloc(l->alloc_user, l->heap);
+    l->heap = h;
+    l->heap_cap = cap;
+    return 0;
+}
+
+static void heap_remove(struct iwarp_loop *l, struct iwarp_loop_src *s)
+{
+    uint32_t i = s->heap_index;
+    if (i == UINT32_MAX)
+        return;
+    s->heap_index = UINT32_MAX;
+    l->heap_len--;
+    if (i == l->heap_len)
+        return;
+    struct iwarp_loop_src *moved = l->heap[l->heap_len];
+    heap_place(l, i, moved);
+    heap_up(l, i);
+    heap_down(l, moved->heap_index);
+}
+
+/* ---- setup ----------------------------------------------------------------------------- */
+
+int iwarp_loop_init(struct iwarp_loop *l, pthread_mutex_t *lock,
+                    void *(*alloc)(void *user, size_t size), void (*dealloc)(void *user, void *p),
+                    void *alloc_user)
+{
+    memset(l, 0, sizeof *l);
+    l->lock = lock;
+    l->alloc = alloc;
+    l->dealloc = dealloc;
+    l->alloc_user = alloc_user;
+    l->wake_fd = -1;
+    l->epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (l->epfd < 0)
+        return IWARP_ERR_IO;
+    l->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (l->wake_fd < 0) {
+        close(l->epfd);
+        l->epfd = -1;
+        return IWARP_ERR_IO;
+    }
+    /* The wake fd is told apart from sources by its data pointer (the fd field itself). */
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &l->wake_fd};
+    if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->wake_fd, &ev) != 0) {
+        close(l->wake_fd);
+        close(l->epfd);
+        l->wake_fd = l->epfd = -1;
+        return IWARP_ERR_IO;
+    }
+    return 0;
+}
+
+static void *loop_thread(void *arg)
+{
+    struct iwarp_loop *l = arg;
+    for (;;) {
+        pthread_mutex_lock(l->lock);
+        bool stop = l->stop;
+        pthread_mutex_unlock(l->lock);
+        if (stop)
+            break;
+        iwarp_loop_run_once(l, -1);
+    }
+    return NULL;
+}
+
+int iwarp_loop_start_thread(struct iwarp_loop *l)
+{
+    if (l->thread_running)
+        return IWARP_ERR_STATE;
+    l->stop = false;
+    if (pthread_create(&l->thread, NULL, loop_thread, l) != 0)
+        return IWARP_ERR_IO;
+    l->thread_running = true;
+    return 0;
+}
+
+void iwarp_loop_fini(struct iwarp_loop *l)
+{
+    if (l->thread_running) {
+        pthread_mutex_lock(l->lock);
+        l->stop = true;
+        pthread_mutex_unlock(l->lock);
+        /* The eventfd stays readable until read, so a thread that has not reached
+         * epoll_wait yet returns from it at once: the shutdown is bounded. */
+        iwarp_loop_wake(l);
+        pthread_join(l->thread, NULL);
+        l->thread_running = false;
+    }
+    if (l->wake_fd >= 0)
+        close(l->wake_fd);
+    if (l->epfd >= 0)
+        close(l->epfd);
+    l->wake_fd = l->epfd = -1;
+    if (l->heap)
+        l->dealloc(l->alloc_user, l->heap);
+    l->heap = NULL;
+    l->heap_len = l->heap_cap = 0;
+}
+
+void iwarp_loop_wake(struct iwarp_loop *l)
+{
+    uint64_t one = 1;
+    /* EAGAIN means the counter is already non-zero: the waiter will wake anyway. */
+    ssize_t n = write(l->wake_fd, &one, sizeof one);
+    (void)n;
+}
+
+/* ---- sources --------------------------------------------------------------------------- */
+
+int iwarp_loop_add(struct iwarp_loop *l, struct iwarp_loop_src *src)
+{
+    if (src->registered)
+        return IWARP_ERR_STATE;
+    src->heap_index = UINT32_MAX;
+    if (src->fd >= 0) {
+        struct epoll_event ev = {.events = src->events, .data.ptr = src};
+        if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, src->fd, &ev) != 0)
+            return IWARP_ERR_IO;
+    }
+    src->registered = true;
+    uint64_t deadline = src->deadline;
+    src->deadline = UINT64_MAX;
+    int rc = iwarp_loop_set_timer(l, src, deadline);
+    if (rc != 0)
+        iwarp_loop_del(l, src);
+    return rc;
+}
+
+int iwarp_loop_mod(struct iwarp_loop *l, struct iwarp_loop_src *src, uint32_t events)
+{
+    if (!src->registered)
+        return IWARP_ERR_STATE;
+    if (src->fd < 0 || src->events == events)
+        return 0;
+    struct epoll_event ev = {.events = events, .data.ptr = src};
+    if (epoll_ctl(l->epfd, EPOLL_CTL_MOD, src->fd, &ev) != 0)
+        return IWARP_ERR_IO;
+    src->events = events;
+    return 0;
+}
+
+void iwarp_loop_del(struct iwarp_loop *l, struct iwarp_loop_src *src)
+{
+    if (!src->registered)
+        return;
+    if (src->fd >= 0)
+        epoll_ctl(l->epfd, EPOLL_CTL_DEL, src->fd, NULL);
+    heap_remove(l, src);
+    src->deadline = UINT64_MAX;
+    src->registered = false;
+    for (struct loop_batch *b = l->active; b; b = b->next)
+        for (int i = 0; i < b->n; i++)
+            if (b->ev[i].data.ptr == src)
+                b->ev[i].data.ptr = NULL;
+}
+
+int iwarp_loop_set_timer(struct iwarp_loop *l, struct iwarp_loop_src *src, uint64_t deadline)
+{
+    if (!src->registered)
+        return IWARP_ERR_STATE;
+    if (deadline == UINT64_MAX) {
+        heap_remove(l, src);
+        src->deadline = UINT64_MAX;
+        return 0;
+    }
+    if (src->heap_index == UINT32_MAX) {
+        if (l->heap_len == l->heap_cap) {
+            int rc = heap_grow(l);
+            if (rc != 0)
+                return rc;
+        }
+        src->deadline = deadline;
+        heap_place(l, l->heap_len++, src);
+        heap_up(l, src->heap_index);
+    } else {
+        uint64_t old = src->deadline;
+        src->deadline = deadline;
+        if (deadline < old)
+            heap_up(l, src->heap_index);
+        else
+            heap_down(l, src->heap_index);
+    }
+    /* A thread waiting with a later timeout must recompute it. */
+    if (l->waiting && l->heap[0] == src)
+        iwarp_loop_wake(l);
+    return 0;
+}
+
+/* ---- running --------------------------------------------------------------------------- */
+
+/* Milliseconds until the first deadline, capped by timeout_ms (-1: none). Lock held. */
+static int wait_ms(const struct iwarp_loop *l, int timeout_ms, uint64_t now)
+{
+    if (l->heap_len == 0)
+        return timeout_ms;
+    uint64_t d = l->heap[0]->deadline;
+    if (d <= now)
+        return 0;
+    uint64_t ms = (d - now + 999999u) / 1000000u;
+    if (ms > INT32_MAX)
+        ms = INT32_MAX;
+    if (timeout_ms >= 0 && (uint64_t)timeout_ms < ms)
+        return timeout_ms;
+    return (int)ms;
+}
+
+/* Dispatch n ready events and then the expired timers. Lock held. */
+static int dispatch(struct iwarp_loop *l, struct epoll_event *ev, int n)
+{
+    int ran = 0;
+    struct loop_batch b = {.next = l->active, .ev = ev, .n = n};
+    l->active = &b;
+    uint64_t now = iwarp_loop_now();
+    for (int i = 0; i < n; i++) {
+        void *p = ev[i].data.ptr;
+        if (p == &l->wake_fd) {
+            uint64_t v;
+            ssize_t r = read(l->wake_fd, &v, sizeof v);
+            (void)r;
+            continue;
+        }
+        struct iwarp_loop_src *s = p;
+        if (!s || !s->on_io)
+            continue;
+        s->on_io(s, ev[i].events, now);
+        ran++;
+    }
+    l->active = b.next;
+
+    /* Timers: at most as many as were armed on entry, so a callback that re-arms for a time
+     * already past cannot keep this loop running. */
+    now = iwarp_loop_now();
+    for (uint32_t budget = l->heap_len; budget > 0 && l->heap_len > 0; budget--) {
+        struct iwarp_loop_src *s = l->heap[0];
+        if (s->deadline > now)
+            break;
+        heap_remove(l, s);
+        s->deadline = UINT64_MAX;
+        if (s->on_timer) {
+            s->on_timer(s, now);
+            ran++;
+        }
+    }
+    return ran;
+}
+
+int iwarp_loop_run_once(struct iwarp_loop *l, int timeout_ms)
+{
+    struct epoll_event ev[LOOP_BATCH];
+    pthread_mutex_lock(l->lock);
+    int ms = wait_ms(l, timeout_ms, iwarp_loop_now());
+    l->waiting = true;
+    pthread_mutex_unlock(l->lock);
+
+    int n = epoll_wait(l->epfd, ev, LOOP_BATCH, ms);
+    if (n < 0)
+        n = 0; /* EINTR: run the timers and return */
+
+    pthread_mutex_lock(l->lock);
+    l->waiting = false;
+    int ran = dispatch(l, ev, n);
+    pthread_mutex_unlock(l->lock);
+    return ran;
+}
+
+int iwarp_loop_poll_locked(struct iwarp_loop *l)
+{
+    struct epoll_event ev[LOOP_BATCH];
+    int n = epoll_wait(l->epfd, ev, LOOP_BATCH, 0);
+    if (n < 0)
+        n = 0;
+    return dispatch(l, ev, n);
+}

@@ -1,0 +1,317 @@
+/* The progress loop: timers in deadline order through a grown heap, readiness callbacks under
+ * the lock, deletion of a source already in the ready list, the progress thread (woken for a
+ * new earlier timer and for new readiness), caller mode and bounded shutdown. */
+#define _GNU_SOURCE 1 /* usleep, socketpair flags */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "iwarp/errors.h"
+#include "loop/loop.h"
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static size_t n_allocs, n_frees;
+
+static void *t_alloc(void *user, size_t size)
+{
+    (void)user;
+    n_allocs++;
+    return malloc(size);
+}
+
+static void t_free(void *user, void *p)
+{
+    (void)user;
+    n_frees++;
+    free(p);
+}
+
+struct rec {
+    struct iwarp_loop_src src;
+    struct iwarp_loop *loop;
+    int id;
+    int *order; /* where fired ids are appended */
+    int *n_order;
+    int fired;
+    uint32_t last_events;
+    bool lock_held;
+    struct iwarp_loop_src *victim; /* deleted from the callback */
+};
+
+static bool lock_is_held(void)
+{
+    if (pthread_mutex_trylock(&lock) == 0) {
+        pthread_mutex_unlock(&lock);
+        return false;
+    }
+    return true;
+}
+
+static void on_timer(struct iwarp_loop_src *s, uint64_t now)
+{
+    struct rec *r = s->user;
+    ASSERT_TRUE(now >= 1);
+    r->fired++;
+    r->lock_held = lock_is_held();
+    if (r->order)
+        r->order[(*r->n_order)++] = r->id;
+}
+
+static void on_io(struct iwarp_loop_src *s, uint32_t events, uint64_t now)
+{
+    (void)now;
+    struct rec *r = s->user;
+    r->fired++;
+    r->last_events = events;
+    r->lock_held = lock_is_held();
+    if (r->order)
+        r->order[(*r->n_order)++] = r->id;
+    if (r->victim)
+        iwarp_loop_del(r->loop, r->victim);
+    if (events & EPOLLIN) {
+        char buf[64];
+        ssize_t n = read(s->fd, buf, sizeof buf);
+        (void)n;
+    }
+}
+
+static void rec_init(struct rec *r, struct iwarp_loop *l, int fd, uint32_t events, int id)
+{
+    memset(r, 0, sizeof *r);
+    r->src.fd = fd;
+    r->src.events = events;
+    r->src.deadline = UINT64_MAX;
+    r->src.on_io = on_io;
+    r->src.on_timer = on_timer;
+    r->src.user = r;
+    r->loop = l;
+    r->id = id;
+}
+
+static void loop_init(struct iwarp_loop *l)
+{
+    ASSERT_EQ(iwarp_loop_init(l, &lock, t_alloc, t_free, NULL), 0);
+}
+
+TEST(timers_fire_in_deadline_order_through_a_grown_heap)
+{
+    struct iwarp_loop l;
+    enum { N = 40 }; /* more than the first heap allocation holds */
+    static struct rec r[N];
+    int order[N], n_order = 0;
+    uint64_t now = iwarp_loop_now();
+    size_t allocs0 = n_allocs;
+    loop_init(&l);
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < N; i++) {
+        rec_init(&r[i], &l, -1, 0, i);
+        r[i].order = order;
+        r[i].n_order = &n_order;
+        uint64_t k = (uint64_t)((i * 17) % N);
+        r[i].src.deadline = now - 1000000000ull + k * 1000u;
+        ASSERT_EQ(iwarp_loop_add(&l, &r[i].src), 0);
+    }
+    /* one moved later, one disarmed, one moved to the front */
+    ASSERT_EQ(iwarp_loop_set_timer(&l, &r[3].src, now + 3600000000000ull), 0);
+    ASSERT_EQ(iwarp_loop_set_timer(&l, &r[5].src, UINT64_MAX), 0);
+    ASSERT_EQ(iwarp_loop_set_timer(&l, &r[7].src, 1), 0);
+    pthread_mutex_unlock(&lock);
+    ASSERT_TRUE(n_allocs - allocs0 >= 2); /* grown at least once */
+
+    ASSERT_EQ(iwarp_loop_run_once(&l, 0), N - 2);
+    ASSERT_EQ(n_order, N - 2);
+    ASSERT_EQ(order[0], 7);
+    for (int i = 2; i < n_order; i++) {
+        int a = order[i - 1], b = order[i];
+        ASSERT_TRUE(r[a].src.deadline == UINT64_MAX && r[b].src.deadline == UINT64_MAX);
+        ASSERT_TRUE((a * 17) % N < (b * 17) % N);
+    }
+    for (int i = 0; i < N; i++) {
+        ASSERT_EQ(r[i].fired, (i == 3 || i == 5) ? 0 : 1);
+        if (r[i].fired)
+            ASSERT_TRUE(r[i].lock_held);
+    }
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < N; i++)
+        iwarp_loop_del(&l, &r[i].src);
+    pthread_mutex_unlock(&lock);
+    ASSERT_EQ(iwarp_loop_run_once(&l, 0), 0);
+    iwarp_loop_fini(&l);
+    ASSERT_EQ(n_allocs, n_frees);
+}
+
+TEST(readiness_runs_callbacks_with_the_lock_and_mod_changes_interest)
+{
+    struct iwarp_loop l;
+    loop_init(&l);
+    int sv[2];
+    ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+    struct rec r;
+    rec_init(&r, &l, sv[0], EPOLLIN, 1);
+    pthread_mutex_lock(&lock);
+    ASSERT_EQ(iwarp_loop_add(&l, &r.src), 0);
+    ASSERT_EQ(iwarp_loop_add(&l, &r.src), IWARP_ERR_STATE);
+    pthread_mutex_unlock(&lock);
+
+    ASSERT_EQ(iwarp_loop_run_once(&l, 0), 0); /* nothing readable */
+    ASSERT_EQ(write(sv[1], "x", 1), 1);
+    ASSERT_EQ(iwarp_loop_run_once(&l, 1000), 1);
+    ASSERT_EQ(r.fired, 1);
+    ASSERT_TRUE(r.lock_held);
+    ASSERT_TRUE(r.last_events & EPOLLIN);
+
+    /* EPOLLOUT interest: a socket with room is writable at once. */
+    pthread_mutex_lock(&lock);
+    ASSERT_EQ(iwarp_loop_mod(&l, &r.src, EPOLLIN | EPOLLOUT), 0);
+    ASSERT_EQ(iwarp_loop_poll_locked(&l), 1);
+    ASSERT_TRUE(r.last_events & EPOLLOUT);
+    ASSERT_EQ(iwarp_loop_mod(&l, &r.src, EPOLLIN), 0);
+    ASSERT_EQ(iwarp_loop_poll_locked(&l), 0);
+    pthread_mutex_unlock(&lock);
+
+    /* The peer closes: EPOLLIN (EOF) is reported. */
+    close(sv[1]);
+    ASSERT_EQ(iwarp_loop_run_once(&l, 1000), 1);
+    ASSERT_TRUE(r.last_events & (EPOLLIN | EPOLLHUP | EPOLLRDHUP));
+    pthread_mutex_lock(&lock);
+    iwarp_loop_del(&l, &r.src);
+    pthread_mutex_unlock(&lock);
+    close(sv[0]);
+    iwarp_loop_fini(&l);
+}
+
+TEST(a_source_deleted_by_an_earlier_callback_is_not_called)
+{
+    struct iwarp_loop l;
+    loop_init(&l);
+    int a[2], b[2];
+    ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, a), 0);
+    ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, b), 0);
+    struct rec *ra = calloc(1, sizeof *ra), *rb = calloc(1, sizeof *rb);
+    rec_init(ra, &l, a[0], EPOLLIN, 1);
+    rec_init(rb, &l, b[0], EPOLLIN, 2);
+    ra->victim = &rb->src;
+    rb->victim = &ra->src;
+    pthread_mutex_lock(&lock);
+    ASSERT_EQ(iwarp_loop_add(&l, &ra->src), 0);
+    ASSERT_EQ(iwarp_loop_add(&l, &rb->src), 0);
+    pthread_mutex_unlock(&lock);
+    ASSERT_EQ(write(a[1], "x", 1), 1);
+    ASSERT_EQ(write(b[1], "x", 1), 1);
+    usleep(1000);
+    /* Both are in the same ready list; whichever runs first deletes the other. */
+    ASSERT_EQ(iwarp_loop_run_once(&l, 1000), 1);
+    ASSERT_EQ(ra->fired + rb->fired, 1);
+    ASSERT_FALSE(ra->src.registered && rb->src.registered);
+    pthread_mutex_lock(&lock);
+    iwarp_loop_del(&l, &ra->src);
+    iwarp_loop_del(&l, &rb->src);
+    pthread_mutex_unlock(&lock);
+    free(ra);
+    free(rb);
+    ASSERT_EQ(iwarp_loop_run_once(&l, 0), 0);
+    close(a[0]), close(a[1]), close(b[0]), close(b[1]);
+    iwarp_loop_fini(&l);
+}
+
+TEST(run_once_waits_for_its_timeout_or_the_first_deadline)
+{
+    struct iwarp_loop l;
+    loop_init(&l);
+    uint64_t t0 = iwarp_loop_now();
+    ASSERT_EQ(iwarp_loop_run_once(&l, 30), 0);
+    uint64_t waited = iwarp_loop_now() - t0;
+    ASSERT_TRUE(waited >= 29000000ull && waited < 1000000000ull);
+
+    struct rec r;
+    rec_init(&r, &l, -1, 0, 1);
+    r.src.deadline = iwarp_loop_now() + 20000000ull;
+    pthread_mutex_lock(&lock);
+    ASSERT_EQ(iwarp_loop_add(&l, &r.src), 0);
+    pthread_mutex_unlock(&lock);
+    t0 = iwarp_loop_now();
+    int ran = 0;
+    while (ran == 0 && iwarp_loop_now() - t0 < 2000000000ull)
+        ran = iwarp_loop_run_once(&l, -1); /* bounded by the deadline, not forever */
+    ASSERT_EQ(ran, 1);
+    ASSERT_EQ(r.fired, 1);
+    ASSERT_TRUE(iwarp_loop_now() - t0 >= 19000000ull);
+    iwarp_loop_fini(&l);
+}
+
+static int read_fired(const struct rec *r)
+{
+    pthread_mutex_lock(&lock);
+    int f = r->fired;
+    pthread_mutex_unlock(&lock);
+    return f;
+}
+
+static bool wait_fired(const struct rec *r, int n)
+{
+    uint64_t t0 = iwarp_loop_now();
+    while (read_fired(r) < n) {
+        if (iwarp_loop_now() - t0 > 5000000000ull)
+            return false;
+        usleep(1000);
+    }
+    return true;
+}
+
+TEST(progress_thread_is_woken_for_timers_and_io_and_stops_promptly)
+{
+    struct iwarp_loop l;
+    loop_init(&l);
+    ASSERT_EQ(iwarp_loop_start_thread(&l), 0);
+    ASSERT_EQ(iwarp_loop_start_thread(&l), IWARP_ERR_STATE);
+    usleep(20000); /* let it block in epoll_wait(-1) */
+
+    /* A timer armed after the thread started waiting forever must still fire. */
+    struct rec t;
+    rec_init(&t, &l, -1, 0, 1);
+    pthread_mutex_lock(&lock);
+    ASSERT_EQ(iwarp_loop_add(&l, &t.src), 0);
+    ASSERT_EQ(iwarp_loop_set_timer(&l, &t.src, iwarp_loop_now() + 10000000ull), 0);
+    pthread_mutex_unlock(&lock);
+    ASSERT_TRUE(wait_fired(&t, 1));
+    ASSERT_TRUE(t.lock_held);
+
+    /* A source registered while the thread waits is served. */
+    int sv[2];
+    ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+    struct rec r;
+    rec_init(&r, &l, sv[0], EPOLLIN, 2);
+    pthread_mutex_lock(&lock);
+    ASSERT_EQ(iwarp_loop_add(&l, &r.src), 0);
+    pthread_mutex_unlock(&lock);
+    for (int i = 1; i <= 3; i++) {
+        ASSERT_EQ(write(sv[1], "x", 1), 1);
+        ASSERT_TRUE(wait_fired(&r, i));
+    }
+    pthread_mutex_lock(&lock);
+    iwarp_loop_del(&l, &r.src);
+    iwarp_loop_del(&l, &t.src);
+    pthread_mutex_unlock(&lock);
+
+    uint64_t t0 = iwarp_loop_now();
+    iwarp_loop_fini(&l);
+    ASSERT_TRUE(iwarp_loop_now() - t0 < 1000000000ull);
+    close(sv[0]);
+    close(sv[1]);
+    ASSERT_EQ(n_allocs, n_frees);
+}
+
+TEST(fini_without_a_thread_and_with_nothing_registered)
+{
+    struct iwarp_loop l;
+    loop_init(&l);
+    iwarp_loop_wake(&l);
+    ASSERT_EQ(iwarp_loop_run_once(&l, 1000), 0); /* the wake is consumed, returns at once */
+    iwarp_loop_fini(&l);
+    ASSERT_EQ(l.epfd, -1);
+}
