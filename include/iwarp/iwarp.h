@@ -5,6 +5,8 @@
 #include "iwarp/common.h"
 #include "iwarp/errors.h"
 #include "iwarp/version.h"
+#include "iwarp/verbs.h"
+#include "iwarp/cm.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -21,6 +21,9 @@
 #include "loop/loop.h"
 #include "mem/mem_stag.h"
 
+/* Largest CQ. */
+#define IWARP_API_MAX_CQE (1u << 22)
+
 /* Pending async events, at most (further ones are counted as lost and logged). */
 #define IWARP_API_ASYNC_MAX 1024u
 
@@ -56,7 +59,17 @@ struct iwarp_cq {
     uint32_t n_users;          /* QPs and SRQs using it */
     uint64_t events_delivered; /* get_cq_event */
     uint64_t events_acked;
-    bool event_pending; /* an arm fired and get_cq_event has not taken it */
+    bool event_pending;          /* an arm fired and get_cq_event has not taken it */
+    struct iwarp_cq *next_fired; /* the channel's queue of fired CQs */
+    int wait_fd;                 /* eventfd for iwarp_cq_wait */
+    bool waiting;                /* a thread waits in iwarp_cq_wait */
+};
+
+/* A completion channel and its queue of CQs whose arm fired. */
+struct iwarp_comp_channel_impl {
+    struct iwarp_comp_channel pub; /* first */
+    struct iwarp_cq *fired_head, *fired_tail;
+    uint32_t n_cq;
 };
 
 struct iwarp_srq {
@@ -75,7 +88,9 @@ struct iwarp_qp_llp {
     void *conn;                                   /* the transport's connection */
     void (*kick)(struct iwarp_qp_impl *qp);       /* new TX work: send what can be sent now */
     void (*disconnect)(struct iwarp_qp_impl *qp); /* graceful close requested */
-    void (*abort)(struct iwarp_qp_impl *qp);      /* abortive close (modify to ERR) */
+    /* abortive close (modify to ERR, destroy): when it returns, the transport no longer
+     * references the QP and llp is cleared */
+    void (*abort)(struct iwarp_qp_impl *qp);
 };
 
 struct iwarp_qp_impl {

@@ -1,0 +1,294 @@
+/*
+ * The context: allocator, log and rng hooks, the lock, the STag table, the progress loop and
+ * the async event queue. The only place that assembles every layer (docs/design.md §2).
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "api/api_internal.h"
+#include "iwarp/errors.h"
+
+static void *libc_malloc(size_t size, void *user)
+{
+    (void)user;
+    return malloc(size);
+}
+
+static void *libc_calloc(size_t n, size_t size, void *user)
+{
+    (void)user;
+    return calloc(n, size);
+}
+
+static void libc_free(void *p, void *user)
+{
+    (void)user;
+    free(p);
+}
+
+static const struct iwarp_mem_hooks libc_hooks = {libc_malloc, libc_calloc, libc_free, NULL};
+
+void *iwarp_api_calloc(struct iwarp_ctx *ctx, size_t n, size_t size)
+{
+    return ctx->mem_hooks.calloc_fn(n, size, ctx->mem_hooks.user);
+}
+
+void iwarp_api_free(struct iwarp_ctx *ctx, void *p)
+{
+    if (p)
+        ctx->mem_hooks.free_fn(p, ctx->mem_hooks.user);
+}
+
+void iwarp_api_log(struct iwarp_ctx *ctx, enum iwarp_log_level level, const char *fmt, ...)
+{
+    if (!ctx->attr.log || level > ctx->attr.log_level)
+        return;
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    ctx->attr.log(ctx->attr.log_user, level, msg);
+}
+
+static void getrandom_rng(void *user, void *buf, size_t len)
+{
+    (void)user;
+    uint8_t *p = buf;
+    while (len) {
+        ssize_t n = getrandom(p, len, 0);
+        if (n <= 0) {
+            if (n < 0 && errno == EINTR)
+                continue;
+            /* getrandom cannot fail for small requests once the pool is initialised; fall back
+             * to a weak source rather than leave keys predictable-by-zero. */
+            for (size_t i = 0; i < len; i++)
+                p[i] = (uint8_t)rand();
+            return;
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+}
+
+/* The STag table's random source (index order and keys). */
+static uint32_t stag_rng(void *user)
+{
+    struct iwarp_ctx *ctx = user;
+    uint32_t v;
+    ctx->attr.rng(ctx->attr.rng_user, &v, sizeof v);
+    return v;
+}
+
+static void *loop_alloc(void *user, size_t size)
+{
+    return iwarp_api_calloc(user, 1, size);
+}
+
+static void loop_dealloc(void *user, void *p)
+{
+    iwarp_api_free(user, p);
+}
+
+void iwarp_ctx_attr_default(struct iwarp_ctx_attr *attr)
+{
+    memset(attr, 0, sizeof *attr);
+    attr->progress = IWARP_PROGRESS_THREAD;
+    attr->max_mr = 65536;
+    attr->log_level = IWARP_LOG_WARN;
+}
+
+int iwarp_ctx_create(const struct iwarp_ctx_attr *attr, struct iwarp_ctx **out)
+{
+    if (!out)
+        return IWARP_ERR_INVAL;
+    *out = NULL;
+    struct iwarp_ctx_attr a;
+    if (attr)
+        a = *attr;
+    else
+        iwarp_ctx_attr_default(&a);
+    if (a.progress != IWARP_PROGRESS_THREAD && a.progress != IWARP_PROGRESS_CALLER)
+        return IWARP_ERR_INVAL;
+    if (a.max_mr == 0)
+        a.max_mr = 65536;
+    if (a.max_mr < 2 || a.max_mr > IWARP_STAG_INDEX_MAX)
+        return IWARP_ERR_INVAL;
+    const struct iwarp_mem_hooks *h = a.mem ? a.mem : &libc_hooks;
+    if (!h->malloc_fn || !h->calloc_fn || !h->free_fn)
+        return IWARP_ERR_INVAL;
+    if (!a.rng)
+        a.rng = getrandom_rng;
+    struct iwarp_ctx *ctx = h->calloc_fn(1, sizeof *ctx, h->user);
+    if (!ctx)
+        return IWARP_ERR_NOMEM;
+    ctx->attr = a;
+    ctx->mem_hooks = *h;
+    ctx->attr.mem = &ctx->mem_hooks;
+    ctx->async_fd = -1;
+    ctx->next_handle = 1;
+    int rc = IWARP_ERR_NOMEM;
+    ctx->mem_entries = iwarp_api_calloc(ctx, a.max_mr, sizeof *ctx->mem_entries);
+    if (!ctx->mem_entries)
+        goto fail;
+    rc = iwarp_mem_table_init(&ctx->mem, ctx->mem_entries, a.max_mr, stag_rng, ctx);
+    if (rc < 0)
+        goto fail;
+    rc = IWARP_ERR_IO;
+    ctx->async_fd = eventfd(0, EFD_CLOEXEC);
+    if (ctx->async_fd < 0)
+        goto fail;
+    if (pthread_mutex_init(&ctx->lock, NULL) != 0)
+        goto fail;
+    rc = iwarp_loop_init(&ctx->loop, &ctx->lock, loop_alloc, loop_dealloc, ctx);
+    if (rc < 0)
+        goto fail_lock;
+    if (a.progress == IWARP_PROGRESS_THREAD) {
+        rc = iwarp_loop_start_thread(&ctx->loop);
+        if (rc < 0) {
+            iwarp_loop_fini(&ctx->loop);
+            goto fail_lock;
+        }
+    }
+    *out = ctx;
+    return 0;
+fail_lock:
+    pthread_mutex_destroy(&ctx->lock);
+fail:
+    if (ctx->async_fd >= 0)
+        close(ctx->async_fd);
+    iwarp_api_free(ctx, ctx->mem_entries);
+    h->free_fn(ctx, h->user);
+    return rc;
+}
+
+int iwarp_ctx_destroy(struct iwarp_ctx *ctx)
+{
+    if (!ctx)
+        return IWARP_ERR_INVAL;
+    pthread_mutex_lock(&ctx->lock);
+    bool busy = ctx->n_pd || ctx->n_cq || ctx->n_channel || ctx->n_cm;
+    pthread_mutex_unlock(&ctx->lock);
+    if (busy)
+        return IWARP_ERR_BUSY;
+    iwarp_loop_fini(&ctx->loop);
+    pthread_mutex_destroy(&ctx->lock);
+    close(ctx->async_fd);
+    iwarp_api_free(ctx, ctx->mem_entries);
+    struct iwarp_mem_hooks h = ctx->mem_hooks;
+    h.free_fn(ctx, h.user);
+    return 0;
+}
+
+int iwarp_ctx_progress(struct iwarp_ctx *ctx, int timeout_ms)
+{
+    if (!ctx)
+        return IWARP_ERR_INVAL;
+    iwarp_loop_run_once(&ctx->loop, timeout_ms);
+    return 0;
+}
+
+void iwarp_api_progress_locked(struct iwarp_ctx *ctx)
+{
+    if (ctx->attr.progress == IWARP_PROGRESS_CALLER)
+        iwarp_loop_poll_locked(&ctx->loop);
+}
+
+int iwarp_query_device(struct iwarp_ctx *ctx, struct iwarp_device_attr *attr)
+{
+    if (!ctx || !attr)
+        return IWARP_ERR_INVAL;
+    *attr = (struct iwarp_device_attr){
+        .max_qp_wr = IWARP_CORE_MAX_WR,
+        .max_sge = IWARP_CORE_MAX_SGE,
+        .max_sge_rd = IWARP_CORE_MAX_SGE_RD,
+        .max_cqe = IWARP_API_MAX_CQE,
+        .max_mr = ctx->attr.max_mr - 1u,
+        .max_qp_rd_atom = IWARP_CORE_MAX_IRD,
+        .max_qp_init_rd_atom = IWARP_CORE_MAX_ORD,
+        .max_srq_wr = IWARP_CORE_MAX_WR,
+        .max_inline_data = IWARP_CORE_MAX_INLINE,
+    };
+    return 0;
+}
+
+/* ---- async events ------------------------------------------------------------------------ */
+
+void iwarp_api_async_push_locked(struct iwarp_ctx *ctx, const struct iwarp_async_event *ev)
+{
+    if (ctx->async_count == IWARP_API_ASYNC_MAX) {
+        ctx->async_lost++;
+        iwarp_api_log(ctx, IWARP_LOG_ERROR, "async event queue full: %s lost",
+                      iwarp_event_type_str(ev->event_type));
+        return;
+    }
+    ctx->async_ring[(ctx->async_head + ctx->async_count) % IWARP_API_ASYNC_MAX] = *ev;
+    ctx->async_count++;
+    if (ctx->async_count == 1)
+        (void)eventfd_write(ctx->async_fd, 1);
+}
+
+int iwarp_async_fd(struct iwarp_ctx *ctx)
+{
+    return ctx ? ctx->async_fd : IWARP_ERR_INVAL;
+}
+
+int iwarp_get_async_event(struct iwarp_ctx *ctx, struct iwarp_async_event *event)
+{
+    if (!ctx || !event)
+        return IWARP_ERR_INVAL;
+    pthread_mutex_lock(&ctx->lock);
+    int rc = IWARP_ERR_BUSY;
+    if (ctx->async_count) {
+        *event = ctx->async_ring[ctx->async_head];
+        ctx->async_head = (ctx->async_head + 1u) % IWARP_API_ASYNC_MAX;
+        ctx->async_count--;
+        if (ctx->async_count == 0) {
+            eventfd_t v;
+            (void)eventfd_read(ctx->async_fd, &v); /* counter > 0: does not block */
+        }
+        rc = 0;
+    }
+    pthread_mutex_unlock(&ctx->lock);
+    return rc;
+}
+
+void iwarp_ack_async_event(struct iwarp_async_event *event)
+{
+    (void)event; /* events carry no reference that needs releasing */
+}
+
+const char *iwarp_event_type_str(enum iwarp_event_type type)
+{
+    static const char *const names[] = {
+        [IWARP_EVENT_CQ_ERR] = "CQ error",
+        [IWARP_EVENT_QP_FATAL] = "local work queue catastrophic error",
+        [IWARP_EVENT_QP_REQ_ERR] = "invalid request local work queue error",
+        [IWARP_EVENT_QP_ACCESS_ERR] = "local access violation work queue error",
+        [IWARP_EVENT_COMM_EST] = "communication established",
+        [IWARP_EVENT_SQ_DRAINED] = "send queue drained",
+        [IWARP_EVENT_PATH_MIG] = "path migrated",
+        [IWARP_EVENT_PATH_MIG_ERR] = "path migration request error",
+        [IWARP_EVENT_DEVICE_FATAL] = "local catastrophic error",
+        [IWARP_EVENT_PORT_ACTIVE] = "port active",
+        [IWARP_EVENT_PORT_ERR] = "port error",
+        [IWARP_EVENT_LID_CHANGE] = "LID change",
+        [IWARP_EVENT_PKEY_CHANGE] = "P_Key change",
+        [IWARP_EVENT_SM_CHANGE] = "SM change",
+        [IWARP_EVENT_SRQ_ERR] = "SRQ catastrophic error",
+        [IWARP_EVENT_SRQ_LIMIT_REACHED] = "SRQ limit reached",
+        [IWARP_EVENT_QP_LAST_WQE_REACHED] = "last WQE reached",
+        [IWARP_EVENT_CLIENT_REREGISTER] = "client reregistration",
+        [IWARP_EVENT_GID_CHANGE] = "GID table change",
+        [IWARP_EVENT_WQ_FATAL] = "WQ fatal",
+    };
+    if ((unsigned)type < sizeof names / sizeof names[0] && names[type])
+        return names[type];
+    return "unknown";
+}

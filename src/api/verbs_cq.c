@@ -1,0 +1,294 @@
+/* Completion queues and completion channels (seed 001 §5.4; ibv_create_cq shapes). */
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "api/api_internal.h"
+#include "iwarp/errors.h"
+
+static struct iwarp_comp_channel_impl *chan_impl(struct iwarp_comp_channel *ch)
+{
+    return (struct iwarp_comp_channel_impl *)ch;
+}
+
+int iwarp_create_comp_channel(struct iwarp_ctx *ctx, struct iwarp_comp_channel **out)
+{
+    if (!ctx || !out)
+        return IWARP_ERR_INVAL;
+    struct iwarp_comp_channel_impl *ch = iwarp_api_calloc(ctx, 1, sizeof *ch);
+    if (!ch)
+        return IWARP_ERR_NOMEM;
+    ch->pub.context = ctx;
+    ch->pub.fd = eventfd(0, EFD_CLOEXEC);
+    if (ch->pub.fd < 0) {
+        iwarp_api_free(ctx, ch);
+        return IWARP_ERR_IO;
+    }
+    pthread_mutex_lock(&ctx->lock);
+    ctx->n_channel++;
+    pthread_mutex_unlock(&ctx->lock);
+    *out = &ch->pub;
+    return 0;
+}
+
+int iwarp_destroy_comp_channel(struct iwarp_comp_channel *channel)
+{
+    if (!channel)
+        return IWARP_ERR_INVAL;
+    struct iwarp_ctx *ctx = channel->context;
+    struct iwarp_comp_channel_impl *ch = chan_impl(channel);
+    pthread_mutex_lock(&ctx->lock);
+    if (ch->n_cq) {
+        pthread_mutex_unlock(&ctx->lock);
+        return IWARP_ERR_BUSY; /* ibv_destroy_comp_channel: CQs still use it */
+    }
+    ctx->n_channel--;
+    pthread_mutex_unlock(&ctx->lock);
+    close(ch->pub.fd);
+    iwarp_api_free(ctx, ch);
+    return 0;
+}
+
+/* The core's hook (lock held): an arm fired, or the CQ overran. */
+static void cq_notify(void *user, struct iwarp_core_cq *core, bool overrun)
+{
+    struct iwarp_cq *cq = user;
+    (void)core;
+    if (overrun) {
+        struct iwarp_async_event ev = {.element.cq = cq, .event_type = IWARP_EVENT_CQ_ERR};
+        iwarp_api_async_push_locked(cq->ctx, &ev);
+        iwarp_api_log(cq->ctx, IWARP_LOG_ERROR, "CQ overrun: a completion was lost");
+    }
+    if (cq->waiting)
+        (void)eventfd_write(cq->wait_fd, 1);
+    if (cq->channel && !cq->event_pending && !overrun) {
+        struct iwarp_comp_channel_impl *ch = chan_impl(cq->channel);
+        cq->event_pending = true;
+        cq->next_fired = NULL;
+        if (ch->fired_tail)
+            ch->fired_tail->next_fired = cq;
+        else
+            ch->fired_head = cq;
+        ch->fired_tail = cq;
+        (void)eventfd_write(ch->pub.fd, 1);
+    }
+}
+
+int iwarp_create_cq(struct iwarp_ctx *ctx, int cqe, void *cq_context,
+                    struct iwarp_comp_channel *channel, int comp_vector, struct iwarp_cq **out)
+{
+    (void)comp_vector;
+    if (!ctx || !out || cqe <= 0 || (uint32_t)cqe > IWARP_API_MAX_CQE ||
+        (channel && channel->context != ctx))
+        return IWARP_ERR_INVAL;
+    struct iwarp_cq *cq = iwarp_api_calloc(ctx, 1, sizeof *cq);
+    if (!cq)
+        return IWARP_ERR_NOMEM;
+    cq->ring = iwarp_api_calloc(ctx, (size_t)cqe, sizeof *cq->ring);
+    cq->wait_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (!cq->ring || cq->wait_fd < 0) {
+        if (cq->wait_fd >= 0)
+            close(cq->wait_fd);
+        iwarp_api_free(ctx, cq->ring);
+        iwarp_api_free(ctx, cq);
+        return cq->wait_fd < 0 ? IWARP_ERR_IO : IWARP_ERR_NOMEM;
+    }
+    cq->ctx = ctx;
+    cq->channel = channel;
+    cq->cq_context = cq_context;
+    (void)iwarp_core_cq_init(&cq->core, cq->ring, (uint32_t)cqe, cq_notify, cq);
+    pthread_mutex_lock(&ctx->lock);
+    ctx->n_cq++;
+    if (channel)
+        chan_impl(channel)->n_cq++;
+    pthread_mutex_unlock(&ctx->lock);
+    *out = cq;
+    return 0;
+}
+
+static void unlink_fired(struct iwarp_cq *cq)
+{
+    struct iwarp_comp_channel_impl *ch = chan_impl(cq->channel);
+    struct iwarp_cq **pp = &ch->fired_head, *prev = NULL;
+    while (*pp && *pp != cq) {
+        prev = *pp;
+        pp = &(*pp)->next_fired;
+    }
+    if (*pp) {
+        *pp = cq->next_fired;
+        if (ch->fired_tail == cq)
+            ch->fired_tail = prev;
+    }
+    cq->event_pending = false;
+}
+
+int iwarp_destroy_cq(struct iwarp_cq *cq)
+{
+    if (!cq)
+        return IWARP_ERR_INVAL;
+    struct iwarp_ctx *ctx = cq->ctx;
+    pthread_mutex_lock(&ctx->lock);
+    /* ibv_destroy_cq: every event delivered must be acknowledged first. */
+    if (cq->n_users || cq->events_delivered != cq->events_acked) {
+        pthread_mutex_unlock(&ctx->lock);
+        return IWARP_ERR_BUSY;
+    }
+    if (cq->channel) {
+        if (cq->event_pending)
+            unlink_fired(cq);
+        chan_impl(cq->channel)->n_cq--;
+    }
+    ctx->n_cq--;
+    pthread_mutex_unlock(&ctx->lock);
+    close(cq->wait_fd);
+    iwarp_api_free(ctx, cq->ring);
+    iwarp_api_free(ctx, cq);
+    return 0;
+}
+
+int iwarp_poll_cq(struct iwarp_cq *cq, int num_entries, struct iwarp_wc *wc)
+{
+    if (!cq || num_entries < 0 || (num_entries && !wc))
+        return IWARP_ERR_INVAL;
+    struct iwarp_ctx *ctx = cq->ctx;
+    pthread_mutex_lock(&ctx->lock);
+    if (cq->core.count < (uint32_t)num_entries)
+        iwarp_api_progress_locked(ctx);
+    int n = (int)iwarp_core_cq_poll(&cq->core, wc, (uint32_t)num_entries);
+    pthread_mutex_unlock(&ctx->lock);
+    return n;
+}
+
+int iwarp_req_notify_cq(struct iwarp_cq *cq, int solicited_only)
+{
+    if (!cq)
+        return IWARP_ERR_INVAL;
+    pthread_mutex_lock(&cq->ctx->lock);
+    iwarp_core_cq_arm(&cq->core, solicited_only != 0);
+    pthread_mutex_unlock(&cq->ctx->lock);
+    return 0;
+}
+
+int iwarp_get_cq_event(struct iwarp_comp_channel *channel, struct iwarp_cq **cq_out,
+                       void **cq_context)
+{
+    if (!channel || !cq_out)
+        return IWARP_ERR_INVAL;
+    struct iwarp_ctx *ctx = channel->context;
+    struct iwarp_comp_channel_impl *ch = chan_impl(channel);
+    for (;;) {
+        pthread_mutex_lock(&ctx->lock);
+        struct iwarp_cq *cq = ch->fired_head;
+        if (cq) {
+            ch->fired_head = cq->next_fired;
+            if (!ch->fired_head) {
+                ch->fired_tail = NULL;
+                eventfd_t v;
+                (void)eventfd_read(ch->pub.fd, &v); /* counter > 0: does not block */
+            }
+            cq->event_pending = false;
+            cq->events_delivered++;
+            pthread_mutex_unlock(&ctx->lock);
+            *cq_out = cq;
+            if (cq_context)
+                *cq_context = cq->cq_context;
+            return 0;
+        }
+        pthread_mutex_unlock(&ctx->lock);
+        int fl = fcntl(ch->pub.fd, F_GETFL);
+        if (fl >= 0 && (fl & O_NONBLOCK))
+            return IWARP_ERR_BUSY;
+        if (ctx->attr.progress == IWARP_PROGRESS_CALLER) {
+            iwarp_loop_run_once(&ctx->loop, 100); /* nobody else moves data in this mode */
+        } else {
+            struct pollfd p = {.fd = ch->pub.fd, .events = POLLIN};
+            (void)poll(&p, 1, -1);
+        }
+    }
+}
+
+void iwarp_ack_cq_events(struct iwarp_cq *cq, unsigned int nevents)
+{
+    if (!cq)
+        return;
+    pthread_mutex_lock(&cq->ctx->lock);
+    cq->events_acked += nevents;
+    pthread_mutex_unlock(&cq->ctx->lock);
+}
+
+static uint64_t ms_left(uint64_t deadline)
+{
+    uint64_t now = iwarp_loop_now();
+    return now >= deadline ? 0 : (deadline - now + 999999u) / 1000000u;
+}
+
+int iwarp_cq_wait(struct iwarp_cq *cq, int timeout_ms)
+{
+    if (!cq)
+        return IWARP_ERR_INVAL;
+    struct iwarp_ctx *ctx = cq->ctx;
+    uint64_t deadline =
+        timeout_ms < 0 ? UINT64_MAX : iwarp_loop_now() + (uint64_t)timeout_ms * 1000000u;
+    for (;;) {
+        pthread_mutex_lock(&ctx->lock);
+        if (cq->core.count) {
+            cq->waiting = false;
+            pthread_mutex_unlock(&ctx->lock);
+            return 0;
+        }
+        cq->waiting = true;
+        iwarp_core_cq_arm(&cq->core, false);
+        pthread_mutex_unlock(&ctx->lock);
+        uint64_t left = deadline == UINT64_MAX ? 1000 : ms_left(deadline);
+        if (deadline != UINT64_MAX && left == 0)
+            break;
+        int wait = left > 1000 ? 1000 : (int)left;
+        if (ctx->attr.progress == IWARP_PROGRESS_CALLER) {
+            iwarp_loop_run_once(&ctx->loop, wait);
+        } else {
+            struct pollfd p = {.fd = cq->wait_fd, .events = POLLIN};
+            if (poll(&p, 1, wait) > 0) {
+                eventfd_t v;
+                (void)eventfd_read(cq->wait_fd, &v);
+            }
+        }
+    }
+    pthread_mutex_lock(&ctx->lock);
+    cq->waiting = false;
+    int rc = cq->core.count ? 0 : IWARP_ERR_TIMEDOUT;
+    pthread_mutex_unlock(&ctx->lock);
+    return rc;
+}
+
+const char *iwarp_wc_status_str(enum iwarp_wc_status status)
+{
+    /* The strings of ibv_wc_status_str, so logs read the same. */
+    static const char *const names[] = {
+        [IWARP_WC_SUCCESS] = "success",
+        [IWARP_WC_LOC_LEN_ERR] = "local length error",
+        [IWARP_WC_LOC_QP_OP_ERR] = "local QP operation error",
+        [IWARP_WC_LOC_EEC_OP_ERR] = "local EE context operation error",
+        [IWARP_WC_LOC_PROT_ERR] = "local protection error",
+        [IWARP_WC_WR_FLUSH_ERR] = "Work Request Flushed Error",
+        [IWARP_WC_MW_BIND_ERR] = "memory management operation error",
+        [IWARP_WC_BAD_RESP_ERR] = "bad response error",
+        [IWARP_WC_LOC_ACCESS_ERR] = "local access error",
+        [IWARP_WC_REM_INV_REQ_ERR] = "remote invalid request error",
+        [IWARP_WC_REM_ACCESS_ERR] = "remote access error",
+        [IWARP_WC_REM_OP_ERR] = "remote operation error",
+        [IWARP_WC_RETRY_EXC_ERR] = "transport retry counter exceeded",
+        [IWARP_WC_RNR_RETRY_EXC_ERR] = "RNR retry counter exceeded",
+        [IWARP_WC_LOC_RDD_VIOL_ERR] = "local RDD violation error",
+        [IWARP_WC_REM_INV_RD_REQ_ERR] = "remote invalid RD request",
+        [IWARP_WC_REM_ABORT_ERR] = "aborted error",
+        [IWARP_WC_INV_EECN_ERR] = "invalid EE context number",
+        [IWARP_WC_INV_EEC_STATE_ERR] = "invalid EE context state",
+        [IWARP_WC_FATAL_ERR] = "fatal error",
+        [IWARP_WC_RESP_TIMEOUT_ERR] = "response timeout error",
+        [IWARP_WC_GENERAL_ERR] = "general error",
+    };
+    if ((unsigned)status < sizeof names / sizeof names[0] && names[status])
+        return names[status];
+    return "unknown";
+}

@@ -1,0 +1,314 @@
+/* Queue pairs, shared receive queues and posting (ibv_create_qp / ibv_post_send shapes). */
+#include "api/api_internal.h"
+#include "iwarp/errors.h"
+
+/* The core's async event hook (lock held): queue the verbs event. */
+static void qp_event(void *user, struct iwarp_core_qp *core, int event_type, uint32_t cause,
+                     bool from_peer)
+{
+    struct iwarp_qp_impl *q = user;
+    (void)core;
+    struct iwarp_async_event ev = {.event_type = (enum iwarp_event_type)event_type,
+                                   .term_cause = cause,
+                                   .term_from_peer = from_peer};
+    if (event_type == IWARP_EVENT_SRQ_LIMIT_REACHED)
+        ev.element.srq = q->pub.srq;
+    else
+        ev.element.qp = &q->pub;
+    iwarp_api_async_push_locked(q->pub.context, &ev);
+    if (event_type != IWARP_EVENT_SRQ_LIMIT_REACHED &&
+        event_type != IWARP_EVENT_QP_LAST_WQE_REACHED)
+        iwarp_api_log(q->pub.context, IWARP_LOG_INFO,
+                      "QP %u: %s (Terminate cause %02x/%02x/%02x %s)", q->pub.qp_num,
+                      iwarp_event_type_str(ev.event_type), cause >> 16, (cause >> 8) & 0xFFu,
+                      cause & 0xFFu, from_peer ? "from the peer" : "sent");
+}
+
+static void free_qp_mem(struct iwarp_ctx *ctx, struct iwarp_qp_impl *q)
+{
+    iwarp_api_free(ctx, q->mem.sq);
+    iwarp_api_free(ctx, q->mem.rq);
+    iwarp_api_free(ctx, q->mem.rq_lens);
+    iwarp_api_free(ctx, q->mem.orq);
+    iwarp_api_free(ctx, q->mem.irq);
+    iwarp_api_free(ctx, q->mem.irq_lens);
+    iwarp_api_free(ctx, q);
+}
+
+int iwarp_create_qp(struct iwarp_pd *pd, struct iwarp_qp_init_attr *attr, struct iwarp_qp **out)
+{
+    if (!pd || !attr || !out || !attr->send_cq || !attr->recv_cq || attr->qp_type != IWARP_QPT_RC ||
+        attr->send_cq->ctx != pd->ctx || attr->recv_cq->ctx != pd->ctx ||
+        (attr->srq && attr->srq->pd != pd))
+        return IWARP_ERR_INVAL;
+    struct iwarp_qp_cap cap = attr->cap;
+    if (cap.max_send_wr == 0 || cap.max_send_wr > IWARP_CORE_MAX_WR ||
+        cap.max_recv_wr > IWARP_CORE_MAX_WR || cap.max_send_sge > IWARP_CORE_MAX_SGE ||
+        cap.max_recv_sge > IWARP_CORE_MAX_SGE || cap.max_inline_data > IWARP_CORE_MAX_INLINE)
+        return IWARP_ERR_INVAL;
+    if (cap.max_send_sge == 0)
+        cap.max_send_sge = 1;
+    if (cap.max_recv_sge == 0)
+        cap.max_recv_sge = 1;
+    if (attr->srq)
+        cap.max_recv_wr = 0;
+    else if (cap.max_recv_wr == 0)
+        cap.max_recv_wr = 1;
+    struct iwarp_ctx *ctx = pd->ctx;
+    struct iwarp_qp_impl *q = iwarp_api_calloc(ctx, 1, sizeof *q);
+    if (!q)
+        return IWARP_ERR_NOMEM;
+    uint32_t rq_lens = attr->srq ? IWARP_CORE_SRQ_WINDOW : cap.max_recv_wr;
+    q->mem.sq = iwarp_api_calloc(ctx, cap.max_send_wr, sizeof *q->mem.sq);
+    q->mem.rq = cap.max_recv_wr ? iwarp_api_calloc(ctx, cap.max_recv_wr, sizeof *q->mem.rq) : NULL;
+    q->mem.rq_lens = iwarp_api_calloc(ctx, rq_lens, sizeof *q->mem.rq_lens);
+    q->mem.orq = iwarp_api_calloc(ctx, IWARP_CORE_MAX_ORD, sizeof *q->mem.orq);
+    q->mem.irq = iwarp_api_calloc(ctx, IWARP_CORE_MAX_IRD, sizeof *q->mem.irq);
+    q->mem.irq_lens = iwarp_api_calloc(ctx, IWARP_CORE_MAX_IRD, sizeof *q->mem.irq_lens);
+    if (!q->mem.sq || (cap.max_recv_wr && !q->mem.rq) || !q->mem.rq_lens || !q->mem.orq ||
+        !q->mem.irq || !q->mem.irq_lens) {
+        free_qp_mem(ctx, q);
+        return IWARP_ERR_NOMEM;
+    }
+    pthread_mutex_lock(&ctx->lock);
+    uint32_t qp_num = ctx->next_handle++;
+    struct iwarp_core_qp_cfg cfg = {
+        .qp_num = qp_num,
+        .pd = pd->handle,
+        .mem = &ctx->mem,
+        .send_cq = &attr->send_cq->core,
+        .recv_cq = &attr->recv_cq->core,
+        .srq = attr->srq ? &attr->srq->core : NULL,
+        .sq_cap = cap.max_send_wr,
+        .rq_cap = cap.max_recv_wr,
+        .max_send_sge = cap.max_send_sge,
+        .max_recv_sge = cap.max_recv_sge,
+        .max_inline = cap.max_inline_data,
+        .sq_sig_all = attr->sq_sig_all != 0,
+        .event = qp_event,
+        .event_user = q,
+    };
+    int rc = iwarp_core_qp_init(&q->core, &cfg, &q->mem);
+    if (rc == 0) {
+        pd->n_obj++;
+        attr->send_cq->n_users++;
+        attr->recv_cq->n_users++;
+        if (attr->srq)
+            attr->srq->n_users++;
+    }
+    pthread_mutex_unlock(&ctx->lock);
+    if (rc < 0) {
+        free_qp_mem(ctx, q);
+        return rc;
+    }
+    q->cap = cap;
+    attr->cap = cap;
+    q->pub = (struct iwarp_qp){.context = ctx,
+                               .qp_context = attr->qp_context,
+                               .pd = pd,
+                               .send_cq = attr->send_cq,
+                               .recv_cq = attr->recv_cq,
+                               .srq = attr->srq,
+                               .handle = qp_num,
+                               .qp_num = qp_num,
+                               .state = IWARP_QPS_INIT,
+                               .qp_type = IWARP_QPT_RC};
+    *out = &q->pub;
+    return 0;
+}
+
+int iwarp_destroy_qp(struct iwarp_qp *qp)
+{
+    if (!qp)
+        return IWARP_ERR_INVAL;
+    struct iwarp_ctx *ctx = qp->context;
+    struct iwarp_qp_impl *q = iwarp_api_qp(qp);
+    pthread_mutex_lock(&ctx->lock);
+    if (q->llp.abort)
+        q->llp.abort(q); /* the transport lets go of the QP before it is freed */
+    iwarp_core_qp_set_error(&q->core);
+    qp->pd->n_obj--;
+    qp->send_cq->n_users--;
+    qp->recv_cq->n_users--;
+    if (qp->srq)
+        qp->srq->n_users--;
+    pthread_mutex_unlock(&ctx->lock);
+    free_qp_mem(ctx, q);
+    return 0;
+}
+
+int iwarp_query_qp(struct iwarp_qp *qp, struct iwarp_qp_attr *attr)
+{
+    if (!qp || !attr)
+        return IWARP_ERR_INVAL;
+    struct iwarp_qp_impl *q = iwarp_api_qp(qp);
+    pthread_mutex_lock(&qp->context->lock);
+    *attr = (struct iwarp_qp_attr){.qp_state = iwarp_core_qp_verbs_state(&q->core),
+                                   .cap = q->cap,
+                                   .max_rd_atomic = (uint8_t)q->core.ord,
+                                   .max_dest_rd_atomic = (uint8_t)q->core.ird};
+    qp->state = attr->qp_state;
+    pthread_mutex_unlock(&qp->context->lock);
+    return 0;
+}
+
+int iwarp_modify_qp_err(struct iwarp_qp *qp)
+{
+    if (!qp)
+        return IWARP_ERR_INVAL;
+    struct iwarp_qp_impl *q = iwarp_api_qp(qp);
+    pthread_mutex_lock(&qp->context->lock);
+    if (q->llp.abort)
+        q->llp.abort(q);
+    iwarp_core_qp_set_error(&q->core);
+    qp->state = IWARP_QPS_ERR;
+    pthread_mutex_unlock(&qp->context->lock);
+    return 0;
+}
+
+int iwarp_post_send(struct iwarp_qp *qp, struct iwarp_send_wr *wr, struct iwarp_send_wr **bad_wr)
+{
+    if (!qp || !wr) {
+        if (bad_wr)
+            *bad_wr = wr;
+        return IWARP_ERR_INVAL;
+    }
+    struct iwarp_qp_impl *q = iwarp_api_qp(qp);
+    int rc = 0;
+    bool posted = false;
+    pthread_mutex_lock(&qp->context->lock);
+    for (; wr; wr = wr->next) {
+        rc = iwarp_core_qp_post_send(&q->core, wr);
+        if (rc < 0)
+            break;
+        posted = true;
+    }
+    /* Send at once from this thread: a hop to the progress thread costs a cross-core wakeup. */
+    if (posted && q->llp.kick)
+        q->llp.kick(q);
+    pthread_mutex_unlock(&qp->context->lock);
+    if (bad_wr)
+        *bad_wr = rc < 0 ? wr : NULL;
+    return rc;
+}
+
+int iwarp_post_recv(struct iwarp_qp *qp, struct iwarp_recv_wr *wr, struct iwarp_recv_wr **bad_wr)
+{
+    if (!qp || !wr) {
+        if (bad_wr)
+            *bad_wr = wr;
+        return IWARP_ERR_INVAL;
+    }
+    struct iwarp_qp_impl *q = iwarp_api_qp(qp);
+    int rc = 0;
+    pthread_mutex_lock(&qp->context->lock);
+    for (; wr; wr = wr->next) {
+        rc = iwarp_core_qp_post_recv(&q->core, wr);
+        if (rc < 0)
+            break;
+    }
+    pthread_mutex_unlock(&qp->context->lock);
+    if (bad_wr)
+        *bad_wr = rc < 0 ? wr : NULL;
+    return rc;
+}
+
+/* ---- shared receive queues ------------------------------------------------------------------ */
+
+int iwarp_create_srq(struct iwarp_pd *pd, struct iwarp_srq_init_attr *attr, struct iwarp_srq **out)
+{
+    if (!pd || !attr || !out || attr->attr.max_wr == 0 || attr->attr.max_wr > IWARP_CORE_MAX_WR ||
+        attr->attr.max_sge > IWARP_CORE_MAX_SGE || attr->attr.srq_limit > attr->attr.max_wr)
+        return IWARP_ERR_INVAL;
+    struct iwarp_ctx *ctx = pd->ctx;
+    struct iwarp_srq *srq = iwarp_api_calloc(ctx, 1, sizeof *srq);
+    if (!srq)
+        return IWARP_ERR_NOMEM;
+    srq->ring = iwarp_api_calloc(ctx, attr->attr.max_wr, sizeof *srq->ring);
+    if (!srq->ring) {
+        iwarp_api_free(ctx, srq);
+        return IWARP_ERR_NOMEM;
+    }
+    uint32_t max_sge = attr->attr.max_sge ? attr->attr.max_sge : 1;
+    (void)iwarp_core_rq_init(&srq->core.rq, srq->ring, attr->attr.max_wr, max_sge);
+    srq->core.pd = pd->handle;
+    srq->core.limit = attr->attr.srq_limit;
+    srq->ctx = ctx;
+    srq->pd = pd;
+    srq->srq_context = attr->srq_context;
+    attr->attr.max_sge = max_sge;
+    pthread_mutex_lock(&ctx->lock);
+    pd->n_obj++;
+    pthread_mutex_unlock(&ctx->lock);
+    *out = srq;
+    return 0;
+}
+
+int iwarp_modify_srq(struct iwarp_srq *srq, struct iwarp_srq_attr *attr, int attr_mask)
+{
+    if (!srq || !attr || (attr_mask & ~(IWARP_SRQ_MAX_WR | IWARP_SRQ_LIMIT)))
+        return IWARP_ERR_INVAL;
+    if (attr_mask & IWARP_SRQ_MAX_WR)
+        return IWARP_ERR_NOTSUP;
+    if (attr_mask & IWARP_SRQ_LIMIT) {
+        if (attr->srq_limit > srq->core.rq.cap)
+            return IWARP_ERR_INVAL;
+        pthread_mutex_lock(&srq->ctx->lock);
+        srq->core.limit = attr->srq_limit;
+        srq->core.limit_fired = false;
+        pthread_mutex_unlock(&srq->ctx->lock);
+    }
+    return 0;
+}
+
+int iwarp_query_srq(struct iwarp_srq *srq, struct iwarp_srq_attr *attr)
+{
+    if (!srq || !attr)
+        return IWARP_ERR_INVAL;
+    pthread_mutex_lock(&srq->ctx->lock);
+    *attr = (struct iwarp_srq_attr){
+        .max_wr = srq->core.rq.cap, .max_sge = srq->core.rq.max_sge, .srq_limit = srq->core.limit};
+    pthread_mutex_unlock(&srq->ctx->lock);
+    return 0;
+}
+
+int iwarp_destroy_srq(struct iwarp_srq *srq)
+{
+    if (!srq)
+        return IWARP_ERR_INVAL;
+    struct iwarp_ctx *ctx = srq->ctx;
+    pthread_mutex_lock(&ctx->lock);
+    if (srq->n_users) {
+        pthread_mutex_unlock(&ctx->lock);
+        return IWARP_ERR_BUSY;
+    }
+    srq->pd->n_obj--;
+    pthread_mutex_unlock(&ctx->lock);
+    iwarp_api_free(ctx, srq->ring);
+    iwarp_api_free(ctx, srq);
+    return 0;
+}
+
+int iwarp_post_srq_recv(struct iwarp_srq *srq, struct iwarp_recv_wr *wr,
+                        struct iwarp_recv_wr **bad_wr)
+{
+    if (!srq || !wr) {
+        if (bad_wr)
+            *bad_wr = wr;
+        return IWARP_ERR_INVAL;
+    }
+    int rc = 0;
+    pthread_mutex_lock(&srq->ctx->lock);
+    for (; wr; wr = wr->next) {
+        struct iwarp_core_rqe rqe;
+        rc = iwarp_core_rqe_from_wr(&rqe, wr, srq->core.rq.max_sge, &srq->ctx->mem, srq->core.pd);
+        if (rc == 0)
+            rc = iwarp_core_rq_push(&srq->core.rq, &rqe);
+        if (rc < 0)
+            break;
+    }
+    pthread_mutex_unlock(&srq->ctx->lock);
+    if (bad_wr)
+        *bad_wr = rc < 0 ? wr : NULL;
+    return rc;
+}
