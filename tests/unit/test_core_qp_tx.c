@@ -1,0 +1,418 @@
+/*
+ * The QP engine's send side: work requests become the exact DDP segments of RFC 5040/5041
+ * (golden header bytes written from the RFC figures), completions leave in posting order and
+ * only once the LLP has sent the last segment, Reads obey ORD and Fence, local operations run
+ * in order, and errors flush.
+ */
+#include <string.h>
+
+#include "core/core_qp.h"
+#include "harness.h"
+#include "iwarp/errors.h"
+#include "mem/mem_access.h"
+#include "mem/mem_region.h"
+
+enum { PD = 3, QPN = 9, SQ = 8, RQ = 4 };
+
+static struct iwarp_mem_table T;
+static struct iwarp_mem_entry E[64];
+static uint32_t seed = 0x1234567u;
+static struct iwarp_wc scq_ring[32], rcq_ring[32];
+static struct iwarp_core_cq scq, rcq;
+static struct iwarp_core_sqe sq[SQ];
+static struct iwarp_core_rqe rq[RQ];
+static uint64_t rq_lens[RQ], irq_lens[IWARP_CORE_MAX_IRD];
+static struct iwarp_core_orqe orq[IWARP_CORE_MAX_ORD];
+static struct iwarp_core_irqe irq[IWARP_CORE_MAX_IRD];
+static struct iwarp_core_qp Q;
+static uint8_t buf[8192];
+static uint32_t lkey;
+static int events[32], nevents;
+
+static void on_event(void *user, struct iwarp_core_qp *qp, int type, uint32_t cause, bool peer)
+{
+    (void)user, (void)qp, (void)cause, (void)peer;
+    if (nevents < 32)
+        events[nevents++] = type;
+}
+
+static void setup(bool sig_all)
+{
+    ASSERT_EQ(iwarp_mem_table_init(&T, E, 64, harness_xorshift32, &seed), 0);
+    struct iwarp_mem_range r = {.addr = (uint64_t)(uintptr_t)buf,
+                                .iova = (uint64_t)(uintptr_t)buf,
+                                .length = sizeof buf,
+                                .access = IWARP_MEM_ACCESS_LOCAL_WRITE |
+                                          IWARP_MEM_ACCESS_REMOTE_WRITE |
+                                          IWARP_MEM_ACCESS_REMOTE_READ};
+    ASSERT_EQ(iwarp_mem_reg_mr(&T, PD, &r, &lkey), 0);
+    ASSERT_EQ(iwarp_core_cq_init(&scq, scq_ring, 32, NULL, NULL), 0);
+    ASSERT_EQ(iwarp_core_cq_init(&rcq, rcq_ring, 32, NULL, NULL), 0);
+    struct iwarp_core_qp_cfg cfg = {.qp_num = QPN,
+                                    .pd = PD,
+                                    .mem = &T,
+                                    .send_cq = &scq,
+                                    .recv_cq = &rcq,
+                                    .sq_cap = SQ,
+                                    .rq_cap = RQ,
+                                    .max_send_sge = 6,
+                                    .max_recv_sge = 6,
+                                    .max_inline = 80,
+                                    .sq_sig_all = sig_all,
+                                    .event = on_event};
+    struct iwarp_core_qp_mem m = {
+        .sq = sq, .rq = rq, .rq_lens = rq_lens, .orq = orq, .irq = irq, .irq_lens = irq_lens};
+    ASSERT_EQ(iwarp_core_qp_init(&Q, &cfg, &m), 0);
+    nevents = 0;
+    for (size_t i = 0; i < sizeof buf; i++)
+        buf[i] = (uint8_t)(i * 7u + 1u);
+}
+
+static struct iwarp_send_wr wr_of(enum iwarp_wr_opcode op, uint64_t id, struct iwarp_sge *sge,
+                                  int nsge, unsigned flags)
+{
+    struct iwarp_send_wr w = {.wr_id = id, .sg_list = sge, .num_sge = nsge, .opcode = op};
+    w.send_flags = flags;
+    return w;
+}
+
+static struct iwarp_sge sge_of(size_t off, uint32_t len)
+{
+    return (struct iwarp_sge){(uint64_t)(uintptr_t)(buf + off), len, lkey};
+}
+
+/* Concatenate a segment's payload iovecs. */
+static size_t gather(const struct iwarp_core_tx_seg *s, uint8_t *out)
+{
+    size_t n = 0;
+    for (uint32_t i = 0; i < s->niov; i++) {
+        memcpy(out + n, s->iov[i].iov_base, s->iov[i].iov_len);
+        n += s->iov[i].iov_len;
+    }
+    return n;
+}
+
+TEST(post_needs_running_stream)
+{
+    setup(false);
+    struct iwarp_sge s = sge_of(0, 4);
+    struct iwarp_send_wr w = wr_of(IWARP_WR_SEND, 1, &s, 1, 0);
+    ASSERT_EQ(iwarp_core_qp_post_send(&Q, &w), IWARP_ERR_STATE); /* IDLE */
+    ASSERT_EQ(iwarp_core_qp_start(&Q, 4, 4), 0);
+    ASSERT_EQ(iwarp_core_qp_start(&Q, 4, 4), IWARP_ERR_STATE);
+    ASSERT_EQ(iwarp_core_qp_post_send(&Q, &w), 0);
+}
+
+TEST(send_golden_header_and_completion_after_sent)
+{
+    setup(false);
+    ASSERT_EQ(iwarp_core_qp_start(&Q, 4, 4), 0);
+    struct iwarp_sge s[2] = {sge_of(0, 3), sge_of(100, 2)};
+    struct iwarp_send_wr w = wr_of(IWARP_WR_SEND, 77, s, 2, IWARP_SEND_SIGNALED);
+    ASSERT_EQ(iwarp_core_qp_post_send(&Q, &w), 0);
+    ASSERT_TRUE(iwarp_core_qp_tx_pending(&Q));
+    struct iwarp_core_tx_seg seg;
+    ASSERT_EQ(iwarp_core_qp_tx_next(&Q, 1024, &seg), 1);
+    /* RFC 5041 §4.2/§4.4 + RFC 5040 §4.1: T=0 L=1 DV=1; RV=1 Send (0x3); Inv STag 0; QN 0;
+     * MSN 1 (§4.3: the first MSN is 1); MO 0. */
+    static const uint8_t hdr[18] = {0x41, 0x43, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0};
+    ASSERT_EQ_U(seg.hdr_len, 18);
+    ASSERT_MEM_EQ(seg.hdr, hdr, 18);
+    uint8_t pl[8];
+    ASSERT_EQ_U(gather(&seg, pl), 5);
+    ASSERT_MEM_EQ(pl, buf, 3);
+    ASSERT_MEM_EQ(pl + 3, buf + 100, 2);
+    ASSERT_EQ(iwarp_core_qp_tx_next(&Q, 1024, &seg), 0);
+    struct iwarp_wc wc[2];
+    ASSERT_EQ_U(iwarp_core_cq_poll(&scq, wc, 2), 0); /* not yet handed to the LLP */
+    iwarp_core_qp_tx_sent(&Q, &seg);
+    ASSERT_EQ_U(iwarp_core_cq_poll(&scq, wc, 2), 1);
+    ASSERT_EQ_U(wc[0].wr_id, 77);
+    ASSERT_EQ(wc[0].status, IWARP_WC_SUCCESS);
+    ASSERT_EQ(wc[0].opcode, IWARP_WC_SEND);
+    ASSERT_EQ_U(wc[0].byte_len, 5);
+    ASSERT_EQ_U(wc[0].qp_num, QPN);
+}
+
+TEST(send_se_inv_and_msn_sequence)
+{
+    setup(true);
+    ASSERT_EQ(iwarp_core_qp_start(&Q, 4, 4), 0);
+    struct iwarp_send_wr w1 = wr_of(IWARP_WR_SEND, 1, NULL, 0, IWARP_SEND_SOLICITED);
+    struct iwarp_send_wr w2 = wr_of(IWARP_WR_SEND_WITH_INV, 2, NULL, 0, 0);
+    w2.invalidate_rkey = 0xAABBCCDDu;
+    struct iwarp_send_wr w3 = wr_of(IWARP_WR_SEND_WITH_INV, 3, NULL, 0, IWARP_SEND_SOLICITED);
+    w3.invalidate_rkey = 0x01020304u;
+    ASSERT_EQ(iwarp_core_qp_post_send(&Q, &w1), 0);
+    ASSERT_EQ(iwarp_core_qp_post_send(&Q, &w2), 0);
+    ASSERT_EQ(iwarp_core_qp_post_send(&Q, &w3), 0);
+    struct iwarp_core_tx_seg s;
+    /* Send with SE = 0x5, Send with Invalidate = 0x4, with SE = 0x6 (RFC 5040 §4.1 Table);
+     * zero-length messages are one segment each (seed 001 §4.4); MSN 1, 2, 3. */
+    static const uint8_t h1[18] = {0x41, 0x45, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0};
+    static const uint8_t h2[18] = {0x41, 0x44, 0xAA, 0xBB, 0xCC, 0xDD, 0, 0, 0,
+                                   0,    0,    0,    0,    2,    0,    0, 0, 0};
+    static const uint8_t h3[18] = {0x41, 0x46, 1, 2, 3, 4, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0};
+    const uint8_t *want[3] = {h1, h2, h3};
+    for (int i = 0; i < 3; i++) {
+        ASSERT_EQ(iwarp_core_qp_tx_next(&Q, 1024, &s), 1);
+        ASSERT_EQ_U(s.hdr_len, 18);
+        ASSERT_MEM_EQ(s.hdr, want[i], 18);
+        ASSERT_EQ_U(s.payload_len, 0);
+        iwarp_core_qp_tx_sent(&Q, &s);
+    }
+    struct iwarp_wc wc[4];
+    ASSERT_EQ_U(iwarp_core_cq_poll(&scq, wc, 4), 3); /* sq_sig_all */
+}
+
+TEST(write_segmented_with_tagged_offsets)
+{
+    setup(false);
+    ASSERT_EQ(iwarp_core_qp_start(&Q, 4, 4), 0);
+    struct iwarp_sge s = sge_of(0, 100);
+    struct iwarp_send_wr w = wr_of(IWARP_WR_RDMA_WRITE, 5, &s, 1, IWARP_SEND_SIGNALED);
+    w.wr.rdma.remote_addr = 0x1000;
+    w.wr.rdma.rkey = 0x12345678u;
+    ASSERT_EQ(iwarp_core_qp_post_send(&Q, &w), 0);
+    /* max segment 14 + 40: segments of 40, 40, 20 payload octets; TO advances per segment
+     * (RFC 5041 §5.2); only the last has L. */
+    uint8_t got[100];
+    size_t n = 0;
+    struct iwarp_core_tx_seg seg[3];
+    for (int i = 0; i < 3; i++) {
+        ASSERT_EQ(iwarp_core_qp_tx_next(&Q, 54, &seg[i]), 1);
+        ASSERT_EQ_U(seg[i].hdr_len, 14);
+        uint64_t to = 0x1000u + 40u * (unsigned)i;
+        uint8_t h[14] = {i == 2 ? 0xC1 : 0x81, 0x40,       0x12, 0x34, 0x56, 0x78, 0, 0, 0, 0, 0, 0,
+                         (uint8_t)(to >> 8),   (uint8_t)to};
+        ASSERT_MEM_EQ(seg[i].hdr, h, 14);
+        n += gather(&seg[i], got + n);
+    }
+    ASSERT_EQ_U(n, 100);
+    ASSERT_MEM_EQ(got, buf, 100);
+    ASSERT_EQ(iwarp_core_qp_tx_next(&Q, 54, &seg[0]), 0);
+    struct iwarp_wc wc;
+    iwarp_core_qp_tx_sent(&Q, &seg[0]);
+    iwarp_core_qp_tx_sent(&Q, &seg[1]);
+    ASSERT_EQ_U(iwarp_core_cq_poll(&scq, &wc, 1), 0);
+    iwarp_core_qp_tx_sent(&Q, &seg[2]);
+    ASSERT_EQ_U(iwarp_core_cq_poll(&scq, &wc, 1), 1);
+    ASSERT_EQ(wc.opcode, IWARP_WC_RDMA_WRITE);
+    ASSERT_EQ_U(wc.byte_len, 100);
+}
+
+TEST(read_request_golden_ord_limit_and_fence)
+{
+    setup(true);
+    ASSERT_EQ(iwarp_core_qp_start(&Q, 4, 1), 0); /* ORD 1 */
+    struct iwarp_sge s = sge_of(16, 64);
+    struct iwarp_send_wr r1 = wr_of(IWARP_WR_RDMA_READ, 1, &s, 1, 0);
+    r1.wr.rdma.remote_addr = 0x0102030405060708u;
+    r1.wr.rdma.rkey = 0xCAFEBABEu;
+    struct iwarp_send_wr r2 = r1;
+    r2.wr_id = 2;
+    ASSERT_EQ(iwarp_core_qp_post_send(&Q, &r1), 0);
+    ASSERT_EQ(iwarp_core_qp_post_send(&Q, &r2), 0);
+    struct iwarp_core_tx_seg seg;
+    ASSERT_EQ(iwarp_core_qp_tx_next(&Q, 1024, &seg), 1);
+    /* RFC 5040 §4.4: untagged, QN 1, MSN 1, then Sink STag/TO, RDMARDSZ, Source STag/TO. */
+    uint64_t sink_to = (uint64_t)(uintptr_t)(buf + 16);
+    uint8_t h[46] = {0x41, 0x41, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0};
+    for (int i = 0; i < 4; i++)
+        h[18 + i] = (uint8_t)(lkey >> (24 - 8 * i));
+    for (int i = 0; i < 8; i++)
+        h[22 + i] = (uint8_t)(sink_to >> (56 - 8 * i));
+    h[33] = 64;
+    static const uint8_t src[12] = {0xCA, 0xFE, 0xBA, 0xBE, 1, 2, 3, 4, 5, 6, 7, 8};
+    memcpy(h + 34, src, 12);
+    ASSERT_EQ_U(seg.hdr_len, 46);
+    ASSERT_MEM_EQ(seg.hdr, h, 46);
+    ASSERT_EQ_U(seg.payload_len, 0);
+    iwarp_core_qp_tx_sent(&Q, &seg);
+    /* ORD 1: the second Read waits for the first to complete (RFC 5040 §5.4). */
+    ASSERT_FALSE(iwarp_core_qp_tx_pending(&Q));
+    ASSERT_EQ(iwarp_core_qp_tx_next(&Q, 1024, &seg), 0);
+    struct iwarp_wc wc;
+    ASSERT_EQ_U(iwarp_core_cq_poll(&scq, &wc, 1), 0); /* a Read completes on its response */
+    ASSERT_EQ_U(Q.orq_count, 1);
+    ASSERT_EQ_U(Q.orq[Q.orq_head].len, 64);
+    ASSERT_EQ_U(Q.orq[Q.orq_head].sink_stag, lkey);
+}
+
+TEST(fence_waits_for_prior_reads)
+{
+    setup(true);
+    ASSERT_EQ(iwarp_core_qp_start(&Q, 4, 4), 0);
+    struct iwarp_sge s = sge_of(0, 8);
+    struct iwarp_send_wr r = wr_of(IWARP_WR_RDMA_READ, 1, &s, 1, 0);
+    r.wr.rdma.rkey = 0x100;
+    struct iwarp_send_wr w = wr_of(IWARP_WR_SEND, 2, &s, 1, IWARP_SEND_FENCE);
+    struct iwarp_send_wr w3 = wr_of(IWARP_WR_SEND, 3, &s, 1, 0);
+    ASSERT_EQ(iwarp_core_qp_post_send(&Q, &r), 0);
+    ASSERT_EQ(iwarp_core_qp_post_send(&Q, &w), 0);
+    ASSERT_EQ(iwarp_core_qp_post_send(&Q, &w3), 0);
+    struct iwarp_core_tx_seg seg;
+    ASSERT_EQ(iwarp_core_qp_tx_next(&Q, 1024, &seg), 1);
+    ASSERT_EQ(seg.hdr[1] & 0x0F, 0x1);
+    iwarp_core_qp_tx_sent(&Q, &seg);
+    /* the fenced Send (and everything after it) waits */
+    ASSERT_EQ(iwarp_core_qp_tx_next(&Q, 1024, &seg), 0);
+}
+
+TEST(inline_copies_at_post_time)
+{
+    setup(true);
+    ASSERT_EQ(iwarp_core_qp_start(&Q, 4, 4), 0);
+    uint8_t data[80];
+    memset(data, 0x5A, sizeof data);
+    struct iwarp_sge s = {(uint64_t)(uintptr_t)data, 80, 0 /* lkey ignored for inline */};
+    struct iwarp_send_wr w = wr_of(IWARP_WR_SEND, 1, &s, 1, IWARP_SEND_INLINE);
+    ASSERT_EQ(iwarp_core_qp_post_send(&Q, &w), 0);
+    memset(data, 0, sizeof data); /* the caller may reuse the buffer at once */
+    struct iwarp_core_tx_seg seg;
+    ASSERT_EQ(iwarp_core_qp_tx_next(&Q, 1024, &seg), 1);
+    uint8_t pl[80], want[80];
+    memset(want, 0x5A, sizeof want);
+    ASSERT_EQ_U(gather(&seg, pl), 80);
+    ASSERT_MEM_EQ(pl, want, 80);
+    s.length = 81;
+    ASSERT_EQ(iwarp_core_qp_post_send(&Q, &w), IWARP_ERR_INVAL); /* over max_inline */
+}
+
+TEST(post_validation)
+{
+    setup(false);
+    ASSERT_EQ(iwarp_core_qp_start(&Q, 4, 4), 0);
+    struct iwarp_sge s = sge_of(0, 8);
+    struct iwarp_send_wr w = wr_of(IWARP_WR_SEND, 1, &s, 1, 0);
+    w.send_flags = 1u << 7; /* unknown flag */
+    ASSERT_EQ(iwarp_core_qp_post_send(&Q, &w), IWARP_ERR_INVAL);
+    w = wr_of(IWARP_WR_ATOMIC_FETCH_AND_ADD, 1, &s, 1, 0);
+    ASSERT_EQ(iwarp_core_qp_post_send(&Q, &w), IWARP_ERR_INVAL);
+    w = wr_of(IWARP_WR_SEND_WITH_IMM, 1, &s, 1, 0);
+    ASSERT_EQ(iwarp_core_qp_post_send(&Q, &w), IWARP_ERR_INVAL);
+    struct iwarp_sge two[2] = {sge_of(0, 8), sge_of(8, 8)};
+    w = wr_of(IWARP_WR_RDMA_READ, 1, two, 2, 0); /* one sink SGE */
+    ASSERT_EQ(iwarp_core_qp_post_send(&Q, &w), IWARP_ERR_INVAL);
+    struct iwarp_sge bad = sge_of(8190, 8); /* past the MR */
+    w = wr_of(IWARP_WR_SEND, 1, &bad, 1, 0);
+    ASSERT_EQ(iwarp_core_qp_post_send(&Q, &w), IWARP_ERR_MEM_BOUNDS);
+    bad = sge_of(0, 8);
+    bad.lkey ^= 0xFFu; /* wrong key */
+    w = wr_of(IWARP_WR_SEND, 1, &bad, 1, 0);
+    ASSERT_EQ(iwarp_core_qp_post_send(&Q, &w), IWARP_ERR_STAG_INVALID);
+    w = wr_of(IWARP_WR_SEND, 1, &s, 1, 0);
+    for (int i = 0; i < SQ; i++)
+        ASSERT_EQ(iwarp_core_qp_post_send(&Q, &w), 0);
+    ASSERT_EQ(iwarp_core_qp_post_send(&Q, &w), IWARP_ERR_NOSPC);
+}
+
+TEST(completions_keep_posting_order_and_unsignaled_are_silent)
+{
+    setup(false);
+    ASSERT_EQ(iwarp_core_qp_start(&Q, 4, 4), 0);
+    struct iwarp_sge s = sge_of(0, 8);
+    struct iwarp_send_wr r = wr_of(IWARP_WR_RDMA_READ, 1, &s, 1, IWARP_SEND_SIGNALED);
+    struct iwarp_send_wr w2 = wr_of(IWARP_WR_SEND, 2, &s, 1, 0);
+    struct iwarp_send_wr w3 = wr_of(IWARP_WR_SEND, 3, &s, 1, IWARP_SEND_SIGNALED);
+    ASSERT_EQ(iwarp_core_qp_post_send(&Q, &r), 0);
+    ASSERT_EQ(iwarp_core_qp_post_send(&Q, &w2), 0);
+    ASSERT_EQ(iwarp_core_qp_post_send(&Q, &w3), 0);
+    struct iwarp_core_tx_seg seg;
+    for (int i = 0; i < 3; i++) {
+        ASSERT_EQ(iwarp_core_qp_tx_next(&Q, 1024, &seg), 1);
+        iwarp_core_qp_tx_sent(&Q, &seg);
+    }
+    struct iwarp_wc wc[4];
+    /* the Sends are sent but wait behind the outstanding Read */
+    ASSERT_EQ_U(iwarp_core_cq_poll(&scq, wc, 4), 0);
+    iwarp_core_qp_set_error(&Q); /* flush: the Read fails, the rest follow in order */
+    ASSERT_EQ_U(iwarp_core_cq_poll(&scq, wc, 4), 2);
+    ASSERT_EQ_U(wc[0].wr_id, 1);
+    ASSERT_EQ(wc[0].status, IWARP_WC_WR_FLUSH_ERR);
+    /* the two Sends had been sent before the flush: unsignaled 2 stays silent, signaled 3 is
+     * reported with success, after the Read */
+    ASSERT_EQ_U(wc[1].wr_id, 3);
+    ASSERT_EQ(wc[1].status, IWARP_WC_SUCCESS);
+}
+
+TEST(local_invalidate_runs_in_order_without_wire_traffic)
+{
+    setup(true);
+    ASSERT_EQ(iwarp_core_qp_start(&Q, 4, 4), 0);
+    struct iwarp_send_wr w = wr_of(IWARP_WR_LOCAL_INV, 4, NULL, 0, 0);
+    w.invalidate_rkey = lkey;
+    ASSERT_EQ(iwarp_core_qp_post_send(&Q, &w), 0);
+    struct iwarp_core_tx_seg seg;
+    ASSERT_EQ(iwarp_core_qp_tx_next(&Q, 1024, &seg), 0);
+    struct iwarp_wc wc;
+    ASSERT_EQ_U(iwarp_core_cq_poll(&scq, &wc, 1), 1);
+    ASSERT_EQ(wc.opcode, IWARP_WC_LOCAL_INV);
+    ASSERT_EQ(wc.status, IWARP_WC_SUCCESS);
+    uint64_t local;
+    ASSERT_EQ(iwarp_mem_check_local(&T, lkey, (uint64_t)(uintptr_t)buf, 1, 0, PD, &local),
+              IWARP_ERR_STAG_INVALID);
+    /* invalidating it again is allowed; a wrong key is a local protection error */
+    ASSERT_EQ(iwarp_core_qp_post_send(&Q, &w), 0);
+    ASSERT_EQ(iwarp_core_qp_tx_next(&Q, 1024, &seg), 0);
+    ASSERT_EQ_U(iwarp_core_cq_poll(&scq, &wc, 1), 1);
+    ASSERT_EQ(wc.status, IWARP_WC_SUCCESS);
+    w.invalidate_rkey = lkey ^ 0xFFu;
+    ASSERT_EQ(iwarp_core_qp_post_send(&Q, &w), 0);
+    ASSERT_EQ(iwarp_core_qp_tx_next(&Q, 1024, &seg), 0);
+    ASSERT_EQ_U(iwarp_core_cq_poll(&scq, &wc, 1), 1);
+    ASSERT_EQ(wc.status, IWARP_WC_LOC_PROT_ERR);
+}
+
+TEST(terminate_goes_first_and_flushes)
+{
+    setup(true);
+    ASSERT_EQ(iwarp_core_qp_start(&Q, 4, 4), 0);
+    struct iwarp_sge s = sge_of(0, 8);
+    struct iwarp_send_wr w = wr_of(IWARP_WR_SEND, 1, &s, 1, 0);
+    ASSERT_EQ(iwarp_core_qp_post_send(&Q, &w), 0);
+    /* RDMAP Remote Operation Invalid Opcode (0/2/0x06), no offender header */
+    iwarp_core_qp_terminate(&Q, (struct iwarp_term_cause){0, 2, 6}, NULL, 0);
+    ASSERT_EQ(nevents, 1);
+    ASSERT_EQ(events[0], IWARP_EVENT_QP_FATAL);
+    struct iwarp_core_tx_seg seg;
+    ASSERT_EQ(iwarp_core_qp_tx_next(&Q, 1024, &seg), 1);
+    /* RFC 5040 §4.8: untagged L, opcode 7, QN 2, MSN 1, MO 0; Terminate Control 0x02 0x06
+     * (layer 0, etype 2, code 0x06), no header copies, reserved. */
+    static const uint8_t t[22] = {0x41, 0x47, 0, 0, 0, 0, 0, 0,    0,    2, 0,
+                                  0,    0,    1, 0, 0, 0, 0, 0x02, 0x06, 0, 0};
+    ASSERT_EQ_U(seg.hdr_len, 22);
+    ASSERT_MEM_EQ(seg.hdr, t, 22);
+    ASSERT_EQ(iwarp_core_qp_tx_next(&Q, 1024, &seg), 0); /* nothing after a Terminate */
+    ASSERT_FALSE(iwarp_core_qp_tx_close(&Q));
+    iwarp_core_qp_tx_sent(&Q, &seg);
+    ASSERT_TRUE(iwarp_core_qp_tx_close(&Q));
+    struct iwarp_wc wc;
+    ASSERT_EQ_U(iwarp_core_cq_poll(&scq, &wc, 1), 1);
+    ASSERT_EQ(wc.status, IWARP_WC_WR_FLUSH_ERR);
+    /* posting after the error completes at once with a flush */
+    ASSERT_EQ(iwarp_core_qp_post_send(&Q, &w), 0);
+    ASSERT_EQ_U(iwarp_core_cq_poll(&scq, &wc, 1), 1);
+    ASSERT_EQ(wc.status, IWARP_WC_WR_FLUSH_ERR);
+}
+
+TEST(graceful_disconnect_drains_then_closes)
+{
+    setup(true);
+    ASSERT_EQ(iwarp_core_qp_start(&Q, 4, 4), 0);
+    struct iwarp_sge s = sge_of(0, 8);
+    struct iwarp_send_wr w = wr_of(IWARP_WR_SEND, 1, &s, 1, 0);
+    ASSERT_EQ(iwarp_core_qp_post_send(&Q, &w), 0);
+    iwarp_core_qp_disconnect(&Q);
+    ASSERT_EQ(iwarp_core_qp_verbs_state(&Q), IWARP_QPS_SQD);
+    ASSERT_EQ(iwarp_core_qp_post_send(&Q, &w), IWARP_ERR_STATE);
+    ASSERT_FALSE(iwarp_core_qp_tx_close(&Q));
+    struct iwarp_core_tx_seg seg;
+    ASSERT_EQ(iwarp_core_qp_tx_next(&Q, 1024, &seg), 1);
+    ASSERT_FALSE(iwarp_core_qp_tx_close(&Q));
+    iwarp_core_qp_tx_sent(&Q, &seg);
+    ASSERT_TRUE(iwarp_core_qp_tx_close(&Q));
+    iwarp_core_qp_llp_closed(&Q, true);
+    ASSERT_EQ(iwarp_core_qp_verbs_state(&Q), IWARP_QPS_ERR);
+    ASSERT_EQ(nevents, 0); /* an orderly close is not an error */
+}
