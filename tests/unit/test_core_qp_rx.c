@@ -1,0 +1,927 @@
+/*
+ * The QP engine's receive half: segments written by hand from the RFC 5040 §4 / RFC 5041 §4
+ * layouts are fed to a running QP over a real STag table; placement is checked byte for byte,
+ * completions field by field, and every error by the exact Terminate the QP then sends
+ * (written out by hand from RFC 5040 §4.8: control, offender length and header copy).
+ */
+#include "core/core_qp.h"
+#include "core/core_qp_int.h"
+#include "harness.h"
+#include "iwarp/errors.h"
+#include "mem/mem_access.h"
+#include "mem/mem_region.h"
+
+#define LW IWARP_MEM_ACCESS_LOCAL_WRITE
+#define RW IWARP_MEM_ACCESS_REMOTE_WRITE
+#define RR IWARP_MEM_ACCESS_REMOTE_READ
+
+enum { PD = 3, PD2 = 4, QPN = 17, BUF = 4096, RQ = 8 };
+
+/* ---- fixture --------------------------------------------------------------------------- */
+
+static struct iwarp_mem_table T;
+static struct iwarp_mem_entry E[32];
+static uint32_t seed = 0x5eed1u;
+static uint8_t buf[BUF];    /* registered LW|RW|RR, VA-based: TO == address */
+static uint8_t shadow[BUF]; /* what buf must hold */
+static uint32_t mr;
+static struct iwarp_wc sring[64], rring[64];
+static struct iwarp_core_cq scq, rcq;
+static struct iwarp_core_sqe sq[16];
+static struct iwarp_core_rqe rq[RQ];
+static uint64_t rq_lens[RQ];
+static struct iwarp_core_orqe orq[IWARP_CORE_MAX_ORD];
+static struct iwarp_core_irqe irq[IWARP_CORE_MAX_IRD];
+static uint64_t irq_lens[IWARP_CORE_MAX_IRD];
+static struct iwarp_core_srq srq;
+static struct iwarp_core_rqe srq_ring[4];
+static struct iwarp_core_qp Q;
+static int nev, ev_type[8];
+static uint32_t ev_cause[8];
+static bool ev_peer[8];
+static int nnotify;
+
+static void on_event(void *user, struct iwarp_core_qp *qp, int type, uint32_t cause, bool peer)
+{
+    (void)user;
+    (void)qp;
+    if (nev < 8) {
+        ev_type[nev] = type;
+        ev_cause[nev] = cause;
+        ev_peer[nev] = peer;
+    }
+    nev++;
+}
+
+static void on_notify(void *user, struct iwarp_core_cq *cq, bool overrun)
+{
+    (void)user;
+    (void)cq;
+    if (!overrun)
+        nnotify++;
+}
+
+static uint64_t va(size_t off)
+{
+    return (uint64_t)(uintptr_t)(buf + off);
+}
+
+static uint32_t reg(size_t off, size_t len, uint32_t pd, uint32_t access)
+{
+    struct iwarp_mem_range r = {.addr = va(off), .iova = va(off), .length = len, .access = access};
+    uint32_t stag = 0;
+    ASSERT_EQ(iwarp_mem_reg_mr(&T, pd, &r, &stag), 0);
+    return stag;
+}
+
+static void setup_ext(bool use_srq, uint32_t ird)
+{
+    ASSERT_EQ(iwarp_mem_table_init(&T, E, 32, harness_xorshift32, &seed), 0);
+    for (size_t i = 0; i < BUF; i++)
+        buf[i] = shadow[i] = (uint8_t)(0xA5 ^ i);
+    mr = reg(0, BUF, PD, LW | RW | RR);
+    ASSERT_EQ(iwarp_core_cq_init(&scq, sring, 64, on_notify, NULL), 0);
+    ASSERT_EQ(iwarp_core_cq_init(&rcq, rring, 64, on_notify, NULL), 0);
+    if (use_srq) {
+        ASSERT_EQ(iwarp_core_rq_init(&srq.rq, srq_ring, 4, IWARP_CORE_MAX_SGE), 0);
+        srq.pd = PD;
+        srq.limit = 0;
+        srq.limit_fired = false;
+    }
+    struct iwarp_core_qp_cfg cfg = {.qp_num = QPN,
+                                    .pd = PD,
+                                    .mem = &T,
+                                    .send_cq = &scq,
+                                    .recv_cq = &rcq,
+                                    .srq = use_srq ? &srq : NULL,
+                                    .sq_cap = 16,
+                                    .rq_cap = use_srq ? 0 : RQ,
+                                    .max_send_sge = IWARP_CORE_MAX_SGE,
+                                    .max_recv_sge = IWARP_CORE_MAX_SGE,
+                                    .max_inline = 0,
+                                    .event = on_event};
+    struct iwarp_core_qp_mem m = {.sq = sq,
+                                  .rq = use_srq ? NULL : rq,
+                                  .rq_lens = rq_lens,
+                                  .orq = orq,
+                                  .irq = irq,
+                                  .irq_lens = irq_lens};
+    ASSERT_EQ(iwarp_core_qp_init(&Q, &cfg, &m), 0);
+    ASSERT_EQ(iwarp_core_qp_start(&Q, ird, 4), 0);
+    nev = 0;
+    nnotify = 0;
+}
+
+static void setup(void)
+{
+    setup_ext(false, 2);
+}
+
+/* Post a receive of the given SGEs (offset, length) pairs in buf. */
+static void post_recv(uint64_t wr_id, int n, const size_t *sges)
+{
+    struct iwarp_sge sg[IWARP_CORE_MAX_SGE];
+    for (int i = 0; i < n; i++)
+        sg[i] = (struct iwarp_sge){
+            .addr = va(sges[2 * i]), .length = (uint32_t)sges[2 * i + 1], .lkey = mr};
+    struct iwarp_recv_wr wr = {.wr_id = wr_id, .sg_list = sg, .num_sge = n};
+    ASSERT_EQ(iwarp_core_qp_post_recv(&Q, &wr), 0);
+}
+
+static void post_recv1(uint64_t wr_id, size_t off, size_t len)
+{
+    size_t s[2] = {off, len};
+    post_recv(wr_id, 1, s);
+}
+
+static struct iwarp_wc poll1(struct iwarp_core_cq *cq)
+{
+    struct iwarp_wc wc;
+    ASSERT_EQ(iwarp_core_cq_poll(cq, &wc, 1), 1);
+    return wc;
+}
+
+static void expect_empty(struct iwarp_core_cq *cq)
+{
+    ASSERT_EQ(cq->count, 0);
+}
+
+/* buf must equal shadow: nothing was placed except what the test put into shadow. */
+static void expect_buf(void)
+{
+    ASSERT_MEM_EQ(buf, shadow, BUF);
+}
+
+/* ---- segments by hand (RFC 5041 §4.2-4.3, RFC 5040 §4.1) ---------------------------------- */
+
+static size_t be32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 24);
+    p[1] = (uint8_t)(v >> 16);
+    p[2] = (uint8_t)(v >> 8);
+    p[3] = (uint8_t)v;
+    return 4;
+}
+
+static size_t be64(uint8_t *p, uint64_t v)
+{
+    be32(p, (uint32_t)(v >> 32));
+    be32(p + 4, (uint32_t)v);
+    return 8;
+}
+
+/* Untagged: T=0, L, DV=1 | RV=1, opcode | Inv STag | QN | MSN | MO, then n payload octets. */
+static size_t untagged(uint8_t *p, bool last, uint8_t op, uint32_t inv, uint32_t qn, uint32_t msn,
+                       uint32_t mo, const void *payload, size_t n)
+{
+    p[0] = (uint8_t)(0x01 | (last ? 0x40 : 0));
+    p[1] = (uint8_t)(0x40 | op);
+    be32(p + 2, inv);
+    be32(p + 6, qn);
+    be32(p + 10, msn);
+    be32(p + 14, mo);
+    if (n)
+        memcpy(p + 18, payload, n);
+    return 18 + n;
+}
+
+/* Tagged: T=1, L, DV=1 | RV=1, opcode | STag | TO, then n payload octets. */
+static size_t tagged(uint8_t *p, bool last, uint8_t op, uint32_t stag, uint64_t to,
+                     const void *payload, size_t n)
+{
+    p[0] = (uint8_t)(0x81 | (last ? 0x40 : 0));
+    p[1] = (uint8_t)(0x40 | op);
+    be32(p + 2, stag);
+    be64(p + 6, to);
+    if (n)
+        memcpy(p + 14, payload, n);
+    return 14 + n;
+}
+
+/* Read Request (RFC 5040 §4.4): untagged QN 1, then sink STag/TO, size, source STag/TO. */
+static size_t read_req(uint8_t *p, uint32_t msn, uint32_t sink, uint64_t sink_to, uint32_t size,
+                       uint32_t src, uint64_t src_to)
+{
+    size_t n = untagged(p, true, 0x1, 0, 1, msn, 0, NULL, 0);
+    n += be32(p + n, sink);
+    n += be64(p + n, sink_to);
+    n += be32(p + n, size);
+    n += be32(p + n, src);
+    n += be64(p + n, src_to);
+    return n;
+}
+
+static const uint8_t data[] = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+
+static int feed(const uint8_t *seg, size_t n)
+{
+    return iwarp_core_qp_rx_segment(&Q, seg, n);
+}
+
+/*
+ * The Terminate the QP must send (RFC 5040 §4.8): the untagged header of opcode 7 on QN 2 with
+ * MSN 1 and MO 0, Layer|EType, Error Code, HdrCt (M D R) and Reserved; with D the offender's
+ * length (its ULPDU_Length) and its DDP header (14/18 octets by T), with R its 28-octet Read
+ * Request header. Checked against what tx_next produces.
+ */
+static void expect_term(uint8_t layer, uint8_t etype, uint8_t code, uint8_t hdrct,
+                        const uint8_t *off, size_t off_len)
+{
+    uint8_t want[96];
+    size_t n = untagged(want, true, 0x7, 0, 2, 1, 0, NULL, 0);
+    want[n++] = (uint8_t)(layer << 4 | etype);
+    want[n++] = code;
+    want[n++] = hdrct;
+    want[n++] = 0;
+    if (hdrct & 0x40) {
+        want[n++] = (uint8_t)(off_len >> 8);
+        want[n++] = (uint8_t)off_len;
+        size_t h = (off[0] & 0x80) ? 14 : 18;
+        memcpy(want + n, off, h);
+        n += h;
+        if (hdrct & 0x20) {
+            memcpy(want + n, off + 18, 28);
+            n += 28;
+        }
+    }
+    struct iwarp_core_tx_seg seg;
+    ASSERT_EQ(iwarp_core_qp_tx_next(&Q, 1500, &seg), 1);
+    ASSERT_EQ(seg.src, IWARP_CORE_TX_TERM);
+    ASSERT_EQ(seg.payload_len, 0);
+    ASSERT_EQ(seg.hdr_len, n);
+    ASSERT_MEM_EQ(seg.hdr, want, n);
+    ASSERT_EQ(Q.state, IWARP_CORE_QP_TERMINATING);
+    ASSERT_EQ(Q.term_cause.layer, layer);
+    ASSERT_EQ(Q.term_cause.etype, etype);
+    ASSERT_EQ(Q.term_cause.ecode, code);
+    iwarp_core_qp_tx_sent(&Q, &seg);
+    ASSERT_EQ(iwarp_core_qp_tx_next(&Q, 1500, &seg), 0); /* nothing after the Terminate */
+}
+
+static uint32_t cause_u32(uint8_t layer, uint8_t etype, uint8_t code)
+{
+    return (uint32_t)layer << 16 | (uint32_t)etype << 8 | code;
+}
+
+/* After an error: a later valid segment is dropped silently and places nothing. */
+static void expect_dropped_after_error(void)
+{
+    uint8_t s[64];
+    size_t n = tagged(s, true, 0x0, mr, va(3000), data, 8);
+    ASSERT_EQ(feed(s, n), 0);
+    n = untagged(s, true, 0x3, 0, 0, 1, 0, data, 4);
+    ASSERT_EQ(feed(s, n), 0);
+    expect_buf();
+}
+
+/* ---- Sends ---------------------------------------------------------------------------- */
+
+TEST(send_scattered_over_sges)
+{
+    setup();
+    size_t sges[6] = {100, 3, 200, 0, 300, 20};
+    post_recv(7, 3, sges);
+    uint8_t s[64];
+    size_t n = untagged(s, true, 0x3, 0, 0, 1, 0, data, 10);
+    ASSERT_EQ(feed(s, n), 0);
+    memcpy(shadow + 100, data, 3);
+    memcpy(shadow + 300, data + 3, 7);
+    expect_buf();
+    struct iwarp_wc wc = poll1(&rcq);
+    ASSERT_EQ_U(wc.wr_id, 7);
+    ASSERT_EQ(wc.status, IWARP_WC_SUCCESS);
+    ASSERT_EQ(wc.opcode, IWARP_WC_RECV);
+    ASSERT_EQ(wc.byte_len, 10);
+    ASSERT_EQ(wc.wc_flags, 0);
+    ASSERT_EQ(wc.qp_num, QPN);
+    ASSERT_EQ(Q.rq.count, 0);
+    ASSERT_EQ(iwarp_ddp_rx_uq_expected_msn(&Q.uq_send), 2);
+}
+
+TEST(send_multi_segment_and_zero_length)
+{
+    setup();
+    post_recv1(1, 64, 32);
+    post_recv1(2, 128, 8);
+    uint8_t s[64];
+    ASSERT_EQ(feed(s, untagged(s, false, 0x3, 0, 0, 1, 0, data, 5)), 0);
+    ASSERT_EQ(feed(s, untagged(s, false, 0x3, 0, 0, 1, 5, data + 5, 6)), 0);
+    expect_empty(&rcq); /* delivered only with L (RFC 5040 §5.5 rule 16) */
+    ASSERT_EQ(feed(s, untagged(s, true, 0x3, 0, 0, 1, 11, data + 11, 9)), 0);
+    memcpy(shadow + 64, data, 20);
+    expect_buf();
+    struct iwarp_wc wc = poll1(&rcq);
+    ASSERT_EQ_U(wc.wr_id, 1);
+    ASSERT_EQ(wc.byte_len, 20);
+    /* RFC 5040 §5.3: a zero-length Send consumes a buffer */
+    ASSERT_EQ(feed(s, untagged(s, true, 0x3, 0, 0, 2, 0, NULL, 0)), 0);
+    wc = poll1(&rcq);
+    ASSERT_EQ_U(wc.wr_id, 2);
+    ASSERT_EQ(wc.status, IWARP_WC_SUCCESS);
+    ASSERT_EQ(wc.byte_len, 0);
+    expect_buf();
+}
+
+TEST(send_se_fires_solicited_arm)
+{
+    setup();
+    post_recv1(1, 0, 16);
+    post_recv1(2, 16, 16);
+    iwarp_core_cq_arm(&rcq, true);
+    uint8_t s[64];
+    ASSERT_EQ(feed(s, untagged(s, true, 0x3, 0, 0, 1, 0, data, 4)), 0);
+    ASSERT_EQ(nnotify, 0); /* a Send without SE does not satisfy a solicited-only arm */
+    ASSERT_EQ(feed(s, untagged(s, true, 0x5, 0, 0, 2, 0, data, 4)), 0);
+    ASSERT_EQ(nnotify, 1);
+    ASSERT_EQ(poll1(&rcq).byte_len, 4);
+    ASSERT_EQ(poll1(&rcq).byte_len, 4);
+}
+
+TEST(send_with_invalidate)
+{
+    setup();
+    uint32_t victim = reg(2048, 64, PD, LW | RW);
+    uint32_t victim2 = reg(2112, 64, PD, LW | RR);
+    post_recv1(1, 0, 16);
+    post_recv1(2, 16, 16);
+    iwarp_core_cq_arm(&rcq, true);
+    uint8_t s[64];
+    ASSERT_EQ(feed(s, untagged(s, true, 0x4, victim, 0, 1, 0, data, 6)), 0);
+    ASSERT_EQ(nnotify, 0);
+    struct iwarp_wc wc = poll1(&rcq);
+    ASSERT_EQ(wc.status, IWARP_WC_SUCCESS);
+    ASSERT_EQ(wc.byte_len, 6);
+    ASSERT_EQ(wc.wc_flags, IWARP_WC_WITH_INV);
+    ASSERT_EQ_U(wc.invalidated_rkey, victim);
+    /* Send with SE and Invalidate: solicited too */
+    ASSERT_EQ(feed(s, untagged(s, true, 0x6, victim2, 0, 2, 0, data, 2)), 0);
+    ASSERT_EQ(nnotify, 1);
+    wc = poll1(&rcq);
+    ASSERT_EQ(wc.wc_flags, IWARP_WC_WITH_INV);
+    ASSERT_EQ_U(wc.invalidated_rkey, victim2);
+    memcpy(shadow, data, 6);
+    memcpy(shadow + 16, data, 2);
+    expect_buf();
+    /* both STags are now invalid (RFC 5040 §2.4) */
+    struct iwarp_mem_req r = {victim, va(2048), 1, RW, PD, QPN};
+    ASSERT_EQ(iwarp_mem_check_tagged(&T, &r, IWARP_MEM_CAUSE_DDP, NULL, NULL),
+              IWARP_ERR_STAG_INVALID);
+    r = (struct iwarp_mem_req){victim2, va(2112), 1, RR, PD, QPN};
+    ASSERT_EQ(iwarp_mem_check_tagged(&T, &r, IWARP_MEM_CAUSE_DDP, NULL, NULL),
+              IWARP_ERR_STAG_INVALID);
+}
+
+TEST(send_with_invalidate_refused)
+{
+    /* RFC 5040 §5.3, §7.2 checks 4-5: an invalid STag is 0/2/0x09, a valid one of another PD
+     * 0/1/0x09; the receive completes with REM_INV_REQ_ERR, then the Terminate. */
+    setup();
+    post_recv1(1, 0, 16);
+    post_recv1(2, 16, 16);
+    uint8_t s[64];
+    uint32_t bogus = mr ^ 0x5500u;
+    size_t n = untagged(s, true, 0x4, bogus, 0, 1, 0, data, 3);
+    ASSERT_EQ(feed(s, n), IWARP_ERR_STAG_INVALID);
+    struct iwarp_wc wc = poll1(&rcq);
+    ASSERT_EQ_U(wc.wr_id, 1);
+    ASSERT_EQ(wc.status, IWARP_WC_REM_INV_REQ_ERR);
+    ASSERT_EQ_U(wc.vendor_err, cause_u32(0, 2, 0x09));
+    ASSERT_EQ(wc.wc_flags, 0);
+    wc = poll1(&rcq);
+    ASSERT_EQ_U(wc.wr_id, 2);
+    ASSERT_EQ(wc.status, IWARP_WC_WR_FLUSH_ERR);
+    expect_term(0, 2, 0x09, 0xC0, s, n);
+    ASSERT_EQ(ev_type[0], IWARP_EVENT_QP_FATAL);
+    ASSERT_EQ_U(ev_cause[0], cause_u32(0, 2, 0x09));
+    ASSERT_FALSE(ev_peer[0]);
+    memcpy(shadow, data, 3); /* placed before Delivery; the invalidation is checked then */
+    expect_dropped_after_error();
+
+    setup();
+    uint32_t other = reg(2048, 64, PD2, LW | RW);
+    post_recv1(1, 0, 16);
+    n = untagged(s, true, 0x6, other, 0, 1, 0, data, 3);
+    ASSERT_EQ(feed(s, n), IWARP_ERR_STAG_NOT_ASSOC);
+    ASSERT_EQ(poll1(&rcq).status, IWARP_WC_REM_INV_REQ_ERR);
+    expect_term(0, 1, 0x09, 0xC0, s, n);
+    ASSERT_EQ(ev_type[0], IWARP_EVENT_QP_ACCESS_ERR);
+}
+
+TEST(send_too_long)
+{
+    /* RFC 5041 §7.2: 1/2/0x05; the receive completes with LOC_LEN_ERR; nothing placed. */
+    setup();
+    post_recv1(9, 0, 8);
+    post_recv1(10, 8, 8);
+    uint8_t s[64];
+    ASSERT_EQ(feed(s, untagged(s, false, 0x3, 0, 0, 1, 0, data, 6)), 0);
+    size_t n = untagged(s, true, 0x3, 0, 0, 1, 6, data + 6, 3);
+    ASSERT_EQ(feed(s, n), IWARP_ERR_PROTO);
+    memcpy(shadow, data, 6);
+    expect_buf();
+    struct iwarp_wc wc = poll1(&rcq);
+    ASSERT_EQ_U(wc.wr_id, 9);
+    ASSERT_EQ(wc.status, IWARP_WC_LOC_LEN_ERR);
+    ASSERT_EQ_U(wc.vendor_err, cause_u32(1, 2, 0x05));
+    wc = poll1(&rcq);
+    ASSERT_EQ_U(wc.wr_id, 10);
+    ASSERT_EQ(wc.status, IWARP_WC_WR_FLUSH_ERR);
+    expect_term(1, 2, 0x05, 0xC0, s, n);
+    expect_dropped_after_error();
+}
+
+TEST(send_untagged_errors)
+{
+    uint8_t s[64];
+    size_t n;
+    /* no receive posted: 1/2/0x02 */
+    setup();
+    n = untagged(s, true, 0x3, 0, 0, 1, 0, data, 4);
+    ASSERT_EQ(feed(s, n), IWARP_ERR_PROTO);
+    expect_term(1, 2, 0x02, 0xC0, s, n);
+    expect_buf();
+    /* MSN not the expected one: 1/2/0x03; the receive is flushed, not failed */
+    setup();
+    post_recv1(1, 0, 16);
+    n = untagged(s, true, 0x5, 0, 0, 2, 0, data, 4);
+    ASSERT_EQ(feed(s, n), IWARP_ERR_PROTO);
+    ASSERT_EQ(poll1(&rcq).status, IWARP_WC_WR_FLUSH_ERR);
+    expect_term(1, 2, 0x03, 0xC0, s, n);
+    expect_buf();
+    /* MO out of sequence inside a message: 1/2/0x04; that receive fails LOC_QP_OP_ERR */
+    setup();
+    post_recv1(1, 0, 16);
+    ASSERT_EQ(feed(s, untagged(s, false, 0x3, 0, 0, 1, 0, data, 4)), 0);
+    n = untagged(s, true, 0x3, 0, 0, 1, 5, data, 4);
+    ASSERT_EQ(feed(s, n), IWARP_ERR_PROTO);
+    struct iwarp_wc wc = poll1(&rcq);
+    ASSERT_EQ(wc.status, IWARP_WC_LOC_QP_OP_ERR);
+    ASSERT_EQ_U(wc.vendor_err, cause_u32(1, 2, 0x04));
+    expect_term(1, 2, 0x04, 0xC0, s, n);
+    memcpy(shadow, data, 4);
+    expect_buf();
+}
+
+/* ---- header errors (iwarp_wire_segment_decode) -------------------------------------------- */
+
+TEST(header_errors)
+{
+    uint8_t s[96];
+    size_t n;
+    /* DDP version 0 on an untagged segment: 1/2/0x06 (RFC 5041 §7.2) */
+    setup();
+    post_recv1(1, 0, 16);
+    n = untagged(s, true, 0x3, 0, 0, 1, 0, data, 4);
+    s[0] = 0x40;
+    ASSERT_EQ(feed(s, n), IWARP_ERR_DDP_VERSION);
+    ASSERT_EQ(poll1(&rcq).status, IWARP_WC_WR_FLUSH_ERR);
+    expect_term(1, 2, 0x06, 0xC0, s, n);
+    expect_buf();
+    /* RDMAP version 0: 0/2/0x05 (RFC 5040 §7.2 check 3) */
+    setup();
+    n = tagged(s, true, 0x0, mr, va(0), data, 4);
+    s[1] = 0x00;
+    ASSERT_EQ(feed(s, n), IWARP_ERR_RDMAP_VERSION);
+    expect_term(0, 2, 0x05, 0xC0, s, n);
+    expect_buf();
+    /* a Send on QN 1: 1/2/0x01 */
+    setup();
+    n = untagged(s, true, 0x3, 0, 1, 1, 0, data, 4);
+    ASSERT_EQ(feed(s, n), IWARP_ERR_DDP_QN);
+    expect_term(1, 2, 0x01, 0xC0, s, n);
+    /* too short for its header: DDP Local Catastrophic, no header copy */
+    setup();
+    ASSERT_EQ(feed(s, 9), IWARP_ERR_DDP_HDR_LEN);
+    expect_term(1, 0, 0x00, 0x00, NULL, 0);
+}
+
+TEST(unsupported_rfc7306_opcodes)
+{
+    /* Immediate Data (0x8) and Atomic Request (0xA): Unexpected OpCode 0/2/0x06 */
+    uint8_t s[96];
+    setup();
+    post_recv1(1, 0, 16);
+    size_t n = untagged(s, true, 0x8, 0, 0, 1, 0, data, 8);
+    ASSERT_EQ(feed(s, n), IWARP_ERR_NOTSUP);
+    ASSERT_EQ(poll1(&rcq).status, IWARP_WC_WR_FLUSH_ERR);
+    expect_term(0, 2, 0x06, 0xC0, s, n);
+    expect_buf();
+    setup();
+    n = untagged(s, true, 0xA, 0, 1, 1, 0, data, 52);
+    ASSERT_EQ(feed(s, n), IWARP_ERR_NOTSUP);
+    expect_term(0, 2, 0x06, 0xC0, s, n);
+    ASSERT_EQ(Q.irq_count, 0);
+}
+
+/* ---- RDMA Write ------------------------------------------------------------------------ */
+
+TEST(write_placed)
+{
+    setup();
+    uint8_t s[64];
+    ASSERT_EQ(feed(s, tagged(s, false, 0x0, mr, va(1000), data, 10)), 0);
+    ASSERT_EQ(feed(s, tagged(s, true, 0x0, mr, va(1010), data + 10, 7)), 0);
+    /* zero-length: STag and TO not checked (RFC 5041 §5.2) */
+    ASSERT_EQ(feed(s, tagged(s, true, 0x0, 0, 0xFFFFFFFFFFFFFFFFu, NULL, 0)), 0);
+    /* the last octet of the region */
+    ASSERT_EQ(feed(s, tagged(s, true, 0x0, mr, va(BUF - 1), data, 1)), 0);
+    memcpy(shadow + 1000, data, 17);
+    shadow[BUF - 1] = data[0];
+    expect_buf();
+    expect_empty(&rcq);
+    expect_empty(&scq);
+    ASSERT_EQ(Q.state, IWARP_CORE_QP_RUNNING);
+}
+
+TEST(write_closing_state_places)
+{
+    setup();
+    iwarp_core_qp_disconnect(&Q);
+    ASSERT_EQ(Q.state, IWARP_CORE_QP_CLOSING);
+    uint8_t s[64];
+    ASSERT_EQ(feed(s, tagged(s, true, 0x0, mr, va(8), data, 4)), 0);
+    memcpy(shadow + 8, data, 4);
+    expect_buf();
+}
+
+static void write_error(uint32_t stag, uint64_t to, size_t len, int err, uint8_t code)
+{
+    uint8_t s[96];
+    size_t n = tagged(s, true, 0x0, stag, to, data, len);
+    ASSERT_EQ(feed(s, n), err);
+    expect_buf();
+    expect_term(1, 1, code, 0xC0, s, n);
+    ASSERT_EQ(ev_type[0], IWARP_EVENT_QP_ACCESS_ERR);
+    ASSERT_EQ_U(ev_cause[0], cause_u32(1, 1, code));
+    expect_dropped_after_error();
+}
+
+TEST(write_errors)
+{
+    /* RFC 5041 §7.1 checks 1-5 with the DDP Tagged Buffer codes of §7.2 */
+    setup();
+    write_error(mr ^ 1u, va(0), 4, IWARP_ERR_STAG_INVALID, 0x00);
+    setup();
+    write_error(mr, va(BUF - 3), 4, IWARP_ERR_MEM_BOUNDS, 0x01);
+    setup();
+    write_error(mr, va(0) - 1, 4, IWARP_ERR_MEM_BOUNDS, 0x01);
+    setup();
+    write_error(mr, 0xFFFFFFFFFFFFFFFEu, 4, IWARP_ERR_MEM_TO_WRAP, 0x03);
+    setup();
+    write_error(reg(0, 64, PD2, LW | RW), va(0), 4, IWARP_ERR_STAG_NOT_ASSOC, 0x02);
+    setup();
+    write_error(reg(0, 64, PD, LW | RR), va(0), 4, IWARP_ERR_MEM_ACCESS, 0x00);
+}
+
+/* ---- RDMA Read Response ---------------------------------------------------------------- */
+
+/* Post a signaled Read into buf[off, off + len) (sink STag sink) and let TX send its Request. */
+static void post_read(uint64_t wr_id, uint32_t sink, size_t off, uint32_t len)
+{
+    struct iwarp_sge sg = {.addr = va(off), .length = len, .lkey = sink};
+    struct iwarp_send_wr wr = {.wr_id = wr_id,
+                               .sg_list = &sg,
+                               .num_sge = len ? 1 : 0,
+                               .opcode = IWARP_WR_RDMA_READ,
+                               .send_flags = IWARP_SEND_SIGNALED};
+    wr.wr.rdma.remote_addr = 0x1000;
+    wr.wr.rdma.rkey = 0x1234;
+    ASSERT_EQ(iwarp_core_qp_post_send(&Q, &wr), 0);
+    struct iwarp_core_tx_seg seg;
+    ASSERT_EQ(iwarp_core_qp_tx_next(&Q, 1500, &seg), 1);
+    ASSERT_EQ(seg.hdr[1] & 0x0F, 0x1); /* the Read Request */
+    iwarp_core_qp_tx_sent(&Q, &seg);
+}
+
+TEST(read_response_placed_in_order)
+{
+    setup();
+    post_read(41, mr, 500, 20);
+    post_read(42, mr, 600, 5);
+    ASSERT_EQ(Q.orq_count, 2);
+    uint8_t s[64];
+    ASSERT_EQ(feed(s, tagged(s, false, 0x2, mr, va(500), data, 12)), 0);
+    expect_empty(&scq); /* RFC 5040 §5.5 rule 19: completes on the last segment */
+    ASSERT_EQ(feed(s, tagged(s, true, 0x2, mr, va(512), data + 12, 8)), 0);
+    struct iwarp_wc wc = poll1(&scq);
+    ASSERT_EQ_U(wc.wr_id, 41);
+    ASSERT_EQ(wc.status, IWARP_WC_SUCCESS);
+    ASSERT_EQ(wc.opcode, IWARP_WC_RDMA_READ);
+    ASSERT_EQ(wc.byte_len, 20);
+    /* interleaved with a Send (Chelsio does this; wire-reference §0 #8) */
+    post_recv1(3, 700, 16);
+    ASSERT_EQ(feed(s, tagged(s, false, 0x2, mr, va(600), data + 40, 2)), 0);
+    ASSERT_EQ(feed(s, untagged(s, true, 0x3, 0, 0, 1, 0, data, 4)), 0);
+    ASSERT_EQ(feed(s, tagged(s, true, 0x2, mr, va(602), data + 42, 3)), 0);
+    ASSERT_EQ_U(poll1(&scq).wr_id, 42);
+    ASSERT_EQ_U(poll1(&rcq).wr_id, 3);
+    ASSERT_EQ(Q.orq_count, 0);
+    memcpy(shadow + 500, data, 20);
+    memcpy(shadow + 600, data + 40, 5);
+    memcpy(shadow + 700, data, 4);
+    expect_buf();
+}
+
+TEST(read_response_zero_length)
+{
+    setup();
+    post_read(5, mr, 0, 0);
+    uint8_t s[32];
+    /* RFC 5041 §5.2: STag and TO of a zero-length segment are not checked */
+    ASSERT_EQ(feed(s, tagged(s, true, 0x2, 0, 0, NULL, 0)), 0);
+    struct iwarp_wc wc = poll1(&scq);
+    ASSERT_EQ_U(wc.wr_id, 5);
+    ASSERT_EQ(wc.status, IWARP_WC_SUCCESS);
+    ASSERT_EQ(wc.byte_len, 0);
+    expect_buf();
+}
+
+TEST(read_response_without_read)
+{
+    /* no outstanding Read: Unexpected OpCode 0/2/0x06, with the tagged header copy */
+    setup();
+    uint8_t s[64];
+    size_t n = tagged(s, true, 0x2, mr, va(0), data, 4);
+    ASSERT_EQ(feed(s, n), IWARP_ERR_RDMAP_OPCODE);
+    expect_term(0, 2, 0x06, 0xC0, s, n);
+    expect_buf();
+}
+
+/* A Read of 16 octets at buf[800]; a response with STag mr ^ stag_xor fails with code; the Read
+ * completes with status, everything else is flushed. */
+static void read_resp_error(uint32_t stag_xor, uint64_t to, size_t len, bool last, int err,
+                            uint8_t code, uint8_t status)
+{
+    setup();
+    uint32_t stag = mr ^ stag_xor; /* mr is this setup's */
+    post_read(50, mr, 800, 16);
+    post_read(51, mr, 900, 16);
+    uint8_t s[64];
+    size_t n = tagged(s, last, 0x2, stag, to, data, len);
+    ASSERT_EQ(feed(s, n), err);
+    struct iwarp_wc wc = poll1(&scq);
+    ASSERT_EQ_U(wc.wr_id, 50);
+    ASSERT_EQ(wc.status, status);
+    ASSERT_EQ(wc.opcode, IWARP_WC_RDMA_READ);
+    ASSERT_EQ_U(wc.vendor_err, cause_u32(1, 1, code));
+    expect_term(1, 1, code, 0xC0, s, n);
+    wc = poll1(&scq);
+    ASSERT_EQ_U(wc.wr_id, 51);
+    ASSERT_EQ(wc.status, IWARP_WC_WR_FLUSH_ERR);
+    expect_buf();
+    expect_dropped_after_error();
+}
+
+TEST(read_response_outside_its_sink)
+{
+    /* RFC 5040 §5.2.2 checks against the Request; DDP Tagged Buffer codes (ddp_rx_tagged.h) */
+    read_resp_error(0x100u, va(800), 16, true, IWARP_ERR_READ_RESP, 0x00,
+                    IWARP_WC_BAD_RESP_ERR); /* other STag */
+    read_resp_error(0, va(799), 16, true, IWARP_ERR_READ_RESP, 0x01,
+                    IWARP_WC_BAD_RESP_ERR); /* below the sink */
+    read_resp_error(0, va(801), 16, true, IWARP_ERR_READ_RESP, 0x01,
+                    IWARP_WC_BAD_RESP_ERR); /* past its end (still inside the MR) */
+    read_resp_error(0, va(800), 12, true, IWARP_ERR_READ_RESP, 0x01,
+                    IWARP_WC_BAD_RESP_ERR); /* L with fewer octets than the Read asked */
+    read_resp_error(0, 0xFFFFFFFFFFFFFFF8u, 16, false, IWARP_ERR_READ_RESP, 0x03,
+                    IWARP_WC_BAD_RESP_ERR); /* TO wrap */
+}
+
+TEST(read_response_sink_deregistered)
+{
+    /* the sink MR went away under the Read: LOC_PROT_ERR and DDP 1/1/0x00 (as siw) */
+    setup();
+    uint32_t sink = reg(1024, 64, PD, LW);
+    post_read(60, sink, 1024, 8);
+    ASSERT_EQ(iwarp_mem_dereg_mr(&T, sink), 0);
+    uint8_t s[64];
+    size_t n = tagged(s, true, 0x2, sink, va(1024), data, 8);
+    ASSERT_EQ(feed(s, n), IWARP_ERR_STAG_INVALID);
+    struct iwarp_wc wc = poll1(&scq);
+    ASSERT_EQ(wc.status, IWARP_WC_LOC_PROT_ERR);
+    ASSERT_EQ_U(wc.vendor_err, cause_u32(1, 1, 0x00));
+    expect_term(1, 1, 0x00, 0xC0, s, n);
+    expect_buf();
+}
+
+/* ---- RDMA Read Request ----------------------------------------------------------------- */
+
+TEST(read_request_queued_and_answered)
+{
+    setup();
+    uint8_t s[64];
+    size_t n = read_req(s, 1, 0xAABBCCDDu, 0x1122334455667788u, 24, mr, va(40));
+    ASSERT_EQ(n, 46);
+    ASSERT_EQ(feed(s, n), 0);
+    ASSERT_EQ(Q.irq_count, 1);
+    struct iwarp_core_irqe *e = &Q.irq[Q.irq_head];
+    ASSERT_EQ_U(e->sink_stag, 0xAABBCCDDu);
+    ASSERT_EQ_U(e->sink_to, 0x1122334455667788u);
+    ASSERT_EQ_U(e->src_addr, va(40));
+    ASSERT_EQ(e->len, 24);
+    /* zero-length: the source is not validated (RFC 5040 §5.2.1) */
+    n = read_req(s, 2, 0x1, 0x2, 0, 0xDEAD0000u, 0xFFFFFFFFFFFFFFFFu);
+    ASSERT_EQ(feed(s, n), 0);
+    ASSERT_EQ(Q.irq_count, 2);
+    ASSERT_EQ(Q.irq[(Q.irq_head + 1) % IWARP_CORE_MAX_IRD].len, 0);
+    /* IRD 2 is used up: a third is "no buffer" on queue 1 until a response went out */
+    ASSERT_EQ(iwarp_ddp_rx_uq_posted(&Q.uq_read), 0);
+    /* TX answers the first with a Read Response carrying buf[40, 64) */
+    struct iwarp_core_tx_seg seg;
+    ASSERT_EQ(iwarp_core_qp_tx_next(&Q, 1500, &seg), 1);
+    ASSERT_EQ(seg.hdr[1] & 0x0F, 0x2);
+    ASSERT_EQ(seg.payload_len, 24);
+    ASSERT_TRUE(seg.iov[0].iov_base == buf + 40);
+    iwarp_core_qp_tx_sent(&Q, &seg);
+    ASSERT_EQ(iwarp_ddp_rx_uq_posted(&Q.uq_read), 1); /* the slot is free again */
+    n = read_req(s, 3, 0x1, 0x2, 4, mr, va(0));
+    ASSERT_EQ(feed(s, n), 0);
+    ASSERT_EQ(Q.irq_count, 2);
+}
+
+TEST(read_request_beyond_ird)
+{
+    /* IRD 1: the second Read Request finds no queue-1 buffer, 1/2/0x02 */
+    setup_ext(false, 1);
+    uint8_t s[64];
+    ASSERT_EQ(feed(s, read_req(s, 1, 0x1, 0x2, 4, mr, va(0))), 0);
+    size_t n = read_req(s, 2, 0x1, 0x2, 4, mr, va(0));
+    ASSERT_EQ(feed(s, n), IWARP_ERR_PROTO);
+    expect_term(1, 2, 0x02, 0xC0, s, n);
+    /* the wrong MSN on queue 1: 1/2/0x03 */
+    setup();
+    n = read_req(s, 7, 0x1, 0x2, 4, mr, va(0));
+    ASSERT_EQ(feed(s, n), IWARP_ERR_PROTO);
+    expect_term(1, 2, 0x03, 0xC0, s, n);
+}
+
+static void read_req_error(uint32_t src, uint64_t src_to, uint32_t size, int err, uint8_t code)
+{
+    uint8_t s[64];
+    size_t n = read_req(s, 1, 0x77, 0x88, size, src, src_to);
+    ASSERT_EQ(feed(s, n), err);
+    ASSERT_EQ(Q.irq_count, 0);
+    /* RFC 5040 §4.8 Figure 10, §7.1 rule 3: M, D and R, with the Read Request header */
+    expect_term(0, 1, code, 0xE0, s, n);
+    ASSERT_EQ(ev_type[0], IWARP_EVENT_QP_ACCESS_ERR);
+}
+
+TEST(read_request_source_errors)
+{
+    /* RFC 5040 §7.2 checks 4a-4e: Remote Protection 0/1/x */
+    setup();
+    read_req_error(mr ^ 0x7u, va(0), 4, IWARP_ERR_STAG_INVALID, 0x00);
+    setup();
+    read_req_error(mr, va(BUF - 2), 4, IWARP_ERR_MEM_BOUNDS, 0x01);
+    setup();
+    read_req_error(reg(0, 64, PD, LW | RW), va(0), 4, IWARP_ERR_MEM_ACCESS, 0x02);
+    setup();
+    read_req_error(reg(0, 64, PD2, RR), va(0), 4, IWARP_ERR_STAG_NOT_ASSOC, 0x03);
+    setup();
+    read_req_error(mr, 0xFFFFFFFFFFFFFFF0u, 0x20, IWARP_ERR_MEM_TO_WRAP, 0x04);
+}
+
+/* ---- Terminate ------------------------------------------------------------------------- */
+
+TEST(terminate_received)
+{
+    setup();
+    post_recv1(1, 0, 16);
+    post_read(2, mr, 100, 8);
+    uint8_t s[64];
+    /* RFC 5040 §4.8: DDP 1/2/0x03 about one of our Sends, M+D and its 18-octet header */
+    size_t n = untagged(s, true, 0x7, 0, 2, 1, 0, NULL, 0);
+    s[n++] = 0x12;
+    s[n++] = 0x03;
+    s[n++] = 0xC0;
+    s[n++] = 0x00;
+    s[n++] = 0x00;
+    s[n++] = 0x16;
+    n += untagged(s + n, true, 0x3, 0, 0, 9, 0, NULL, 0);
+    ASSERT_EQ(feed(s, n), 0);
+    ASSERT_EQ(Q.state, IWARP_CORE_QP_TERMINATING);
+    ASSERT_TRUE(Q.term_from_peer);
+    ASSERT_EQ(Q.term_cause.layer, 1);
+    ASSERT_EQ(Q.term_cause.etype, 2);
+    ASSERT_EQ(Q.term_cause.ecode, 3);
+    ASSERT_EQ(ev_type[0], IWARP_EVENT_QP_FATAL);
+    ASSERT_EQ_U(ev_cause[0], cause_u32(1, 2, 3));
+    ASSERT_TRUE(ev_peer[0]);
+    ASSERT_EQ(poll1(&rcq).status, IWARP_WC_WR_FLUSH_ERR);
+    ASSERT_EQ(poll1(&scq).status, IWARP_WC_WR_FLUSH_ERR);
+    struct iwarp_core_tx_seg seg;
+    ASSERT_EQ(iwarp_core_qp_tx_next(&Q, 1500, &seg), 0); /* no Terminate back */
+    expect_dropped_after_error();
+}
+
+TEST(terminate_wrong_msn)
+{
+    /* RFC 5040 §5.4: one Terminate, MSN 1 on queue 2; MSN 2 is 1/2/0x03 */
+    setup();
+    uint8_t s[64];
+    size_t n = untagged(s, true, 0x7, 0, 2, 2, 0, NULL, 0);
+    memset(s + n, 0, 4);
+    s[n] = 0x00;
+    s[n + 1] = 0xFF;
+    n += 4;
+    ASSERT_EQ(feed(s, n), IWARP_ERR_PROTO);
+    ASSERT_FALSE(Q.term_from_peer);
+    expect_term(1, 2, 0x03, 0xC0, s, n);
+}
+
+/* ---- LLP errors, states ------------------------------------------------------------------ */
+
+TEST(llp_error_bare_terminate)
+{
+    /* RFC 5044 §8 CRC error: 2/0/0x02, no headers (RFC 5040 §4.8 Figure 10) */
+    setup();
+    post_recv1(1, 0, 16);
+    iwarp_core_qp_rx_llp_error(&Q, (struct iwarp_term_cause){2, 0, 0x02}, NULL, 0);
+    ASSERT_EQ(poll1(&rcq).status, IWARP_WC_WR_FLUSH_ERR);
+    expect_term(2, 0, 0x02, 0x00, NULL, 0);
+    expect_dropped_after_error();
+}
+
+TEST(states)
+{
+    ASSERT_EQ(iwarp_core_qp_rx_segment(NULL, NULL, 0), IWARP_ERR_INVAL);
+    setup();
+    ASSERT_EQ(iwarp_core_qp_rx_segment(&Q, NULL, 4), IWARP_ERR_INVAL);
+    /* not started: the LLP cannot deliver yet */
+    struct iwarp_core_qp_mem m = {
+        .sq = sq, .rq = rq, .rq_lens = rq_lens, .orq = orq, .irq = irq, .irq_lens = irq_lens};
+    struct iwarp_core_qp_cfg cfg = Q.cfg;
+    ASSERT_EQ(iwarp_core_qp_init(&Q, &cfg, &m), 0);
+    uint8_t s[64];
+    size_t n = tagged(s, true, 0x0, mr, va(0), data, 4);
+    ASSERT_EQ(feed(s, n), IWARP_ERR_STATE);
+    expect_buf();
+    ASSERT_EQ(Q.state, IWARP_CORE_QP_IDLE);
+    /* ERROR: dropped */
+    ASSERT_EQ(iwarp_core_qp_start(&Q, 1, 1), 0);
+    iwarp_core_qp_set_error(&Q);
+    ASSERT_EQ(feed(s, n), 0);
+    expect_buf();
+}
+
+/* ---- SRQ ------------------------------------------------------------------------------- */
+
+static void srq_post(uint64_t wr_id, size_t off, size_t len)
+{
+    struct iwarp_sge sg = {.addr = va(off), .length = (uint32_t)len, .lkey = mr};
+    struct iwarp_recv_wr wr = {.wr_id = wr_id, .sg_list = &sg, .num_sge = 1};
+    struct iwarp_core_rqe rqe;
+    ASSERT_EQ(iwarp_core_rqe_from_wr(&rqe, &wr, IWARP_CORE_MAX_SGE, &T, PD), 0);
+    ASSERT_EQ(iwarp_core_rq_push(&srq.rq, &rqe), 0);
+}
+
+TEST(srq_pulls_on_demand)
+{
+    setup_ext(true, 2);
+    srq_post(11, 0, 8);
+    srq_post(12, 8, 8);
+    srq_post(13, 16, 4);
+    srq.limit = 2;
+    uint8_t s[64];
+    /* a segment with the wrong MSN consumes no SRQ receive (checked later below) */
+    ASSERT_EQ(feed(s, untagged(s, false, 0x3, 0, 0, 1, 0, data, 3)), 0);
+    ASSERT_EQ(srq.rq.count, 2);
+    ASSERT_EQ(nev, 0); /* 2 left: not below the limit */
+    ASSERT_EQ(feed(s, untagged(s, true, 0x3, 0, 0, 1, 3, data + 3, 2)), 0);
+    struct iwarp_wc wc = poll1(&rcq);
+    ASSERT_EQ_U(wc.wr_id, 11);
+    ASSERT_EQ(wc.byte_len, 5);
+    ASSERT_EQ(feed(s, untagged(s, true, 0x5, 0, 0, 2, 0, data, 8)), 0);
+    ASSERT_EQ(nev, 1);
+    ASSERT_EQ(ev_type[0], IWARP_EVENT_SRQ_LIMIT_REACHED);
+    ASSERT_FALSE(srq.limit_fired);
+    ASSERT_EQ_U(poll1(&rcq).wr_id, 12);
+    memcpy(shadow, data, 5);
+    memcpy(shadow + 8, data, 8);
+    expect_buf();
+    /* a wrong MSN is refused without pulling the last receive, which stays in the SRQ */
+    size_t n = untagged(s, true, 0x3, 0, 0, 9, 0, data, 4);
+    ASSERT_EQ(feed(s, n), IWARP_ERR_PROTO);
+    ASSERT_EQ(srq.rq.count, 1);
+    expect_term(1, 2, 0x03, 0xC0, s, n);
+    expect_empty(&rcq);
+}
+
+TEST(srq_too_long_and_empty)
+{
+    setup_ext(true, 2);
+    srq_post(21, 0, 4);
+    uint8_t s[64];
+    size_t n = untagged(s, true, 0x3, 0, 0, 1, 0, data, 6);
+    ASSERT_EQ(feed(s, n), IWARP_ERR_PROTO);
+    struct iwarp_wc wc = poll1(&rcq);
+    ASSERT_EQ_U(wc.wr_id, 21);
+    ASSERT_EQ(wc.status, IWARP_WC_LOC_LEN_ERR);
+    expect_term(1, 2, 0x05, 0xC0, s, n);
+    expect_buf();
+    /* an empty SRQ: no buffer, 1/2/0x02 */
+    setup_ext(true, 2);
+    n = untagged(s, true, 0x3, 0, 0, 1, 0, data, 2);
+    ASSERT_EQ(feed(s, n), IWARP_ERR_PROTO);
+    expect_term(1, 2, 0x02, 0xC0, s, n);
+}
