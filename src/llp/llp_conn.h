@@ -41,8 +41,9 @@ enum iwarp_llp_conn_state {
 
 /* FPDUs framed ahead of the socket, at most. */
 #define IWARP_LLP_CONN_TX_SEGS  16u
-/* iovecs one FPDU needs at most: length, header, payload SGEs, markers, pad+CRC. */
-#define IWARP_LLP_CONN_FPDU_IOV (IWARP_CORE_TX_IOV_MAX + 24u)
+/* iovecs one FPDU needs at most: length, header, payload SGEs, markers (each may split a
+ * piece), pad+CRC: iwarp_mpa_tx_frame()'s bound for the header plus the payload iovecs. */
+#define IWARP_LLP_CONN_FPDU_IOV IWARP_MPA_TX_IOV_MAX(IWARP_CORE_TX_IOV_MAX + 1u)
 
 struct iwarp_llp_conn_cfg {
     struct iwarp_mpa_neg_cfg neg; /* role, revision, CRC, markers, IRD/ORD, RTR, private data */
@@ -56,8 +57,9 @@ struct iwarp_llp_conn_txf {
     struct iwarp_core_tx_seg seg;
     struct iovec iov[IWARP_LLP_CONN_FPDU_IOV];
     uint32_t niov;
-    uint32_t wire_len;   /* octets of this FPDU on the wire */
-    uint8_t scratch[64]; /* length field, markers, pad and CRC octets that iov points to */
+    uint32_t wire_len;                   /* octets of this FPDU on the wire */
+    struct iwarp_mpa_tx_scratch scratch; /* length field, markers, pad and CRC that iov
+                                            points to */
 };
 
 struct iwarp_llp_conn {
@@ -78,9 +80,17 @@ struct iwarp_llp_conn {
     uint32_t txf_off;       /* octets of the head FPDU already written */
     uint64_t first_fpdu_at; /* initiator: earliest time of the first FPDU */
     uint64_t now_ns;        /* last time seen */
+    /* Private to llp_conn.c. */
+    uint16_t stage_len, stage_off; /* negotiation frame staged in bounce (see llp_conn.c) */
+    bool fullop;      /* deframer and framer set up (RFC 5044 §7.1.2 full operation) */
+    bool started;     /* iwarp_core_qp_start() was called */
+    bool rx_dead;     /* receive stopped (error, Terminate, close): octets are discarded */
+    bool rtr_pending; /* initiator: the negotiated RTR still has to be framed */
+    bool rtr_wait;    /* initiator: awaiting the zero-length Read Response to our Read RTR */
+    bool term_queued; /* a Terminate built by the connection is queued; nothing follows it */
 };
 
-#define IWARP_LLP_CONN_BOUNCE (IWARP_MPA_ULPDU_MAX + 16u)
+#define IWARP_LLP_CONN_BOUNCE (IWARP_MPA_MULPDU_MAX + 16u)
 
 /*
  * Initialise a connection for role cfg->neg.role at time now_ns. bounce (IWARP_LLP_CONN_BOUNCE

@@ -1,0 +1,597 @@
+/*
+ * One MPA connection, sans I/O (see llp_conn.h).
+ *
+ * The bounce buffer (IWARP_LLP_CONN_BOUNCE octets) has three uses:
+ *   [0, 64768)             negotiation: the peer's Request/Reply, read exactly to its end so
+ *                          that no octet of full operation is read into it; full operation:
+ *                          the ULPDU (DDP segment) of the FPDU being received, contiguous,
+ *                          markers removed, handed to the QP once verified (RFC 5044 §6);
+ *   [64768, +16)           full operation: the length field, markers, pad and CRC octets,
+ *                          fed to the deframer as they arrive (it keeps what it needs);
+ *   [STAGE_OFF, +532)      our own Request/Reply/Reject while it is being written. Full
+ *                          operation reads nothing while it is pending (the initiator cannot
+ *                          send its first FPDU before our whole Reply arrived, so this only
+ *                          ever stalls a peer that breaks RFC 5044 §7.1.2 rule 4).
+ *
+ * Direct placement (CRC off, RFC 5044 §4.4: nothing to verify before DDP sees the ULPDU) slots
+ * in at rx_land(): for PART_ULPDU after the DDP header, it would return the destination in the
+ * MR or receive buffer instead of the bounce buffer. Today every ULPDU goes through the bounce.
+ */
+#include "llp/llp_conn.h"
+
+#include <string.h>
+
+#include "iwarp/errors.h"
+#include "llp/llp_rtr.h"
+#include "util/bytes.h"
+#include "wire/wire_segment.h"
+#include "wire/wire_term.h"
+
+#define NEG_FRAME_MAX  (IWARP_MPA_HDR_LEN + IWARP_MPA_PD_MAX)
+#define RX_SCRATCH_OFF IWARP_MPA_MULPDU_MAX
+#define RX_SCRATCH_LEN (IWARP_LLP_CONN_BOUNCE - IWARP_MPA_MULPDU_MAX)
+#define STAGE_OFF      (IWARP_MPA_MULPDU_MAX - NEG_FRAME_MAX)
+#define MPA_PD_LEN_OFF 18u /* PD_Length in the Request/Reply (RFC 5044 §7.1.1) */
+#define TXF_SLOT(c, i) (&(c)->txf[((c)->txf_head + (i)) % IWARP_LLP_CONN_TX_SEGS])
+#define NONE           IWARP_MPA_IRD_ORD_NONE
+
+static bool is_initiator(const struct iwarp_llp_conn *c)
+{
+    return c->cfg.neg.role == IWARP_MPA_INITIATOR;
+}
+
+static enum iwarp_mpa_neg_state neg_state(const struct iwarp_llp_conn *c)
+{
+    return iwarp_mpa_neg_state(&c->neg);
+}
+
+/* The connection is over from MPA's point of view: nothing more is read. */
+static bool finished(const struct iwarp_llp_conn *c)
+{
+    return c->state == IWARP_LLP_CONN_REJECTED || c->state == IWARP_LLP_CONN_FAILED ||
+           c->state == IWARP_LLP_CONN_CLOSE;
+}
+
+/* RFC 5044 §7.1.2: full operation begins; set up the deframer, the framer and MULPDU with the
+ * negotiated CRC and marker settings. */
+static void enter_fullop(struct iwarp_llp_conn *c)
+{
+    const struct iwarp_mpa_neg_result *r = iwarp_mpa_neg_result(&c->neg);
+    if (c->fullop)
+        return;
+    /* RFC 5044 §4.3: the first marker sits at the first octet of full operation. */
+    struct iwarp_mpa_rx_cfg rc = {
+        .crc = r->crc, .markers = r->markers_rx, .max_ulpdu = 0, .stream_pos = 0};
+    struct iwarp_mpa_tx_cfg tc = {.crc = r->crc, .markers = r->markers_tx, .stream_pos = 0};
+    (void)iwarp_mpa_rx_init(&c->rx, &rc); /* valid: stream_pos 0, max_ulpdu default */
+    (void)iwarp_mpa_tx_init(&c->tx, &tc);
+    /* RFC 5044 §4.5 MULPDU for the EMSS; §3: never above 64768. */
+    uint32_t m = iwarp_mpa_mulpdu(c->cfg.emss, r->markers_tx);
+    c->max_seg = m > IWARP_MPA_MULPDU_MAX ? IWARP_MPA_MULPDU_MAX : m;
+    c->bounce_len = 0;
+    c->fullop = true;
+}
+
+/* Frame the segment in slot t as the next FPDU (RFC 5044 §4.1: length, ULPDU in place,
+ * markers, pad, CRC). */
+static int frame(struct iwarp_llp_conn *c, struct iwarp_llp_conn_txf *t)
+{
+    struct iovec in[1 + IWARP_CORE_TX_IOV_MAX];
+    size_t nin = 0;
+    in[nin++] = (struct iovec){t->seg.hdr, t->seg.hdr_len};
+    for (uint32_t i = 0; i < t->seg.niov && i < IWARP_CORE_TX_IOV_MAX; i++)
+        in[nin++] = t->seg.iov[i];
+    iwarp_ssize n =
+        iwarp_mpa_tx_frame(&c->tx, in, nin, &t->scratch, t->iov, IWARP_LLP_CONN_FPDU_IOV);
+    if (n < 0)
+        return (int)n;
+    t->niov = (uint32_t)n;
+    uint32_t len = 0;
+    for (uint32_t i = 0; i < t->niov; i++)
+        len += (uint32_t)t->iov[i].iov_len;
+    t->wire_len = len;
+    return 0;
+}
+
+/* Queue a Terminate the connection itself sends (no QP running yet: RFC 6581 §8, §9 after an
+ * ACT_TERMINATE negotiation failure, or an error in the responder's first FPDU), with the
+ * offending segment when there is one (RFC 5040 §4.8 Figure 10). Nothing follows it; the
+ * connection is FAILED with err and closes once it is written. */
+static void conn_terminate(struct iwarp_llp_conn *c, int err, struct iwarp_term_cause cause,
+                           const uint8_t *seg, size_t len)
+{
+    c->state = IWARP_LLP_CONN_FAILED;
+    c->err = err;
+    c->rx_dead = true;
+    c->rtr_pending = false;
+    if (c->term_queued || !c->fullop || c->txf_count >= IWARP_LLP_CONN_TX_SEGS)
+        return;
+    struct iwarp_llp_conn_txf *t = TXF_SLOT(c, c->txf_count);
+    struct iwarp_term_offender off = {
+        .seg = seg, .avail = len, .seg_len = (uint32_t)(len > UINT32_MAX ? UINT32_MAX : len)};
+    memset(&t->seg, 0, sizeof t->seg);
+    iwarp_ssize n = iwarp_term_build(t->seg.hdr, sizeof t->seg.hdr, cause, seg ? &off : NULL);
+    if (n <= 0)
+        return;
+    t->seg.hdr_len = (uint32_t)n;
+    t->seg.src = IWARP_CORE_TX_NONE;
+    t->seg.last = true;
+    if (frame(c, t) != 0)
+        return;
+    c->txf_count++;
+    c->term_queued = true;
+}
+
+/* The negotiation failed or a Reject arrived: act as its result says. */
+static int neg_failed(struct iwarp_llp_conn *c)
+{
+    const struct iwarp_mpa_neg_result *r = iwarp_mpa_neg_result(&c->neg);
+    c->rx_dead = true;
+    switch (r->action) {
+    case IWARP_MPA_ACT_EXIT: /* RFC 5044 §7.1.2 rule 3: rejected; TCP is left to the ULP */
+        c->state = IWARP_LLP_CONN_REJECTED;
+        c->err = r->err;
+        break;
+    case IWARP_MPA_ACT_TERMINATE: /* RFC 6581 §8, §9: a Terminate FPDU first */
+        enter_fullop(c);
+        conn_terminate(c, r->err, r->term, NULL, 0);
+        break;
+    default: /* RFC 5044 §7.1.2, §8 code 4: close, no FPDU */
+        c->state = IWARP_LLP_CONN_FAILED;
+        c->err = r->err;
+        break;
+    }
+    return r->err;
+}
+
+/* Enter full operation on the QP with the negotiated IRD/ORD (RFC 6581 §9.1); 0x3FFF leaves
+ * them to the ULP: the configured values. */
+static int start_qp(struct iwarp_llp_conn *c)
+{
+    const struct iwarp_mpa_neg_result *r = iwarp_mpa_neg_result(&c->neg);
+    if (c->qp == NULL) {
+        c->state = IWARP_LLP_CONN_FAILED;
+        c->err = IWARP_ERR_STATE;
+        c->rx_dead = true;
+        return IWARP_ERR_STATE;
+    }
+    uint32_t ird = r->ird != NONE ? r->ird : c->cfg.neg.ird;
+    uint32_t ord = r->ord != NONE ? r->ord : c->cfg.neg.ord;
+    int rc = iwarp_core_qp_start(c->qp, ird, ord);
+    if (rc != 0) {
+        c->state = IWARP_LLP_CONN_FAILED;
+        c->err = rc;
+        c->rx_dead = true;
+        return rc;
+    }
+    c->started = true;
+    c->state = IWARP_LLP_CONN_ESTABLISHED;
+    return 0;
+}
+
+/* The initiator's negotiation reached SEND_FIRST: full operation, the QP, the RTR. */
+static int initiator_established(struct iwarp_llp_conn *c, uint64_t now_ns)
+{
+    const struct iwarp_mpa_neg_result *r = iwarp_mpa_neg_result(&c->neg);
+    enter_fullop(c);
+    int rc = start_qp(c);
+    if (rc != 0)
+        return rc;
+    /* RFC 6581 §5, §9.2: the negotiated RTR is our first FPDU. */
+    c->rtr_pending = r->rtr != 0;
+    /* siw race (docs/design.md): our first FPDU waits first_fpdu_delay_ns after the Reply. */
+    uint64_t d = c->cfg.first_fpdu_delay_ns;
+    c->first_fpdu_at = d == 0 ? 0 : (d > UINT64_MAX - 1 - now_ns ? UINT64_MAX - 1 : now_ns + d);
+    return 0;
+}
+
+int iwarp_llp_conn_init(struct iwarp_llp_conn *c, const struct iwarp_llp_conn_cfg *cfg,
+                        uint8_t *bounce, struct iwarp_llp_conn_txf *txf, uint64_t now_ns)
+{
+    if (!c || !cfg || !bounce || !txf)
+        return IWARP_ERR_INVAL;
+    memset(c, 0, sizeof *c);
+    c->cfg = *cfg;
+    c->cfg.neg.pd = NULL; /* copied by the negotiation below; not kept here */
+    c->bounce = bounce;
+    c->txf = txf;
+    c->now_ns = now_ns;
+    c->state = IWARP_LLP_CONN_NEGOTIATING;
+    return iwarp_mpa_neg_init(&c->neg, &cfg->neg, now_ns);
+}
+
+void iwarp_llp_conn_attach(struct iwarp_llp_conn *c, struct iwarp_core_qp *qp)
+{
+    c->qp = qp;
+}
+
+int iwarp_llp_conn_accept(struct iwarp_llp_conn *c, const struct iwarp_mpa_neg_answer *ans)
+{
+    if (c->state != IWARP_LLP_CONN_REQUEST)
+        return IWARP_ERR_STATE;
+    int rc = iwarp_mpa_neg_accept(&c->neg, ans, c->now_ns);
+    if (rc != 0)
+        return rc;
+    /* RFC 5044 §7.1.2: the responder is in full operation once the Reply is sent; rule 4: it
+     * sends nothing before the initiator's first FPDU, whose arrival starts the QP. */
+    enter_fullop(c);
+    c->state = IWARP_LLP_CONN_NEGOTIATING;
+    return 0;
+}
+
+int iwarp_llp_conn_reject(struct iwarp_llp_conn *c, const struct iwarp_mpa_neg_answer *ans)
+{
+    if (c->state != IWARP_LLP_CONN_REQUEST)
+        return IWARP_ERR_STATE;
+    int rc = iwarp_mpa_neg_reject(&c->neg, ans);
+    if (rc != 0)
+        return rc;
+    /* RFC 5044 §7.1.2 rule 2: the Reject goes out (tx_iov), then MPA is done. */
+    c->state = IWARP_LLP_CONN_REJECTED;
+    c->rx_dead = true;
+    return 0;
+}
+
+/* ---- receive --------------------------------------------------------------------------- */
+
+/* Negotiation reads: the peer's frame goes to bounce[got..] and exactly up to its end. */
+static bool neg_reading(const struct iwarp_llp_conn *c)
+{
+    enum iwarp_mpa_neg_state s = neg_state(c);
+    return s == IWARP_MPA_NEG_WAIT_REPLY || s == IWARP_MPA_NEG_WAIT_REQUEST ||
+           s == IWARP_MPA_NEG_SEND_FIRST;
+}
+
+static uint8_t *neg_land(struct iwarp_llp_conn *c, size_t *len)
+{
+    if (neg_state(c) == IWARP_MPA_NEG_SEND_FIRST) {
+        /* RFC 5044 §7.1.2 rule 4: the responder is silent until our first FPDU; whatever
+         * comes now is an error the negotiation reports (2/0/0x04). */
+        *len = NEG_FRAME_MAX;
+        return c->bounce;
+    }
+    uint64_t got = iwarp_mpa_neg_result(&c->neg)->rx_consumed;
+    if (got >= NEG_FRAME_MAX) { /* cannot happen: a frame ends at NEG_FRAME_MAX at the latest */
+        *len = 0;
+        return NULL;
+    }
+    size_t need;
+    if (got < IWARP_MPA_HDR_LEN) {
+        need = IWARP_MPA_HDR_LEN - (size_t)got;
+    } else {
+        /* RFC 5044 §7.1.1: PD_Length octets follow the 20-octet header; the machine has
+         * already refused a PD_Length over its limit (it failed at the header). */
+        size_t pd = iwarp_load_be16(c->bounce + MPA_PD_LEN_OFF);
+        if (pd > IWARP_MPA_PD_MAX)
+            pd = IWARP_MPA_PD_MAX;
+        size_t total = IWARP_MPA_HDR_LEN + pd;
+        need = total > got ? total - (size_t)got : 1u;
+    }
+    *len = need;
+    return c->bounce + got;
+}
+
+/* Full operation: where the deframer's next part lands (see the top of this file). */
+static uint8_t *rx_land(struct iwarp_llp_conn *c, size_t *len)
+{
+    struct iwarp_mpa_rx_want w;
+    iwarp_mpa_rx_want(&c->rx, &w);
+    if (w.part == IWARP_MPA_RX_PART_ULPDU) {
+        *len = w.len;
+        return c->bounce + w.ulpdu_off;
+    }
+    if (w.part == IWARP_MPA_RX_PART_FAILED || w.len == 0) {
+        *len = 0;
+        return NULL;
+    }
+    *len = w.len < RX_SCRATCH_LEN ? w.len : RX_SCRATCH_LEN;
+    return c->bounce + RX_SCRATCH_OFF;
+}
+
+uint8_t *iwarp_llp_conn_rx_buf(struct iwarp_llp_conn *c, size_t *len)
+{
+    *len = 0;
+    if (c->state == IWARP_LLP_CONN_REQUEST || finished(c))
+        return NULL;
+    if (c->rx_dead) {
+        /* Nothing more is processed (RFC 5041 §7.1: drop segments after an error), but the
+         * transport keeps being read so that its end is seen. */
+        *len = RX_SCRATCH_LEN;
+        return c->bounce + RX_SCRATCH_OFF;
+    }
+    if (!c->fullop || neg_reading(c))
+        return neg_reading(c) ? neg_land(c, len) : NULL;
+    if (c->stage_off < c->stage_len)
+        return NULL;
+    return rx_land(c, len);
+}
+
+/* The responder's first FPDU (RFC 5044 §7.1.2 rule 4, RFC 6581 §9.2). */
+static int first_fpdu(struct iwarp_llp_conn *c, const uint8_t *seg, uint32_t len)
+{
+    struct iwarp_wire_segment s;
+    struct iwarp_term_cause cause;
+    int rc = iwarp_wire_segment_decode(seg, len, &s, &cause);
+    if (rc != 0) {
+        conn_terminate(c, rc, cause, seg, len);
+        return rc;
+    }
+    uint32_t mlen =
+        s.opcode == IWARP_RDMAP_OP_READ_REQ ? s.body.read_req.size : (uint32_t)s.payload_len;
+    rc = iwarp_mpa_neg_first_fpdu(&c->neg, s.opcode, mlen, c->now_ns);
+    if (rc != 0)
+        return neg_failed(c);
+    rc = start_qp(c);
+    if (rc != 0)
+        return rc;
+    if (iwarp_mpa_neg_result(&c->neg)->p2p && s.opcode == IWARP_RDMAP_OP_SEND) {
+        /* A Send RTR is MPA's, not the ULP's: it takes queue 0's MSN but no receive. */
+        rc = iwarp_llp_rtr_consume_send(c->qp, &s, &cause);
+        if (rc != 0)
+            iwarp_core_qp_terminate(c->qp, cause, seg, len);
+        return rc;
+    }
+    /* Write and Read RTRs are ordinary zero-length messages to the QP (siw: no placement for
+     * the Write; the Read is answered with a zero-length Read Response); without RTR this is
+     * the ULP's first message. */
+    return iwarp_core_qp_rx_segment(c->qp, seg, len);
+}
+
+/* A complete, verified FPDU's ULPDU is in bounce[0, len). */
+static int on_fpdu(struct iwarp_llp_conn *c, uint32_t len)
+{
+    c->bounce_len = 0;
+    if (!is_initiator(c) && neg_state(c) == IWARP_MPA_NEG_WAIT_FIRST_FPDU)
+        return first_fpdu(c, c->bounce, len);
+    if (!c->started)
+        return IWARP_ERR_STATE;
+    if (c->rtr_wait) {
+        struct iwarp_wire_segment s;
+        if (iwarp_wire_segment_decode(c->bounce, len, &s, NULL) == 0 &&
+            iwarp_llp_rtr_is_read_answer(&s)) {
+            c->rtr_wait = false; /* RFC 6581 §9.2: our Read RTR has been answered */
+            return 0;
+        }
+    }
+    return iwarp_core_qp_rx_segment(c->qp, c->bounce, len);
+}
+
+/* The deframer failed (RFC 5044 §8: CRC 0x02, marker or length 0x03). */
+static int rx_error(struct iwarp_llp_conn *c, int err)
+{
+    struct iwarp_term_cause cause;
+    if (!iwarp_mpa_rx_term_cause(err, &cause))
+        cause = (struct iwarp_term_cause){IWARP_TERM_LAYER_LLP, IWARP_TERM_LLP_ETYPE_MPA,
+                                          IWARP_TERM_MPA_CATASTROPHIC};
+    const uint8_t *hdr = c->bounce_len ? c->bounce : NULL;
+    size_t hdr_len = c->bounce_len;
+    c->rx_dead = true;
+    c->bounce_len = 0;
+    if (c->started)
+        iwarp_core_qp_rx_llp_error(c->qp, cause, hdr, hdr_len);
+    else
+        conn_terminate(c, err, cause, NULL, 0);
+    return err;
+}
+
+int iwarp_llp_conn_rx_ack(struct iwarp_llp_conn *c, size_t n, uint64_t now_ns)
+{
+    c->now_ns = now_ns;
+    if (n == 0 || c->state == IWARP_LLP_CONN_REQUEST || finished(c) || c->rx_dead)
+        return 0;
+    size_t cap;
+    if (!c->fullop || neg_reading(c)) {
+        if (!neg_reading(c))
+            return IWARP_ERR_STATE;
+        uint8_t *p = neg_land(c, &cap);
+        if (n > cap)
+            n = cap;
+        iwarp_ssize r = iwarp_mpa_neg_rx(&c->neg, p, n, now_ns);
+        if (r < 0)
+            return neg_failed(c);
+        if (neg_state(c) == IWARP_MPA_NEG_REQUEST)
+            c->state = IWARP_LLP_CONN_REQUEST;
+        else if (neg_state(c) == IWARP_MPA_NEG_SEND_FIRST && !c->fullop)
+            return initiator_established(c, now_ns);
+        return 0;
+    }
+    const uint8_t *p = rx_land(c, &cap);
+    if (p == NULL || n > cap)
+        return IWARP_ERR_INVAL;
+    int ret = 0;
+    while (n > 0 && !c->rx_dead) {
+        struct iwarp_mpa_rx_ev ev;
+        iwarp_ssize k = iwarp_mpa_rx_feed(&c->rx, p, n, &ev);
+        if (k < 0)
+            return rx_error(c, (int)k);
+        p += k;
+        n -= (size_t)k;
+        if (ev.kind == IWARP_MPA_RX_EV_ULPDU) {
+            /* Keep the ULPDU contiguous in the bounce buffer (it already is when the read
+             * followed rx_land(); max_ulpdu bounds the offset). */
+            uint8_t *dst = c->bounce + ev.ulpdu_off;
+            if (ev.data != dst)
+                memmove(dst, ev.data, ev.len);
+            c->bounce_len = ev.ulpdu_off + (uint32_t)ev.len;
+        } else if (ev.kind == IWARP_MPA_RX_EV_FPDU) {
+            int rc = on_fpdu(c, ev.ulpdu_len);
+            if (rc != 0 && ret == 0)
+                ret = rc;
+        }
+    }
+    return ret;
+}
+
+/* ---- transmit -------------------------------------------------------------------------- */
+
+/* Stage the negotiation's pending frame when the previous one has been written. */
+static void stage_neg(struct iwarp_llp_conn *c)
+{
+    if (c->stage_off < c->stage_len || iwarp_mpa_neg_tx_pending(&c->neg) == 0)
+        return;
+    c->stage_len = (uint16_t)iwarp_mpa_neg_tx(&c->neg, c->bounce + STAGE_OFF, NEG_FRAME_MAX);
+    c->stage_off = 0;
+}
+
+/* The initiator's first FPDU is held until first_fpdu_at. */
+static bool tx_gated(struct iwarp_llp_conn *c, uint64_t now_ns)
+{
+    if (c->first_fpdu_at == 0)
+        return false;
+    if (now_ns < c->first_fpdu_at)
+        return true;
+    c->first_fpdu_at = 0;
+    return false;
+}
+
+/* Whether the QP may produce segments now. */
+static bool qp_may_send(const struct iwarp_llp_conn *c)
+{
+    if (c->state != IWARP_LLP_CONN_ESTABLISHED || !c->started || c->term_queued)
+        return false;
+    /* While our Read RTR is unanswered only a Terminate may go (see llp_rtr.h). */
+    return !c->rtr_wait || c->qp->term_pending;
+}
+
+/* Frame FPDUs ahead while the ring has room. */
+static void tx_fill(struct iwarp_llp_conn *c)
+{
+    while (c->fullop && c->txf_count < IWARP_LLP_CONN_TX_SEGS &&
+           c->state == IWARP_LLP_CONN_ESTABLISHED) {
+        struct iwarp_llp_conn_txf *t = TXF_SLOT(c, c->txf_count);
+        if (c->rtr_pending) {
+            uint8_t rtr = iwarp_mpa_neg_result(&c->neg)->rtr;
+            if (iwarp_llp_rtr_build(c->qp, rtr, &t->seg) != 0)
+                break; /* cannot happen: the negotiation picked exactly one type */
+            c->rtr_pending = false;
+            c->rtr_wait = rtr == IWARP_MPA_RTR_READ;
+        } else if (!qp_may_send(c) || !iwarp_core_qp_tx_next(c->qp, c->max_seg, &t->seg)) {
+            break;
+        }
+        int rc = frame(c, t);
+        if (rc != 0) {
+            /* The QP produced a segment over max_seg or empty: an engine bug. */
+            c->state = IWARP_LLP_CONN_FAILED;
+            c->err = rc;
+            c->rx_dead = true;
+            break;
+        }
+        c->txf_count++;
+    }
+}
+
+/* Full operation is over once the QP says so and everything framed has been written. */
+static void update_close(struct iwarp_llp_conn *c)
+{
+    if (c->state == IWARP_LLP_CONN_ESTABLISHED && c->started && c->txf_count == 0 &&
+        !c->rtr_pending && iwarp_core_qp_tx_close(c->qp)) {
+        c->state = IWARP_LLP_CONN_CLOSE;
+        c->rx_dead = true;
+    }
+}
+
+uint32_t iwarp_llp_conn_tx_iov(struct iwarp_llp_conn *c, struct iovec *iov, uint32_t max,
+                               uint64_t now_ns)
+{
+    c->now_ns = now_ns;
+    uint32_t k = 0;
+    stage_neg(c);
+    if (c->stage_off < c->stage_len && k < max)
+        iov[k++] = (struct iovec){c->bounce + STAGE_OFF + c->stage_off,
+                                  (size_t)(c->stage_len - c->stage_off)};
+    if (tx_gated(c, now_ns))
+        return k;
+    tx_fill(c);
+    update_close(c);
+    size_t skip = c->txf_off;
+    for (uint32_t f = 0; f < c->txf_count && k < max; f++) {
+        struct iwarp_llp_conn_txf *t = TXF_SLOT(c, f);
+        for (uint32_t i = 0; i < t->niov && k < max; i++) {
+            size_t l = t->iov[i].iov_len;
+            if (skip >= l) {
+                skip -= l;
+                continue;
+            }
+            iov[k++] = (struct iovec){(uint8_t *)t->iov[i].iov_base + skip, l - skip};
+            skip = 0;
+        }
+    }
+    return k;
+}
+
+void iwarp_llp_conn_tx_ack(struct iwarp_llp_conn *c, size_t n)
+{
+    size_t st = (size_t)(c->stage_len - c->stage_off);
+    size_t take = n < st ? n : st;
+    c->stage_off = (uint16_t)(c->stage_off + take);
+    n -= take;
+    while (n > 0 && c->txf_count > 0) {
+        struct iwarp_llp_conn_txf *t = TXF_SLOT(c, 0);
+        size_t rem = t->wire_len - c->txf_off;
+        if (n < rem) {
+            c->txf_off += (uint32_t)n;
+            break;
+        }
+        n -= rem;
+        c->txf_off = 0;
+        c->txf_head = (c->txf_head + 1u) % IWARP_LLP_CONN_TX_SEGS;
+        c->txf_count--;
+        /* RFC 5044 §7.1.2 rule 4: the initiator's first FPDU is out. */
+        if (neg_state(c) == IWARP_MPA_NEG_SEND_FIRST)
+            (void)iwarp_mpa_neg_first_sent(&c->neg);
+        if (t->seg.src != IWARP_CORE_TX_NONE && c->started)
+            iwarp_core_qp_tx_sent(c->qp, &t->seg);
+    }
+    update_close(c);
+}
+
+bool iwarp_llp_conn_tx_ready(struct iwarp_llp_conn *c, uint64_t now_ns)
+{
+    if (c->stage_off < c->stage_len || iwarp_mpa_neg_tx_pending(&c->neg) > 0)
+        return true;
+    if (c->first_fpdu_at != 0 && now_ns < c->first_fpdu_at)
+        return false;
+    if (c->txf_count > 0 || (c->rtr_pending && c->state == IWARP_LLP_CONN_ESTABLISHED))
+        return true;
+    return qp_may_send(c) && iwarp_core_qp_tx_pending(c->qp);
+}
+
+/* ---- time and close -------------------------------------------------------------------- */
+
+uint64_t iwarp_llp_conn_next_timeout(const struct iwarp_llp_conn *c)
+{
+    uint64_t t = UINT64_MAX;
+    if (c->state == IWARP_LLP_CONN_NEGOTIATING || c->state == IWARP_LLP_CONN_REQUEST)
+        t = iwarp_mpa_neg_next_timeout(&c->neg);
+    if (c->first_fpdu_at != 0 && c->first_fpdu_at < t)
+        t = c->first_fpdu_at;
+    return t;
+}
+
+void iwarp_llp_conn_handle_timeout(struct iwarp_llp_conn *c, uint64_t now_ns)
+{
+    c->now_ns = now_ns;
+    (void)tx_gated(c, now_ns);
+    /* RFC 5044 §7.1.2 rules 8, 10: the Request, the Reply and the RTR are awaited with a
+     * timer. */
+    if ((c->state == IWARP_LLP_CONN_NEGOTIATING || c->state == IWARP_LLP_CONN_REQUEST) &&
+        iwarp_mpa_neg_handle_timeout(&c->neg, now_ns) != 0)
+        (void)neg_failed(c);
+}
+
+void iwarp_llp_conn_closed(struct iwarp_llp_conn *c, bool graceful)
+{
+    if (c->state == IWARP_LLP_CONN_NEGOTIATING || c->state == IWARP_LLP_CONN_REQUEST) {
+        c->state = IWARP_LLP_CONN_FAILED;
+        c->err = IWARP_ERR_IO;
+    } else if (c->state == IWARP_LLP_CONN_ESTABLISHED) {
+        c->state = IWARP_LLP_CONN_CLOSE;
+    }
+    c->rx_dead = true;
+    c->rtr_pending = false;
+    c->txf_count = 0;
+    c->txf_off = 0;
+    c->stage_len = c->stage_off = 0;
+    if (c->qp != NULL)
+        iwarp_core_qp_llp_closed(c->qp, graceful);
+}

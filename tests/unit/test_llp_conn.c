@@ -1,0 +1,544 @@
+/*
+ * The MPA connection (llp_conn) between two QP engines over the in-memory transport (llp_mem):
+ * negotiation (Rev 1 / Rev 2, CRC, markers each way, each RTR type with the MSNs it takes,
+ * Reject with private data, timeouts, the first-FPDU delay), then Send, Write and Read through
+ * both connections with one-octet and random splits in every CRC x markers combination, data
+ * verified octet by octet, and a corrupted octet answered by the LLP Terminate 2/0/0x02
+ * (RFC 5044 §8: CRC error).
+ */
+#include <string.h>
+
+#include "core/core_qp.h"
+#include "harness.h"
+#include "iwarp/errors.h"
+#include "llp/llp_conn.h"
+#include "llp/llp_mem.h"
+#include "llp/llp_rtr.h"
+#include "mem/mem_region.h"
+#include "wire/wire_mpa.h"
+
+#define MEM_SIZE (3u << 20)
+#define SRC_OFF  0u
+#define DST_OFF  (3u << 19) /* 1.5 MiB */
+#define PIPE_CAP 8192u
+#define SQ_CAP   32u
+#define RQ_CAP   32u
+#define MIB      (1u << 20)
+
+struct peer {
+    struct iwarp_mem_table T;
+    struct iwarp_mem_entry E[16];
+    uint32_t seed;
+    struct iwarp_wc scq_ring[64], rcq_ring[64];
+    struct iwarp_core_cq scq, rcq;
+    struct iwarp_core_sqe sq[SQ_CAP];
+    struct iwarp_core_rqe rq[RQ_CAP];
+    uint64_t rq_lens[RQ_CAP], irq_lens[IWARP_CORE_MAX_IRD];
+    struct iwarp_core_orqe orq[IWARP_CORE_MAX_ORD];
+    struct iwarp_core_irqe irq[IWARP_CORE_MAX_IRD];
+    struct iwarp_core_qp qp;
+    struct iwarp_llp_conn c;
+    uint8_t bounce[IWARP_LLP_CONN_BOUNCE];
+    struct iwarp_llp_conn_txf txf[IWARP_LLP_CONN_TX_SEGS];
+    uint8_t *mem;
+    uint32_t key;
+    uint32_t last_cause; /* the last error event's cause */
+    bool last_from_peer;
+    int nerr;
+};
+
+static struct peer P[2]; /* 0: initiator, 1: responder */
+static uint8_t MEM[2][MEM_SIZE];
+static uint8_t PIPES[2][PIPE_CAP];
+static struct iwarp_llp_mem M;
+
+/* Connection options. */
+struct opts {
+    uint8_t rev;    /* 1 or 2 */
+    bool crc;       /* initiator asks C=1 (the responder never does, so either decides) */
+    bool mark_i;    /* initiator wants markers in what it receives */
+    bool mark_r;    /* responder wants markers */
+    uint8_t rtr;    /* peer-to-peer with this RTR (0: none) */
+    uint32_t emss;  /* 0: 1460 */
+    uint64_t delay; /* first FPDU delay */
+    uint64_t tmo_i; /* initiator timeout (0: none) */
+    uint64_t tmo_r; /* responder timeout (0: none) */
+};
+
+static void on_event(void *user, struct iwarp_core_qp *qp, int type, uint32_t cause, bool peer)
+{
+    (void)qp, (void)type;
+    struct peer *p = user;
+    p->last_cause = cause;
+    p->last_from_peer = peer;
+    p->nerr++;
+}
+
+static void peer_init(struct peer *p, uint8_t *mem)
+{
+    p->seed = 0x2468ACEu;
+    p->mem = mem;
+    ASSERT_EQ(iwarp_mem_table_init(&p->T, p->E, 16, harness_xorshift32, &p->seed), 0);
+    struct iwarp_mem_range r = {.addr = (uint64_t)(uintptr_t)mem,
+                                .iova = (uint64_t)(uintptr_t)mem,
+                                .length = MEM_SIZE,
+                                .access = IWARP_MEM_ACCESS_LOCAL_WRITE |
+                                          IWARP_MEM_ACCESS_REMOTE_WRITE |
+                                          IWARP_MEM_ACCESS_REMOTE_READ};
+    ASSERT_EQ(iwarp_mem_reg_mr(&p->T, 1, &r, &p->key), 0);
+    ASSERT_TRUE(p->key != IWARP_LLP_RTR_STAG);
+    ASSERT_EQ(iwarp_core_cq_init(&p->scq, p->scq_ring, 64, NULL, NULL), 0);
+    ASSERT_EQ(iwarp_core_cq_init(&p->rcq, p->rcq_ring, 64, NULL, NULL), 0);
+    struct iwarp_core_qp_cfg cfg = {.qp_num = 5,
+                                    .pd = 1,
+                                    .mem = &p->T,
+                                    .send_cq = &p->scq,
+                                    .recv_cq = &p->rcq,
+                                    .sq_cap = SQ_CAP,
+                                    .rq_cap = RQ_CAP,
+                                    .max_send_sge = 6,
+                                    .max_recv_sge = 6,
+                                    .max_inline = 80,
+                                    .sq_sig_all = true,
+                                    .event = on_event,
+                                    .event_user = p};
+    struct iwarp_core_qp_mem m = {.sq = p->sq,
+                                  .rq = p->rq,
+                                  .rq_lens = p->rq_lens,
+                                  .orq = p->orq,
+                                  .irq = p->irq,
+                                  .irq_lens = p->irq_lens};
+    ASSERT_EQ(iwarp_core_qp_init(&p->qp, &cfg, &m), 0);
+}
+
+/* Both ends initialised, the initiator's QP attached, the transport set up; nothing moved. */
+static void setup(const struct opts *o)
+{
+    peer_init(&P[0], MEM[0]);
+    peer_init(&P[1], MEM[1]);
+    struct iwarp_llp_conn_cfg ci = {.emss = o->emss ? o->emss : 1460,
+                                    .first_fpdu_delay_ns = o->delay};
+    struct iwarp_llp_conn_cfg cr = {.emss = ci.emss};
+    iwarp_mpa_neg_cfg_default(&ci.neg, IWARP_MPA_INITIATOR);
+    iwarp_mpa_neg_cfg_default(&cr.neg, IWARP_MPA_RESPONDER);
+    ci.neg.revision = o->rev;
+    ci.neg.enhanced = o->rev == 2;
+    ci.neg.crc = o->crc;
+    cr.neg.crc = false;
+    ci.neg.markers = o->mark_i;
+    cr.neg.markers = o->mark_r;
+    ci.neg.timeout_ns = o->tmo_i;
+    cr.neg.timeout_ns = o->tmo_r;
+    cr.neg.revision = 2;
+    cr.neg.rtr = IWARP_MPA_RTR_ALL;
+    if (o->rtr) {
+        ci.neg.peer2peer = true;
+        ci.neg.rtr = IWARP_MPA_RTR_ALL;
+        ci.neg.rtr_pref = o->rtr;
+    }
+    ASSERT_EQ(iwarp_llp_conn_init(&P[0].c, &ci, P[0].bounce, P[0].txf, 0), 0);
+    ASSERT_EQ(iwarp_llp_conn_init(&P[1].c, &cr, P[1].bounce, P[1].txf, 0), 0);
+    iwarp_llp_conn_attach(&P[0].c, &P[0].qp);
+    ASSERT_EQ(iwarp_llp_mem_init(&M, &P[0].c, &P[1].c, PIPES[0], PIPES[1], PIPE_CAP, 77), 0);
+}
+
+/* Pump until quiescent (bounded). */
+static void pump(void)
+{
+    ASSERT_TRUE(iwarp_llp_mem_pump(&M, 100000) < 100000);
+}
+
+/* Request -> REQUEST at the responder -> accept. */
+static void accept_request(void)
+{
+    pump();
+    ASSERT_EQ(P[1].c.state, IWARP_LLP_CONN_REQUEST);
+    iwarp_llp_conn_attach(&P[1].c, &P[1].qp);
+    struct iwarp_mpa_neg_answer a = {.ird = 16, .ord = 16};
+    ASSERT_EQ(iwarp_llp_conn_accept(&P[1].c, &a), 0);
+    pump();
+    ASSERT_EQ(P[0].c.state, IWARP_LLP_CONN_ESTABLISHED);
+}
+
+static struct iwarp_sge sge(struct peer *p, uint32_t off, uint32_t len)
+{
+    return (struct iwarp_sge){(uint64_t)(uintptr_t)(p->mem + off), len, p->key};
+}
+
+static void post_send(struct peer *p, enum iwarp_wr_opcode op, uint64_t id, uint32_t off,
+                      uint32_t len, uint64_t raddr, uint32_t rkey)
+{
+    struct iwarp_sge s = sge(p, off, len);
+    struct iwarp_send_wr w = {.wr_id = id, .sg_list = &s, .num_sge = len ? 1 : 0, .opcode = op};
+    w.wr.rdma.remote_addr = raddr;
+    w.wr.rdma.rkey = rkey;
+    ASSERT_EQ(iwarp_core_qp_post_send(&p->qp, &w), 0);
+}
+
+static void post_recv(struct peer *p, uint64_t id, uint32_t off, uint32_t len)
+{
+    struct iwarp_sge s = sge(p, off, len);
+    struct iwarp_recv_wr w = {.wr_id = id, .sg_list = &s, .num_sge = 1};
+    ASSERT_EQ(iwarp_core_qp_post_recv(&p->qp, &w), 0);
+}
+
+static void expect_wc(struct iwarp_core_cq *cq, uint64_t id, uint32_t byte_len, bool check_len)
+{
+    struct iwarp_wc wc;
+    ASSERT_EQ(iwarp_core_cq_poll(cq, &wc, 1), 1);
+    ASSERT_EQ_U(wc.wr_id, id);
+    ASSERT_EQ(wc.status, IWARP_WC_SUCCESS);
+    if (check_len)
+        ASSERT_EQ_U(wc.byte_len, byte_len);
+}
+
+static void fill(uint8_t *p, size_t n, uint32_t seed)
+{
+    for (size_t i = 0; i < n; i++) {
+        seed = seed * 1103515245u + 12345u;
+        p[i] = (uint8_t)(seed >> 16);
+    }
+}
+
+/* ---- negotiation ------------------------------------------------------------------------- */
+
+/* The settings each side ended with. */
+static void expect_settings(bool crc, bool mark_i, bool mark_r)
+{
+    ASSERT_EQ(P[0].c.rx.crc, crc);
+    ASSERT_EQ(P[1].c.rx.crc, crc);
+    ASSERT_EQ(P[0].c.tx.crc, crc);
+    ASSERT_EQ(P[1].c.tx.crc, crc);
+    /* RFC 5044 §7.1.1 M: the one who asked receives markers; the other inserts them. */
+    ASSERT_EQ(P[0].c.rx.markers, mark_i);
+    ASSERT_EQ(P[1].c.tx.markers, mark_i);
+    ASSERT_EQ(P[1].c.rx.markers, mark_r);
+    ASSERT_EQ(P[0].c.tx.markers, mark_r);
+    ASSERT_EQ_U(P[0].c.max_seg, iwarp_mpa_mulpdu(1460, mark_r));
+    ASSERT_EQ_U(P[1].c.max_seg, iwarp_mpa_mulpdu(1460, mark_i));
+}
+
+TEST(negotiate_rev1_and_rev2_each_crc_and_marker_setting)
+{
+    for (unsigned v = 0; v < 16; v++) {
+        struct opts o = {.rev = (uint8_t)(1 + (v & 1)),
+                         .crc = (v & 2) != 0,
+                         .mark_i = (v & 4) != 0,
+                         .mark_r = (v & 8) != 0};
+        setup(&o);
+        accept_request();
+        /* No RTR: the responder holds everything until the initiator's first FPDU (RFC 5044
+         * §7.1.2 rule 4), here the ULP's first Send. */
+        ASSERT_EQ(P[1].c.state, IWARP_LLP_CONN_NEGOTIATING);
+        ASSERT_EQ(iwarp_mpa_neg_result(&P[0].c.neg)->rev, o.rev);
+        expect_settings(o.crc, o.mark_i, o.mark_r);
+        fill(MEM[0], 100, v);
+        post_recv(&P[1], 1, DST_OFF, 100);
+        post_send(&P[0], IWARP_WR_SEND, 2, SRC_OFF, 100, 0, 0);
+        pump();
+        ASSERT_EQ(P[1].c.state, IWARP_LLP_CONN_ESTABLISHED);
+        ASSERT_EQ(iwarp_mpa_neg_state(&P[0].c.neg), IWARP_MPA_NEG_ESTABLISHED);
+        expect_wc(&P[1].rcq, 1, 100, true);
+        expect_wc(&P[0].scq, 2, 0, false);
+        ASSERT_MEM_EQ(MEM[1] + DST_OFF, MEM[0], 100);
+    }
+}
+
+TEST(rtr_write_takes_no_msn)
+{
+    struct opts o = {.rev = 2, .crc = true, .rtr = IWARP_MPA_RTR_WRITE};
+    setup(&o);
+    accept_request();
+    ASSERT_EQ(P[1].c.state, IWARP_LLP_CONN_ESTABLISHED);
+    ASSERT_EQ(iwarp_mpa_neg_result(&P[0].c.neg)->rtr, IWARP_MPA_RTR_WRITE);
+    ASSERT_EQ_U(P[0].qp.send_msn, 1);
+    ASSERT_EQ_U(P[0].qp.read_msn, 1);
+    ASSERT_EQ_U(iwarp_ddp_rx_uq_expected_msn(&P[1].qp.uq_send), 1);
+    ASSERT_EQ_U(iwarp_ddp_rx_uq_expected_msn(&P[1].qp.uq_read), 1);
+    ASSERT_EQ(P[0].nerr + P[1].nerr, 0);
+}
+
+TEST(rtr_send_takes_msn_1_of_queue_0_without_a_receive)
+{
+    struct opts o = {.rev = 2, .crc = true, .rtr = IWARP_MPA_RTR_SEND};
+    setup(&o);
+    /* The responder has a receive posted before the RTR arrives: the RTR must not take it. */
+    post_recv(&P[1], 7, DST_OFF, 64);
+    accept_request();
+    ASSERT_EQ(P[1].c.state, IWARP_LLP_CONN_ESTABLISHED);
+    ASSERT_EQ(iwarp_mpa_neg_result(&P[0].c.neg)->rtr, IWARP_MPA_RTR_SEND);
+    ASSERT_EQ_U(P[0].qp.send_msn, 2);
+    ASSERT_EQ_U(iwarp_ddp_rx_uq_expected_msn(&P[1].qp.uq_send), 2);
+    struct iwarp_wc wc;
+    ASSERT_EQ(iwarp_core_cq_poll(&P[1].rcq, &wc, 1), 0);
+    /* The next Send carries MSN 2 and lands in the first posted receive. */
+    fill(MEM[0], 10, 3);
+    post_send(&P[0], IWARP_WR_SEND, 8, SRC_OFF, 10, 0, 0);
+    pump();
+    expect_wc(&P[1].rcq, 7, 10, true);
+    ASSERT_MEM_EQ(MEM[1] + DST_OFF, MEM[0], 10);
+    ASSERT_EQ(P[0].nerr + P[1].nerr, 0);
+}
+
+TEST(rtr_read_takes_msn_1_of_queue_1_and_is_answered)
+{
+    struct opts o = {.rev = 2, .crc = false, .rtr = IWARP_MPA_RTR_READ};
+    setup(&o);
+    accept_request();
+    ASSERT_EQ(P[1].c.state, IWARP_LLP_CONN_ESTABLISHED);
+    ASSERT_EQ(iwarp_mpa_neg_result(&P[0].c.neg)->rtr, IWARP_MPA_RTR_READ);
+    ASSERT_EQ_U(P[0].qp.read_msn, 2);
+    /* The responder's engine answered it with a zero-length Read Response (siw) and freed
+     * the IRQ slot; the initiator consumed the answer. */
+    ASSERT_EQ_U(iwarp_ddp_rx_uq_expected_msn(&P[1].qp.uq_read), 2);
+    ASSERT_EQ_U(P[1].qp.irq_count, 0);
+    ASSERT_FALSE(P[0].c.rtr_wait);
+    ASSERT_EQ_U(P[0].qp.orq_count, 0);
+    /* A real Read goes with MSN 2. */
+    fill(MEM[1], 300, 9);
+    post_send(&P[0], IWARP_WR_RDMA_READ, 4, DST_OFF, 300, (uint64_t)(uintptr_t)MEM[1], P[1].key);
+    pump();
+    expect_wc(&P[0].scq, 4, 300, false);
+    ASSERT_MEM_EQ(MEM[0] + DST_OFF, MEM[1], 300);
+    ASSERT_EQ(P[0].nerr + P[1].nerr, 0);
+}
+
+TEST(reject_with_private_data)
+{
+    struct opts o = {.rev = 2, .crc = true};
+    setup(&o);
+    pump();
+    ASSERT_EQ(P[1].c.state, IWARP_LLP_CONN_REQUEST);
+    static const uint8_t why[] = "no room at the inn";
+    struct iwarp_mpa_neg_answer a = {.ird = 0x3FFF, .ord = 0x3FFF, .pd = why, .pd_len = sizeof why};
+    ASSERT_EQ(iwarp_llp_conn_reject(&P[1].c, &a), 0);
+    ASSERT_EQ(P[1].c.state, IWARP_LLP_CONN_REJECTED);
+    pump();
+    ASSERT_EQ(P[0].c.state, IWARP_LLP_CONN_REJECTED);
+    ASSERT_EQ(P[0].c.err, IWARP_ERR_MPA_REJECTED);
+    const struct iwarp_mpa_neg_result *r = iwarp_mpa_neg_result(&P[0].c.neg);
+    ASSERT_EQ(r->peer_pd_len, sizeof why);
+    ASSERT_MEM_EQ(r->peer_pd, why, sizeof why);
+    ASSERT_TRUE(M.closed[0] && M.closed[1]);
+    ASSERT_EQ(P[0].qp.state, IWARP_CORE_QP_ERROR);
+}
+
+TEST(timeout_waiting_for_the_reply)
+{
+    struct opts o = {.rev = 2, .crc = true, .tmo_i = 1000};
+    setup(&o);
+    pump();
+    ASSERT_EQ(P[1].c.state, IWARP_LLP_CONN_REQUEST); /* the CM never decides */
+    ASSERT_EQ_U(iwarp_llp_conn_next_timeout(&P[0].c), 1000);
+    iwarp_llp_conn_handle_timeout(&P[0].c, 999);
+    ASSERT_EQ(P[0].c.state, IWARP_LLP_CONN_NEGOTIATING);
+    iwarp_llp_conn_handle_timeout(&P[0].c, 1000);
+    ASSERT_EQ(P[0].c.state, IWARP_LLP_CONN_FAILED);
+    ASSERT_EQ(P[0].c.err, IWARP_ERR_TIMEDOUT);
+}
+
+TEST(first_fpdu_delay_holds_the_rtr_and_responder_rtr_timeout)
+{
+    /* The initiator holds its RTR 5000 ns after the Reply; a responder that waits 3000 ns for
+     * it gives up first (RFC 5044 §7.1.2 rule 10). */
+    struct opts o = {
+        .rev = 2, .crc = true, .rtr = IWARP_MPA_RTR_WRITE, .delay = 5000, .tmo_r = 3000};
+    setup(&o);
+    M.now_ns = 100;
+    pump();
+    iwarp_llp_conn_attach(&P[1].c, &P[1].qp);
+    struct iwarp_mpa_neg_answer a = {.ird = 4, .ord = 4};
+    P[1].c.now_ns = 100;
+    ASSERT_EQ(iwarp_llp_conn_accept(&P[1].c, &a), 0);
+    pump();
+    ASSERT_EQ(P[0].c.state, IWARP_LLP_CONN_ESTABLISHED);
+    ASSERT_EQ_U(iwarp_llp_conn_next_timeout(&P[0].c), 5100);
+    ASSERT_FALSE(iwarp_llp_conn_tx_ready(&P[0].c, 5099));
+    ASSERT_TRUE(iwarp_llp_conn_tx_ready(&P[0].c, 5100));
+    ASSERT_EQ_U(iwarp_llp_conn_next_timeout(&P[1].c), 3100);
+    M.now_ns = 3100;
+    iwarp_llp_conn_handle_timeout(&P[1].c, 3100);
+    ASSERT_EQ(P[1].c.state, IWARP_LLP_CONN_FAILED);
+    ASSERT_EQ(P[1].c.err, IWARP_ERR_TIMEDOUT);
+}
+
+TEST(first_fpdu_delay_then_established)
+{
+    struct opts o = {.rev = 2, .crc = true, .rtr = IWARP_MPA_RTR_READ, .delay = 5000};
+    setup(&o);
+    pump();
+    iwarp_llp_conn_attach(&P[1].c, &P[1].qp);
+    struct iwarp_mpa_neg_answer a = {.ird = 4, .ord = 4};
+    ASSERT_EQ(iwarp_llp_conn_accept(&P[1].c, &a), 0);
+    pump();
+    ASSERT_EQ(P[1].c.state, IWARP_LLP_CONN_NEGOTIATING); /* nothing sent yet */
+    ASSERT_EQ_U(M.pipe[0].off, 20u + 4u); /* only the Request (with the RFC 6581 word) */
+    M.now_ns = 5000;
+    iwarp_llp_conn_handle_timeout(&P[0].c, 5000);
+    pump();
+    ASSERT_EQ(P[1].c.state, IWARP_LLP_CONN_ESTABLISHED);
+    ASSERT_FALSE(P[0].c.rtr_wait);
+    ASSERT_EQ_U(iwarp_llp_conn_next_timeout(&P[0].c), UINT64_MAX);
+}
+
+/* ---- data transfer ---------------------------------------------------------------------- */
+
+enum op { OP_SEND, OP_WRITE, OP_READ };
+
+/* Move size octets with op from the initiator to the responder (Read: the initiator reads
+ * from the responder), nreads Reads at once for OP_READ; verify every octet. */
+static void transfer(enum op op, uint32_t size, unsigned nreads)
+{
+    uint32_t seed = size * 31u + (uint32_t)op;
+    if (op == OP_READ) {
+        uint32_t each = size;
+        fill(MEM[1] + SRC_OFF, (size_t)each * nreads, seed);
+        memset(MEM[0] + DST_OFF, 0, (size_t)each * nreads);
+        for (unsigned i = 0; i < nreads; i++)
+            post_send(&P[0], IWARP_WR_RDMA_READ, 100 + i, DST_OFF + i * each, each,
+                      (uint64_t)(uintptr_t)(MEM[1] + SRC_OFF + i * each), P[1].key);
+        pump();
+        for (unsigned i = 0; i < nreads; i++)
+            expect_wc(&P[0].scq, 100 + i, each, false);
+        ASSERT_MEM_EQ(MEM[0] + DST_OFF, MEM[1] + SRC_OFF, (size_t)each * nreads);
+        return;
+    }
+    fill(MEM[0] + SRC_OFF, size, seed);
+    memset(MEM[1] + DST_OFF, 0, (size_t)size + 1);
+    if (op == OP_SEND) {
+        post_recv(&P[1], 200, DST_OFF, size + 1);
+        post_send(&P[0], IWARP_WR_SEND, 201, SRC_OFF, size, 0, 0);
+    } else {
+        post_send(&P[0], IWARP_WR_RDMA_WRITE, 201, SRC_OFF, size,
+                  (uint64_t)(uintptr_t)(MEM[1] + DST_OFF), P[1].key);
+    }
+    pump();
+    expect_wc(&P[0].scq, 201, 0, false);
+    if (op == OP_SEND)
+        expect_wc(&P[1].rcq, 200, size, true);
+    ASSERT_MEM_EQ(MEM[1] + DST_OFF, MEM[0] + SRC_OFF, size);
+    ASSERT_EQ(MEM[1][DST_OFF + size], 0); /* nothing beyond */
+}
+
+/* Connect with crc/markers (peer-to-peer, Write RTR) and the given split faults. */
+static void connect_with(bool crc, bool markers, size_t split, bool random)
+{
+    struct opts o = {
+        .rev = 2, .crc = crc, .mark_i = markers, .mark_r = markers, .rtr = IWARP_MPA_RTR_WRITE};
+    setup(&o);
+    for (unsigned d = 0; d < 2; d++) {
+        M.pipe[d].max_read = split;
+        M.pipe[d].max_write = split;
+        M.pipe[d].random = random;
+    }
+    accept_request();
+    ASSERT_EQ(P[1].c.state, IWARP_LLP_CONN_ESTABLISHED);
+}
+
+static void sizes_for(uint32_t *sz, unsigned *n)
+{
+    uint32_t m = P[0].c.max_seg; /* MULPDU toward the responder (RFC 5044 §4.5) */
+    uint32_t list[] = {0, 1, 4095, m - 1, m, m + 1, m - 18, m - 17};
+    *n = 0;
+    for (unsigned i = 0; i < sizeof list / sizeof list[0]; i++)
+        sz[(*n)++] = list[i];
+}
+
+static void matrix(size_t split, bool random)
+{
+    for (unsigned v = 0; v < 4; v++) {
+        connect_with((v & 1) != 0, (v & 2) != 0, split, random);
+        uint32_t sz[16];
+        unsigned n;
+        sizes_for(sz, &n);
+        for (unsigned i = 0; i < n; i++) {
+            transfer(OP_SEND, sz[i], 1);
+            transfer(OP_WRITE, sz[i], 1);
+            if (sz[i] > 0)
+                transfer(OP_READ, sz[i], 3);
+        }
+        ASSERT_EQ(P[0].nerr + P[1].nerr, 0);
+    }
+}
+
+TEST(data_one_octet_splits_every_crc_marker_combination)
+{
+    matrix(1, false);
+}
+
+TEST(data_random_splits_every_crc_marker_combination)
+{
+    matrix(0, true);
+}
+
+TEST(data_one_mib_random_splits_every_crc_marker_combination)
+{
+    for (unsigned v = 0; v < 4; v++) {
+        connect_with((v & 1) != 0, (v & 2) != 0, 0, true);
+        transfer(OP_SEND, MIB, 1);
+        transfer(OP_WRITE, MIB, 1);
+        transfer(OP_READ, MIB / 4, 4); /* four outstanding Reads of 256 KiB */
+        ASSERT_EQ(P[0].nerr + P[1].nerr, 0);
+    }
+}
+
+TEST(data_one_mib_one_octet_splits_crc_and_markers)
+{
+    connect_with(true, true, 1, false);
+    transfer(OP_WRITE, MIB, 1);
+    transfer(OP_READ, MIB, 1);
+    ASSERT_EQ(P[0].nerr + P[1].nerr, 0);
+}
+
+/* ---- errors ------------------------------------------------------------------------------- */
+
+static uint64_t corrupt_at;
+static void flip(void *user, unsigned dir, uint64_t off, uint8_t *p, size_t n)
+{
+    (void)user;
+    if (dir == 0 && corrupt_at >= off && corrupt_at < off + n)
+        p[corrupt_at - off] ^= 0x10;
+}
+
+TEST(corrupted_octet_with_crc_gets_the_llp_terminate)
+{
+    connect_with(true, false, 0, true);
+    /* RFC 5044 §8: a CRC error is reported with Layer 2 (LLP), EType 0 (MPA), Code 0x02. */
+    corrupt_at = M.pipe[0].off + 25; /* inside the Send's payload */
+    M.hook = flip;
+    fill(MEM[0], 100, 5);
+    post_recv(&P[1], 1, DST_OFF, 100);
+    post_send(&P[0], IWARP_WR_SEND, 2, SRC_OFF, 100, 0, 0);
+    pump();
+    ASSERT_TRUE(P[1].nerr > 0);
+    ASSERT_EQ_U(P[1].last_cause, 0x020002u);
+    ASSERT_FALSE(P[1].last_from_peer);
+    /* The initiator got the Terminate and reports the peer's cause. */
+    ASSERT_TRUE(P[0].nerr > 0);
+    ASSERT_EQ_U(P[0].last_cause, 0x020002u);
+    ASSERT_TRUE(P[0].last_from_peer);
+    ASSERT_EQ(P[0].c.state, IWARP_LLP_CONN_CLOSE);
+    ASSERT_EQ(P[1].c.state, IWARP_LLP_CONN_CLOSE);
+    ASSERT_TRUE(M.closed[0] && M.closed[1]);
+    /* Nothing was delivered. */
+    struct iwarp_wc wc;
+    ASSERT_EQ(iwarp_core_cq_poll(&P[1].rcq, &wc, 1), 1);
+    ASSERT_NE(wc.status, IWARP_WC_SUCCESS);
+}
+
+TEST(corrupted_rtr_before_the_qp_runs_gets_the_llp_terminate)
+{
+    struct opts o = {.rev = 2, .crc = true, .rtr = IWARP_MPA_RTR_WRITE};
+    setup(&o);
+    corrupt_at = 24 + 8; /* the RTR FPDU follows the 24-octet Request */
+    M.hook = flip;
+    pump();
+    iwarp_llp_conn_attach(&P[1].c, &P[1].qp);
+    struct iwarp_mpa_neg_answer a = {.ird = 4, .ord = 4};
+    ASSERT_EQ(iwarp_llp_conn_accept(&P[1].c, &a), 0);
+    pump();
+    ASSERT_EQ(P[1].c.state, IWARP_LLP_CONN_FAILED);
+    ASSERT_EQ(P[1].c.err, IWARP_ERR_FPDU_CRC);
+    ASSERT_EQ_U(P[0].last_cause, 0x020002u);
+    ASSERT_TRUE(P[0].last_from_peer);
+}
