@@ -542,3 +542,42 @@ TEST(corrupted_rtr_before_the_qp_runs_gets_the_llp_terminate)
     ASSERT_EQ_U(P[0].last_cause, 0x020002u);
     ASSERT_TRUE(P[0].last_from_peer);
 }
+
+TEST(stalled_direction_delivers_nothing_until_it_resumes)
+{
+    connect_with(true, false, 0, false);
+    M.pipe[0].stall = 3;
+    fill(MEM[0], 50, 1);
+    post_recv(&P[1], 1, DST_OFF, 50);
+    post_send(&P[0], IWARP_WR_SEND, 2, SRC_OFF, 50, 0, 0);
+    struct iwarp_wc wc;
+    for (int i = 0; i < 3; i++) {
+        iwarp_llp_mem_step(&M);
+        ASSERT_EQ(iwarp_core_cq_poll(&P[1].rcq, &wc, 1), 0);
+        ASSERT_TRUE(M.pipe[0].len > 0);
+    }
+    pump();
+    expect_wc(&P[1].rcq, 1, 50, true);
+    ASSERT_MEM_EQ(MEM[1] + DST_OFF, MEM[0], 50);
+}
+
+TEST(early_data_from_the_responder_fails_the_initiator)
+{
+    /* RFC 5044 §7.1.2 rule 4: the responder sends nothing before the initiator's first FPDU;
+     * octets right after the Reply are refused with 2/0/0x04 and TCP is closed. */
+    struct opts o = {.rev = 2, .crc = true, .delay = 1000};
+    setup(&o);
+    pump();
+    iwarp_llp_conn_attach(&P[1].c, &P[1].qp);
+    struct iwarp_mpa_neg_answer a = {.ird = 4, .ord = 4};
+    ASSERT_EQ(iwarp_llp_conn_accept(&P[1].c, &a), 0);
+    pump();
+    ASSERT_EQ(P[0].c.state, IWARP_LLP_CONN_ESTABLISHED);
+    size_t len;
+    uint8_t *p = iwarp_llp_conn_rx_buf(&P[0].c, &len);
+    ASSERT_TRUE(p != NULL && len >= 4);
+    memset(p, 0, 4);
+    ASSERT_EQ(iwarp_llp_conn_rx_ack(&P[0].c, 4, 0), IWARP_ERR_MPA_EARLY_DATA);
+    ASSERT_EQ(P[0].c.state, IWARP_LLP_CONN_FAILED);
+    ASSERT_FALSE(iwarp_llp_conn_tx_ready(&P[0].c, 2000)); /* no FPDU after ACT_CLOSE */
+}
