@@ -1,0 +1,399 @@
+/*
+ * The TCP back-end: octets between a non-blocking kernel socket and an MPA connection.
+ */
+#define _GNU_SOURCE 1 /* accept4, SOCK_NONBLOCK, MSG_NOSIGNAL */
+#include "llp/llp_tcp.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "iwarp/errors.h"
+
+/* iovecs handed to one sendmsg (several FPDUs per call). */
+#define TCP_TX_IOV 128u
+/* reads or writes per readiness callback, so one busy stream cannot starve the others */
+#define TCP_BUDGET 64
+
+/* The smallest EMSS TCP guarantees (RFC 9293 §3.7.1: 536 for IPv4; IPv6 gets 1220). */
+#define TCP_MIN_EMSS 536u
+
+static int map_errno(int e)
+{
+    switch (e) {
+    case ECONNREFUSED:
+        return IWARP_ERR_CONN_REFUSED;
+    case ETIMEDOUT:
+    case EHOSTUNREACH:
+    case ENETUNREACH:
+    case EHOSTDOWN:
+    case ENETDOWN:
+        return IWARP_ERR_UNREACHABLE;
+    case ECONNRESET:
+    case ECONNABORTED:
+    case EPIPE:
+        return IWARP_ERR_CONN_RESET;
+    case EADDRINUSE:
+    case EADDRNOTAVAIL:
+    case EAFNOSUPPORT:
+    case EACCES:
+        return IWARP_ERR_ADDR;
+    default:
+        return IWARP_ERR_IO;
+    }
+}
+
+socklen_t iwarp_llp_tcp_addrlen(const struct sockaddr *sa)
+{
+    if (!sa)
+        return 0;
+    if (sa->sa_family == AF_INET)
+        return (socklen_t)sizeof(struct sockaddr_in);
+    if (sa->sa_family == AF_INET6)
+        return (socklen_t)sizeof(struct sockaddr_in6);
+    return 0;
+}
+
+/* TCP_NODELAY (an FPDU is a message: never wait to coalesce), then the EMSS and addresses. */
+static int setup_connected(struct iwarp_llp_tcp *t)
+{
+    int one = 1;
+    if (setsockopt(t->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0)
+        return IWARP_ERR_IO;
+    int mss = 0;
+    socklen_t len = sizeof mss;
+    if (getsockopt(t->fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &len) != 0 || mss < (int)TCP_MIN_EMSS)
+        mss = (int)TCP_MIN_EMSS;
+    t->emss = (uint32_t)mss;
+    len = sizeof t->local;
+    getsockname(t->fd, (struct sockaddr *)&t->local, &len);
+    len = sizeof t->peer;
+    getpeername(t->fd, (struct sockaddr *)&t->peer, &len);
+    t->phase = IWARP_LLP_TCP_OPEN;
+    return 0;
+}
+
+/* The stream failed with IWARP_ERR_* err: tell the connection once, stop using the socket. */
+static void fail(struct iwarp_llp_tcp *t, int err)
+{
+    if (!t->err)
+        t->err = err;
+    t->phase = IWARP_LLP_TCP_DONE;
+    if (t->conn_ready && !t->llp_closed) {
+        t->llp_closed = true;
+        iwarp_llp_conn_closed(&t->conn, false);
+    }
+}
+
+int iwarp_llp_tcp_connect(struct iwarp_llp_tcp *t, const struct sockaddr *dst,
+                          const struct sockaddr *src)
+{
+    socklen_t dlen = iwarp_llp_tcp_addrlen(dst);
+    if (dlen == 0 || (src && src->sa_family != dst->sa_family))
+        return IWARP_ERR_INVAL;
+    t->fd = socket(dst->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_TCP);
+    if (t->fd < 0)
+        return map_errno(errno);
+    int one = 1;
+    setsockopt(t->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (src && bind(t->fd, src, iwarp_llp_tcp_addrlen(src)) != 0) {
+        int e = errno;
+        close(t->fd);
+        t->fd = -1;
+        return e == EINVAL ? IWARP_ERR_ADDR : map_errno(e);
+    }
+    memcpy(&t->peer, dst, dlen);
+    if (connect(t->fd, dst, dlen) == 0)
+        return setup_connected(t);
+    if (errno == EINPROGRESS) {
+        t->phase = IWARP_LLP_TCP_CONNECTING;
+        return 0;
+    }
+    int e = errno;
+    close(t->fd);
+    t->fd = -1;
+    return map_errno(e);
+}
+
+int iwarp_llp_tcp_adopt(struct iwarp_llp_tcp *t, int fd)
+{
+    t->fd = fd;
+    int rc = setup_connected(t);
+    if (rc != 0) {
+        close(fd);
+        t->fd = -1;
+        t->phase = IWARP_LLP_TCP_IDLE;
+    }
+    return rc;
+}
+
+bool iwarp_llp_tcp_connected(const struct iwarp_llp_tcp *t)
+{
+    return t->fd >= 0 && t->phase == IWARP_LLP_TCP_OPEN;
+}
+
+int iwarp_llp_tcp_start(struct iwarp_llp_tcp *t, const struct iwarp_llp_conn_cfg *cfg,
+                        uint8_t *bounce, struct iwarp_llp_conn_txf *txf, uint64_t now_ns)
+{
+    if (!iwarp_llp_tcp_connected(t) || t->conn_ready)
+        return IWARP_ERR_STATE;
+    struct iwarp_llp_conn_cfg c = *cfg;
+    /* RFC 5044 §4.5 (and every RNIC): an FPDU fits the connection's EMSS. */
+    c.emss = t->emss;
+    int rc = iwarp_llp_conn_init(&t->conn, &c, bounce, txf, now_ns);
+    if (rc == 0)
+        t->conn_ready = true;
+    return rc;
+}
+
+/* A pending non-blocking connect() has finished one way or the other. */
+static void finish_connect(struct iwarp_llp_tcp *t)
+{
+    int e = 0;
+    socklen_t len = sizeof e;
+    if (getsockopt(t->fd, SOL_SOCKET, SO_ERROR, &e, &len) != 0)
+        e = errno;
+    if (e == 0) {
+        if (setup_connected(t) != 0)
+            fail(t, IWARP_ERR_IO);
+        return;
+    }
+    if (e == EINPROGRESS || e == EALREADY)
+        return;
+    fail(t, map_errno(e));
+}
+
+/* Whether the connection wants the transport closed once its octets are written. */
+static bool conn_wants_close(const struct iwarp_llp_tcp *t)
+{
+    enum iwarp_llp_conn_state s = t->conn.state;
+    return s == IWARP_LLP_CONN_CLOSE || s == IWARP_LLP_CONN_REJECTED || s == IWARP_LLP_CONN_FAILED;
+}
+
+static void send_fin(struct iwarp_llp_tcp *t)
+{
+    if (t->fin_sent || t->phase != IWARP_LLP_TCP_OPEN)
+        return;
+    if (shutdown(t->fd, SHUT_WR) != 0 && errno != ENOTCONN) {
+        fail(t, map_errno(errno));
+        return;
+    }
+    t->fin_sent = true;
+    if (t->rx_eof)
+        t->phase = IWARP_LLP_TCP_DONE;
+}
+
+/* Write what the connection has ready until it is empty or the socket is full. */
+static void flush(struct iwarp_llp_tcp *t, uint64_t now_ns)
+{
+    struct iovec iov[TCP_TX_IOV];
+    t->tx_blocked = false;
+    for (int budget = TCP_BUDGET; budget > 0 && t->phase == IWARP_LLP_TCP_OPEN && !t->fin_sent;
+         budget--) {
+        uint32_t n = iwarp_llp_conn_tx_iov(&t->conn, iov, TCP_TX_IOV, now_ns);
+        if (n == 0)
+            break;
+        size_t total = 0;
+        for (uint32_t i = 0; i < n; i++)
+            total += iov[i].iov_len;
+        struct msghdr m = {.msg_iov = iov, .msg_iovlen = n};
+        ssize_t w = sendmsg(t->fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w > 0) {
+            iwarp_llp_conn_tx_ack(&t->conn, (size_t)w);
+            if ((size_t)w < total) {
+                t->tx_blocked = true; /* the send buffer is full */
+                break;
+            }
+            continue;
+        }
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            t->tx_blocked = true;
+            break;
+        }
+        fail(t, w < 0 ? map_errno(errno) : IWARP_ERR_IO);
+        return;
+    }
+    if (t->phase != IWARP_LLP_TCP_OPEN || t->tx_blocked)
+        return;
+    if ((t->fin_wanted || conn_wants_close(t)) && !iwarp_llp_conn_tx_ready(&t->conn, now_ns))
+        send_fin(t);
+}
+
+/* rx_buf gave nothing (no reading allowed now) yet the socket signalled: look for end of
+ * stream or an error. Data is left in place while the connection may still take it (a
+ * pending accept decision); once it is closing, what the peer still sends is discarded. */
+static void peek_for_end(struct iwarp_llp_tcp *t)
+{
+    uint8_t b[2048];
+    bool discard = t->fin_sent || t->llp_closed;
+    ssize_t n;
+    do
+        n = recv(t->fd, b, discard ? sizeof b : 1,
+                 discard ? MSG_DONTWAIT : MSG_PEEK | MSG_DONTWAIT);
+    while (discard && n > 0);
+    if (n == 0) {
+        t->rx_eof = true;
+        if (t->conn_ready && !t->llp_closed) {
+            t->llp_closed = true;
+            iwarp_llp_conn_closed(&t->conn, true);
+        }
+        if (t->fin_sent)
+            t->phase = IWARP_LLP_TCP_DONE;
+    } else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+        fail(t, map_errno(errno));
+    }
+}
+
+void iwarp_llp_tcp_on_readable(struct iwarp_llp_tcp *t, uint64_t now_ns)
+{
+    if (t->phase == IWARP_LLP_TCP_CONNECTING) {
+        finish_connect(t);
+        return;
+    }
+    if (t->phase != IWARP_LLP_TCP_OPEN || !t->conn_ready || t->rx_eof)
+        return;
+    for (int budget = TCP_BUDGET; budget > 0; budget--) {
+        size_t len = 0;
+        uint8_t *p = iwarp_llp_conn_rx_buf(&t->conn, &len);
+        if (!p || len == 0) {
+            if (budget == TCP_BUDGET)
+                peek_for_end(t);
+            break;
+        }
+        ssize_t n = recv(t->fd, p, len, MSG_DONTWAIT);
+        if (n > 0) {
+            iwarp_llp_conn_rx_ack(&t->conn, (size_t)n, now_ns);
+            if ((size_t)n < len)
+                break; /* the kernel had no more: save a recv that would say EAGAIN */
+            continue;
+        }
+        if (n == 0) {
+            /* The peer's FIN: an orderly end of its stream. */
+            t->rx_eof = true;
+            if (!t->llp_closed) {
+                t->llp_closed = true;
+                iwarp_llp_conn_closed(&t->conn, true);
+            }
+            if (t->fin_sent)
+                t->phase = IWARP_LLP_TCP_DONE;
+            break;
+        }
+        if (errno == EINTR)
+            continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK)
+            break;
+        fail(t, map_errno(errno));
+        return;
+    }
+    /* Receiving may have produced output (MPA Reply, Read Responses, a Terminate). */
+    flush(t, now_ns);
+}
+
+void iwarp_llp_tcp_on_writable(struct iwarp_llp_tcp *t, uint64_t now_ns)
+{
+    if (t->phase == IWARP_LLP_TCP_CONNECTING) {
+        finish_connect(t);
+        return;
+    }
+    if (t->phase != IWARP_LLP_TCP_OPEN || !t->conn_ready)
+        return;
+    flush(t, now_ns);
+}
+
+uint32_t iwarp_llp_tcp_interest(struct iwarp_llp_tcp *t)
+{
+    if (t->phase == IWARP_LLP_TCP_CONNECTING)
+        return IWARP_LLP_TCP_WANT_WRITE;
+    if (t->phase != IWARP_LLP_TCP_OPEN || !t->conn_ready)
+        return 0;
+    uint32_t want = 0;
+    size_t len = 0;
+    if (!t->rx_eof && iwarp_llp_conn_rx_buf(&t->conn, &len) && len > 0)
+        want |= IWARP_LLP_TCP_WANT_READ;
+    else if (!t->rx_eof && t->fin_sent)
+        want |= IWARP_LLP_TCP_WANT_READ; /* wait for the peer's FIN */
+    if (t->tx_blocked)
+        want |= IWARP_LLP_TCP_WANT_WRITE;
+    return want;
+}
+
+void iwarp_llp_tcp_shutdown(struct iwarp_llp_tcp *t, uint64_t now_ns)
+{
+    t->fin_wanted = true;
+    if (t->phase != IWARP_LLP_TCP_OPEN)
+        return;
+    if (t->conn_ready)
+        flush(t, now_ns);
+    else
+        send_fin(t);
+}
+
+void iwarp_llp_tcp_close(struct iwarp_llp_tcp *t, bool abortive)
+{
+    if (t->fd >= 0) {
+        if (abortive) {
+            struct linger lg = {.l_onoff = 1, .l_linger = 0};
+            setsockopt(t->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+        }
+        close(t->fd);
+        t->fd = -1;
+    }
+    if (t->conn_ready && !t->llp_closed) {
+        t->llp_closed = true;
+        iwarp_llp_conn_closed(&t->conn, !abortive);
+    }
+    t->phase = IWARP_LLP_TCP_DONE;
+}
+
+int iwarp_llp_tcp_listen(struct iwarp_llp_tcp_listener *l, const struct sockaddr *addr, int backlog)
+{
+    l->fd = -1;
+    socklen_t alen = iwarp_llp_tcp_addrlen(addr);
+    if (alen == 0)
+        return IWARP_ERR_INVAL;
+    l->fd = socket(addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_TCP);
+    if (l->fd < 0)
+        return map_errno(errno);
+    int one = 1;
+    setsockopt(l->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (addr->sa_family == AF_INET6)
+        setsockopt(l->fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+    if (bind(l->fd, addr, alen) != 0 || listen(l->fd, backlog > 0 ? backlog : SOMAXCONN) != 0) {
+        int e = errno;
+        close(l->fd);
+        l->fd = -1;
+        return map_errno(e);
+    }
+    socklen_t len = sizeof l->local;
+    getsockname(l->fd, (struct sockaddr *)&l->local, &len);
+    return 0;
+}
+
+int iwarp_llp_tcp_accept(struct iwarp_llp_tcp_listener *l)
+{
+    for (;;) {
+        int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd >= 0)
+            return fd;
+        if (errno == EINTR)
+            continue;
+        /* ECONNABORTED: that peer gave up before we accepted; others may still be queued. */
+        if (errno == ECONNABORTED)
+            continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK)
+            return IWARP_ERR_BUSY;
+        return IWARP_ERR_IO;
+    }
+}
+
+void iwarp_llp_tcp_listener_close(struct iwarp_llp_tcp_listener *l)
+{
+    if (l->fd >= 0)
+        close(l->fd);
+    l->fd = -1;
+}

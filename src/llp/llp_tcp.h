@@ -1,0 +1,134 @@
+/*
+ * The TCP back-end (L6): a kernel TCP socket (non-blocking, TCP_NODELAY) and the MPA
+ * connection (llp_conn) it carries, and a listening socket. It moves octets between the
+ * socket and the connection's buf/ack calls and turns end of stream and socket errors into
+ * iwarp_llp_conn_closed(). It knows nothing of the progress loop: its owner watches the fd,
+ * calls iwarp_llp_tcp_on_readable()/on_writable() when the socket is ready (or when new TX
+ * work is posted), and asks iwarp_llp_tcp_interest() which readiness to wait for next.
+ *
+ * Every call expects the context lock held (the connection's QP engine is reached through it).
+ */
+#ifndef IWARP_LLP_LLP_TCP_H
+#define IWARP_LLP_LLP_TCP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "llp/llp_conn.h"
+
+/* Interest bits returned by iwarp_llp_tcp_interest(). */
+#define IWARP_LLP_TCP_WANT_READ  1u
+#define IWARP_LLP_TCP_WANT_WRITE 2u
+
+enum iwarp_llp_tcp_phase {
+    IWARP_LLP_TCP_IDLE = 0,       /* no socket */
+    IWARP_LLP_TCP_CONNECTING = 1, /* non-blocking connect() in progress */
+    IWARP_LLP_TCP_OPEN = 2,       /* connected; the MPA connection runs */
+    IWARP_LLP_TCP_DONE = 3,       /* the stream is over (both directions, or failed) */
+};
+
+struct iwarp_llp_tcp {
+    int fd;
+    uint8_t phase;   /* enum iwarp_llp_tcp_phase */
+    bool conn_ready; /* conn was initialised (iwarp_llp_tcp_start) */
+    bool rx_eof;     /* the peer's FIN was read */
+    bool fin_sent;   /* shutdown(SHUT_WR) done: our FIN is queued */
+    bool fin_wanted; /* iwarp_llp_tcp_shutdown(): FIN once the pending octets are written */
+    bool llp_closed; /* iwarp_llp_conn_closed() was called */
+    bool tx_blocked; /* the last write would have blocked: wait for writability */
+    int err;         /* first transport error (IWARP_ERR_CONN_*), or 0 */
+    uint32_t emss;   /* TCP_MAXSEG of the connected socket */
+    struct sockaddr_storage local, peer;
+    struct iwarp_llp_conn conn;
+};
+
+/* A listening socket. */
+struct iwarp_llp_tcp_listener {
+    int fd;
+    struct sockaddr_storage local; /* the bound address (port filled in) */
+};
+
+/*
+ * Start a non-blocking TCP connection to dst (IPv4 or IPv6), from src when it is not NULL.
+ * t must be zeroed. The connection is complete when the socket becomes writable: then call
+ * iwarp_llp_tcp_on_writable(), which finishes it (iwarp_llp_tcp_connected() tells).
+ * Returns 0; IWARP_ERR_INVAL (bad address); IWARP_ERR_ADDR (src not bindable);
+ * IWARP_ERR_CONN_REFUSED / IWARP_ERR_UNREACHABLE when connect() fails at once; IWARP_ERR_IO.
+ */
+int iwarp_llp_tcp_connect(struct iwarp_llp_tcp *t, const struct sockaddr *dst,
+                          const struct sockaddr *src);
+
+/*
+ * Adopt an accepted, connected, non-blocking socket (iwarp_llp_tcp_accept). t must be zeroed.
+ * Ownership: fd is owned by t from now on (closed by iwarp_llp_tcp_close). Returns 0 or
+ * IWARP_ERR_IO (fd is closed then).
+ */
+int iwarp_llp_tcp_adopt(struct iwarp_llp_tcp *t, int fd);
+
+/* Whether the TCP connection is established (phase OPEN or later with no connect error). */
+bool iwarp_llp_tcp_connected(const struct iwarp_llp_tcp *t);
+
+/*
+ * Initialise the MPA connection once TCP is connected: cfg->emss is replaced by the socket's
+ * TCP_MAXSEG so every FPDU fits one TCP segment (RFC 5044 §3, §4.5 EMSS). Queued negotiation
+ * octets (the initiator's Request) go out on the next on_writable.
+ * Ownership: bounce and txf are borrowed as by iwarp_llp_conn_init. Returns 0, IWARP_ERR_STATE
+ * (not connected) or the iwarp_llp_conn_init error.
+ */
+int iwarp_llp_tcp_start(struct iwarp_llp_tcp *t, const struct iwarp_llp_conn_cfg *cfg,
+                        uint8_t *bounce, struct iwarp_llp_conn_txf *txf, uint64_t now_ns);
+
+/*
+ * The socket is readable (or has an error/hangup): read until the kernel has nothing more or
+ * the connection takes nothing more, feeding the MPA connection. End of stream and errors are
+ * reported to the connection (iwarp_llp_conn_closed). Then writes whatever became ready (MPA
+ * Reply, Terminate, Read Responses). now_ns: the current time.
+ */
+void iwarp_llp_tcp_on_readable(struct iwarp_llp_tcp *t, uint64_t now_ns);
+
+/*
+ * The socket is writable, or new TX work was posted (the QP's kick): finish a pending
+ * connect, then write what the connection has ready until it is empty or the socket is full.
+ * When the connection wants the transport closed and everything is written, sends our FIN.
+ */
+void iwarp_llp_tcp_on_writable(struct iwarp_llp_tcp *t, uint64_t now_ns);
+
+/* The readiness to wait for next (IWARP_LLP_TCP_WANT_*; 0 when the stream is over). */
+uint32_t iwarp_llp_tcp_interest(struct iwarp_llp_tcp *t);
+
+/*
+ * Graceful close: flush what can be written and send our FIN (the connection's own CLOSE
+ * state does the same by itself). Use after the QP has drained.
+ */
+void iwarp_llp_tcp_shutdown(struct iwarp_llp_tcp *t, uint64_t now_ns);
+
+/*
+ * Close the socket. abortive: reset the connection (SO_LINGER 0: the peer sees a RST);
+ * otherwise a normal close. Reports the end to the MPA connection if it had not seen it.
+ * Safe to call more than once.
+ */
+void iwarp_llp_tcp_close(struct iwarp_llp_tcp *t, bool abortive);
+
+/*
+ * Bind (SO_REUSEADDR; IPV6_V6ONLY for IPv6 addresses) and listen with backlog on addr. l
+ * need not be initialised. Returns 0, IWARP_ERR_INVAL, IWARP_ERR_ADDR (address in use or not
+ * local) or IWARP_ERR_IO.
+ */
+int iwarp_llp_tcp_listen(struct iwarp_llp_tcp_listener *l, const struct sockaddr *addr,
+                         int backlog);
+
+/*
+ * Accept one pending connection as a non-blocking socket. Returns the fd (>= 0, owned by the
+ * caller: pass it to iwarp_llp_tcp_adopt), IWARP_ERR_BUSY when none is pending, or
+ * IWARP_ERR_IO.
+ */
+int iwarp_llp_tcp_accept(struct iwarp_llp_tcp_listener *l);
+
+/* Close the listening socket (safe to call more than once). */
+void iwarp_llp_tcp_listener_close(struct iwarp_llp_tcp_listener *l);
+
+/* Length of a sockaddr by its family (0 for families other than AF_INET/AF_INET6). */
+socklen_t iwarp_llp_tcp_addrlen(const struct sockaddr *sa);
+
+#endif

@@ -1,0 +1,498 @@
+/* The connection manager over real TCP (127.0.0.1 and ::1): event channel semantics,
+ * connect/accept with private data both ways and swapped IRD/ORD, reject with private data,
+ * a refused connection, graceful disconnect from either side, an abortive close, Send, RDMA
+ * Write and RDMA Read end to end with verified data, and the same in caller-progress mode. */
+#define _GNU_SOURCE 1 /* usleep */
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "iwarp/cm.h"
+#include "iwarp/errors.h"
+#include "iwarp/verbs.h"
+
+#define BUF     65536u
+#define WAIT_MS 5000
+
+struct side {
+    struct iwarp_ctx *ctx;
+    struct iwarp_cm_channel *ch;
+    struct iwarp_pd *pd;
+    struct iwarp_cq *cq;
+    struct iwarp_cm_id *id;     /* the connection's id */
+    struct iwarp_cm_id *listen; /* server: the listener */
+    struct iwarp_mr *mr;
+    uint8_t *buf;
+};
+
+static void side_init(struct side *s, enum iwarp_progress_mode mode)
+{
+    memset(s, 0, sizeof *s);
+    struct iwarp_ctx_attr a;
+    iwarp_ctx_attr_default(&a);
+    a.progress = mode;
+    ASSERT_EQ(iwarp_ctx_create(&a, &s->ctx), 0);
+    ASSERT_EQ(iwarp_cm_create_channel(s->ctx, &s->ch), 0);
+    ASSERT_EQ(iwarp_alloc_pd(s->ctx, &s->pd), 0);
+    ASSERT_EQ(iwarp_create_cq(s->ctx, 64, NULL, NULL, 0, &s->cq), 0);
+    s->buf = calloc(1, BUF);
+    ASSERT_TRUE(s->buf != NULL);
+    ASSERT_EQ(iwarp_reg_mr(s->pd, s->buf, BUF,
+                           IWARP_ACCESS_LOCAL_WRITE | IWARP_ACCESS_REMOTE_WRITE |
+                               IWARP_ACCESS_REMOTE_READ,
+                           &s->mr),
+              0);
+}
+
+/* Share one context (caller mode: one thread drives both ends). */
+static void side_init_shared(struct side *s, const struct side *with)
+{
+    memset(s, 0, sizeof *s);
+    s->ctx = with->ctx;
+    ASSERT_EQ(iwarp_cm_create_channel(s->ctx, &s->ch), 0);
+    ASSERT_EQ(iwarp_alloc_pd(s->ctx, &s->pd), 0);
+    ASSERT_EQ(iwarp_create_cq(s->ctx, 64, NULL, NULL, 0, &s->cq), 0);
+    s->buf = calloc(1, BUF);
+    ASSERT_EQ(iwarp_reg_mr(s->pd, s->buf, BUF,
+                           IWARP_ACCESS_LOCAL_WRITE | IWARP_ACCESS_REMOTE_WRITE |
+                               IWARP_ACCESS_REMOTE_READ,
+                           &s->mr),
+              0);
+}
+
+static void side_fini(struct side *s, bool own_ctx)
+{
+    if (s->id) {
+        iwarp_cm_destroy_qp(s->id);
+        ASSERT_EQ(iwarp_cm_destroy_id(s->id), 0);
+    }
+    if (s->listen)
+        ASSERT_EQ(iwarp_cm_destroy_id(s->listen), 0);
+    ASSERT_EQ(iwarp_dereg_mr(s->mr), 0);
+    ASSERT_EQ(iwarp_destroy_cq(s->cq), 0);
+    ASSERT_EQ(iwarp_dealloc_pd(s->pd), 0);
+    ASSERT_EQ(iwarp_cm_destroy_channel(s->ch), 0);
+    if (own_ctx)
+        ASSERT_EQ(iwarp_ctx_destroy(s->ctx), 0);
+    free(s->buf);
+}
+
+static void create_qp(struct side *s, struct iwarp_cm_id *id)
+{
+    struct iwarp_qp_init_attr qa = {
+        .send_cq = s->cq,
+        .recv_cq = s->cq,
+        .cap = {.max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 2, .max_recv_sge = 2},
+        .qp_type = IWARP_QPT_RC,
+        .sq_sig_all = 1};
+    ASSERT_EQ(iwarp_cm_create_qp(id, s->pd, &qa), 0);
+    ASSERT_TRUE(id->qp != NULL);
+}
+
+/* Take the next event, which must be of type want; returns it (ack it). */
+static struct iwarp_cm_event *expect_event(struct side *s, enum iwarp_cm_event_type want)
+{
+    struct iwarp_cm_event *ev = NULL;
+    int rc = iwarp_cm_get_event_timeout(s->ch, &ev, WAIT_MS);
+    if (rc != 0)
+        harness_fail(__FILE__, __LINE__, "no %s event: %s", iwarp_cm_event_str(want),
+                     iwarp_err_name(rc));
+    if (ev->event != want)
+        harness_fail(__FILE__, __LINE__, "expected %s, got %s (status %s)",
+                     iwarp_cm_event_str(want), iwarp_cm_event_str(ev->event),
+                     iwarp_err_name(ev->status));
+    return ev;
+}
+
+static void expect_ack(struct side *s, enum iwarp_cm_event_type want)
+{
+    ASSERT_EQ(iwarp_cm_ack_event(expect_event(s, want)), 0);
+}
+
+static void set_addr(struct sockaddr_storage *ss, bool v6, uint16_t port)
+{
+    memset(ss, 0, sizeof *ss);
+    if (v6) {
+        struct sockaddr_in6 *a = (struct sockaddr_in6 *)ss;
+        a->sin6_family = AF_INET6;
+        a->sin6_addr = in6addr_loopback;
+        a->sin6_port = htons(port);
+    } else {
+        struct sockaddr_in *a = (struct sockaddr_in *)ss;
+        a->sin_family = AF_INET;
+        a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        a->sin_port = htons(port);
+    }
+}
+
+static uint16_t port_of(const struct sockaddr_storage *ss)
+{
+    if (ss->ss_family == AF_INET6)
+        return ntohs(((const struct sockaddr_in6 *)ss)->sin6_port);
+    return ntohs(((const struct sockaddr_in *)ss)->sin_port);
+}
+
+/* Server: listen on loopback port 0; returns the port. */
+static uint16_t listen_on(struct side *srv, bool v6)
+{
+    struct sockaddr_storage a;
+    set_addr(&a, v6, 0);
+    ASSERT_EQ(iwarp_cm_create_id(srv->ch, &srv->listen, srv, IWARP_PS_TCP), 0);
+    ASSERT_EQ(iwarp_cm_bind_addr(srv->listen, (struct sockaddr *)&a), 0);
+    ASSERT_EQ(iwarp_cm_listen(srv->listen, 8), 0);
+    uint16_t port = port_of(&srv->listen->local_addr);
+    ASSERT_NE(port, 0);
+    return port;
+}
+
+/* Client: resolve and start connecting to port with param. */
+static void connect_to(struct side *cli, bool v6, uint16_t port,
+                       const struct iwarp_conn_param *param)
+{
+    struct sockaddr_storage d;
+    set_addr(&d, v6, port);
+    ASSERT_EQ(iwarp_cm_create_id(cli->ch, &cli->id, cli, IWARP_PS_TCP), 0);
+    ASSERT_EQ(iwarp_cm_resolve_addr(cli->id, NULL, (struct sockaddr *)&d, 1000), 0);
+    expect_ack(cli, IWARP_CM_EVENT_ADDR_RESOLVED);
+    ASSERT_EQ(iwarp_cm_resolve_route(cli->id, 1000), 0);
+    expect_ack(cli, IWARP_CM_EVENT_ROUTE_RESOLVED);
+    create_qp(cli, cli->id);
+    ASSERT_EQ(iwarp_cm_connect(cli->id, param), 0);
+}
+
+/* Poll one completion (caller mode progresses inside poll_cq). */
+static void poll_one(struct side *s, struct iwarp_wc *wc)
+{
+    for (int i = 0; i < WAIT_MS * 10; i++) {
+        int n = iwarp_poll_cq(s->cq, 1, wc);
+        ASSERT_TRUE(n >= 0);
+        if (n == 1)
+            return;
+        if (i > 100)
+            usleep(100);
+    }
+    harness_fail(__FILE__, __LINE__, "no completion");
+}
+
+/* In caller mode nothing moves unless someone polls: poll the other side while waiting. */
+static void poll_one_both(struct side *s, struct side *other, struct iwarp_wc *wc)
+{
+    for (int i = 0; i < WAIT_MS * 10; i++) {
+        int n = iwarp_poll_cq(s->cq, 1, wc);
+        ASSERT_TRUE(n >= 0);
+        if (n == 1)
+            return;
+        iwarp_ctx_progress(other->ctx, 0);
+        if (i > 100)
+            usleep(100);
+    }
+    harness_fail(__FILE__, __LINE__, "no completion");
+}
+
+struct remote_buf {
+    uint64_t addr;
+    uint32_t rkey;
+};
+
+/* Connect cli to srv with private data both ways and the given MPA options; srv's accept
+ * carries its buffer's address and rkey (a common use of private data). */
+static void establish(struct side *srv, struct side *cli, bool v6,
+                      const struct iwarp_conn_param *opts, struct remote_buf *rb)
+{
+    uint16_t port = listen_on(srv, v6);
+    static const char cpd[] = "hello from the client";
+    struct iwarp_conn_param cp = *opts;
+    cp.private_data = cpd;
+    cp.private_data_len = sizeof cpd;
+    cp.responder_resources = 4; /* client IRD */
+    cp.initiator_depth = 8;     /* client ORD */
+    connect_to(cli, v6, port, &cp);
+
+    struct iwarp_cm_event *ev = expect_event(srv, IWARP_CM_EVENT_CONNECT_REQUEST);
+    ASSERT_TRUE(ev->listen_id == srv->listen);
+    ASSERT_TRUE(ev->id != srv->listen);
+    ASSERT_TRUE(ev->id->context_user == srv);
+    ASSERT_EQ(ev->status, 0);
+    ASSERT_EQ(ev->param.private_data_len, sizeof cpd);
+    ASSERT_MEM_EQ(ev->param.private_data, cpd, sizeof cpd);
+    /* swapped into our view: what we may answer with (RFC 6581 §9.1); a Rev 1 Request
+     * carries no IRD/ORD, which leaves the device maximum */
+    bool rev1 = opts->mpa_rev == 1;
+    ASSERT_EQ(ev->param.responder_resources, rev1 ? 128 : 8);
+    ASSERT_EQ(ev->param.initiator_depth, rev1 ? 128 : 4);
+    ASSERT_EQ(ev->param.mpa_rev, rev1 ? 1 : 2);
+    ASSERT_EQ(ev->param.peer_to_peer, opts->peer_to_peer);
+    ASSERT_EQ(ev->id->peer_addr.ss_family, v6 ? AF_INET6 : AF_INET);
+    srv->id = ev->id;
+    /* the listener cannot go while its request is unacknowledged */
+    ASSERT_EQ(iwarp_cm_destroy_id(srv->listen), IWARP_ERR_BUSY);
+    ASSERT_EQ(iwarp_cm_ack_event(ev), 0);
+    ASSERT_EQ(iwarp_cm_ack_event(ev), IWARP_ERR_STATE);
+
+    create_qp(srv, srv->id);
+    struct iwarp_sge sge = {.addr = (uintptr_t)srv->buf, .length = 4096, .lkey = srv->mr->lkey};
+    struct iwarp_recv_wr rwr = {.wr_id = 7, .sg_list = &sge, .num_sge = 1};
+    struct iwarp_recv_wr *bad;
+    ASSERT_EQ(iwarp_post_recv(srv->id->qp, &rwr, &bad), 0);
+
+    struct remote_buf mine = {.addr = (uintptr_t)srv->buf, .rkey = srv->mr->rkey};
+    struct iwarp_conn_param ap = {.private_data = &mine,
+                                  .private_data_len = sizeof mine,
+                                  .responder_resources = 8,
+                                  .initiator_depth = 4};
+    ASSERT_EQ(iwarp_cm_accept(srv->id, &ap), 0);
+    ASSERT_EQ(iwarp_cm_accept(srv->id, &ap), IWARP_ERR_STATE);
+    expect_ack(srv, IWARP_CM_EVENT_ESTABLISHED);
+
+    ev = expect_event(cli, IWARP_CM_EVENT_ESTABLISHED);
+    ASSERT_EQ(ev->status, 0);
+    ASSERT_EQ(ev->param.private_data_len, sizeof mine);
+    memcpy(rb, ev->param.private_data, sizeof *rb);
+    ASSERT_EQ(rb->addr, mine.addr);
+    ASSERT_EQ(rb->rkey, mine.rkey);
+    ASSERT_EQ(iwarp_cm_ack_event(ev), 0);
+}
+
+static void post(struct side *s, enum iwarp_wr_opcode op, uint32_t off, uint32_t len,
+                 const struct remote_buf *rb, uint32_t roff)
+{
+    struct iwarp_sge sge = {.addr = (uintptr_t)s->buf + off, .length = len, .lkey = s->mr->lkey};
+    struct iwarp_send_wr wr = {.wr_id = op, .sg_list = &sge, .num_sge = 1, .opcode = op};
+    if (rb) {
+        wr.wr.rdma.remote_addr = rb->addr + roff;
+        wr.wr.rdma.rkey = rb->rkey;
+    }
+    struct iwarp_send_wr *bad;
+    ASSERT_EQ(iwarp_post_send(s->id->qp, &wr, &bad), 0);
+}
+
+static void fill(uint8_t *p, size_t n, uint32_t seed)
+{
+    for (size_t i = 0; i < n; i++) {
+        seed = seed * 1103515245u + 12345u;
+        p[i] = (uint8_t)(seed >> 16);
+    }
+}
+
+/* Send (client first, RFC 5044 §7.1.2 rule 4), RDMA Write, RDMA Read, with data checked. */
+static void exchange(struct side *srv, struct side *cli, const struct remote_buf *rb, bool caller)
+{
+    struct iwarp_wc wc;
+    /* Send */
+    fill(cli->buf, 3000, 1);
+    post(cli, IWARP_WR_SEND, 0, 3000, NULL, 0);
+    caller ? poll_one_both(cli, srv, &wc) : poll_one(cli, &wc);
+    ASSERT_EQ(wc.status, IWARP_WC_SUCCESS);
+    ASSERT_EQ(wc.opcode, IWARP_WC_SEND);
+    caller ? poll_one_both(srv, cli, &wc) : poll_one(srv, &wc);
+    ASSERT_EQ(wc.status, IWARP_WC_SUCCESS);
+    ASSERT_EQ(wc.opcode, IWARP_WC_RECV);
+    ASSERT_EQ(wc.wr_id, 7);
+    ASSERT_EQ(wc.byte_len, 3000);
+    ASSERT_MEM_EQ(srv->buf, cli->buf, 3000);
+
+    /* RDMA Write of 40000 octets (several FPDUs) into the server's buffer at 8192 */
+    fill(cli->buf + 4096, 40000, 2);
+    post(cli, IWARP_WR_RDMA_WRITE, 4096, 40000, rb, 8192);
+    caller ? poll_one_both(cli, srv, &wc) : poll_one(cli, &wc);
+    ASSERT_EQ(wc.status, IWARP_WC_SUCCESS);
+    ASSERT_EQ(wc.opcode, IWARP_WC_RDMA_WRITE);
+
+    /* RDMA Read back what was written (the Read completes after the Write is placed, so the
+     * returned data proves the Write landed) into a fresh area */
+    memset(cli->buf + 50000, 0, 15000);
+    post(cli, IWARP_WR_RDMA_READ, 50000, 15000, rb, 8192 + 1000);
+    caller ? poll_one_both(cli, srv, &wc) : poll_one(cli, &wc);
+    ASSERT_EQ(wc.status, IWARP_WC_SUCCESS);
+    ASSERT_EQ(wc.opcode, IWARP_WC_RDMA_READ);
+    ASSERT_MEM_EQ(cli->buf + 50000, cli->buf + 4096 + 1000, 15000);
+    ASSERT_MEM_EQ(srv->buf + 8192, cli->buf + 4096, 40000);
+}
+
+static void full_run(bool v6, const struct iwarp_conn_param *opts, bool srv_disconnects)
+{
+    struct side srv, cli;
+    side_init(&srv, IWARP_PROGRESS_THREAD);
+    side_init(&cli, IWARP_PROGRESS_THREAD);
+    struct remote_buf rb;
+    establish(&srv, &cli, v6, opts, &rb);
+    exchange(&srv, &cli, &rb, false);
+
+    struct side *a = srv_disconnects ? &srv : &cli, *b = srv_disconnects ? &cli : &srv;
+    ASSERT_EQ(iwarp_cm_disconnect(a->id), 0);
+    expect_ack(b, IWARP_CM_EVENT_DISCONNECTED);
+    expect_ack(a, IWARP_CM_EVENT_DISCONNECTED);
+    ASSERT_EQ(iwarp_cm_disconnect(a->id), IWARP_ERR_STATE);
+    struct iwarp_qp_attr qa;
+    ASSERT_EQ(iwarp_query_qp(a->id->qp, &qa), 0);
+    ASSERT_EQ(qa.qp_state, IWARP_QPS_ERR);
+    ASSERT_EQ(iwarp_query_qp(b->id->qp, &qa), 0);
+    ASSERT_EQ(qa.qp_state, IWARP_QPS_ERR);
+    /* an id with its QP cannot be destroyed; side_fini destroys the QP first */
+    ASSERT_EQ(iwarp_cm_destroy_id(a->id), IWARP_ERR_BUSY);
+    side_fini(&cli, true);
+    side_fini(&srv, true);
+}
+
+TEST(connect_accept_send_write_read_disconnect_ipv4)
+{
+    struct iwarp_conn_param opts = {0};
+    full_run(false, &opts, false);
+}
+
+TEST(connect_accept_send_write_read_disconnect_ipv6_crc_server_disconnects)
+{
+    struct iwarp_conn_param opts = {.crc = true};
+    full_run(true, &opts, true);
+}
+
+TEST(peer_to_peer_rev2_with_markers_and_crc)
+{
+    struct iwarp_conn_param opts = {.crc = true, .markers = true, .peer_to_peer = true};
+    full_run(false, &opts, false);
+}
+
+TEST(mpa_rev1_without_enhanced_features)
+{
+    struct iwarp_conn_param opts = {.mpa_rev = 1};
+    full_run(false, &opts, true);
+}
+
+TEST(reject_with_private_data_reaches_the_initiator)
+{
+    struct side srv, cli;
+    side_init(&srv, IWARP_PROGRESS_THREAD);
+    side_init(&cli, IWARP_PROGRESS_THREAD);
+    uint16_t port = listen_on(&srv, false);
+    struct iwarp_conn_param cp = {.private_data = "x", .private_data_len = 1};
+    connect_to(&cli, false, port, &cp);
+    struct iwarp_cm_event *ev = expect_event(&srv, IWARP_CM_EVENT_CONNECT_REQUEST);
+    struct iwarp_cm_id *child = ev->id;
+    ASSERT_EQ(iwarp_cm_ack_event(ev), 0);
+    static const char why[] = "no room at the inn";
+    uint8_t big[513] = {0};
+    ASSERT_EQ(iwarp_cm_reject(child, big, sizeof big), IWARP_ERR_INVAL);
+    ASSERT_EQ(iwarp_cm_reject(child, why, sizeof why), 0);
+    ASSERT_EQ(iwarp_cm_reject(child, why, sizeof why), IWARP_ERR_STATE);
+
+    ev = expect_event(&cli, IWARP_CM_EVENT_REJECTED);
+    ASSERT_EQ(ev->status, IWARP_ERR_MPA_REJECTED);
+    ASSERT_EQ(ev->param.private_data_len, sizeof why);
+    ASSERT_MEM_EQ(ev->param.private_data, why, sizeof why);
+    ASSERT_EQ(iwarp_cm_ack_event(ev), 0);
+    ASSERT_EQ(iwarp_cm_destroy_id(child), 0);
+    side_fini(&cli, true);
+    side_fini(&srv, true);
+}
+
+TEST(connect_to_a_closed_port_reports_an_error_event)
+{
+    /* a port nobody listens on: bind one, note it, close it */
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_storage a;
+    set_addr(&a, false, 0);
+    ASSERT_EQ(bind(s, (struct sockaddr *)&a, sizeof(struct sockaddr_in)), 0);
+    socklen_t len = sizeof a;
+    ASSERT_EQ(getsockname(s, (struct sockaddr *)&a, &len), 0);
+    uint16_t port = port_of(&a);
+    close(s);
+
+    struct side cli;
+    side_init(&cli, IWARP_PROGRESS_THREAD);
+    struct iwarp_conn_param cp = {0};
+    connect_to(&cli, false, port, &cp);
+    /* librdmacm over iWARP (cma_iw_handler): ECONNREFUSED is REJECTED */
+    struct iwarp_cm_event *ev = expect_event(&cli, IWARP_CM_EVENT_REJECTED);
+    ASSERT_EQ(ev->status, IWARP_ERR_CONN_REFUSED);
+    ASSERT_EQ(iwarp_cm_ack_event(ev), 0);
+    ASSERT_EQ(iwarp_cm_disconnect(cli.id), IWARP_ERR_STATE);
+    side_fini(&cli, true);
+}
+
+TEST(abortive_close_of_one_side_disconnects_the_other)
+{
+    struct side srv, cli;
+    side_init(&srv, IWARP_PROGRESS_THREAD);
+    side_init(&cli, IWARP_PROGRESS_THREAD);
+    struct remote_buf rb;
+    struct iwarp_conn_param opts = {0};
+    establish(&srv, &cli, false, &opts, &rb);
+    exchange(&srv, &cli, &rb, false);
+    /* destroying the QP resets the connection (the connection cannot outlive it) */
+    iwarp_cm_destroy_qp(cli.id);
+    expect_ack(&srv, IWARP_CM_EVENT_DISCONNECTED);
+    ASSERT_EQ(iwarp_cm_destroy_id(cli.id), 0);
+    cli.id = NULL;
+    side_fini(&cli, true);
+    side_fini(&srv, true);
+}
+
+TEST(argument_and_state_checks)
+{
+    struct side cli;
+    side_init(&cli, IWARP_PROGRESS_THREAD);
+    struct iwarp_cm_id *id;
+    ASSERT_EQ(iwarp_cm_create_id(cli.ch, &id, NULL, IWARP_PS_SCTP), IWARP_ERR_NOTSUP);
+    ASSERT_EQ(iwarp_cm_create_id(cli.ch, &id, NULL, IWARP_PS_TCP), 0);
+    ASSERT_EQ(iwarp_cm_destroy_channel(cli.ch), IWARP_ERR_BUSY);
+    struct iwarp_conn_param cp = {0};
+    ASSERT_EQ(iwarp_cm_connect(id, &cp), IWARP_ERR_STATE); /* nothing resolved */
+    ASSERT_EQ(iwarp_cm_resolve_route(id, 0), IWARP_ERR_STATE);
+    ASSERT_EQ(iwarp_cm_listen(id, 1), IWARP_ERR_STATE);
+    cp.private_data_len = 513;
+    uint8_t big[513] = {0};
+    cp.private_data = big;
+    ASSERT_EQ(iwarp_cm_connect(id, &cp), IWARP_ERR_INVAL);
+    cp.private_data_len = 0;
+    cp.mpa_rev = 3;
+    ASSERT_EQ(iwarp_cm_connect(id, &cp), IWARP_ERR_INVAL);
+
+    /* non-blocking channel: BUSY when empty; the fd is readable exactly while events wait */
+    int fl = fcntl(cli.ch->fd, F_GETFL);
+    ASSERT_EQ(fcntl(cli.ch->fd, F_SETFL, fl | O_NONBLOCK), 0);
+    struct iwarp_cm_event *ev;
+    ASSERT_EQ(iwarp_cm_get_event(cli.ch, &ev), IWARP_ERR_BUSY);
+    ASSERT_EQ(iwarp_cm_get_event_timeout(cli.ch, &ev, 20), IWARP_ERR_TIMEDOUT);
+    struct sockaddr_storage d;
+    set_addr(&d, false, 9);
+    ASSERT_EQ(iwarp_cm_resolve_addr(id, NULL, (struct sockaddr *)&d, 0), 0);
+    ASSERT_EQ(iwarp_cm_resolve_route(id, 0), 0);
+    uint64_t cnt;
+    ASSERT_EQ(read(cli.ch->fd, &cnt, sizeof cnt), (ssize_t)sizeof cnt); /* semaphore: 1 */
+    ASSERT_EQ(cnt, 1);
+    ASSERT_EQ(write(cli.ch->fd, &cnt, sizeof cnt), (ssize_t)sizeof cnt); /* put it back */
+    ASSERT_EQ(iwarp_cm_get_event(cli.ch, &ev), 0);
+    ASSERT_EQ(ev->event, IWARP_CM_EVENT_ADDR_RESOLVED);
+    ASSERT_EQ(iwarp_cm_destroy_id(id), IWARP_ERR_BUSY); /* unacked */
+    ASSERT_EQ(iwarp_cm_ack_event(ev), 0);
+    ASSERT_EQ(iwarp_cm_get_event(cli.ch, &ev), 0);
+    ASSERT_EQ(ev->event, IWARP_CM_EVENT_ROUTE_RESOLVED);
+    ASSERT_EQ(iwarp_cm_ack_event(ev), 0);
+    ASSERT_EQ(iwarp_cm_get_event(cli.ch, &ev), IWARP_ERR_BUSY);
+    cp.mpa_rev = 0;
+    ASSERT_EQ(iwarp_cm_connect(id, &cp), IWARP_ERR_STATE); /* no QP */
+    ASSERT_EQ(iwarp_cm_destroy_id(id), 0);
+    ASSERT_STR_EQ(iwarp_cm_event_str(IWARP_CM_EVENT_DISCONNECTED), "DISCONNECTED");
+    side_fini(&cli, true);
+}
+
+TEST(caller_progress_mode_one_thread_drives_both_ends)
+{
+    struct side srv, cli;
+    side_init(&srv, IWARP_PROGRESS_CALLER);
+    side_init_shared(&cli, &srv);
+    struct remote_buf rb;
+    struct iwarp_conn_param opts = {.crc = true};
+    establish(&srv, &cli, true, &opts, &rb);
+    exchange(&srv, &cli, &rb, true);
+    ASSERT_EQ(iwarp_cm_disconnect(cli.id), 0);
+    expect_ack(&srv, IWARP_CM_EVENT_DISCONNECTED);
+    expect_ack(&cli, IWARP_CM_EVENT_DISCONNECTED);
+    side_fini(&cli, false);
+    side_fini(&srv, true);
+}
