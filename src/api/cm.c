@@ -468,13 +468,6 @@ static bool mpa_up(const struct iwarp_llp_conn *c)
            s == IWARP_MPA_NEG_WAIT_FIRST_FPDU || s == IWARP_MPA_NEG_ESTABLISHED;
 }
 
-static bool conn_over(const struct iwarp_llp_tcp *t)
-{
-    enum iwarp_llp_conn_state s = t->conn.state;
-    return t->phase == IWARP_LLP_TCP_DONE || t->rx_eof || s == IWARP_LLP_CONN_FAILED ||
-           (s == IWARP_LLP_CONN_CLOSE && t->fin_sent);
-}
-
 /* Active side, MPA in progress. Returns false when the connection was released. */
 static bool update_active_mpa(struct cm_id *id, uint64_t now)
 {
@@ -572,7 +565,7 @@ static void conn_update(struct cm_id *id, uint64_t now)
             iwarp_llp_tcp_shutdown(t, now); /* drained: our FIN */
         if (t->fin_sent && !t->rx_eof && id->linger_deadline == UINT64_MAX)
             id->linger_deadline = now + CM_LINGER_NS;
-        if (conn_over(t) && (t->rx_eof || t->phase == IWARP_LLP_TCP_DONE)) {
+        if (t->rx_eof || t->phase == IWARP_LLP_TCP_DONE) {
             /* the peer closed (FIN or reset), or both FINs are exchanged: answer the FIN */
             iwarp_llp_tcp_shutdown(t, now);
             id->state = CM_CLOSED;

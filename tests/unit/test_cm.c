@@ -4,9 +4,12 @@
  * Write and RDMA Read end to end with verified data, and the same in caller-progress mode. */
 #define _GNU_SOURCE 1 /* usleep */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <sys/time.h>
+#include <time.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -494,5 +497,93 @@ TEST(caller_progress_mode_one_thread_drives_both_ends)
     expect_ack(&srv, IWARP_CM_EVENT_DISCONNECTED);
     expect_ack(&cli, IWARP_CM_EVENT_DISCONNECTED);
     side_fini(&cli, false);
+    side_fini(&srv, true);
+}
+
+TEST(mpa_reply_timeout_is_unreachable)
+{
+    /* a TCP listener that completes the handshake but never speaks MPA */
+    int l = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_storage a;
+    set_addr(&a, false, 0);
+    ASSERT_EQ(bind(l, (struct sockaddr *)&a, sizeof(struct sockaddr_in)), 0);
+    ASSERT_EQ(listen(l, 4), 0);
+    socklen_t len = sizeof a;
+    ASSERT_EQ(getsockname(l, (struct sockaddr *)&a, &len), 0);
+
+    struct side cli;
+    side_init(&cli, IWARP_PROGRESS_THREAD);
+    struct iwarp_conn_param cp = {.timeout_ms = 200};
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    connect_to(&cli, false, port_of(&a), &cp);
+    /* RFC 5044 §7.1.2 rule 8: no Reply in time; librdmacm reports ETIMEDOUT as UNREACHABLE */
+    struct iwarp_cm_event *ev = expect_event(&cli, IWARP_CM_EVENT_UNREACHABLE);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    ASSERT_EQ(ev->status, IWARP_ERR_TIMEDOUT);
+    int64_t ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+    ASSERT_TRUE(ms >= 190 && ms < 3000);
+    ASSERT_EQ(iwarp_cm_ack_event(ev), 0);
+    side_fini(&cli, true);
+    close(l);
+}
+
+/* Wait until the raw socket fd sees the end of the stream (FIN or RST). */
+static bool raw_sees_close(int fd)
+{
+    struct timeval tv = {.tv_sec = 5};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    uint8_t b[256];
+    for (;;) {
+        ssize_t n = recv(fd, b, sizeof b, 0);
+        if (n == 0 || (n < 0 && errno == ECONNRESET))
+            return true;
+        if (n < 0)
+            return false;
+    }
+}
+
+TEST(garbage_or_silence_on_the_listener_never_reaches_the_application)
+{
+    struct side srv;
+    side_init(&srv, IWARP_PROGRESS_THREAD);
+    uint16_t port = listen_on(&srv, false);
+    struct sockaddr_storage a;
+    set_addr(&a, false, port);
+
+    /* RFC 5044 §7.1.1 Key: not an MPA Request -> the responder closes, nobody is told */
+    int g = socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_EQ(connect(g, (struct sockaddr *)&a, sizeof(struct sockaddr_in)), 0);
+    static const char junk[] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+    ASSERT_EQ(send(g, junk, sizeof junk, 0), (ssize_t)sizeof junk);
+    ASSERT_TRUE(raw_sees_close(g));
+    close(g);
+
+    /* a silent peer is pending when the listener goes: it is reset, nothing leaks */
+    int q = socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_EQ(connect(q, (struct sockaddr *)&a, sizeof(struct sockaddr_in)), 0);
+    usleep(50000);
+    struct iwarp_cm_event *ev;
+    ASSERT_EQ(iwarp_cm_get_event_timeout(srv.ch, &ev, 100), IWARP_ERR_TIMEDOUT);
+    ASSERT_EQ(iwarp_cm_destroy_id(srv.listen), 0);
+    srv.listen = NULL;
+    ASSERT_TRUE(raw_sees_close(q));
+    close(q);
+    side_fini(&srv, true);
+}
+
+TEST(modify_qp_err_aborts_and_both_sides_disconnect)
+{
+    struct side srv, cli;
+    side_init(&srv, IWARP_PROGRESS_THREAD);
+    side_init(&cli, IWARP_PROGRESS_THREAD);
+    struct remote_buf rb;
+    struct iwarp_conn_param opts = {0};
+    establish(&srv, &cli, false, &opts, &rb);
+    exchange(&srv, &cli, &rb, false);
+    ASSERT_EQ(iwarp_modify_qp_err(srv.id->qp), 0);
+    expect_ack(&srv, IWARP_CM_EVENT_DISCONNECTED);
+    expect_ack(&cli, IWARP_CM_EVENT_DISCONNECTED);
+    side_fini(&cli, true);
     side_fini(&srv, true);
 }
