@@ -19,7 +19,7 @@
 #include "iwarp/errors.h"
 #include "iwarp/verbs.h"
 
-#define BUF     65536u
+#define BUF     (16u << 20)
 #define WAIT_MS 5000
 
 struct side {
@@ -582,6 +582,41 @@ TEST(modify_qp_err_aborts_and_both_sides_disconnect)
     establish(&srv, &cli, false, &opts, &rb);
     exchange(&srv, &cli, &rb, false);
     ASSERT_EQ(iwarp_modify_qp_err(srv.id->qp), 0);
+    expect_ack(&srv, IWARP_CM_EVENT_DISCONNECTED);
+    expect_ack(&cli, IWARP_CM_EVENT_DISCONNECTED);
+    side_fini(&cli, true);
+    side_fini(&srv, true);
+}
+
+TEST(megabyte_write_to_a_stalled_peer_waits_for_writability)
+{
+    /* The server runs in caller mode and does not progress: the client's 12 MiB Write fills
+     * the socket (EAGAIN or a short write), waits for EPOLLOUT, and completes only once the
+     * server reads again. Then a 4 MiB Read brings the data back. */
+    struct side srv, cli;
+    side_init(&srv, IWARP_PROGRESS_CALLER);
+    side_init(&cli, IWARP_PROGRESS_THREAD);
+    struct remote_buf rb;
+    struct iwarp_conn_param opts = {.crc = true};
+    establish(&srv, &cli, false, &opts, &rb);
+    exchange(&srv, &cli, &rb, true);
+    struct iwarp_wc wc;
+    const uint32_t n = 12u << 20;
+    fill(cli.buf, n, 9);
+    post(&cli, IWARP_WR_RDMA_WRITE, 0, n, &rb, 4096);
+    usleep(200000);
+    ASSERT_EQ(iwarp_poll_cq(cli.cq, 1, &wc), 0); /* still blocked on the stalled peer */
+    poll_one_both(&cli, &srv, &wc);
+    ASSERT_EQ(wc.status, IWARP_WC_SUCCESS);
+    ASSERT_EQ(wc.opcode, IWARP_WC_RDMA_WRITE);
+    memset(cli.buf + n, 0, BUF - n);
+    post(&cli, IWARP_WR_RDMA_READ, n, BUF - n, &rb, 4096);
+    poll_one_both(&cli, &srv, &wc);
+    ASSERT_EQ(wc.status, IWARP_WC_SUCCESS);
+    ASSERT_EQ(wc.opcode, IWARP_WC_RDMA_READ);
+    ASSERT_MEM_EQ(srv.buf + 4096, cli.buf, n);
+    ASSERT_MEM_EQ(cli.buf + n, cli.buf, BUF - n);
+    ASSERT_EQ(iwarp_cm_disconnect(cli.id), 0);
     expect_ack(&srv, IWARP_CM_EVENT_DISCONNECTED);
     expect_ack(&cli, IWARP_CM_EVENT_DISCONNECTED);
     side_fini(&cli, true);
