@@ -1,0 +1,206 @@
+/* Many connections at once over 127.0.0.1: 1,000 QP pairs connected through the CM, each pair
+ * moving a Send, an RDMA Write and an RDMA Read with its own patterns, all posted before any
+ * completion is polled; every octet checked; graceful disconnect of all; teardown with nothing
+ * left (LSan checks the process at exit).
+ *
+ * Modes: the server side runs the progress thread (the default): it must answer 1,000 RDMA
+ * Reads and place Writes while nobody on that side calls in, which is what the thread is for.
+ * The client side runs IWARP_PROGRESS_CALLER: the test thread moves its data only through
+ * iwarp_poll_cq / iwarp_ctx_progress, so one test covers both modes under load and shows that
+ * caller mode copes with 1,000 sockets in one epoll set. */
+#define _GNU_SOURCE 1
+#include <sys/resource.h>
+
+#include "stack_pair.h"
+
+#define N_PAIRS  1000u
+#define SLICE    32768u /* per pair and side: Send | Write | Read areas */
+#define SEND_AT  0u
+#define WRITE_AT 4096u
+#define READ_AT  20480u
+
+enum { OP_SEND = 1, OP_WRITE = 2, OP_READ = 3 };
+
+/* Distinct sizes per pair (several FPDUs for the larger ones; odd sizes for pad handling). */
+static uint32_t send_len(uint32_t i)
+{
+    return 1u + (i * 37u) % 4095u;
+}
+static uint32_t write_len(uint32_t i)
+{
+    return 1u + (i * 131u) % 16383u;
+}
+static uint32_t read_len(uint32_t i)
+{
+    return 1u + (i * 97u) % 12287u;
+}
+static uint32_t seed_of(uint32_t i, int op)
+{
+    return i * 4u + (uint32_t)op;
+}
+
+static void raise_nofile(rlim_t want)
+{
+    struct rlimit rl;
+    ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &rl), 0);
+    if (rl.rlim_cur >= want)
+        return;
+    if (rl.rlim_max < want)
+        harness_fail(__FILE__, __LINE__, "RLIMIT_NOFILE hard limit %llu < %llu",
+                     (unsigned long long)rl.rlim_max, (unsigned long long)want);
+    rl.rlim_cur = want;
+    ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &rl), 0);
+}
+
+static double secs_since(uint64_t t0)
+{
+    return (double)(sp_now_ms() - t0) / 1000.0;
+}
+
+TEST(thousand_qps_move_verified_data_at_once)
+{
+    /* two sockets per pair, a listener, eventfds and epoll sets, and room to spare */
+    raise_nofile(2u * N_PAIRS + 256u);
+    uint64_t t0 = sp_now_ms();
+
+    struct sp_side srv, cli;
+    sp_side_init(&srv, IWARP_PROGRESS_THREAD, (int)(N_PAIRS + 64u));
+    sp_side_init(&cli, IWARP_PROGRESS_CALLER, (int)(3u * N_PAIRS + 64u));
+    uint8_t *sbuf = calloc(N_PAIRS, SLICE);
+    uint8_t *cbuf = calloc(N_PAIRS, SLICE);
+    struct iwarp_mr **smr = calloc(N_PAIRS, sizeof *smr);
+    struct iwarp_mr **cmr = calloc(N_PAIRS, sizeof *cmr);
+    struct sp_pair *pairs = calloc(N_PAIRS, sizeof *pairs);
+    struct iwarp_wc *wc = calloc(3u * N_PAIRS, sizeof *wc);
+    uint8_t *seen = calloc(4u * N_PAIRS, 1);
+    ASSERT_TRUE(sbuf && cbuf && smr && cmr && pairs && wc && seen);
+
+    /* one MR per pair and side, so each pair has its own STags */
+    for (uint32_t i = 0; i < N_PAIRS; i++) {
+        uint8_t *s = sbuf + (size_t)i * SLICE, *c = cbuf + (size_t)i * SLICE;
+        smr[i] = sp_reg(&srv, s, SLICE, 0);
+        cmr[i] = sp_reg(&cli, c, SLICE, 0);
+        pairs[i].srv.mine =
+            (struct sp_advert){.rkey = smr[i]->rkey, .addr = (uintptr_t)s, .len = SLICE};
+        pairs[i].cli.mine =
+            (struct sp_advert){.rkey = cmr[i]->rkey, .addr = (uintptr_t)c, .len = SLICE};
+        /* sources: the client's Send and Write data, the server's Read source */
+        sp_fill(c + SEND_AT, send_len(i), seed_of(i, OP_SEND));
+        sp_fill(c + WRITE_AT, write_len(i), seed_of(i, OP_WRITE));
+        sp_fill(s + READ_AT, read_len(i), seed_of(i, OP_READ));
+    }
+
+    struct sp_cfg cfg = {
+        .cap = {.max_send_wr = 4, .max_recv_wr = 2, .max_send_sge = 1, .max_recv_sge = 1},
+        .sq_sig_all = 1,
+        .param = {.responder_resources = 4, .initiator_depth = 4, .crc = true},
+    };
+    sp_connect_pairs(&srv, &cli, pairs, N_PAIRS, &cfg);
+    double t_connect = secs_since(t0);
+    for (uint32_t i = 0; i < N_PAIRS; i++) {
+        /* the advertisements crossed in the MPA private data, to the right pair */
+        ASSERT_EQ(pairs[i].cli.peer.index, i);
+        ASSERT_EQ(pairs[i].cli.peer.rkey, smr[i]->rkey);
+        ASSERT_EQ(pairs[i].srv.peer.rkey, cmr[i]->rkey);
+        struct iwarp_qp_attr qa;
+        ASSERT_EQ(iwarp_query_qp(pairs[i].cli.qp, &qa), 0);
+        ASSERT_EQ(qa.qp_state, IWARP_QPS_RTS);
+    }
+
+    /* everything posted before anything is polled */
+    uint64_t t1 = sp_now_ms();
+    for (uint32_t i = 0; i < N_PAIRS; i++) {
+        uint8_t *s = sbuf + (size_t)i * SLICE;
+        ASSERT_EQ(
+            sp_post_recv(pairs[i].srv.qp, seed_of(i, OP_SEND), s + SEND_AT, 4096, smr[i]->lkey), 0);
+    }
+    for (uint32_t i = 0; i < N_PAIRS; i++) {
+        uint8_t *c = cbuf + (size_t)i * SLICE;
+        const struct sp_advert *r = &pairs[i].cli.peer;
+        struct iwarp_qp *qp = pairs[i].cli.qp;
+        ASSERT_EQ(sp_post(qp, seed_of(i, OP_SEND), IWARP_WR_SEND, 0, c + SEND_AT, send_len(i),
+                          cmr[i]->lkey, 0, 0),
+                  0);
+        ASSERT_EQ(sp_post(qp, seed_of(i, OP_WRITE), IWARP_WR_RDMA_WRITE, 0, c + WRITE_AT,
+                          write_len(i), cmr[i]->lkey, r->addr + WRITE_AT, r->rkey),
+                  0);
+        ASSERT_EQ(sp_post(qp, seed_of(i, OP_READ), IWARP_WR_RDMA_READ, 0, c + READ_AT, read_len(i),
+                          cmr[i]->lkey, r->addr + READ_AT, r->rkey),
+                  0);
+    }
+
+    /* client: 3 completions per pair, each exactly once, in posting order per QP */
+    sp_poll_n(&cli, &srv, wc, 3u * N_PAIRS);
+    uint32_t *next_op = calloc(N_PAIRS, sizeof *next_op);
+    ASSERT_TRUE(next_op != NULL);
+    for (uint32_t k = 0; k < 3u * N_PAIRS; k++) {
+        ASSERT_EQ(wc[k].status, IWARP_WC_SUCCESS);
+        uint32_t i = (uint32_t)(wc[k].wr_id / 4u);
+        int op = (int)(wc[k].wr_id % 4u);
+        ASSERT_TRUE(i < N_PAIRS && op >= OP_SEND && op <= OP_READ);
+        ASSERT_EQ(seen[wc[k].wr_id]++, 0);
+        ASSERT_EQ(wc[k].qp_num, pairs[i].cli.qp->qp_num);
+        ASSERT_EQ(op, (int)++next_op[i]); /* Send, Write, Read: posting order */
+        static const enum iwarp_wc_opcode want[] = {0, IWARP_WC_SEND, IWARP_WC_RDMA_WRITE,
+                                                    IWARP_WC_RDMA_READ};
+        ASSERT_EQ(wc[k].opcode, want[op]);
+        uint32_t len = op == OP_SEND ? send_len(i) : op == OP_WRITE ? write_len(i) : read_len(i);
+        ASSERT_EQ(wc[k].byte_len, len);
+    }
+    free(next_op);
+    /* server: one receive per pair */
+    sp_poll_n(&srv, &cli, wc, N_PAIRS);
+    for (uint32_t k = 0; k < N_PAIRS; k++) {
+        ASSERT_EQ(wc[k].status, IWARP_WC_SUCCESS);
+        ASSERT_EQ(wc[k].opcode, IWARP_WC_RECV);
+        uint32_t i = (uint32_t)(wc[k].wr_id / 4u);
+        ASSERT_TRUE(i < N_PAIRS && wc[k].wr_id % 4u == OP_SEND);
+        ASSERT_EQ(seen[wc[k].wr_id]++, 1);
+        ASSERT_EQ(wc[k].qp_num, pairs[i].srv.qp->qp_num);
+        ASSERT_EQ(wc[k].byte_len, send_len(i));
+    }
+    sp_expect_no_wc(&cli, &srv);
+    sp_expect_no_wc(&srv, &cli);
+    double t_data = secs_since(t1);
+
+    /* every octet: the Send and the Write landed on the server, the Read on the client, and
+     * nothing was written past any of them */
+    for (uint32_t i = 0; i < N_PAIRS; i++) {
+        const uint8_t *s = sbuf + (size_t)i * SLICE, *c = cbuf + (size_t)i * SLICE;
+        SP_ASSERT_PATTERN(s + SEND_AT, send_len(i), seed_of(i, OP_SEND));
+        SP_ASSERT_PATTERN(s + WRITE_AT, write_len(i), seed_of(i, OP_WRITE));
+        SP_ASSERT_PATTERN(c + READ_AT, read_len(i), seed_of(i, OP_READ));
+        ASSERT_EQ(s[SEND_AT + send_len(i)], 0);
+        ASSERT_EQ(s[WRITE_AT + write_len(i)], 0);
+        ASSERT_EQ(c[READ_AT + read_len(i)], 0);
+    }
+
+    uint64_t t2 = sp_now_ms();
+    sp_disconnect_pairs(&srv, &cli, pairs, N_PAIRS, true);
+    for (uint32_t i = 0; i < N_PAIRS; i++) {
+        struct iwarp_qp_attr qa;
+        ASSERT_EQ(iwarp_query_qp(pairs[i].srv.qp, &qa), 0);
+        ASSERT_EQ(qa.qp_state, IWARP_QPS_ERR);
+    }
+    /* a graceful close flushes nothing that was not posted */
+    sp_expect_no_wc(&cli, &srv);
+    sp_expect_no_wc(&srv, &cli);
+    sp_destroy_pairs(pairs, N_PAIRS);
+    for (uint32_t i = 0; i < N_PAIRS; i++) {
+        ASSERT_EQ(iwarp_dereg_mr(smr[i]), 0);
+        ASSERT_EQ(iwarp_dereg_mr(cmr[i]), 0);
+    }
+    sp_side_fini(&cli);
+    sp_side_fini(&srv);
+    double t_down = secs_since(t2);
+    fprintf(stderr,
+            "  %u pairs: connect %.2fs, data %.2fs, disconnect+teardown %.2fs, total %.2fs\n",
+            N_PAIRS, t_connect, t_data, t_down, secs_since(t0));
+    free(seen);
+    free(wc);
+    free(pairs);
+    free(cmr);
+    free(smr);
+    free(cbuf);
+    free(sbuf);
+}
