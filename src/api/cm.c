@@ -1128,6 +1128,10 @@ int iwarp_cm_accept(struct iwarp_cm_id *pub, const struct iwarp_conn_param *para
         .ord = ird_ord(param ? param->initiator_depth : 0),
         .pd = pd_len ? param->private_data : NULL,
         .pd_len = pd_len,
+        /* the passive side's MPA choices: CRC (either side's C=1 turns it on) and markers in
+         * what we receive; revision and RTR follow the Request (RFC 6581 §6, §9.2) */
+        .crc = param && param->crc,
+        .markers = param && param->markers,
     };
     if (param && param->responder_resources == 0)
         ans.ird = 0;

@@ -445,6 +445,16 @@ int iwarp_mpa_neg_accept(struct iwarp_mpa_neg *neg, const struct iwarp_mpa_neg_a
     if (rc != 0)
         return rc;
     struct iwarp_mpa_neg_result *r = &neg->res;
+    /* The ULP's per-connection choices (RFC 5044 §7.1.1): C=1 turns CRC on for both
+     * directions; M=1 asks the initiator to insert markers in what we receive. */
+    if (ans->crc) {
+        neg->cfg.crc = true;
+        r->crc = true;
+    }
+    if (ans->markers) {
+        neg->cfg.markers = true;
+        r->markers_rx = true;
+    }
     uint16_t ird = NONE, ord = NONE; /* sent in the word */
     if (neg->req_s) {
         /* RFC 6581 §9.1: an initiator ORD of 0x3FFF leaves our IRD unchanged and is answered

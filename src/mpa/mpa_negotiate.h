@@ -86,6 +86,9 @@ struct iwarp_mpa_neg_answer {
     uint16_t ird, ord; /* our resources (0..0x3FFF); see RFC 6581 §9.1 for what is sent */
     const uint8_t *pd; /* ULP private data (copied) */
     uint16_t pd_len;   /* <= 512, or <= 508 when the Request was enhanced */
+    bool crc;          /* accept: set C=1 in the Reply even if neither side's cfg asked (CRC is
+                          then on, RFC 5044 §7.1.1); false keeps the configured choice */
+    bool markers;      /* accept: set M=1, asking the initiator for markers (RFC 5044 §4.3) */
 };
 
 /* The outcome; valid fields depend on the state (see each comment). */

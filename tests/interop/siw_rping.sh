@@ -1,5 +1,5 @@
 #!/bin/bash
-# interop.siw_rping: libiwarp's byte-level layers (tests/interop/siw_rping.c) against the real
+# interop.siw_rping: libiwarp's whole stack through its public API (tests/interop/siw_rping.c) against the real
 # rping of rdma-core on Linux siw, in a qemu guest (../shared/tools/siw-vm), in both roles:
 #   host -> guest: `rping -s` in the guest, `siw_rping client` dials it through a qemu hostfwd
 #   guest -> host: `siw_rping server` on 127.0.0.1, `rping -c -V` in the guest dials 10.0.2.2

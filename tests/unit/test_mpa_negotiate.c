@@ -186,6 +186,33 @@ TEST(responder_answers_siw_request_enhanced)
     ASSERT_EQ(iwarp_mpa_neg_first_fpdu(&n, IWARP_RDMAP_OP_SEND, 0, 3), IWARP_ERR_STATE);
 }
 
+/* The ULP's accept may turn CRC on (C=1) and ask for markers (M=1) per connection, over a
+ * configuration with neither (RFC 5044 §7.1.1). */
+TEST(responder_accept_chooses_crc_and_markers)
+{
+    struct iwarp_mpa_neg n;
+    struct iwarp_mpa_neg_cfg c = cfg_of(IWARP_MPA_RESPONDER);
+    c.crc = false;
+    c.markers = false;
+    start(&n, &c);
+    /* siw's Request: S, Rev 2, no C, no M. */
+    ASSERT_EQ(feed_hex(&n, REQ_KEY "10 02 0004 0001 0001"), 24);
+    const struct iwarp_mpa_neg_result *r = iwarp_mpa_neg_result(&n);
+    ASSERT_FALSE(r->crc);
+    struct iwarp_mpa_neg_answer a = ans16;
+    a.crc = true;
+    a.markers = true;
+    ASSERT_EQ(iwarp_mpa_neg_accept(&n, &a, 2), 0);
+    /* Reply: M|C|S = 0xD0, Rev 2, IRD 16, ORD 1. */
+    uint8_t got[600], want[64];
+    size_t wl = harness_hex(REP_KEY "D0 02 0004 0010 0001", want, sizeof want);
+    ASSERT_EQ(drain(&n, got), wl);
+    ASSERT_MEM_EQ(got, want, wl);
+    ASSERT_TRUE(r->crc);
+    ASSERT_TRUE(r->markers_rx);
+    ASSERT_FALSE(r->markers_tx);
+}
+
 /* RFC 6581 §6, §10: a Rev 1 Request MUST be accepted and gets a Rev 1 unenhanced Reply. */
 TEST(responder_answers_rev1_with_rev1)
 {
