@@ -994,6 +994,15 @@ int iwarp_cm_create_qp(struct iwarp_cm_id *pub, struct iwarp_pd *pd,
     return 0;
 }
 
+void iwarp_api_cm_qp_destroyed(struct iwarp_qp_impl *q)
+{
+    struct cm_id *id = q->cm_id;
+    conn_abort(id, false); /* the connection cannot outlive its QP */
+    q->llp = (struct iwarp_qp_llp){0};
+    q->cm_id = NULL;
+    id->pub.qp = NULL;
+}
+
 void iwarp_cm_destroy_qp(struct iwarp_cm_id *pub)
 {
     if (!pub)

@@ -124,8 +124,12 @@ int iwarp_destroy_qp(struct iwarp_qp *qp)
     struct iwarp_ctx *ctx = qp->context;
     struct iwarp_qp_impl *q = iwarp_api_qp(qp);
     pthread_mutex_lock(&ctx->lock);
-    if (q->llp.abort)
-        q->llp.abort(q); /* the transport lets go of the QP before it is freed */
+    /* The transport and the CM id let go of the QP before it is freed (no event: destroying
+     * is not a disconnect the application must be told about, as rdma_destroy_qp). */
+    if (q->cm_id)
+        iwarp_api_cm_qp_destroyed(q);
+    else if (q->llp.abort)
+        q->llp.abort(q);
     iwarp_core_qp_set_error(&q->core);
     qp->pd->n_obj--;
     qp->send_cq->n_users--;

@@ -572,6 +572,25 @@ TEST(garbage_or_silence_on_the_listener_never_reaches_the_application)
     side_fini(&srv, true);
 }
 
+/* iwarp_destroy_qp on a CM-owned QP (instead of iwarp_cm_destroy_qp): the id lets go of it,
+ * the connection resets, and nothing dangles. */
+TEST(destroy_qp_directly_detaches_it_from_its_id)
+{
+    struct side srv, cli;
+    side_init(&srv, IWARP_PROGRESS_THREAD);
+    side_init(&cli, IWARP_PROGRESS_THREAD);
+    struct remote_buf rb;
+    struct iwarp_conn_param opts = {0};
+    establish(&srv, &cli, false, &opts, &rb);
+    exchange(&srv, &cli, &rb, false);
+    ASSERT_EQ(iwarp_destroy_qp(cli.id->qp), 0);
+    ASSERT_TRUE(cli.id->qp == NULL);
+    expect_ack(&srv, IWARP_CM_EVENT_DISCONNECTED);
+    iwarp_cm_destroy_qp(cli.id); /* nothing left to destroy: a no-op */
+    side_fini(&cli, true);
+    side_fini(&srv, true);
+}
+
 TEST(modify_qp_err_aborts_and_both_sides_disconnect)
 {
     struct side srv, cli;
