@@ -121,6 +121,27 @@ struct iwarp_core_tx_seg {
     uint32_t index; /* SQ or IRQ slot */
 };
 
+/* Payload iovecs of one received segment (iwarp_core_qp_rx_hdr): the receive's SGEs it
+ * spans, or one range of a tagged buffer. */
+#define IWARP_CORE_RX_IOV_MAX IWARP_CORE_MAX_SGE
+
+/* The received segment between iwarp_core_qp_rx_hdr() and iwarp_core_qp_rx_payload_done():
+ * validated, its payload being placed; what delivery still needs. Private to core_qp_rx.c. */
+struct iwarp_core_rx_cur {
+    bool active;     /* a segment is between the two phases */
+    uint8_t opcode;  /* its RDMAP opcode */
+    bool last;       /* DDP L: the segment ends its message */
+    uint8_t hdr_len; /* octets of hdr: its DDP header (the Terminate's offender copy) */
+    uint8_t hdr[IWARP_DDP_UNTAGGED_HDR_LEN];
+    uint32_t seg_len;                     /* its ULPDU_Length (RFC 5040 §4.8 DDP Segment Length) */
+    uint32_t payload_len;                 /* payload octets */
+    uint32_t inv_stag;                    /* Send with Invalidate: the STag */
+    uint64_t msg_len;                     /* Send with L: the message length */
+    uint64_t src_addr;                    /* Read Request: the validated Data Source address */
+    struct iwarp_rdmap_read_req read_req; /* Read Request: its RDMAP header */
+    struct iwarp_term_cause term;         /* Terminate: the peer's cause */
+};
+
 struct iwarp_core_qp;
 
 /* Async event hook: event_type is enum iwarp_event_type; cause is the Terminate cause
@@ -208,6 +229,9 @@ struct iwarp_core_qp {
     struct iwarp_term_cause term_cause; /* sticky first error */
     bool term_from_peer;
 
+    /* RX: the segment between iwarp_core_qp_rx_hdr() and _rx_payload_done() */
+    struct iwarp_core_rx_cur rx_cur;
+
     bool sq_flush_pending; /* flush the SQ once the LLP holds no produced segment */
     bool close_wanted;     /* graceful disconnect requested */
     bool llp_closed;
@@ -235,6 +259,55 @@ int iwarp_core_qp_post_recv(struct iwarp_core_qp *qp, const struct iwarp_recv_wr
  * Read Requests queued for response; Terminate reception). Returns 0, or the negative error
  * that moved the stream to TERMINATING (a Terminate is then queued for TX). */
 int iwarp_core_qp_rx_segment(struct iwarp_core_qp *qp, const uint8_t *seg, size_t len);
+
+/*
+ * Receive in two phases (zero-copy placement; rx_segment is the same two phases over a whole
+ * segment in memory). Phase 1: the segment's headers arrived, its payload has not.
+ *   hdr, hdr_len: the first hdr_len octets of the segment (from its DDP Control octet): the
+ *            DDP and RDMAP headers at least, and the whole segment unless the opcode carries
+ *            a payload (RDMA Write, Read Response, the Sends): iwarp_core_qp_rx_hdr_len() says
+ *            how many octets that is. Octets after the headers are the payload's first ones.
+ *   seg_len: the whole segment's length (its MPA ULPDU_Length), >= hdr_len, <= UINT32_MAX.
+ *   dst, max: room for the destination iovecs, max >= IWARP_CORE_RX_IOV_MAX.
+ *   ndst:    set to the number of iovecs filled.
+ * Every check rx_segment makes runs here, for the full payload length seg_len minus the
+ * headers (RFC 5041 §7.1: a segment is validated before any of it is placed): the same
+ * causes and the same Terminate (its DDP Segment Length is seg_len). The payload's octets go,
+ * in order, to dst[0..*ndst): into the MR for a tagged segment, into the current receive's
+ * SGEs at the segment's MO for a Send. The caller puts them there (including any already in
+ * hdr) and then calls iwarp_core_qp_rx_payload_done(), which delivers (completions, Read
+ * Requests queued, a peer Terminate reported). No other rx call may come in between.
+ * Ownership: dst points into registered memory or posted receives, valid until payload_done
+ * (under the context lock: the ULP deregistering it in between is its own error); nothing of
+ * hdr is kept.
+ * Returns 0: the iovecs' lengths sum to the payload length, or to 0 when the stream no longer
+ * receives (TERMINATING/ERROR: RFC 5041 §7.1 silent drop): the caller then discards the
+ * payload; payload_done is harmless either way. Or the negative error that queued the
+ * Terminate (*ndst = 0: discard the payload; nothing was placed). IWARP_ERR_STATE before full
+ * operation or while a segment is pending, IWARP_ERR_INVAL for bad arguments (nothing done).
+ */
+int iwarp_core_qp_rx_hdr(struct iwarp_core_qp *qp, const uint8_t *hdr, size_t hdr_len,
+                         size_t seg_len, struct iovec *dst, uint32_t max, uint32_t *ndst);
+
+/*
+ * Phase 2: every payload octet of the segment iwarp_core_qp_rx_hdr() accepted is now in its
+ * iovecs. Completes what the segment finishes (RFC 5040 §5: a Send's receive, a Read; a Read
+ * Request is queued for its Response; a Terminate reported). Does nothing when no segment is
+ * pending or the stream stopped receiving in between.
+ * Returns 0 or the negative error that moved the stream to TERMINATING (Send with Invalidate
+ * of an STag that cannot be invalidated, RFC 5040 §7.2).
+ */
+int iwarp_core_qp_rx_payload_done(struct iwarp_core_qp *qp);
+
+/*
+ * How many of a segment's first octets iwarp_core_qp_rx_hdr() needs, from its first two (the
+ * DDP and RDMAP Control octets: T flag and opcode): the 14-octet tagged header for an RDMA
+ * Write or Read Response, the 18-octet untagged header for a Send, the whole segment for
+ * every other (and malformed) combination; never more than seg_len.
+ *   p, avail: the segment's first octets (avail >= 2, or >= seg_len when that is smaller).
+ * Returns that count, or seg_len when avail is too small to tell.
+ */
+uint32_t iwarp_core_qp_rx_hdr_len(const uint8_t *p, size_t avail, uint32_t seg_len);
 
 /* A lower-layer error on receive (RFC 5044 §8: CRC, marker, length): queue the Terminate with
  * cause and, when the offending segment's header is known, its copy (hdr may be NULL). */

@@ -41,18 +41,48 @@ static const struct iwarp_term_cause cause_opcode = {
 static const struct iwarp_term_cause cause_catastrophic = {IWARP_TERM_LAYER_DDP,
                                                            IWARP_TERM_DDP_ETYPE_CATASTROPHIC, 0x00};
 
-/* One received segment, as the handlers see it. */
+/* One received segment, as the handlers see it (phase 1, iwarp_core_qp_rx_hdr). */
 struct rx {
     struct iwarp_core_qp *qp;
-    const uint8_t *seg; /* the whole segment: the Terminate's offender */
-    size_t len;
+    const uint8_t *seg; /* its first octets: the Terminate's offender */
+    size_t avail;       /* octets readable at seg */
+    uint32_t seg_len;   /* the whole segment's length (ULPDU_Length) */
+    uint32_t plen;      /* payload octets of the whole segment */
     struct iwarp_wire_segment s;
+    struct iovec *dst; /* where the payload goes */
+    uint32_t ndst;
 };
+
+/* Queue the Terminate with the offending segment (RFC 5040 §4.8 Figure 10: its DDP header and,
+ * for a Read Request, its RDMAP header; DDP Segment Length seg_len). */
+static void terminate_seg(struct iwarp_core_qp *qp, struct iwarp_term_cause cause,
+                          const uint8_t *seg, size_t avail, uint32_t seg_len)
+{
+    bool first = qp->state < IWARP_CORE_QP_TERMINATING;
+    iwarp_core_qp_terminate(qp, cause, seg, avail);
+    if (!first || !qp->term_pending || seg == NULL || seg_len == avail)
+        return;
+    /* Only the headers are at hand (the payload goes straight to its buffer): rebuild the
+     * Terminate with the segment's real length, which iwarp_core_qp_terminate() takes as
+     * avail. Same cause, same length of Terminate. */
+    struct iwarp_term_offender off = {.seg = seg, .avail = avail, .seg_len = seg_len};
+    iwarp_ssize n = iwarp_term_build(qp->term_buf, sizeof qp->term_buf, cause, &off);
+    if (n > 0)
+        qp->term_len = (uint32_t)n;
+}
 
 /* Queue the Terminate for the segment and return err. */
 static int fail(const struct rx *x, struct iwarp_term_cause cause, int err)
 {
-    iwarp_core_qp_terminate(x->qp, cause, x->seg, x->len);
+    terminate_seg(x->qp, cause, x->seg, x->avail, x->seg_len);
+    return err;
+}
+
+/* The same for the pending segment in phase 2 (its DDP header was kept). */
+static int fail_cur(struct iwarp_core_qp *qp, struct iwarp_term_cause cause, int err)
+{
+    const struct iwarp_core_rx_cur *c = &qp->rx_cur;
+    terminate_seg(qp, cause, c->hdr, c->hdr_len, c->seg_len);
     return err;
 }
 
@@ -83,23 +113,34 @@ static void read_fail(struct iwarp_core_qp *qp, uint8_t status, struct iwarp_ter
     orq_pop(qp);
 }
 
+/* The payload goes to one range of local memory at addr (none for a zero-length payload). */
+static void dst_range(struct rx *x, uint64_t addr)
+{
+    x->ndst = 0;
+    if (x->plen != 0)
+        x->dst[x->ndst++] = (struct iovec){(void *)(uintptr_t)addr, x->plen};
+}
+
 /* ---- RDMA Write (RFC 5040 §5.1) ------------------------------------------------------ */
 
 static int rx_write(struct rx *x)
 {
     struct iwarp_core_qp *qp = x->qp;
     struct iwarp_term_cause cause;
-    /* RFC 5041 §7.1 tagged checks on the Data Sink STag/TO; RFC 5040 §8.1.1 #5: the STag must
-     * allow remote write. Every segment is checked on its own: tagged messages keep no state. */
+    /* RFC 5041 §7.1 tagged checks on the Data Sink STag/TO for the whole payload; RFC 5040
+     * §8.1.1 #5: the STag must allow remote write. Every segment is checked on its own:
+     * tagged messages keep no state. */
     struct iwarp_mem_req r = {.stag = x->s.ddp.stag,
                               .to = x->s.ddp.to,
-                              .len = x->s.payload_len,
+                              .len = x->plen,
                               .need = IWARP_MEM_ACCESS_REMOTE_WRITE,
                               .pd = qp->cfg.pd,
                               .qp = qp->cfg.qp_num};
-    int rc = iwarp_ddp_rx_tagged_place(qp->cfg.mem, &r, x->s.payload, &cause);
+    uint64_t addr = 0;
+    int rc = iwarp_ddp_rx_tagged_target(qp->cfg.mem, &r, &addr, &cause);
     if (rc != 0)
         return fail(x, rc == IWARP_ERR_INVAL ? cause_catastrophic : cause, rc);
+    dst_range(x, addr);
     return 0;
 }
 
@@ -118,12 +159,11 @@ static int rx_read_resp(struct rx *x)
     if (qp->orq_count == 0)
         return fail(x, cause_opcode, IWARP_ERR_RDMAP_OPCODE);
     struct iwarp_core_orqe *o = &qp->orq[qp->orq_head];
-    uint32_t plen = (uint32_t)x->s.payload_len;
     /* RFC 5040 §5.2.2: the Data Sink MAY validate STag, TO and length against the Request; we
      * do (ddp_rx_tagged.h lists the causes: outside the sink is a DDP Tagged Buffer error,
      * the Data Sink being the only buffer this message may be placed in). */
     struct iwarp_ddp_rx_sink sink = {o->sink_stag, o->sink_to, o->len, o->received};
-    int rc = iwarp_ddp_rx_sink_check(&sink, &x->s.ddp, plen, &cause);
+    int rc = iwarp_ddp_rx_sink_check(&sink, &x->s.ddp, x->plen, &cause);
     if (rc != 0) {
         read_fail(qp, IWARP_WC_BAD_RESP_ERR, cause);
         return fail(x, cause, rc);
@@ -133,24 +173,31 @@ static int rx_read_resp(struct rx *x)
      * Read fails locally (LOC_PROT_ERR, as siw) and the Terminate carries the DDP cause. */
     struct iwarp_mem_req r = {.stag = o->sink_stag,
                               .to = x->s.ddp.to,
-                              .len = plen,
+                              .len = x->plen,
                               .need = IWARP_MEM_ACCESS_LOCAL_WRITE,
                               .pd = qp->cfg.pd,
                               .qp = qp->cfg.qp_num};
-    rc = iwarp_ddp_rx_tagged_place(qp->cfg.mem, &r, x->s.payload, &cause);
+    uint64_t addr = 0;
+    rc = iwarp_ddp_rx_tagged_target(qp->cfg.mem, &r, &addr, &cause);
     if (rc != 0) {
         if (rc == IWARP_ERR_INVAL)
             cause = cause_catastrophic;
         read_fail(qp, IWARP_WC_LOC_PROT_ERR, cause);
         return fail(x, cause, rc);
     }
-    o->received += plen;
-    if (!x->s.ddp.last)
-        return 0;
+    dst_range(x, addr);
+    return 0;
+}
+
+static void done_read_resp(struct iwarp_core_qp *qp)
+{
+    struct iwarp_core_orqe *o = &qp->orq[qp->orq_head];
+    o->received += qp->rx_cur.payload_len;
+    if (!qp->rx_cur.last)
+        return;
     /* RFC 5040 §5.5 rule 19: the Read completes once its Response is Delivered. */
     iwarp_core_qp_sq_finish(qp, o->sq_index, IWARP_WC_SUCCESS, 0);
     orq_pop(qp);
-    return 0;
 }
 
 /* ---- Sends (RFC 5040 §5.3) ----------------------------------------------------------- */
@@ -177,10 +224,11 @@ static void srq_pull(struct iwarp_core_qp *qp, const struct iwarp_ddp_hdr *h)
     }
 }
 
-/* Copy n octets to offset off of the receive's SGE list (the untagged checks guarantee that
- * off + n is within rqe->len). */
-static void scatter(const struct iwarp_core_rqe *rqe, uint64_t off, const uint8_t *src, size_t n)
+/* The iovecs of octets [off, off + n) of the receive's SGE list, zero-length pieces skipped
+ * (the untagged checks guarantee that off + n is within rqe->len). Returns how many. */
+static uint32_t gather(const struct iwarp_core_rqe *rqe, uint64_t off, size_t n, struct iovec *dst)
 {
+    uint32_t k = 0;
     uint32_t nsge = rqe->nsge < IWARP_CORE_MAX_SGE ? rqe->nsge : IWARP_CORE_MAX_SGE;
     for (uint32_t i = 0; i < nsge && n > 0; i++) {
         size_t l = rqe->iov[i].iov_len;
@@ -188,30 +236,26 @@ static void scatter(const struct iwarp_core_rqe *rqe, uint64_t off, const uint8_
             off -= l;
             continue;
         }
-        size_t k = l - (size_t)off < n ? l - (size_t)off : n;
-        memcpy((uint8_t *)rqe->iov[i].iov_base + off, src, k);
-        src += k;
-        n -= k;
+        size_t take = l - (size_t)off < n ? l - (size_t)off : n;
+        dst[k++] = (struct iovec){(uint8_t *)rqe->iov[i].iov_base + off, take};
+        n -= take;
         off = 0;
     }
+    return k;
 }
 
 static int rx_send(struct rx *x)
 {
     struct iwarp_core_qp *qp = x->qp;
     const struct iwarp_wire_segment *s = &x->s;
-    uint8_t op = s->opcode;
-    bool inv = op == IWARP_RDMAP_OP_SEND_INV || op == IWARP_RDMAP_OP_SEND_SE_INV;
-    bool se = op == IWARP_RDMAP_OP_SEND_SE || op == IWARP_RDMAP_OP_SEND_SE_INV;
     struct iwarp_term_cause cause;
     struct iwarp_ddp_rx_place place;
 
     if (qp->cfg.srq != NULL)
         srq_pull(qp, &s->ddp);
     /* RFC 5041 §7.1 untagged checks (MSN, buffer, MO, length; RFC 5040 §5.3: a Send larger
-     * than the buffer is an error). */
-    int rc =
-        iwarp_ddp_rx_uq_segment(&qp->uq_send, &s->ddp, (uint32_t)s->payload_len, &place, &cause);
+     * than the buffer is an error), for the whole payload before any of it is placed. */
+    int rc = iwarp_ddp_rx_uq_segment(&qp->uq_send, &s->ddp, x->plen, &place, &cause);
     if (rc != 0) {
         if (rc != IWARP_ERR_PROTO) /* only after an L not completed: never here */
             return fail(x, cause_catastrophic, rc);
@@ -228,25 +272,39 @@ static int rx_send(struct rx *x)
     struct iwarp_core_rqe *rqe = iwarp_core_qp_cur_rqe(qp);
     if (rqe == NULL) /* a DDP buffer is posted for every receive: unreachable */
         return fail(x, cause_catastrophic, IWARP_ERR_STATE);
-    scatter(rqe, place.offset, s->payload, s->payload_len);
-    if (!place.last)
-        return 0;
+    x->ndst = gather(rqe, place.offset, x->plen, x->dst);
+    qp->rx_cur.msg_len = place.msg_len;
+    qp->rx_cur.last = place.last;
+    return 0;
+}
 
-    uint32_t msg_len = (uint32_t)place.msg_len; /* <= rqe->len, a uint32_t */
+static int done_send(struct iwarp_core_qp *qp)
+{
+    struct iwarp_core_rx_cur *c = &qp->rx_cur;
+    if (!c->last)
+        return 0;
+    uint8_t op = c->opcode;
+    bool inv = op == IWARP_RDMAP_OP_SEND_INV || op == IWARP_RDMAP_OP_SEND_SE_INV;
+    bool se = op == IWARP_RDMAP_OP_SEND_SE || op == IWARP_RDMAP_OP_SEND_SE_INV;
+    struct iwarp_core_rqe *rqe = iwarp_core_qp_cur_rqe(qp);
+    if (rqe == NULL) /* phase 1 found it; nothing in between consumes it */
+        return fail_cur(qp, cause_catastrophic, IWARP_ERR_STATE);
+    uint32_t msg_len = (uint32_t)c->msg_len; /* <= rqe->len, a uint32_t */
     if (inv) {
         /* RFC 5040 §5.3 and §7.2 checks 4-5: on Delivery of a Send with (SE and) Invalidate
          * the STag must be valid and associated with this stream, and is invalidated; else a
          * Terminate "STag cannot be Invalidated" (mem_region.h: 0/2/0x09 or 0/1/0x09). The
          * receive then completes with REM_INV_REQ_ERR (the peer's request was invalid; siw). */
-        rc = iwarp_mem_remote_inv(qp->cfg.mem, s->inv_stag, qp->cfg.pd, qp->cfg.qp_num, &cause);
+        struct iwarp_term_cause cause;
+        int rc = iwarp_mem_remote_inv(qp->cfg.mem, c->inv_stag, qp->cfg.pd, qp->cfg.qp_num, &cause);
         if (rc != 0) {
             recv_fail(qp, IWARP_WC_REM_INV_REQ_ERR, cause, msg_len);
-            return fail(x, cause, rc);
+            return fail_cur(qp, cause, rc);
         }
     }
     /* RFC 5040 §5.3: Delivered in order, with the size written; SE variants are solicited. */
     iwarp_core_qp_recv_complete(qp, rqe->wr_id, IWARP_WC_SUCCESS, msg_len, 0, inv,
-                                inv ? s->inv_stag : 0, se);
+                                inv ? c->inv_stag : 0, se);
     (void)iwarp_ddp_rx_uq_complete(&qp->uq_send);
     iwarp_core_qp_pop_rqe(qp);
     return 0;
@@ -280,16 +338,25 @@ static int rx_read_req(struct rx *x)
         return fail(x, rc == IWARP_ERR_INVAL ? cause_catastrophic : cause, rc);
     if (qp->irq_count >= IWARP_CORE_MAX_IRD) /* queue 1 never holds more buffers */
         return fail(x, cause_catastrophic, IWARP_ERR_STATE);
+    qp->rx_cur.read_req = *rr;
+    qp->rx_cur.src_addr = src;
+    x->ndst = 0;
+    return 0;
+}
+
+static void done_read_req(struct iwarp_core_qp *qp)
+{
+    const struct iwarp_core_rx_cur *c = &qp->rx_cur;
     (void)iwarp_ddp_rx_uq_complete(&qp->uq_read);
-    /* RFC 5040 §5.2.1: processed in the order sent; answered in that order (§5.5 rule 20). */
+    /* RFC 5040 §5.2.1: processed in the order sent; answered in that order (§5.5 rule 20).
+     * irq_count < IWARP_CORE_MAX_IRD: phase 1 checked it and only TX removes entries. */
     qp->irq[(qp->irq_head + qp->irq_count) % IWARP_CORE_MAX_IRD] =
-        (struct iwarp_core_irqe){.sink_stag = rr->sink_stag,
-                                 .sink_to = rr->sink_to,
-                                 .src_addr = src,
-                                 .len = rr->size,
+        (struct iwarp_core_irqe){.sink_stag = c->read_req.sink_stag,
+                                 .sink_to = c->read_req.sink_to,
+                                 .src_addr = c->src_addr,
+                                 .len = c->read_req.size,
                                  .started = false};
     qp->irq_count++;
-    return 0;
 }
 
 /* ---- Terminate (RFC 5040 §5.4) ------------------------------------------------------- */
@@ -302,18 +369,54 @@ static int rx_terminate(struct rx *x)
     int rc = iwarp_ddp_rx_uq_segment(&qp->uq_term, &x->s.ddp, 0, NULL, &cause);
     if (rc != 0)
         return fail(x, rc == IWARP_ERR_PROTO ? cause : cause_catastrophic, rc);
-    (void)iwarp_ddp_rx_uq_complete(&qp->uq_term);
-    /* RFC 5040 §5.4: Delivered to the ULP. A siw peer's bit-reversed header is read its way
-     * (wire_term.h). */
-    iwarp_core_qp_peer_terminated(qp, iwarp_term_layout(&x->s.body.term)->cause);
+    /* A siw peer's bit-reversed header is read its way (wire_term.h). */
+    qp->rx_cur.term = iwarp_term_layout(&x->s.body.term)->cause;
+    x->ndst = 0;
     return 0;
+}
+
+static void done_terminate(struct iwarp_core_qp *qp)
+{
+    (void)iwarp_ddp_rx_uq_complete(&qp->uq_term);
+    /* RFC 5040 §5.4: Delivered to the ULP. */
+    iwarp_core_qp_peer_terminated(qp, qp->rx_cur.term);
 }
 
 /* ---- entry points ---------------------------------------------------------------------- */
 
-int iwarp_core_qp_rx_segment(struct iwarp_core_qp *qp, const uint8_t *seg, size_t len)
+/* Whether opcode op carries a payload after its headers (RFC 5040 Figure 4). */
+static bool has_payload(uint8_t op)
 {
-    if (qp == NULL || (seg == NULL && len != 0) || len > UINT32_MAX)
+    return op == IWARP_RDMAP_OP_WRITE || op == IWARP_RDMAP_OP_READ_RESP ||
+           op == IWARP_RDMAP_OP_SEND || op == IWARP_RDMAP_OP_SEND_INV ||
+           op == IWARP_RDMAP_OP_SEND_SE || op == IWARP_RDMAP_OP_SEND_SE_INV;
+}
+
+uint32_t iwarp_core_qp_rx_hdr_len(const uint8_t *p, size_t avail, uint32_t seg_len)
+{
+    if (p == NULL || avail < 2)
+        return seg_len;
+    /* RFC 5041 §4.1: T selects the DDP header (14 or 18 octets); RFC 5040 §4.1, Figure 4:
+     * the RDMAP opcode says whether an RDMAP header follows (the payload carriers have none).
+     * A T flag that does not fit the opcode is an error decode reports on the whole segment. */
+    bool tagged = (p[0] & IWARP_DDP_FLAG_TAGGED) != 0;
+    uint8_t op = (uint8_t)(p[1] & IWARP_RDMAP_MASK_OPCODE);
+    uint32_t need = seg_len;
+    if (has_payload(op) && tagged == (op == IWARP_RDMAP_OP_WRITE || op == IWARP_RDMAP_OP_READ_RESP))
+        need = tagged ? IWARP_DDP_TAGGED_HDR_LEN : IWARP_DDP_UNTAGGED_HDR_LEN;
+    return need < seg_len ? need : seg_len;
+}
+
+int iwarp_core_qp_rx_hdr(struct iwarp_core_qp *qp, const uint8_t *hdr, size_t hdr_len,
+                         size_t seg_len, struct iovec *dst, uint32_t max, uint32_t *ndst)
+{
+    if (ndst != NULL)
+        *ndst = 0;
+    if (qp == NULL || (hdr == NULL && hdr_len != 0) || hdr_len > seg_len || seg_len > UINT32_MAX ||
+        dst == NULL || max < IWARP_CORE_RX_IOV_MAX || ndst == NULL)
+        return IWARP_ERR_INVAL;
+    /* Only the payload carriers may arrive without the rest of the segment. */
+    if (hdr_len < seg_len && hdr_len < iwarp_core_qp_rx_hdr_len(hdr, hdr_len, (uint32_t)seg_len))
         return IWARP_ERR_INVAL;
     switch (qp->state) {
     case IWARP_CORE_QP_RUNNING:
@@ -327,35 +430,114 @@ int iwarp_core_qp_rx_segment(struct iwarp_core_qp *qp, const uint8_t *seg, size_
     default:
         return IWARP_ERR_STATE; /* not in full operation: the LLP delivers nothing yet */
     }
+    if (qp->rx_cur.active) /* the previous segment's payload_done is missing */
+        return IWARP_ERR_STATE;
 
-    struct rx x = {.qp = qp, .seg = seg, .len = len};
+    struct rx x = {
+        .qp = qp, .seg = hdr, .avail = hdr_len, .seg_len = (uint32_t)seg_len, .dst = dst};
     struct iwarp_term_cause cause;
-    /* RFC 5041 §7.1, RFC 5040 §7.2 checks 1-3: the stateless header checks. */
-    int rc = iwarp_wire_segment_decode(seg, len, &x.s, &cause);
+    /* RFC 5041 §7.1, RFC 5040 §7.2 checks 1-3: the stateless header checks. For the payload
+     * carriers they read the headers only, so hdr_len octets decide as the whole would. */
+    int rc = iwarp_wire_segment_decode(hdr, hdr_len, &x.s, &cause);
     if (rc != 0)
         return fail(&x, cause, rc);
+    x.plen = (uint32_t)(seg_len - x.s.hdr_len - x.s.body_len);
 
+    struct iwarp_core_rx_cur *c = &qp->rx_cur;
+    *c = (struct iwarp_core_rx_cur){.opcode = x.s.opcode,
+                                    .last = x.s.ddp.last,
+                                    .hdr_len = (uint8_t)x.s.hdr_len,
+                                    .seg_len = (uint32_t)seg_len,
+                                    .payload_len = x.plen,
+                                    .inv_stag = x.s.inv_stag};
+    memcpy(c->hdr, hdr, x.s.hdr_len);
     switch (x.s.opcode) {
     case IWARP_RDMAP_OP_WRITE:
-        return rx_write(&x);
+        rc = rx_write(&x);
+        break;
     case IWARP_RDMAP_OP_READ_RESP:
-        return rx_read_resp(&x);
+        rc = rx_read_resp(&x);
+        break;
     case IWARP_RDMAP_OP_SEND:
     case IWARP_RDMAP_OP_SEND_INV:
     case IWARP_RDMAP_OP_SEND_SE:
     case IWARP_RDMAP_OP_SEND_SE_INV:
-        return rx_send(&x);
+        rc = rx_send(&x);
+        break;
     case IWARP_RDMAP_OP_READ_REQ:
-        return rx_read_req(&x);
+        rc = rx_read_req(&x);
+        break;
     case IWARP_RDMAP_OP_TERMINATE:
-        return rx_terminate(&x);
+        rc = rx_terminate(&x);
+        break;
     default:
         /* RFC 7306 Immediate Data and atomics: not negotiated, not supported; an RDMAP that
          * does not implement them answers Unexpected OpCode (RFC 7306 §1.1, §4.1). */
-        return fail(&x, cause_opcode, IWARP_ERR_NOTSUP);
+        rc = fail(&x, cause_opcode, IWARP_ERR_NOTSUP);
+        break;
+    }
+    if (rc != 0)
+        return rc;
+    c->active = true;
+    *ndst = x.ndst;
+    return 0;
+}
+
+int iwarp_core_qp_rx_payload_done(struct iwarp_core_qp *qp)
+{
+    if (qp == NULL)
+        return IWARP_ERR_INVAL;
+    if (!qp->rx_cur.active)
+        return 0;
+    qp->rx_cur.active = false;
+    /* Stopped in between (a local error, a disconnect): its WR was flushed, nothing delivers. */
+    if (qp->state != IWARP_CORE_QP_RUNNING && qp->state != IWARP_CORE_QP_CLOSING)
+        return 0;
+    switch (qp->rx_cur.opcode) {
+    case IWARP_RDMAP_OP_READ_RESP:
+        done_read_resp(qp);
+        return 0;
+    case IWARP_RDMAP_OP_SEND:
+    case IWARP_RDMAP_OP_SEND_INV:
+    case IWARP_RDMAP_OP_SEND_SE:
+    case IWARP_RDMAP_OP_SEND_SE_INV:
+        return done_send(qp);
+    case IWARP_RDMAP_OP_READ_REQ:
+        done_read_req(qp);
+        return 0;
+    case IWARP_RDMAP_OP_TERMINATE:
+        done_terminate(qp);
+        return 0;
+    default: /* RDMA Write: placed, nothing to deliver (RFC 5040 §5.1) */
+        return 0;
     }
 }
 
+/* Copy n octets into the iovecs, in order. */
+static void scatter(const struct iovec *dst, uint32_t ndst, const uint8_t *src, size_t n)
+{
+    for (uint32_t i = 0; i < ndst && n > 0; i++) {
+        size_t k = dst[i].iov_len < n ? dst[i].iov_len : n;
+        memcpy(dst[i].iov_base, src, k);
+        src += k;
+        n -= k;
+    }
+}
+
+int iwarp_core_qp_rx_segment(struct iwarp_core_qp *qp, const uint8_t *seg, size_t len)
+{
+    if (qp == NULL || (seg == NULL && len != 0) || len > UINT32_MAX)
+        return IWARP_ERR_INVAL;
+    /* The two phases over the segment in memory: the payload is its tail. */
+    struct iovec dst[IWARP_CORE_RX_IOV_MAX];
+    uint32_t ndst = 0;
+    int rc = iwarp_core_qp_rx_hdr(qp, seg, len, len, dst, IWARP_CORE_RX_IOV_MAX, &ndst);
+    if (rc != 0 || !qp->rx_cur.active)
+        return rc;
+    size_t plen = qp->rx_cur.payload_len;
+    scatter(dst, ndst, seg + (len - plen), plen);
+    return iwarp_core_qp_rx_payload_done(qp);
+}
 void iwarp_core_qp_rx_llp_error(struct iwarp_core_qp *qp, struct iwarp_term_cause cause,
                                 const uint8_t *hdr, size_t hdr_len)
 {

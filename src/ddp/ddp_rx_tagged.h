@@ -37,6 +37,18 @@
 int iwarp_ddp_rx_tagged_place(const struct iwarp_mem_table *t, const struct iwarp_mem_req *r,
                               const uint8_t *payload, struct iwarp_term_cause *cause);
 
+/*
+ * The checks of iwarp_ddp_rx_tagged_place() without the copy: where the payload goes. For
+ * zero-copy placement, where the caller receives the payload straight into that memory.
+ *   t, r, cause: as for iwarp_ddp_rx_tagged_place().
+ *   addr:   on success, the local address of the octet at r->to (0 when r->len is 0); the
+ *           r->len octets from there are inside the buffer the STag names.
+ * Ownership: nothing is kept; addr is valid while the STag stays registered.
+ * Returns what iwarp_ddp_rx_tagged_place() returns (IWARP_ERR_INVAL for NULL t, r or addr).
+ */
+int iwarp_ddp_rx_tagged_target(const struct iwarp_mem_table *t, const struct iwarp_mem_req *r,
+                               uint64_t *addr, struct iwarp_term_cause *cause);
+
 /* The one Tagged Buffer a tagged message was solicited for (an RDMA Read's Data Sink) and the
  * octets of that message accepted so far. */
 struct iwarp_ddp_rx_sink {

@@ -76,3 +76,18 @@ int iwarp_ddp_rx_uq_complete(struct iwarp_ddp_rx_uq *q)
     q->last_received = false;
     return 0;
 }
+
+int iwarp_ddp_rx_uq_skip(struct iwarp_ddp_rx_uq *q, const struct iwarp_ddp_hdr *h, uint32_t len,
+                         struct iwarp_term_cause *cause)
+{
+    if (q == NULL || h == NULL || h->tagged || len != 0)
+        return IWARP_ERR_INVAL;
+    /* RFC 5041 §7.1 check 5: the expected MSN, with no message of it in progress. */
+    if (h->msn != q->msn || q->received != 0 || q->last_received)
+        return reject(cause, IWARP_TERM_DDP_U_MSN_RANGE);
+    /* RFC 5041 §7.1 check 3, §5.2: one segment at MO 0 with L set. */
+    if (h->mo != 0 || !h->last)
+        return reject(cause, IWARP_TERM_DDP_U_INVALID_MO);
+    q->msn++; /* RFC 5041 §4.3: modulo 2^32 */
+    return 0;
+}

@@ -114,6 +114,21 @@ int iwarp_ddp_rx_uq_segment(struct iwarp_ddp_rx_uq *q, const struct iwarp_ddp_hd
  */
 int iwarp_ddp_rx_uq_complete(struct iwarp_ddp_rx_uq *q);
 
+/*
+ * Accept a zero-length message that consumes no buffer: the RFC 6581 Send RTR, which belongs
+ * to MPA setup and not to the ULP. It must be a whole message at the expected MSN: no message
+ * in progress and h->msn expected (RFC 5041 §7.1 check 5, else 0x03 MSN range not valid),
+ * MO 0 and L set (check 3, §5.2: a zero-length message is one segment; else 0x04 invalid MO).
+ * The expected MSN then moves on (wrapping, RFC 5041 §4.3); the posted buffers are untouched.
+ *   q, h:  as for iwarp_ddp_rx_uq_segment(); len: the payload length, which must be 0.
+ *   cause: on IWARP_ERR_PROTO, the Terminate cause (1/2/x); may be NULL.
+ * Ownership: nothing is kept.
+ * Returns 0, IWARP_ERR_PROTO with cause (q unchanged), or IWARP_ERR_INVAL for NULL q or h, a
+ * tagged header or a non-zero len.
+ */
+int iwarp_ddp_rx_uq_skip(struct iwarp_ddp_rx_uq *q, const struct iwarp_ddp_hdr *h, uint32_t len,
+                         struct iwarp_term_cause *cause);
+
 /* The MSN the next accepted segment must carry (the current message's). */
 static inline uint32_t iwarp_ddp_rx_uq_expected_msn(const struct iwarp_ddp_rx_uq *q)
 {

@@ -13,9 +13,23 @@
  *                          send its first FPDU before our whole Reply arrived, so this only
  *                          ever stalls a peer that breaks RFC 5044 §7.1.2 rule 4).
  *
- * Direct placement (CRC off, RFC 5044 §4.4: nothing to verify before DDP sees the ULPDU) slots
- * in at rx_land(): for PART_ULPDU after the DDP header, it would return the destination in the
- * MR or receive buffer instead of the bounce buffer. Today every ULPDU goes through the bounce.
+ * How a ULPDU is received (rx_mode):
+ *   RX_STAGE    into bounce[0, ULPDU_Length), handed to the QP whole at the FPDU's end
+ *               (rx_segment). Always with CRC on (RFC 5044 §6: verified before DDP sees it);
+ *               with CRC off, only until the headers are in.
+ *   RX_DIRECT   CRC off (RFC 5044 §4.4: nothing to verify; ULPDU_Length is the only check):
+ *               the first octets of a ULPDU are staged in bounce, as many as
+ *               iwarp_core_qp_rx_hdr_len() says (the 14-octet tagged header first, which tells
+ *               T and the opcode; 18 for a Send; the whole ULPDU for a Read Request, a
+ *               Terminate and anything malformed). Then iwarp_core_qp_rx_hdr() validates the
+ *               segment for its full ULPDU_Length and gives the destination iovecs, and
+ *               rx_land() points each read at the next of them (markers, pad and CRC still go
+ *               to the scratch area), so payload is copied once, by the transport.
+ *               iwarp_core_qp_rx_payload_done() follows the CRC field.
+ *   RX_DISCARD  rx_hdr refused the segment (a Terminate is queued): its payload is read into
+ *               bounce and dropped.
+ * While the QP is not yet running (the responder's first FPDU) or our Read RTR waits for its
+ * answer, ULPDUs are staged whole: the connection itself looks at them first.
  */
 #include "llp/llp_conn.h"
 
@@ -34,6 +48,10 @@
 #define MPA_PD_LEN_OFF 18u /* PD_Length in the Request/Reply (RFC 5044 §7.1.1) */
 #define TXF_SLOT(c, i) (&(c)->txf[((c)->txf_head + (i)) % IWARP_LLP_CONN_TX_SEGS])
 #define NONE           IWARP_MPA_IRD_ORD_NONE
+/* The first ULPDU octets staged before deciding: every payload carrier's header is as long. */
+#define HDR_PROBE      IWARP_DDP_TAGGED_HDR_LEN
+
+enum { RX_STAGE = 0, RX_DIRECT = 1, RX_DISCARD = 2 };
 
 static bool is_initiator(const struct iwarp_llp_conn *c)
 {
@@ -271,15 +289,47 @@ static uint8_t *neg_land(struct iwarp_llp_conn *c, size_t *len)
     return c->bounce + got;
 }
 
+/* Whether this connection's ULPDUs may be placed directly (see the top of this file). */
+static bool direct_ok(const struct iwarp_llp_conn *c)
+{
+    return !iwarp_mpa_neg_result(&c->neg)->crc && c->started && !c->rtr_wait;
+}
+
+/* RX_STAGE with direct placement possible: how many of the first ULPDU octets to stage. */
+static uint32_t stage_need(const struct iwarp_llp_conn *c, uint32_t have, uint32_t ulpdu_len)
+{
+    if (have < HDR_PROBE)
+        return HDR_PROBE < ulpdu_len ? HDR_PROBE : ulpdu_len;
+    return iwarp_core_qp_rx_hdr_len(c->bounce, have, ulpdu_len);
+}
+
+/* The ULPDU part: where its next octets land. */
+static uint8_t *ulpdu_land(struct iwarp_llp_conn *c, const struct iwarp_mpa_rx_want *w, size_t *len)
+{
+    if (c->rx_mode == RX_DIRECT && c->rx_dst_i < c->rx_ndst) {
+        const struct iovec *d = &c->rx_dst[c->rx_dst_i];
+        size_t room = d->iov_len - c->rx_dst_off;
+        *len = w->len < room ? w->len : room;
+        return (uint8_t *)d->iov_base + c->rx_dst_off;
+    }
+    /* Staged, discarded, or (RX_DIRECT) past the iovecs of a segment the QP drops. */
+    *len = w->len;
+    if (c->rx_mode == RX_STAGE && direct_ok(c)) {
+        uint32_t need = stage_need(c, w->ulpdu_off, w->ulpdu_len);
+        size_t left = w->ulpdu_off < need ? need - w->ulpdu_off : w->len;
+        if (*len > left)
+            *len = left; /* the headers only: the payload goes elsewhere */
+    }
+    return c->bounce + w->ulpdu_off;
+}
+
 /* Full operation: where the deframer's next part lands (see the top of this file). */
 static uint8_t *rx_land(struct iwarp_llp_conn *c, size_t *len)
 {
     struct iwarp_mpa_rx_want w;
     iwarp_mpa_rx_want(&c->rx, &w);
-    if (w.part == IWARP_MPA_RX_PART_ULPDU) {
-        *len = w.len;
-        return c->bounce + w.ulpdu_off;
-    }
+    if (w.part == IWARP_MPA_RX_PART_ULPDU)
+        return ulpdu_land(c, &w, len);
     if (w.part == IWARP_MPA_RX_PART_FAILED || w.len == 0) {
         *len = 0;
         return NULL;
@@ -356,6 +406,50 @@ static int on_fpdu(struct iwarp_llp_conn *c, uint32_t len)
     return iwarp_core_qp_rx_segment(c->qp, c->bounce, len);
 }
 
+/* RX_STAGE: the ULPDU's first bounce_len octets are staged. Once they are the headers of a
+ * segment with payload (CRC off), hand them to the QP and receive the payload in place. */
+static int maybe_direct(struct iwarp_llp_conn *c, uint32_t ulpdu_len)
+{
+    if (!direct_ok(c) || c->bounce_len >= ulpdu_len ||
+        c->bounce_len != stage_need(c, c->bounce_len, ulpdu_len))
+        return 0;
+    uint32_t n = 0;
+    /* RFC 5041 §7.1: every check, for the whole ULPDU_Length, before any payload is read. */
+    int rc = iwarp_core_qp_rx_hdr(c->qp, c->bounce, c->bounce_len, ulpdu_len, c->rx_dst,
+                                  IWARP_CORE_RX_IOV_MAX, &n);
+    c->rx_mode = rc == 0 ? RX_DIRECT : RX_DISCARD;
+    c->rx_ndst = rc == 0 ? n : 0;
+    c->rx_dst_i = 0;
+    c->rx_dst_off = 0;
+    return rc;
+}
+
+/* RX_DIRECT: n payload octets were read where ulpdu_land() pointed. */
+static void direct_advance(struct iwarp_llp_conn *c, size_t n)
+{
+    if (c->rx_dst_i >= c->rx_ndst)
+        return; /* a dropped segment's payload: read into bounce, nothing to account */
+    c->rx_dst_off += n;
+    if (c->rx_dst_off == c->rx_dst[c->rx_dst_i].iov_len) {
+        c->rx_dst_i++;
+        c->rx_dst_off = 0;
+    }
+}
+
+/* The FPDU is complete (its CRC checked when on): deliver its ULPDU as it was received. */
+static int fpdu_end(struct iwarp_llp_conn *c, uint32_t ulpdu_len)
+{
+    uint8_t mode = c->rx_mode;
+    c->rx_mode = RX_STAGE;
+    c->rx_ndst = c->rx_dst_i = 0;
+    c->rx_dst_off = 0;
+    if (mode == RX_STAGE)
+        return on_fpdu(c, ulpdu_len);
+    c->bounce_len = 0;
+    /* RFC 5044 §4.1: with CRC off the trailer needs no check; the payload is in place. */
+    return mode == RX_DIRECT ? iwarp_core_qp_rx_payload_done(c->qp) : 0;
+}
+
 /* The deframer failed (RFC 5044 §8: CRC 0x02, marker or length 0x03). */
 static int rx_error(struct iwarp_llp_conn *c, int err)
 {
@@ -371,6 +465,9 @@ static int rx_error(struct iwarp_llp_conn *c, int err)
         iwarp_core_qp_rx_llp_error(c->qp, cause, hdr, hdr_len);
     else
         conn_terminate(c, err, cause, NULL, 0);
+    if (c->rx_mode == RX_DIRECT) /* the QP is terminating: this only ends the pending segment */
+        (void)iwarp_core_qp_rx_payload_done(c->qp);
+    c->rx_mode = RX_STAGE;
     return err;
 }
 
@@ -406,18 +503,22 @@ int iwarp_llp_conn_rx_ack(struct iwarp_llp_conn *c, size_t n, uint64_t now_ns)
             return rx_error(c, (int)k);
         p += k;
         n -= (size_t)k;
-        if (ev.kind == IWARP_MPA_RX_EV_ULPDU) {
+        int rc = 0;
+        if (ev.kind == IWARP_MPA_RX_EV_ULPDU && c->rx_mode == RX_DIRECT) {
+            direct_advance(c, ev.len); /* already in place: ev.data is what rx_land gave */
+        } else if (ev.kind == IWARP_MPA_RX_EV_ULPDU && c->rx_mode == RX_STAGE) {
             /* Keep the ULPDU contiguous in the bounce buffer (it already is when the read
              * followed rx_land(); max_ulpdu bounds the offset). */
             uint8_t *dst = c->bounce + ev.ulpdu_off;
             if (ev.data != dst)
                 memmove(dst, ev.data, ev.len);
             c->bounce_len = ev.ulpdu_off + (uint32_t)ev.len;
+            rc = maybe_direct(c, ev.ulpdu_len);
         } else if (ev.kind == IWARP_MPA_RX_EV_FPDU) {
-            int rc = on_fpdu(c, ev.ulpdu_len);
-            if (rc != 0 && ret == 0)
-                ret = rc;
+            rc = fpdu_end(c, ev.ulpdu_len);
         }
+        if (rc != 0 && ret == 0)
+            ret = rc;
     }
     return ret;
 }

@@ -16,6 +16,9 @@
  *        with iwarp_llp_conn_accept()/reject().
  * Receive with CRC on: each FPDU is read into a bounce buffer (<= 64 KiB), verified, then the
  * DDP segment inside is handed to the QP (RFC 5044 §6: verify before DDP sees it).
+ * Receive with CRC off: only the DDP/RDMAP headers are read into the bounce buffer; the payload
+ * of a Write, Read Response or Send is read straight into its destination (the MR, the posted
+ * receive's SGEs) that iwarp_core_qp_rx_hdr() validated for the whole ULPDU_Length.
  */
 #ifndef IWARP_LLP_LLP_CONN_H
 #define IWARP_LLP_LLP_CONN_H
@@ -88,6 +91,11 @@ struct iwarp_llp_conn {
     bool rtr_pending; /* initiator: the negotiated RTR still has to be framed */
     bool rtr_wait;    /* initiator: awaiting the zero-length Read Response to our Read RTR */
     bool term_queued; /* a Terminate built by the connection is queued; nothing follows it */
+    /* Receive of the current FPDU's ULPDU (CRC off: direct placement; see llp_conn.c). */
+    uint8_t rx_mode;
+    uint32_t rx_ndst, rx_dst_i;                 /* destination iovecs, the one being filled */
+    size_t rx_dst_off;                          /* octets of rx_dst[rx_dst_i] already filled */
+    struct iovec rx_dst[IWARP_CORE_RX_IOV_MAX]; /* from iwarp_core_qp_rx_hdr() */
 };
 
 #define IWARP_LLP_CONN_BOUNCE (IWARP_MPA_MULPDU_MAX + 16u)

@@ -45,24 +45,14 @@ int iwarp_llp_rtr_build(struct iwarp_core_qp *qp, uint8_t rtr, struct iwarp_core
 int iwarp_llp_rtr_consume_send(struct iwarp_core_qp *qp, const struct iwarp_wire_segment *s,
                                struct iwarp_term_cause *cause)
 {
-    struct iwarp_ddp_rx_uq *q = &qp->uq_send;
-    cause->layer = IWARP_TERM_LAYER_DDP;
-    cause->etype = IWARP_TERM_DDP_ETYPE_UNTAGGED;
-    /* RFC 5041 §7.1 check 5: the RTR is the first message of queue 0. */
-    if (s->ddp.msn != iwarp_ddp_rx_uq_expected_msn(q) || iwarp_ddp_rx_uq_received(q) != 0) {
-        cause->ecode = IWARP_TERM_DDP_U_MSN_RANGE;
-        return IWARP_ERR_PROTO;
-    }
-    /* RFC 5041 §7.1 check 6, §5.2: one segment at MO 0 with L set. */
-    if (s->ddp.mo != 0 || !s->ddp.last) {
-        cause->ecode = IWARP_TERM_DDP_U_INVALID_MO;
-        return IWARP_ERR_PROTO;
-    }
-    /* The message is complete and consumes no posted buffer: only the expected MSN moves on
-     * (RFC 5041 §4.3, wrapping). ddp_rx_untagged offers no call that completes a message
-     * without its buffer, so the one field is advanced here. */
-    q->msn++;
-    return 0;
+    /* RFC 6581 §9.2, RFC 5041 §7.1: the RTR is queue 0's first message, complete in itself,
+     * and consumes no posted receive (ddp_rx_untagged.h). */
+    int rc = iwarp_ddp_rx_uq_skip(&qp->uq_send, &s->ddp, (uint32_t)s->payload_len, cause);
+    if (rc == IWARP_ERR_INVAL && cause != NULL) /* not a zero-length untagged Send: unreachable
+                                                   after iwarp_mpa_neg_first_fpdu() */
+        *cause = (struct iwarp_term_cause){IWARP_TERM_LAYER_DDP, IWARP_TERM_DDP_ETYPE_CATASTROPHIC,
+                                           0x00};
+    return rc;
 }
 
 bool iwarp_llp_rtr_is_read_answer(const struct iwarp_wire_segment *s)

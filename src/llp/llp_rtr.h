@@ -46,7 +46,8 @@ int iwarp_llp_rtr_build(struct iwarp_core_qp *qp, uint8_t rtr, struct iwarp_core
  * is one segment, RFC 5041 §5.2). Call after iwarp_core_qp_start().
  * Ownership: nothing is kept.
  * Returns 0, or IWARP_ERR_PROTO with *cause (1/2/0x03 MSN, 1/2/0x04 MO or a missing L); the
- * queue is then unchanged.
+ * queue is then unchanged (iwarp_ddp_rx_uq_skip()). IWARP_ERR_INVAL with DDP Local
+ * Catastrophic (1/0/0x00) if s is not a zero-length untagged segment.
  */
 int iwarp_llp_rtr_consume_send(struct iwarp_core_qp *qp, const struct iwarp_wire_segment *s,
                                struct iwarp_term_cause *cause);

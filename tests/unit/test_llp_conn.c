@@ -4,18 +4,25 @@
  * Reject with private data, timeouts, the first-FPDU delay), then Send, Write and Read through
  * both connections with one-octet and random splits in every CRC x markers combination, data
  * verified octet by octet, and a corrupted octet answered by the LLP Terminate 2/0/0x02
- * (RFC 5044 §8: CRC error).
+ * (RFC 5044 §8: CRC error); a wrong marker and a bad ULPDU_Length (2/0/0x03), an RTR of the
+ * wrong type (RFC 6581 §9.2: 2/0/0x07) and a decode error in the responder's first FPDU.
+ * Direct placement (CRC off): every op and size with one-octet and random splits, markers on
+ * and off, guard bytes around every target; the bounce buffer never sees a payload octet; a
+ * ULPDU_Length reaching past the target places nothing and the Terminate carries it.
  */
 #include <string.h>
 
 #include "core/core_qp.h"
+#include "core/core_qp_int.h"
 #include "harness.h"
 #include "iwarp/errors.h"
 #include "llp/llp_conn.h"
 #include "llp/llp_mem.h"
 #include "llp/llp_rtr.h"
 #include "mem/mem_region.h"
+#include "util/bytes.h"
 #include "wire/wire_mpa.h"
+#include "wire/wire_segment.h"
 
 #define MEM_SIZE (3u << 20)
 #define SRC_OFF  0u
@@ -493,11 +500,29 @@ TEST(data_one_mib_one_octet_splits_crc_and_markers)
 /* ---- errors ------------------------------------------------------------------------------- */
 
 static uint64_t corrupt_at;
+static uint8_t corrupt_xor; /* 0: 0x10 */
+static uint8_t CAP[4096];   /* what the responder sends, from capture_from on */
+static uint64_t capture_from = UINT64_MAX;
+static size_t cap_len;
+
 static void flip(void *user, unsigned dir, uint64_t off, uint8_t *p, size_t n)
 {
     (void)user;
     if (dir == 0 && corrupt_at >= off && corrupt_at < off + n)
-        p[corrupt_at - off] ^= 0x10;
+        p[corrupt_at - off] ^= corrupt_xor ? corrupt_xor : 0x10;
+    for (size_t i = 0; dir == 1 && i < n; i++)
+        if (off + i >= capture_from && cap_len < sizeof CAP)
+            CAP[cap_len++] = p[i];
+}
+
+/* Fault state back to none (each test that uses the hook starts here). */
+static void hook_reset(void)
+{
+    corrupt_at = UINT64_MAX;
+    corrupt_xor = 0;
+    capture_from = UINT64_MAX;
+    cap_len = 0;
+    M.hook = flip;
 }
 
 TEST(corrupted_octet_with_crc_gets_the_llp_terminate)
@@ -580,4 +605,321 @@ TEST(early_data_from_the_responder_fails_the_initiator)
     ASSERT_EQ(iwarp_llp_conn_rx_ack(&P[0].c, 4, 0), IWARP_ERR_MPA_EARLY_DATA);
     ASSERT_EQ(P[0].c.state, IWARP_LLP_CONN_FAILED);
     ASSERT_FALSE(iwarp_llp_conn_tx_ready(&P[0].c, 2000)); /* no FPDU after ACT_CLOSE */
+}
+
+TEST(wrong_marker_without_crc_gets_2_0_3_and_nothing_after_it_is_placed)
+{
+    connect_with(false, true, 0, true);
+    hook_reset();
+    /* The initiator's full operation starts after its 24-octet Request (RFC 6581 word, no
+     * private data); a marker every 512 octets from there (RFC 5044 §4.3). Bend the FPDUPTR
+     * of the one at 1024, inside the Write's first FPDU. */
+    corrupt_at = 24u + 1024u + 3u;
+    memset(MEM[1] + DST_OFF, 0, 4000);
+    fill(MEM[0], 4000, 17);
+    post_send(&P[0], IWARP_WR_RDMA_WRITE, 1, SRC_OFF, 4000, (uint64_t)(uintptr_t)(MEM[1] + DST_OFF),
+              P[1].key);
+    pump();
+    /* RFC 5044 §8 code 3: marker error (CRC off: reported at once, not held for a CRC). */
+    ASSERT_EQ_U(P[1].last_cause, 0x020003u);
+    ASSERT_FALSE(P[1].last_from_peer);
+    ASSERT_EQ_U(P[0].last_cause, 0x020003u);
+    ASSERT_TRUE(P[0].last_from_peer);
+    ASSERT_TRUE(M.closed[0] && M.closed[1]);
+    /* The FPDUs after the failing one were not placed (RFC 5041 §7.1: drop after an error). */
+    static const uint8_t zero[2000];
+    ASSERT_MEM_EQ(MEM[1] + DST_OFF + 2000, zero, 2000);
+}
+
+TEST(ulpdu_length_zero_or_over_the_maximum_gets_2_0_3)
+{
+    for (unsigned v = 0; v < 4; v++) {
+        connect_with((v & 2) != 0, false, 0, false);
+        hook_reset();
+        /* A Send of 100 octets: ULPDU_Length 18 + 100 = 0x0076. v&1 0: made 0; 1: 0xFE76
+         * (over 64768, RFC 5044 §3). */
+        uint64_t start = M.pipe[0].off;
+        corrupt_at = (v & 1) ? start : start + 1;
+        corrupt_xor = (v & 1) ? 0xFE : 0x76;
+        memset(MEM[1] + DST_OFF, 0xEE, 100);
+        fill(MEM[0], 100, 3);
+        post_recv(&P[1], 1, DST_OFF, 100);
+        post_send(&P[0], IWARP_WR_SEND, 2, SRC_OFF, 100, 0, 0);
+        pump();
+        ASSERT_EQ_U(P[1].last_cause, 0x020003u);
+        ASSERT_FALSE(P[1].last_from_peer);
+        ASSERT_EQ_U(P[0].last_cause, 0x020003u);
+        ASSERT_TRUE(P[0].last_from_peer);
+        struct iwarp_wc wc;
+        ASSERT_EQ(iwarp_core_cq_poll(&P[1].rcq, &wc, 1), 1);
+        ASSERT_EQ(wc.status, IWARP_WC_WR_FLUSH_ERR);
+        for (unsigned i = 0; i < 100; i++)
+            ASSERT_EQ(MEM[1][DST_OFF + i], 0xEE);
+    }
+}
+
+/* The responder's first FPDU, changed on the way: xor x at stream offset off. */
+static void first_fpdu_changed(uint64_t off, uint8_t x)
+{
+    struct opts o = {.rev = 2, .crc = false, .rtr = IWARP_MPA_RTR_WRITE};
+    setup(&o);
+    hook_reset();
+    corrupt_at = off;
+    corrupt_xor = x;
+    pump();
+    iwarp_llp_conn_attach(&P[1].c, &P[1].qp);
+    struct iwarp_mpa_neg_answer a = {.ird = 4, .ord = 4};
+    ASSERT_EQ(iwarp_llp_conn_accept(&P[1].c, &a), 0);
+    pump();
+}
+
+TEST(rtr_of_another_type_gets_2_0_7)
+{
+    /* The Write RTR's RDMAP Control octet (after the 24-octet Request, the ULPDU_Length and
+     * the DDP Control octet): opcode 0x0 Write becomes 0x2 Read Response, which is no RTR.
+     * RFC 6581 §9.2: "the TERM message MUST contain Layer 2, Error Type 0, Error Code 7". */
+    first_fpdu_changed(24u + 2u + 1u, 0x02);
+    ASSERT_EQ(P[1].c.state, IWARP_LLP_CONN_FAILED);
+    ASSERT_EQ(P[1].c.err, IWARP_ERR_MPA_RTR_MISMATCH);
+    ASSERT_EQ(P[1].qp.state, IWARP_CORE_QP_ERROR); /* never started; flushed at close */
+    ASSERT_EQ_U(P[0].last_cause, 0x020007u);
+    ASSERT_TRUE(P[0].last_from_peer);
+    ASSERT_TRUE(M.closed[0] && M.closed[1]);
+}
+
+TEST(decode_error_in_the_responders_first_fpdu_gets_its_cause)
+{
+    /* DDP Control octet of the RTR: DV 1 becomes 2. RFC 5041 §7.2: tagged "Invalid DDP
+     * version", 1/1/0x04, sent by the connection before any QP runs. */
+    first_fpdu_changed(24u + 2u, 0x03);
+    ASSERT_EQ(P[1].c.state, IWARP_LLP_CONN_FAILED);
+    ASSERT_EQ(P[1].c.err, IWARP_ERR_DDP_VERSION);
+    ASSERT_EQ_U(P[0].last_cause, 0x010104u);
+    ASSERT_TRUE(P[0].last_from_peer);
+    ASSERT_TRUE(M.closed[0] && M.closed[1]);
+}
+
+/* ---- direct placement (CRC off) ---------------------------------------------------------- */
+
+#define GUARD 0xEEu
+
+static void expect_guard(const uint8_t *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (p[i] != GUARD)
+            ASSERT_EQ_U(p[i], GUARD);
+}
+
+/* One Write, one Send (into three SGEs with gaps; SE on odd sizes) and one Read of size
+ * octets, every target surrounded by guard bytes that must stay untouched. */
+static void guarded_ops(uint32_t size)
+{
+    uint32_t seed = size * 7u + 1u;
+    uint8_t *src0 = MEM[0] + SRC_OFF, *src1 = MEM[1] + SRC_OFF;
+    /* Write: initiator -> responder at DST_OFF + 64. */
+    fill(src0, size, seed);
+    memset(MEM[1] + DST_OFF, GUARD, (size_t)size + 128);
+    post_send(&P[0], IWARP_WR_RDMA_WRITE, 1, SRC_OFF, size,
+              (uint64_t)(uintptr_t)(MEM[1] + DST_OFF + 64), P[1].key);
+    pump();
+    expect_wc(&P[0].scq, 1, 0, false);
+    expect_guard(MEM[1] + DST_OFF, 64);
+    ASSERT_MEM_EQ(MEM[1] + DST_OFF + 64, src0, size);
+    expect_guard(MEM[1] + DST_OFF + 64 + size, 64);
+
+    /* Send: the receive is 3 SGEs (a third, a third, the rest + 1) 16 guard octets apart. */
+    fill(src0, size, seed + 1);
+    uint32_t a = size / 3, b = size / 3, c = size - a - b + 1;
+    uint32_t o1 = DST_OFF + 16, o2 = o1 + a + 16, o3 = o2 + b + 16;
+    memset(MEM[1] + DST_OFF, GUARD, (size_t)o3 + c + 16 - DST_OFF);
+    struct iwarp_sge sg[3] = {sge(&P[1], o1, a), sge(&P[1], o2, b), sge(&P[1], o3, c)};
+    struct iwarp_recv_wr rw = {.wr_id = 2, .sg_list = sg, .num_sge = 3};
+    ASSERT_EQ(iwarp_core_qp_post_recv(&P[1].qp, &rw), 0);
+    struct iwarp_sge ss = sge(&P[0], SRC_OFF, size);
+    struct iwarp_send_wr sw = {.wr_id = 3,
+                               .sg_list = &ss,
+                               .num_sge = size ? 1 : 0,
+                               .opcode = IWARP_WR_SEND,
+                               .send_flags = (size & 1) ? IWARP_SEND_SOLICITED : 0};
+    ASSERT_EQ(iwarp_core_qp_post_send(&P[0].qp, &sw), 0);
+    pump();
+    expect_wc(&P[0].scq, 3, 0, false);
+    expect_wc(&P[1].rcq, 2, size, true);
+    expect_guard(MEM[1] + DST_OFF, 16);
+    ASSERT_MEM_EQ(MEM[1] + o1, src0, a);
+    expect_guard(MEM[1] + o1 + a, 16);
+    ASSERT_MEM_EQ(MEM[1] + o2, src0 + a, b);
+    expect_guard(MEM[1] + o2 + b, 16);
+    ASSERT_MEM_EQ(MEM[1] + o3, src0 + a + b, c - 1);
+    expect_guard(MEM[1] + o3 + c - 1, 17); /* the receive's last octet, unused, and beyond */
+
+    /* Read: the initiator reads size octets of the responder's memory to DST_OFF + 64. */
+    if (size == 0)
+        return;
+    fill(src1, size, seed + 2);
+    memset(MEM[0] + DST_OFF, GUARD, (size_t)size + 128);
+    post_send(&P[0], IWARP_WR_RDMA_READ, 4, DST_OFF + 64, size, (uint64_t)(uintptr_t)src1,
+              P[1].key);
+    pump();
+    expect_wc(&P[0].scq, 4, size, false);
+    expect_guard(MEM[0] + DST_OFF, 64);
+    ASSERT_MEM_EQ(MEM[0] + DST_OFF + 64, src1, size);
+    expect_guard(MEM[0] + DST_OFF + 64 + size, 64);
+}
+
+static void direct_matrix(size_t split, bool random, bool big)
+{
+    for (unsigned markers = 0; markers < 2; markers++) {
+        connect_with(false, markers != 0, split, random);
+        uint32_t m = P[0].c.max_seg; /* MULPDU toward the responder (RFC 5044 §4.5) */
+        uint32_t m1 = P[1].c.max_seg;
+        uint32_t list[] = {0,      1,     2, 3,     13,     m - 18,    m - 17,
+                           m - 14, m - 1, m, m + 1, m1 + 1, 3 * m + 7, big ? MIB : 2 * m};
+        for (unsigned i = 0; i < sizeof list / sizeof list[0]; i++)
+            guarded_ops(list[i]);
+        ASSERT_EQ(P[0].nerr + P[1].nerr, 0);
+    }
+}
+
+TEST(direct_placement_one_octet_splits_guarded)
+{
+    direct_matrix(1, false, false);
+}
+
+TEST(direct_placement_random_splits_guarded_up_to_one_mib)
+{
+    direct_matrix(0, true, true);
+}
+
+/* Octets of the responder's bounce buffer [from, to) that differ from pattern. */
+static size_t bounce_changed(uint32_t from, uint32_t to, uint8_t pattern)
+{
+    size_t n = 0;
+    for (uint32_t i = from; i < to; i++)
+        n += P[1].bounce[i] != pattern;
+    return n;
+}
+
+TEST(no_staging_copy_without_crc)
+{
+    for (unsigned v = 0; v < 3; v++) {
+        bool crc = v == 2; /* the control: with CRC on every ULPDU goes through the bounce */
+        connect_with(crc, v == 1, 0, true);
+        memset(P[1].bounce, 0xA5, IWARP_MPA_MULPDU_MAX);
+        transfer(OP_WRITE, MIB, 1);
+        transfer(OP_SEND, 60000, 1);
+        transfer(OP_READ, 100000, 2); /* the responder answers: it receives Read Requests */
+        ASSERT_EQ(P[0].nerr + P[1].nerr, 0);
+        /* Only headers are staged: 14 (Write), 18 (Send), 46 (Read Request, whole). */
+        size_t changed = bounce_changed(IWARP_DDP_UNTAGGED_HDR_LEN + IWARP_RDMAP_READ_REQ_LEN,
+                                        IWARP_MPA_MULPDU_MAX, 0xA5);
+        if (crc)
+            ASSERT_TRUE(changed > P[1].c.max_seg / 2);
+        else
+            ASSERT_EQ_U(changed, 0);
+    }
+}
+
+/* Feed b[0, n) to c as the transport would, in pieces of at most piece octets. Returns the
+ * first error rx_ack reported. */
+static int inject(struct iwarp_llp_conn *c, const uint8_t *b, size_t n, size_t piece)
+{
+    int ret = 0;
+    while (n > 0) {
+        size_t cap = 0;
+        uint8_t *p = iwarp_llp_conn_rx_buf(c, &cap);
+        ASSERT_TRUE(p != NULL && cap > 0);
+        size_t k = n < cap ? n : cap;
+        k = k < piece ? k : piece;
+        memcpy(p, b, k);
+        int rc = iwarp_llp_conn_rx_ack(c, k, 0);
+        if (rc != 0 && ret == 0)
+            ret = rc;
+        b += k;
+        n -= k;
+    }
+    return ret;
+}
+
+/* An FPDU without markers, CRC field zero (CRC off), around segment header m and payload. */
+static size_t raw_fpdu(uint8_t *out, const struct iwarp_wire_msg *m, size_t payload_len)
+{
+    iwarp_ssize h = iwarp_wire_segment_encode_hdr(out + 2, 64, m);
+    ASSERT_TRUE(h > 0);
+    size_t ulpdu = (size_t)h + payload_len;
+    iwarp_store_be16(out, (uint16_t)ulpdu);
+    fill(out + 2 + h, payload_len, 99);
+    size_t total = 2 + ulpdu;
+    while (total % 4)
+        out[total++] = 0;
+    memset(out + total, 0, 4);
+    return total + 4;
+}
+
+/* The Terminate the responder sent (captured): its cause, DDP Segment Length and header. */
+static void expect_sent_terminate(uint32_t cause, uint16_t seg_len, const uint8_t *hdr,
+                                  size_t hdr_len)
+{
+    ASSERT_TRUE(cap_len > 2);
+    size_t ulpdu = iwarp_load_be16(CAP);
+    ASSERT_TRUE(cap_len >= 2 + ulpdu);
+    struct iwarp_wire_segment s;
+    ASSERT_EQ(iwarp_wire_segment_decode(CAP + 2, ulpdu, &s, NULL), 0);
+    ASSERT_EQ(s.opcode, IWARP_RDMAP_OP_TERMINATE);
+    const struct iwarp_term *t = &s.body.term;
+    ASSERT_EQ_U(iwarp_core_cause_u32(t->ctrl.cause), cause);
+    ASSERT_TRUE(t->ctrl.hdrct & IWARP_TERM_FLAG_M);
+    ASSERT_TRUE(t->ctrl.hdrct & IWARP_TERM_FLAG_D);
+    ASSERT_EQ_U(t->ddp_seg_len, seg_len);
+    ASSERT_EQ_U(t->ddp_hdr_len, hdr_len);
+    ASSERT_MEM_EQ(t->ddp_hdr, hdr, hdr_len);
+}
+
+TEST(ulpdu_length_past_the_target_places_nothing)
+{
+    static uint8_t fpdu[4096];
+    for (unsigned v = 0; v < 4; v++) {
+        connect_with(false, false, 0, false);
+        hook_reset();
+        capture_from = M.pipe[1].off;
+        size_t piece = (v & 2) ? 1 : 4096;
+        struct iwarp_wire_msg m = {.last = true};
+        size_t plen;
+        if ((v & 1) == 0) {
+            /* A Write whose ULPDU_Length reaches one octet past the MR (RFC 5041 §7.1 check 4:
+             * 1/1/0x01): the 100 octets before the end that it would fit stay untouched. */
+            memset(MEM[1] + MEM_SIZE - 100, 0x5A, 100);
+            m.opcode = IWARP_RDMAP_OP_WRITE;
+            m.stag = P[1].key;
+            m.to = (uint64_t)(uintptr_t)(MEM[1] + MEM_SIZE - 100);
+            plen = 101;
+        } else {
+            /* A Send one octet longer than the 50-octet receive (RFC 5041 §7.2 1/2/0x05). */
+            memset(MEM[1] + DST_OFF, 0x5A, 100);
+            post_recv(&P[1], 1, DST_OFF, 50);
+            m.opcode = IWARP_RDMAP_OP_SEND;
+            m.msn = iwarp_ddp_rx_uq_expected_msn(&P[1].qp.uq_send);
+            plen = 51;
+        }
+        size_t n = raw_fpdu(fpdu, &m, plen);
+        ASSERT_TRUE(inject(&P[1].c, fpdu, n, piece) < 0);
+        ASSERT_FALSE(P[1].last_from_peer);
+        size_t hl = (v & 1) ? IWARP_DDP_UNTAGGED_HDR_LEN : IWARP_DDP_TAGGED_HDR_LEN;
+        uint32_t cause = (v & 1) ? 0x010205u : 0x010101u;
+        ASSERT_EQ_U(P[1].last_cause, cause);
+        const uint8_t *dst = (v & 1) ? MEM[1] + DST_OFF : MEM[1] + MEM_SIZE - 100;
+        for (unsigned i = 0; i < 100; i++)
+            ASSERT_EQ(dst[i], 0x5A);
+        if (v & 1) {
+            struct iwarp_wc wc;
+            ASSERT_EQ(iwarp_core_cq_poll(&P[1].rcq, &wc, 1), 1);
+            ASSERT_EQ(wc.status, IWARP_WC_LOC_LEN_ERR);
+        }
+        /* RFC 5040 §4.8: the Terminate copies the DDP header and gives the whole segment's
+         * length, though only the header was read before the error. */
+        pump();
+        expect_sent_terminate(cause, (uint16_t)(hl + plen), fpdu + 2, hl);
+        ASSERT_EQ_U(P[0].last_cause, cause);
+        ASSERT_TRUE(P[0].last_from_peer);
+    }
 }
