@@ -3,6 +3,8 @@
  * layouts are fed to a running QP over a real STag table; placement is checked byte for byte,
  * completions field by field, and every error by the exact Terminate the QP then sends
  * (written out by hand from RFC 5040 §4.8: control, offender length and header copy).
+ * The two-phase receive (iwarp_core_qp_rx_hdr / _rx_payload_done) that direct placement uses:
+ * destinations for the whole payload, checks before any octet, delivery only in phase 2.
  */
 #include "core/core_qp.h"
 #include "core/core_qp_int.h"
@@ -924,4 +926,164 @@ TEST(srq_too_long_and_empty)
     n = untagged(s, true, 0x3, 0, 0, 1, 0, data, 2);
     ASSERT_EQ(feed(s, n), IWARP_ERR_PROTO);
     expect_term(1, 2, 0x02, 0xC0, s, n);
+}
+
+/* ---- two phases: headers, then payload in place ------------------------------------------ */
+
+/* Phase 1 on the first hdr_len octets of the segment s of seg_len octets. */
+static int hdr_phase(const uint8_t *seg, size_t hdr_len, size_t seg_len, struct iovec *dst,
+                     uint32_t *ndst)
+{
+    return iwarp_core_qp_rx_hdr(&Q, seg, hdr_len, seg_len, dst, IWARP_CORE_RX_IOV_MAX, ndst);
+}
+
+TEST(two_phase_send_gives_the_sges_and_completes_in_phase_two)
+{
+    setup();
+    size_t sges[6] = {100, 3, 200, 0, 300, 20};
+    post_recv(7, 3, sges);
+    uint8_t s[64];
+    size_t n = untagged(s, true, 0x3, 0, 0, 1, 0, data, 10);
+    struct iovec dst[IWARP_CORE_RX_IOV_MAX];
+    uint32_t nd = 99;
+    ASSERT_EQ(hdr_phase(s, 18, n, dst, &nd), 0);
+    /* The payload's 10 octets: 3 at the first SGE, the empty one skipped, 7 at the third. */
+    ASSERT_EQ_U(nd, 2);
+    ASSERT_TRUE(dst[0].iov_base == buf + 100 && dst[0].iov_len == 3);
+    ASSERT_TRUE(dst[1].iov_base == buf + 300 && dst[1].iov_len == 7);
+    expect_buf(); /* nothing placed by the engine itself */
+    expect_empty(&rcq);
+    memcpy(dst[0].iov_base, data, 3);
+    memcpy(dst[1].iov_base, data + 3, 7);
+    ASSERT_EQ(iwarp_core_qp_rx_payload_done(&Q), 0);
+    struct iwarp_wc wc = poll1(&rcq);
+    ASSERT_EQ_U(wc.wr_id, 7);
+    ASSERT_EQ(wc.status, IWARP_WC_SUCCESS);
+    ASSERT_EQ(wc.byte_len, 10);
+    ASSERT_EQ(iwarp_ddp_rx_uq_expected_msn(&Q.uq_send), 2);
+    ASSERT_EQ(iwarp_core_qp_rx_payload_done(&Q), 0); /* nothing pending: no-op */
+    expect_empty(&rcq);
+}
+
+TEST(two_phase_write_is_checked_for_the_whole_ulpdu_length)
+{
+    setup();
+    uint8_t s[200];
+    struct iovec dst[IWARP_CORE_RX_IOV_MAX];
+    uint32_t nd = 99;
+    size_t n = tagged(s, true, 0x0, mr, va(1000), data, 50);
+    ASSERT_EQ(hdr_phase(s, 14, n, dst, &nd), 0);
+    ASSERT_EQ_U(nd, 1);
+    ASSERT_TRUE(dst[0].iov_base == buf + 1000 && dst[0].iov_len == 50);
+    ASSERT_EQ(iwarp_core_qp_rx_payload_done(&Q), 0);
+    /* Only the 14-octet header is given; the ULPDU_Length says 100 payload octets at TO
+     * 4000 of a 4096-octet MR: RFC 5041 §7.1 check 4, 1/1/0x01, nothing placed, and the
+     * Terminate's DDP Segment Length is the whole segment's (RFC 5040 §4.8). */
+    n = tagged(s, true, 0x0, mr, va(4000), NULL, 0);
+    ASSERT_EQ(hdr_phase(s, n, n + 100, dst, &nd), IWARP_ERR_MEM_BOUNDS);
+    ASSERT_EQ_U(nd, 0);
+    expect_buf();
+    expect_term(1, 1, 0x01, 0xC0, s, 114);
+}
+
+TEST(two_phase_send_too_long_for_the_receive_before_any_octet)
+{
+    setup();
+    post_recv1(9, 100, 40);
+    uint8_t s[32];
+    size_t n = untagged(s, true, 0x3, 0, 0, 1, 0, NULL, 0);
+    struct iovec dst[IWARP_CORE_RX_IOV_MAX];
+    uint32_t nd = 99;
+    /* RFC 5041 §7.1 check 4 for the ULPDU_Length's 41 payload octets: 1/2/0x05. */
+    ASSERT_EQ(hdr_phase(s, n, n + 41, dst, &nd), IWARP_ERR_PROTO);
+    ASSERT_EQ_U(nd, 0);
+    struct iwarp_wc wc = poll1(&rcq);
+    ASSERT_EQ_U(wc.wr_id, 9);
+    ASSERT_EQ(wc.status, IWARP_WC_LOC_LEN_ERR);
+    expect_term(1, 2, 0x05, 0xC0, s, 18 + 41);
+    expect_buf();
+}
+
+TEST(two_phase_read_response_completes_in_phase_two)
+{
+    setup();
+    post_read(41, mr, 500, 20);
+    uint8_t s[32];
+    struct iovec dst[IWARP_CORE_RX_IOV_MAX];
+    uint32_t nd = 0;
+    size_t n = tagged(s, true, 0x2, mr, va(500), NULL, 0);
+    ASSERT_EQ(hdr_phase(s, n, n + 20, dst, &nd), 0);
+    ASSERT_EQ_U(nd, 1);
+    ASSERT_TRUE(dst[0].iov_base == buf + 500 && dst[0].iov_len == 20);
+    expect_empty(&scq);
+    memcpy(dst[0].iov_base, data, 20);
+    ASSERT_EQ(iwarp_core_qp_rx_payload_done(&Q), 0);
+    struct iwarp_wc wc = poll1(&scq);
+    ASSERT_EQ_U(wc.wr_id, 41);
+    ASSERT_EQ(wc.status, IWARP_WC_SUCCESS);
+    ASSERT_EQ(Q.orq_count, 0);
+    memcpy(shadow + 500, data, 20);
+    expect_buf();
+}
+
+TEST(two_phase_misuse_and_states)
+{
+    setup();
+    post_recv1(1, 0, 64);
+    uint8_t s[64];
+    struct iovec dst[IWARP_CORE_RX_IOV_MAX];
+    uint32_t nd = 0;
+    size_t n = untagged(s, true, 0x3, 0, 0, 1, 0, data, 4);
+    ASSERT_EQ(hdr_phase(s, n + 1, n, dst, &nd), IWARP_ERR_INVAL); /* hdr_len > seg_len */
+    ASSERT_EQ(iwarp_core_qp_rx_hdr(&Q, s, n, n, dst, IWARP_CORE_RX_IOV_MAX - 1, &nd),
+              IWARP_ERR_INVAL);
+    ASSERT_EQ(iwarp_core_qp_rx_hdr(NULL, s, n, n, dst, IWARP_CORE_RX_IOV_MAX, &nd),
+              IWARP_ERR_INVAL);
+    ASSERT_EQ(iwarp_core_qp_rx_payload_done(NULL), IWARP_ERR_INVAL);
+    /* Fewer octets than the headers, or part of a segment whose opcode has no payload (a
+     * Read Request must come whole): refused without a Terminate. */
+    ASSERT_EQ(hdr_phase(s, 17, n, dst, &nd), IWARP_ERR_INVAL);
+    uint8_t rr[64];
+    size_t rn = read_req(rr, 1, mr, 0, 4, mr, va(0));
+    ASSERT_EQ(hdr_phase(rr, 18, rn, dst, &nd), IWARP_ERR_INVAL);
+    ASSERT_EQ(Q.state, IWARP_CORE_QP_RUNNING);
+    ASSERT_EQ(nev, 0);
+    /* A second phase 1 before phase 2. */
+    ASSERT_EQ(hdr_phase(s, 18, n, dst, &nd), 0);
+    ASSERT_EQ(hdr_phase(s, 18, n, dst, &nd), IWARP_ERR_STATE);
+    /* The stream stops in between (modify to ERROR): phase 2 delivers nothing. */
+    iwarp_core_qp_set_error(&Q);
+    ASSERT_EQ(iwarp_core_qp_rx_payload_done(&Q), 0);
+    struct iwarp_wc wc = poll1(&rcq);
+    ASSERT_EQ(wc.status, IWARP_WC_WR_FLUSH_ERR);
+    /* After it, segments are dropped: no destination, nothing to do. */
+    nd = 99;
+    ASSERT_EQ(hdr_phase(s, 18, n, dst, &nd), 0);
+    ASSERT_EQ_U(nd, 0);
+    ASSERT_EQ(iwarp_core_qp_rx_payload_done(&Q), 0);
+    expect_buf();
+}
+
+TEST(rx_hdr_len_by_t_flag_and_opcode)
+{
+    uint8_t s[64];
+    tagged(s, true, 0x0, mr, 0, NULL, 0);
+    ASSERT_EQ_U(iwarp_core_qp_rx_hdr_len(s, 2, 1000), 14); /* RDMA Write */
+    ASSERT_EQ_U(iwarp_core_qp_rx_hdr_len(s, 14, 10), 10);  /* never past the segment */
+    tagged(s, true, 0x2, mr, 0, NULL, 0);
+    ASSERT_EQ_U(iwarp_core_qp_rx_hdr_len(s, 2, 1000), 14); /* Read Response */
+    for (uint8_t op = 0x3; op <= 0x6; op++) {
+        untagged(s, true, op, 0, 0, 1, 0, NULL, 0);
+        ASSERT_EQ_U(iwarp_core_qp_rx_hdr_len(s, 2, 1000), 18); /* the Sends */
+    }
+    untagged(s, true, 0x1, 0, 1, 1, 0, NULL, 0);
+    ASSERT_EQ_U(iwarp_core_qp_rx_hdr_len(s, 2, 46), 46); /* Read Request: whole */
+    untagged(s, true, 0x7, 0, 2, 1, 0, NULL, 0);
+    ASSERT_EQ_U(iwarp_core_qp_rx_hdr_len(s, 2, 40), 40); /* Terminate: whole */
+    untagged(s, true, 0x0, 0, 0, 1, 0, NULL, 0);
+    ASSERT_EQ_U(iwarp_core_qp_rx_hdr_len(s, 2, 500), 500); /* Write with T=0: whole */
+    tagged(s, true, 0x3, mr, 0, NULL, 0);
+    ASSERT_EQ_U(iwarp_core_qp_rx_hdr_len(s, 2, 500), 500); /* Send with T=1: whole */
+    ASSERT_EQ_U(iwarp_core_qp_rx_hdr_len(s, 1, 500), 500); /* cannot tell yet */
+    ASSERT_EQ_U(iwarp_core_qp_rx_hdr_len(NULL, 0, 7), 7);
 }

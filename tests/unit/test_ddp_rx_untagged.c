@@ -1,5 +1,6 @@
 /* DDP untagged receive validation (RFC 5041 §7.1): every Terminate cause with its exact value,
- * multi-segment messages, zero-length messages, MSN wrap, buffers posted late, misuse. */
+ * multi-segment messages, zero-length messages, MSN wrap, buffers posted late, misuse; a
+ * message that consumes no buffer (iwarp_ddp_rx_uq_skip, the RFC 6581 Send RTR). */
 #include "ddp/ddp_rx_untagged.h"
 #include "harness.h"
 #include "iwarp/errors.h"
@@ -244,4 +245,65 @@ TEST(misuse)
     ASSERT_EQ(c.ecode, 0xEE);
     ASSERT_EQ(iwarp_ddp_rx_uq_complete(&q), 0);
     ASSERT_EQ(iwarp_ddp_rx_uq_complete(&q), IWARP_ERR_STATE);
+}
+
+/* Expects iwarp_ddp_rx_uq_skip to refuse h with 1/2/ecode and leave q unchanged. */
+static void expect_skip_cause(struct iwarp_ddp_rx_uq *q, struct iwarp_ddp_hdr h, uint8_t ecode)
+{
+    struct iwarp_ddp_rx_uq before = *q;
+    struct iwarp_term_cause c = {0xEE, 0xEE, 0xEE};
+    ASSERT_EQ(iwarp_ddp_rx_uq_skip(q, &h, 0, &c), IWARP_ERR_PROTO);
+    ASSERT_EQ(c.layer, 1);
+    ASSERT_EQ(c.etype, 2);
+    ASSERT_EQ(c.ecode, ecode);
+    ASSERT_EQ_U(q->head, before.head);
+    ASSERT_EQ_U(q->posted, before.posted);
+    ASSERT_EQ_U(q->msn, before.msn);
+    ASSERT_EQ_U(q->received, before.received);
+    ASSERT_EQ(q->last_received, before.last_received);
+}
+
+TEST(skip_takes_the_msn_and_no_buffer)
+{
+    struct iwarp_ddp_rx_uq q = fresh();
+    ASSERT_EQ(iwarp_ddp_rx_uq_post(&q, 64), 0);
+    /* RFC 5041 §7.1 check 5: only the expected MSN; check 3, §5.2: MO 0 and L. */
+    expect_skip_cause(&q, seg(2, 0, true), IWARP_TERM_DDP_U_MSN_RANGE);
+    expect_skip_cause(&q, seg(0, 0, true), IWARP_TERM_DDP_U_MSN_RANGE);
+    expect_skip_cause(&q, seg(1, 4, true), IWARP_TERM_DDP_U_INVALID_MO);
+    expect_skip_cause(&q, seg(1, 0, false), IWARP_TERM_DDP_U_INVALID_MO);
+    struct iwarp_ddp_hdr h = seg(1, 0, true);
+    ASSERT_EQ(iwarp_ddp_rx_uq_skip(&q, &h, 0, NULL), 0);
+    ASSERT_EQ_U(iwarp_ddp_rx_uq_expected_msn(&q), 2u);
+    ASSERT_EQ_U(iwarp_ddp_rx_uq_posted(&q), 1u); /* the posted buffer is still there */
+    /* The next message lands in that buffer with MSN 2. */
+    expect_ok(&q, seg(2, 0, true), 10, 10);
+    ASSERT_EQ(iwarp_ddp_rx_uq_complete(&q), 0);
+    ASSERT_EQ_U(iwarp_ddp_rx_uq_posted(&q), 0u);
+    ASSERT_EQ_U(iwarp_ddp_rx_uq_expected_msn(&q), 3u);
+}
+
+TEST(skip_refused_while_a_message_is_in_progress_and_misuse)
+{
+    struct iwarp_ddp_rx_uq q = fresh();
+    ASSERT_EQ(iwarp_ddp_rx_uq_post(&q, 64), 0);
+    expect_ok(&q, seg(1, 0, false), 8, 0);
+    expect_skip_cause(&q, seg(1, 0, true), IWARP_TERM_DDP_U_MSN_RANGE);
+    expect_ok(&q, seg(1, 8, true), 8, 16);
+    expect_skip_cause(&q, seg(1, 0, true), IWARP_TERM_DDP_U_MSN_RANGE); /* L taken, not done */
+    struct iwarp_ddp_hdr h = seg(1, 0, true);
+    ASSERT_EQ(iwarp_ddp_rx_uq_skip(&q, &h, 1, NULL), IWARP_ERR_INVAL); /* not zero-length */
+    ASSERT_EQ(iwarp_ddp_rx_uq_skip(NULL, &h, 0, NULL), IWARP_ERR_INVAL);
+    ASSERT_EQ(iwarp_ddp_rx_uq_skip(&q, NULL, 0, NULL), IWARP_ERR_INVAL);
+    h.tagged = true;
+    ASSERT_EQ(iwarp_ddp_rx_uq_skip(&q, &h, 0, NULL), IWARP_ERR_INVAL);
+}
+
+TEST(skip_wraps_the_msn)
+{
+    struct iwarp_ddp_rx_uq q = fresh();
+    q.msn = 0xFFFFFFFFu;
+    struct iwarp_ddp_hdr h = seg(0xFFFFFFFFu, 0, true);
+    ASSERT_EQ(iwarp_ddp_rx_uq_skip(&q, &h, 0, NULL), 0);
+    ASSERT_EQ_U(iwarp_ddp_rx_uq_expected_msn(&q), 0u); /* RFC 5041 §4.3: modulo 2^32 */
 }
