@@ -131,6 +131,7 @@ int iwarp_destroy_qp(struct iwarp_qp *qp)
     else if (q->llp.abort)
         q->llp.abort(q);
     iwarp_core_qp_set_error(&q->core);
+    iwarp_core_qp_fini(&q->core);
     qp->pd->n_obj--;
     qp->send_cq->n_users--;
     qp->recv_cq->n_users--;
@@ -287,6 +288,11 @@ int iwarp_destroy_srq(struct iwarp_srq *srq)
         return IWARP_ERR_BUSY;
     }
     srq->pd->n_obj--;
+    struct iwarp_core_rqe *r;
+    while ((r = iwarp_core_rq_peek(&srq->core.rq)) != NULL) {
+        iwarp_core_rqe_hold(r, &ctx->mem, false);
+        iwarp_core_rq_pop(&srq->core.rq);
+    }
     pthread_mutex_unlock(&ctx->lock);
     iwarp_api_free(ctx, srq->ring);
     iwarp_api_free(ctx, srq);
@@ -310,6 +316,7 @@ int iwarp_post_srq_recv(struct iwarp_srq *srq, struct iwarp_recv_wr *wr,
             rc = iwarp_core_rq_push(&srq->core.rq, &rqe);
         if (rc < 0)
             break;
+        iwarp_core_rqe_hold(&rqe, &srq->ctx->mem, true);
     }
     pthread_mutex_unlock(&srq->ctx->lock);
     if (bad_wr)

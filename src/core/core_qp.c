@@ -102,6 +102,9 @@ void iwarp_core_qp_sq_finish(struct iwarp_core_qp *qp, uint32_t index, uint8_t s
             };
             (void)iwarp_core_cq_push(qp->cfg.send_cq, &wc, false);
         }
+        for (uint32_t i = 0; i < h->nheld; i++)
+            iwarp_mem_release(qp->cfg.mem, h->held[i]);
+        h->nheld = 0;
         qp->sq_head = (qp->sq_head + 1u) % qp->cfg.sq_cap;
         qp->sq_count--;
         if (qp->sq_next)
@@ -142,6 +145,9 @@ struct iwarp_core_rqe *iwarp_core_qp_cur_rqe(struct iwarp_core_qp *qp)
 
 void iwarp_core_qp_pop_rqe(struct iwarp_core_qp *qp)
 {
+    struct iwarp_core_rqe *r = iwarp_core_qp_cur_rqe(qp);
+    if (r)
+        iwarp_core_rqe_hold(r, qp->cfg.mem, false);
     if (qp->cfg.srq) {
         if (qp->srq_taken_count) {
             qp->srq_taken_head = (qp->srq_taken_head + 1u) % IWARP_CORE_SRQ_WINDOW;
@@ -161,8 +167,11 @@ static void flush_rq(struct iwarp_core_qp *qp)
         iwarp_core_qp_recv_complete(qp, r->wr_id, IWARP_WC_WR_FLUSH_ERR, 0, 0, false, 0, false);
         iwarp_core_qp_pop_rqe(qp);
     }
-    if (qp->cfg.srq)
+    /* verbs: a QP on an SRQ reports its last WQE once, when it leaves the SRQ for good. */
+    if (qp->cfg.srq && !qp->last_wqe_reported) {
+        qp->last_wqe_reported = true;
         iwarp_core_qp_event(qp, IWARP_EVENT_QP_LAST_WQE_REACHED, 0, false);
+    }
 }
 
 static void flush_sq(struct iwarp_core_qp *qp)
@@ -172,12 +181,16 @@ static void flush_sq(struct iwarp_core_qp *qp)
     qp->orq_count = 0;
     qp->irq_count = 0;
     qp->tx_src = IWARP_CORE_TX_NONE;
+    /* verbs: after the first error only flushes are reported, so a WR that finished (a Write
+     * handed to TCP) but waits behind an unfinished or failed one is flushed too. */
+    bool failed = false;
     for (uint32_t i = 0; i < qp->sq_count; i++) {
         struct iwarp_core_sqe *e = &qp->sq[iwarp_core_sq_slot(qp, i)];
-        if (!e->done) {
+        if (!e->done || (failed && e->status == IWARP_WC_SUCCESS)) {
             e->done = true;
             e->status = IWARP_WC_WR_FLUSH_ERR;
         }
+        failed = true; /* every later entry waits behind this one */
     }
     if (qp->sq_count)
         iwarp_core_qp_sq_finish(qp, qp->sq_head, qp->sq[qp->sq_head].status,
@@ -247,6 +260,18 @@ void iwarp_core_qp_peer_terminated(struct iwarp_core_qp *qp, struct iwarp_term_c
     qp->term_cause = cause;
     qp->term_from_peer = true;
     qp->state = IWARP_CORE_QP_TERMINATING;
+    /* An RDMAP remote error ends the oldest outstanding Read with the remote status: the
+     * responder checks Read Requests (RFC 5040 §7.2: 0/1/x protection, 0/2/x operation); our
+     * Sends and Writes were already complete, and DDP/LLP causes concern the stream. */
+    if (qp->orq_count && cause.layer == IWARP_TERM_LAYER_RDMAP &&
+        cause.etype != IWARP_TERM_RDMAP_ETYPE_CATASTROPHIC) {
+        uint8_t st = cause.etype == IWARP_TERM_RDMAP_ETYPE_REMOTE_PROT ? IWARP_WC_REM_ACCESS_ERR
+                                                                       : IWARP_WC_REM_OP_ERR;
+        struct iwarp_core_sqe *e = &qp->sq[qp->orq[qp->orq_head].sq_index];
+        e->done = true;
+        e->status = st;
+        e->vendor_err = iwarp_core_cause_u32(cause);
+    }
     iwarp_core_qp_event(qp, error_event(cause), iwarp_core_cause_u32(cause), true);
     flush_all(qp);
 }
@@ -316,6 +341,8 @@ static int resolve_sges(struct iwarp_core_qp *qp, struct iwarp_core_sqe *e,
         e->iov[i].iov_base = (void *)(uintptr_t)local;
         e->iov[i].iov_len = s->length;
         total += s->length;
+        if (s->length)
+            e->held[e->nheld++] = s->lkey;
     }
     /* RFC 5041 §5.2: a message is at most 2^32 - 1 octets. */
     if (total > UINT32_MAX)
@@ -424,6 +451,9 @@ int iwarp_core_qp_post_send(struct iwarp_core_qp *qp, const struct iwarp_send_wr
     int rc = fill_sqe(qp, e, wr);
     if (rc < 0)
         return rc;
+    /* The MRs the SGEs name stay registered until the WR completes (dereg is BUSY). */
+    for (uint32_t i = 0; i < e->nheld; i++)
+        iwarp_mem_hold(qp->cfg.mem, e->held[i]);
     qp->sq_count++;
     /* verbs: WRs posted to a QP in error complete at once with WR_FLUSH_ERR. */
     if (qp->state >= IWARP_CORE_QP_TERMINATING) {
@@ -452,5 +482,22 @@ int iwarp_core_qp_post_recv(struct iwarp_core_qp *qp, const struct iwarp_recv_wr
     rc = iwarp_core_rq_push(&qp->rq, &rqe);
     if (rc == 0)
         rc = iwarp_ddp_rx_uq_post(&qp->uq_send, rqe.len);
+    if (rc == 0)
+        iwarp_core_rqe_hold(&rqe, qp->cfg.mem, true);
     return rc;
+}
+
+void iwarp_core_qp_fini(struct iwarp_core_qp *qp)
+{
+    /* Whatever was never completed (a flush still waiting for the LLP) lets go of its MRs. */
+    for (uint32_t i = 0; i < qp->sq_count; i++) {
+        struct iwarp_core_sqe *e = &qp->sq[iwarp_core_sq_slot(qp, i)];
+        for (uint32_t k = 0; k < e->nheld; k++)
+            iwarp_mem_release(qp->cfg.mem, e->held[k]);
+        e->nheld = 0;
+    }
+    qp->sq_count = 0;
+    struct iwarp_core_rqe *r;
+    while ((r = iwarp_core_qp_cur_rqe(qp)) != NULL)
+        iwarp_core_qp_pop_rqe(qp);
 }

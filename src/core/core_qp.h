@@ -65,6 +65,8 @@ struct iwarp_core_sqe {
     uint8_t status; /* enum iwarp_wc_status once done */
     uint32_t vendor_err;
     uint32_t nsge;
+    uint32_t held[IWARP_CORE_MAX_SGE]; /* lkeys held until the WR completes (iwarp_mem_hold) */
+    uint32_t nheld;
     uint32_t len;                              /* payload octets (sum of SGEs) */
     struct iovec iov[IWARP_CORE_MAX_SGE];      /* local memory (resolved lkeys) */
     uint8_t inline_buf[IWARP_CORE_MAX_INLINE]; /* IWARP_SEND_INLINE copies the data here */
@@ -140,6 +142,12 @@ struct iwarp_core_rx_cur {
     uint64_t src_addr;                    /* Read Request: the validated Data Source address */
     struct iwarp_rdmap_read_req read_req; /* Read Request: its RDMAP header */
     struct iwarp_term_cause term;         /* Terminate: the peer's cause */
+    /* A tagged destination, re-checked while the payload arrives (rx_dst_valid) */
+    uint32_t stag, need;
+    uint64_t to, addr;
+    bool lost; /* the destination went away before the payload was in: no delivery */
+    int lost_err;
+    struct iwarp_term_cause lost_cause;
 };
 
 struct iwarp_core_qp;
@@ -232,8 +240,9 @@ struct iwarp_core_qp {
     /* RX: the segment between iwarp_core_qp_rx_hdr() and _rx_payload_done() */
     struct iwarp_core_rx_cur rx_cur;
 
-    bool sq_flush_pending; /* flush the SQ once the LLP holds no produced segment */
-    bool close_wanted;     /* graceful disconnect requested */
+    bool sq_flush_pending;  /* flush the SQ once the LLP holds no produced segment */
+    bool last_wqe_reported; /* QP_LAST_WQE_REACHED raised (SRQ) */
+    bool close_wanted;      /* graceful disconnect requested */
     bool llp_closed;
 };
 
@@ -300,6 +309,18 @@ int iwarp_core_qp_rx_hdr(struct iwarp_core_qp *qp, const uint8_t *hdr, size_t hd
 int iwarp_core_qp_rx_payload_done(struct iwarp_core_qp *qp);
 
 /*
+ * Whether the pending segment's destination iovecs may still be written, checked before every
+ * read into them: the stream still receives (a flush would have handed the receive or the
+ * Read's buffer back to the ULP) and a tagged buffer is still registered at the same place
+ * with the rights the segment needs (RFC 5041 §7.1 checks 1-5 again; the ULP may deregister or
+ * invalidate it while the payload is on its way). Once false it stays false for the segment:
+ * the caller discards the rest of the payload, and iwarp_core_qp_rx_payload_done() sends the
+ * Terminate with the failed check's cause instead of delivering (RFC 5041 §7.1: "MUST NOT
+ * place"). True when no segment is pending.
+ */
+bool iwarp_core_qp_rx_dst_valid(struct iwarp_core_qp *qp);
+
+/*
  * How many of a segment's first octets iwarp_core_qp_rx_hdr() needs, from its first two (the
  * DDP and RDMAP Control octets: T flag and opcode): the 14-octet tagged header for an RDMA
  * Write or Read Response, the 18-octet untagged header for a Send, the whole segment for
@@ -344,6 +365,9 @@ void iwarp_core_qp_set_error(struct iwarp_core_qp *qp);
  * TERMINATING and report the local async event. Only the first error counts. */
 void iwarp_core_qp_terminate(struct iwarp_core_qp *qp, struct iwarp_term_cause cause,
                              const uint8_t *hdr, size_t hdr_len);
+
+/* Before the QP's memory is freed: release the MR holds of every WR never completed. */
+void iwarp_core_qp_fini(struct iwarp_core_qp *qp);
 
 /* The verbs state for a stream state. */
 enum iwarp_qp_state iwarp_core_qp_verbs_state(const struct iwarp_core_qp *qp);

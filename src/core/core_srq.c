@@ -3,6 +3,7 @@
 
 #include "iwarp/errors.h"
 #include "mem/mem_access.h"
+#include "mem/mem_region.h"
 
 int iwarp_core_rqe_from_wr(struct iwarp_core_rqe *rqe, const struct iwarp_recv_wr *wr,
                            uint32_t max_sge, const struct iwarp_mem_table *mem, uint32_t pd)
@@ -10,6 +11,7 @@ int iwarp_core_rqe_from_wr(struct iwarp_core_rqe *rqe, const struct iwarp_recv_w
     if (wr->num_sge < 0 || (uint32_t)wr->num_sge > max_sge || (wr->num_sge > 0 && !wr->sg_list))
         return IWARP_ERR_INVAL;
     uint64_t total = 0;
+    uint32_t nheld = 0;
     for (int i = 0; i < wr->num_sge; i++) {
         const struct iwarp_sge *s = &wr->sg_list[i];
         uint64_t local = 0;
@@ -24,13 +26,26 @@ int iwarp_core_rqe_from_wr(struct iwarp_core_rqe *rqe, const struct iwarp_recv_w
         rqe->iov[i].iov_base = (void *)(uintptr_t)local;
         rqe->iov[i].iov_len = s->length;
         total += s->length;
+        if (s->length)
+            rqe->held[nheld++] = s->lkey;
     }
     if (total > UINT32_MAX)
         return IWARP_ERR_INVAL;
     rqe->wr_id = wr->wr_id;
     rqe->nsge = (uint32_t)wr->num_sge;
     rqe->len = (uint32_t)total;
+    rqe->nheld = nheld;
     return 0;
+}
+
+void iwarp_core_rqe_hold(struct iwarp_core_rqe *rqe, struct iwarp_mem_table *mem, bool hold)
+{
+    for (uint32_t i = 0; i < rqe->nheld; i++) {
+        if (hold)
+            iwarp_mem_hold(mem, rqe->held[i]);
+        else
+            iwarp_mem_release(mem, rqe->held[i]);
+    }
 }
 
 int iwarp_core_rq_init(struct iwarp_core_rq *rq, struct iwarp_core_rqe *ring, uint32_t cap,

@@ -25,7 +25,12 @@ struct iwarp_core_rqe {
     uint32_t nsge;
     uint32_t len; /* sum of the SGE lengths */
     struct iovec iov[IWARP_CORE_MAX_SGE];
+    uint32_t held[IWARP_CORE_MAX_SGE]; /* lkeys held while posted (iwarp_mem_hold) */
+    uint32_t nheld;
 };
+
+/* Hold (post) or release (completion, flush) the MRs a receive names. */
+void iwarp_core_rqe_hold(struct iwarp_core_rqe *rqe, struct iwarp_mem_table *mem, bool hold);
 
 /*
  * Check and resolve a receive WR's SGEs into rqe (LOCAL_WRITE in pd, bounds).

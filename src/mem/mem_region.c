@@ -83,6 +83,29 @@ int iwarp_mem_fast_reg(struct iwarp_mem_table *t, uint32_t stag, uint32_t pd, ui
     return 0;
 }
 
+static struct iwarp_mem_entry *mr_by_index(struct iwarp_mem_table *t, uint32_t lkey)
+{
+    uint32_t i = iwarp_stag_index(lkey);
+    if (i == 0 || i >= t->capacity)
+        return NULL;
+    struct iwarp_mem_entry *e = &t->entries[i];
+    return e->state != IWARP_MEM_FREE && e->kind == IWARP_MEM_MR ? e : NULL;
+}
+
+void iwarp_mem_hold(struct iwarp_mem_table *t, uint32_t lkey)
+{
+    struct iwarp_mem_entry *e = mr_by_index(t, lkey);
+    if (e)
+        e->nwr++;
+}
+
+void iwarp_mem_release(struct iwarp_mem_table *t, uint32_t lkey)
+{
+    struct iwarp_mem_entry *e = mr_by_index(t, lkey);
+    if (e && e->nwr)
+        e->nwr--;
+}
+
 int iwarp_mem_dereg_mr(struct iwarp_mem_table *t, uint32_t stag)
 {
     struct iwarp_mem_entry *e;
@@ -91,6 +114,8 @@ int iwarp_mem_dereg_mr(struct iwarp_mem_table *t, uint32_t stag)
         return rc;
     if (e->kind != IWARP_MEM_MR)
         return IWARP_ERR_STAG_INVALID;
+    if (e->nwr)
+        return IWARP_ERR_BUSY;           /* posted work requests still use it */
     return iwarp_mem_stag_free(t, stag); /* IWARP_ERR_BUSY while windows are bound */
 }
 

@@ -99,8 +99,18 @@ int iwarp_mem_fast_reg(struct iwarp_mem_table *t, uint32_t stag, uint32_t pd, ui
                        const struct iwarp_mem_range *r);
 
 /*
+ * A posted work request names the MR of lkey in an SGE: hold it until the WR completes, so that
+ * deregistering memory still in use fails with IWARP_ERR_BUSY instead of leaving a WR pointing
+ * at freed memory. Release undoes one hold. Only the index counts (fast-registration may change
+ * the key meanwhile). Both ignore STags that are not allocated MRs.
+ */
+void iwarp_mem_hold(struct iwarp_mem_table *t, uint32_t lkey);
+void iwarp_mem_release(struct iwarp_mem_table *t, uint32_t lkey);
+
+/*
  * Deregister an MR (ibv_dereg_mr) and free its STag.
- * Returns 0, IWARP_ERR_STAG_INVALID (no such MR), IWARP_ERR_BUSY (windows bound to it).
+ * Returns 0, IWARP_ERR_STAG_INVALID (no such MR), IWARP_ERR_BUSY (windows bound to it, or
+ * posted work requests still name it).
  */
 int iwarp_mem_dereg_mr(struct iwarp_mem_table *t, uint32_t stag);
 

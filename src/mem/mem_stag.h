@@ -76,6 +76,7 @@ struct iwarp_mem_entry {
     uint32_t access;   /* IWARP_MEM_ACCESS_* (windows: remote rights only) */
     uint32_t mr_index; /* window while VALID: index of the MR it is bound to */
     uint32_t nbound;   /* MR: number of VALID windows bound to it */
+    uint32_t nwr;      /* MR: posted work requests whose SGEs name it (dereg is BUSY) */
     uint32_t next;     /* free-list link (index; 0 ends the list) */
     uint8_t key;       /* current 8-bit key */
     uint8_t stale_key; /* with IWARP_MEM_F_STALE: key that must not be reused next */

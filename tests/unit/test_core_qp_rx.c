@@ -691,11 +691,13 @@ TEST(read_response_outside_its_sink)
 
 TEST(read_response_sink_deregistered)
 {
-    /* the sink MR went away under the Read: LOC_PROT_ERR and DDP 1/1/0x00 (as siw) */
+    /* the sink became invalid under the Read: LOC_PROT_ERR and DDP 1/1/0x00 (as siw). It
+     * cannot be deregistered while the Read names it (BUSY), but it can be invalidated. */
     setup();
     uint32_t sink = reg(1024, 64, PD, LW);
     post_read(60, sink, 1024, 8);
-    ASSERT_EQ(iwarp_mem_dereg_mr(&T, sink), 0);
+    ASSERT_EQ(iwarp_mem_dereg_mr(&T, sink), IWARP_ERR_BUSY);
+    ASSERT_EQ(iwarp_mem_local_inv(&T, sink, PD), 0);
     uint8_t s[64];
     size_t n = tagged(s, true, 0x2, sink, va(1024), data, 8);
     ASSERT_EQ(feed(s, n), IWARP_ERR_STAG_INVALID);
