@@ -67,11 +67,14 @@ extern "C" {
     XX(STAG_STALE, -87, "new STag key is unchanged or equal to its last valid key")           \
     /* QP receive (src/core, src/ddp: RFC 5040 §5.2.2) */                                    \
     XX(READ_RESP, -90, "RDMA Read Response outside its Read's sink buffer or of wrong size")  \
-    /* Transport and connection management (src/llp/llp_tcp, src/api/cm) */                  \
+    /* Transport and connection management (src/llp/llp_tcp, src/api/cm) */                   \
     XX(CONN_REFUSED, -110, "the peer refused the TCP connection (RST)")                       \
     XX(CONN_RESET, -111, "the TCP connection was reset or failed")                            \
     XX(UNREACHABLE, -112, "no route to the peer, or the TCP connection attempt timed out")    \
     XX(ADDR, -113, "address not usable (in use, not local, or wrong family)")                 \
+    /* DDP-level interface (src/api/ddp.c, iwarp/ddp.h) */                                    \
+    XX(DDP_QP_MODE, -130, "operation not valid for this QP's mode (DDP-level or verbs)")      \
+    XX(DDP_RTR, -131, "peer-to-peer RTR (RFC 6581) is RDMAP-level: not on a DDP-level QP")    \
     /* Captures (src/trace: pcap files, packet headers) */                                    \
     XX(PCAP, -70, "libpcap could not open, read or write the capture file")                   \
     XX(PCAP_LINKTYPE, -71, "capture link-layer type not supported")                           \

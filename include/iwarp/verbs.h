@@ -224,6 +224,10 @@ enum iwarp_wc_opcode {
     IWARP_WC_REG_MR = 8,
     IWARP_WC_RECV = 128,
     IWARP_WC_RECV_RDMA_WITH_IMM = 129,
+    /* libiwarp: the DDP-level interface's indications (iwarp/ddp.h describes them). */
+    IWARP_WC_DDP_RECV = 0x100,
+    IWARP_WC_DDP_TAGGED_RECV = 0x101,
+    IWARP_WC_DDP_SEND = 0x102,
 };
 
 enum iwarp_wc_flags {
@@ -250,6 +254,13 @@ struct iwarp_wc {
     uint16_t slid;
     uint8_t sl;
     uint8_t dlid_path_bits;
+    /* libiwarp: DDP-level indications only (IWARP_WC_DDP_*, iwarp/ddp.h); zero otherwise. */
+    union {
+        uint32_t ddp_qn;   /* IWARP_WC_DDP_RECV: the Queue Number */
+        uint32_t ddp_stag; /* IWARP_WC_DDP_TAGGED_RECV: the STag */
+    };
+    uint32_t ddp_msn;       /* IWARP_WC_DDP_RECV: the Message Sequence Number */
+    uint8_t ddp_rsvdulp[5]; /* RsvdULP as received: 5 octets untagged, [0] tagged */
 };
 
 /* A completion channel: a file descriptor that becomes readable when an armed CQ attached to
