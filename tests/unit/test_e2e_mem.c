@@ -955,13 +955,7 @@ TEST(srq_shared_by_two_qps)
     ASSERT_EQ_U(E[3].ev[0].cause, cause_u32(1, 2, 0x02));
     ASSERT_FALSE(E[3].ev[0].peer);
     ASSERT_EQ(E[3].ev[1].type, IWARP_EVENT_QP_LAST_WQE_REACHED);
-#ifdef IWARP_E2E_KNOWN_BUGS
     ASSERT_EQ(E[3].nev, 2); /* BUG 3: a second Last WQE Reached when the transport closes */
-#else
-    ASSERT_TRUE(E[3].nev <= 3);
-    if (E[3].nev == 3)
-        ASSERT_EQ(E[3].ev[2].type, IWARP_EVENT_QP_LAST_WQE_REACHED);
-#endif
     ASSERT_EQ(E[1].nev, 1);
     ASSERT_EQ(E[2].nev, 1);
     ASSERT_EQ_U(E[2].ev[0].cause, cause_u32(1, 2, 0x02));
@@ -1499,21 +1493,13 @@ static void run_error(const struct err_case *c, unsigned idx)
     /* The offender: completions in posting order; once one failed, the rest are flushed. */
     struct iwarp_wc wc;
     bool failed = false;
-    unsigned nwc = 0, nlate = 0;
+    unsigned nwc = 0;
     while (iwarp_core_cq_poll(&a->scq, &wc, 1) == 1) {
         nwc++;
         ASSERT_EQ_U(wc.qp_num, QPN(0));
         if (failed && wc.status != IWARP_WC_WR_FLUSH_ERR) {
-#ifdef IWARP_E2E_KNOWN_BUGS
             harness_fail(__FILE__, __LINE__, "%s: wr %" PRIu64 " status %d after an error", c->name,
                          wc.wr_id, wc.status);
-#else
-            /* BUG 2 (see the end of this file): a Send or Write handed to the LLP before the
-             * Terminate arrived completes SUCCESS behind an earlier failed Read. */
-            ASSERT_EQ(wc.status, IWARP_WC_SUCCESS);
-            ASSERT_NE(wc.opcode, IWARP_WC_RDMA_READ);
-            nlate++;
-#endif
         }
         if (wc.status != IWARP_WC_SUCCESS)
             failed = true;
@@ -1522,7 +1508,6 @@ static void run_error(const struct err_case *c, unsigned idx)
     }
     ASSERT_TRUE(failed);
     ASSERT_TRUE(nwc >= 3);
-    (void)nlate;
     expect_cq_empty(&a->rcq);
     /* Nothing was placed: every guard is intact. With CRC off the octets of the damaged FPDU
      * that came before its bad marker may already be in place (RFC 5044 §4.4: nothing to
@@ -1735,25 +1720,22 @@ TEST(abortive_close_with_work_in_flight)
     ASSERT_EQ(E[0].c.txf_count, 0);
 }
 
-/* ---- known library bugs (reproductions; built with -DIWARP_E2E_KNOWN_BUGS) -------------------
+/* ---- regressions of library bugs this suite found (all fixed) -------------------------------
  *
  * BUG 1 (src/llp/llp_mem.c, iwarp_llp_mem_pump): with a stall of 2 or more on a direction,
  *   the step that counts the stall down to 0 moves nothing, and pump() stops right there
  *   ("moved == 0 and no stall left") although octets still wait in the pipe: a pump that
- *   should deliver them returns with them undelivered. pump() above works around it.
+ *   should deliver them returns with them undelivered. The test below.
  * BUG 2 (src/core/core_qp.c, flush_sq / iwarp_core_qp_sq_finish): when an RDMA Read fails (the
  *   peer's Terminate), Sends and Writes posted after it that were already handed to the LLP
  *   complete IWARP_WC_SUCCESS after the Read's error completion, so the CQ shows an error
  *   followed by successes (verbs: after a completion in error, the QP's later WRs complete
- *   with WR_FLUSH_ERR). Reproduction: every_remote_error_class... "read bad stag" etc. with
- *   -DIWARP_E2E_KNOWN_BUGS.
+ *   with WR_FLUSH_ERR). Checked in every_remote_error_class ("read bad stag" etc.).
  * BUG 3 (src/core/core_qp.c, flush_rq): a QP on an SRQ raises IWARP_EVENT_QP_LAST_WQE_REACHED
  *   twice: once when it terminates (flush_all) and again when the transport closes
- *   (iwarp_core_qp_llp_closed calls flush_rq again). srq_shared_by_two_qps with
- *   -DIWARP_E2E_KNOWN_BUGS.
+ *   (iwarp_core_qp_llp_closed calls flush_rq again). Checked in srq_shared_by_two_qps.
  */
-#ifdef IWARP_E2E_KNOWN_BUGS
-TEST(known_bug_1_pump_returns_with_octets_behind_an_expired_stall)
+TEST(bug_1_pump_delivers_octets_behind_an_expired_stall)
 {
     nodes_init();
     link_up(0, &STD, SPLIT_NONE, 3, false);
@@ -1761,6 +1743,5 @@ TEST(known_bug_1_pump_returns_with_octets_behind_an_expired_stall)
     ASSERT_EQ(post_wr(&E[0], IWARP_WR_SEND, 0, 2, SRC_OFF, 64, 0, 0, 0), 0);
     L[0].pipe[0].stall = 2;
     iwarp_llp_mem_pump(&L[0], PUMP_MAX);
-    ASSERT_EQ(L[0].pipe[0].len, 0); /* fails: the Send's FPDU is still in the pipe */
+    ASSERT_EQ(L[0].pipe[0].len, 0); /* the Send's FPDU was delivered */
 }
-#endif
