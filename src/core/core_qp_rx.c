@@ -113,9 +113,15 @@ static void read_fail(struct iwarp_core_qp *qp, uint8_t status, struct iwarp_ter
     orq_pop(qp);
 }
 
-/* The payload goes to one range of local memory at addr (none for a zero-length payload). */
-static void dst_range(struct rx *x, uint64_t addr)
+/* The payload goes to the range of local memory at addr that access r checked (none for a
+ * zero-length payload); kept for iwarp_core_qp_rx_dst_valid(). */
+static void dst_range(struct rx *x, const struct iwarp_mem_req *r, uint64_t addr)
 {
+    struct iwarp_core_rx_cur *c = &x->qp->rx_cur;
+    c->stag = r->stag;
+    c->to = r->to;
+    c->need = r->need;
+    c->addr = addr;
     x->ndst = 0;
     if (x->plen != 0)
         x->dst[x->ndst++] = (struct iovec){(void *)(uintptr_t)addr, x->plen};
@@ -140,7 +146,7 @@ static int rx_write(struct rx *x)
     int rc = iwarp_ddp_rx_tagged_target(qp->cfg.mem, &r, &addr, &cause);
     if (rc != 0)
         return fail(x, rc == IWARP_ERR_INVAL ? cause_catastrophic : cause, rc);
-    dst_range(x, addr);
+    dst_range(x, &r, addr);
     return 0;
 }
 
@@ -185,7 +191,7 @@ static int rx_read_resp(struct rx *x)
         read_fail(qp, IWARP_WC_LOC_PROT_ERR, cause);
         return fail(x, cause, rc);
     }
-    dst_range(x, addr);
+    dst_range(x, &r, addr);
     return 0;
 }
 
@@ -483,16 +489,65 @@ int iwarp_core_qp_rx_hdr(struct iwarp_core_qp *qp, const uint8_t *hdr, size_t hd
     return 0;
 }
 
+static bool receiving(const struct iwarp_core_qp *qp)
+{
+    return qp->state == IWARP_CORE_QP_RUNNING || qp->state == IWARP_CORE_QP_CLOSING;
+}
+
+bool iwarp_core_qp_rx_dst_valid(struct iwarp_core_qp *qp)
+{
+    struct iwarp_core_rx_cur *c = &qp->rx_cur;
+    if (!c->active)
+        return true;
+    if (c->lost || !receiving(qp)) /* flushed: its buffers are the ULP's again */
+        return false;
+    bool tagged = c->opcode == IWARP_RDMAP_OP_WRITE || c->opcode == IWARP_RDMAP_OP_READ_RESP;
+    if (!tagged || c->payload_len == 0)
+        return true;
+    /* RFC 5041 §7.1 checks 1-5 again, DDP causes: the STag may have been deregistered,
+     * invalidated or rebound since phase 1. */
+    struct iwarp_mem_req r = {.stag = c->stag,
+                              .to = c->to,
+                              .len = c->payload_len,
+                              .need = c->need,
+                              .pd = qp->cfg.pd,
+                              .qp = qp->cfg.qp_num};
+    uint64_t addr = 0;
+    struct iwarp_term_cause cause = cause_catastrophic;
+    int rc = iwarp_ddp_rx_tagged_target(qp->cfg.mem, &r, &addr, &cause);
+    if (rc == 0 && addr == c->addr)
+        return true;
+    c->lost = true;
+    c->lost_err = rc != 0 ? rc : IWARP_ERR_STAG_INVALID;
+    /* Registered again elsewhere: for this segment the STag names no buffer it may use. */
+    c->lost_cause =
+        rc == 0 || rc == IWARP_ERR_INVAL
+            ? (struct iwarp_term_cause){IWARP_TERM_LAYER_DDP, IWARP_TERM_DDP_ETYPE_TAGGED,
+                                        IWARP_TERM_DDP_T_INVALID_STAG}
+            : cause;
+    return false;
+}
+
 int iwarp_core_qp_rx_payload_done(struct iwarp_core_qp *qp)
 {
     if (qp == NULL)
         return IWARP_ERR_INVAL;
     if (!qp->rx_cur.active)
         return 0;
-    qp->rx_cur.active = false;
     /* Stopped in between (a local error, a disconnect): its WR was flushed, nothing delivers. */
-    if (qp->state != IWARP_CORE_QP_RUNNING && qp->state != IWARP_CORE_QP_CLOSING)
+    if (!receiving(qp)) {
+        qp->rx_cur.active = false;
         return 0;
+    }
+    /* The tagged buffer went away while the payload arrived: the rest was not placed. As for a
+     * segment that finds it gone (rx_read_resp): the Read fails locally, and the Terminate. */
+    if (!iwarp_core_qp_rx_dst_valid(qp)) {
+        qp->rx_cur.active = false;
+        if (qp->rx_cur.opcode == IWARP_RDMAP_OP_READ_RESP)
+            read_fail(qp, IWARP_WC_LOC_PROT_ERR, qp->rx_cur.lost_cause);
+        return fail_cur(qp, qp->rx_cur.lost_cause, qp->rx_cur.lost_err);
+    }
+    qp->rx_cur.active = false;
     switch (qp->rx_cur.opcode) {
     case IWARP_RDMAP_OP_READ_RESP:
         done_read_resp(qp);

@@ -306,13 +306,15 @@ static uint32_t stage_need(const struct iwarp_llp_conn *c, uint32_t have, uint32
 /* The ULPDU part: where its next octets land. */
 static uint8_t *ulpdu_land(struct iwarp_llp_conn *c, const struct iwarp_mpa_rx_want *w, size_t *len)
 {
-    if (c->rx_mode == RX_DIRECT && c->rx_dst_i < c->rx_ndst) {
+    /* Checked before every read: the ULP may have deregistered the buffer or flushed the
+     * receive since the last one (the lock is not held in between). */
+    if (c->rx_mode == RX_DIRECT && c->rx_dst_i < c->rx_ndst && iwarp_core_qp_rx_dst_valid(c->qp)) {
         const struct iovec *d = &c->rx_dst[c->rx_dst_i];
         size_t room = d->iov_len - c->rx_dst_off;
         *len = w->len < room ? w->len : room;
         return (uint8_t *)d->iov_base + c->rx_dst_off;
     }
-    /* Staged, discarded, or (RX_DIRECT) past the iovecs of a segment the QP drops. */
+    /* Staged, discarded, or (RX_DIRECT) a payload the QP drops or whose buffer went away. */
     *len = w->len;
     if (c->rx_mode == RX_STAGE && direct_ok(c)) {
         uint32_t need = stage_need(c, w->ulpdu_off, w->ulpdu_len);
@@ -427,8 +429,8 @@ static int maybe_direct(struct iwarp_llp_conn *c, uint32_t ulpdu_len)
 /* RX_DIRECT: n payload octets were read where ulpdu_land() pointed. */
 static void direct_advance(struct iwarp_llp_conn *c, size_t n)
 {
-    if (c->rx_dst_i >= c->rx_ndst)
-        return; /* a dropped segment's payload: read into bounce, nothing to account */
+    if (c->rx_dst_i >= c->rx_ndst || !iwarp_core_qp_rx_dst_valid(c->qp))
+        return; /* read into bounce (dropped or lost segment, see ulpdu_land) */
     c->rx_dst_off += n;
     if (c->rx_dst_off == c->rx_dst[c->rx_dst_i].iov_len) {
         c->rx_dst_i++;

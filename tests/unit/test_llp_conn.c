@@ -923,3 +923,53 @@ TEST(ulpdu_length_past_the_target_places_nothing)
         ASSERT_TRUE(P[0].last_from_peer);
     }
 }
+
+TEST(buffer_gone_while_the_payload_arrives_gets_nothing_more)
+{
+    static uint8_t fpdu[4096];
+    for (unsigned v = 0; v < 2; v++) {
+        connect_with(false, false, 0, false);
+        hook_reset();
+        capture_from = M.pipe[1].off;
+        memset(MEM[1] + DST_OFF, 0x5A, 1000);
+        struct iwarp_wire_msg m = {.last = true};
+        if (v == 0) {
+            m.opcode = IWARP_RDMAP_OP_WRITE;
+            m.stag = P[1].key;
+            m.to = (uint64_t)(uintptr_t)(MEM[1] + DST_OFF);
+        } else {
+            post_recv(&P[1], 1, DST_OFF, 1000);
+            m.opcode = IWARP_RDMAP_OP_SEND;
+            m.msn = iwarp_ddp_rx_uq_expected_msn(&P[1].qp.uq_send);
+        }
+        size_t hl = v == 0 ? IWARP_DDP_TAGGED_HDR_LEN : IWARP_DDP_UNTAGGED_HDR_LEN;
+        size_t n = raw_fpdu(fpdu, &m, 1000);
+        size_t first = 2 + hl + 100; /* the headers and 100 payload octets */
+        ASSERT_EQ(inject(&P[1].c, fpdu, first, 4096), 0);
+        ASSERT_MEM_EQ(MEM[1] + DST_OFF, fpdu + 2 + hl, 100);
+        if (v == 0) {
+            /* The ULP deregisters the Write's target between two reads. */
+            ASSERT_EQ(iwarp_mem_dereg_mr(&P[1].T, P[1].key), 0);
+        } else {
+            /* The ULP moves the QP to ERROR: the receive comes back flushed. */
+            iwarp_core_qp_set_error(&P[1].qp);
+            struct iwarp_wc wc;
+            ASSERT_EQ(iwarp_core_cq_poll(&P[1].rcq, &wc, 1), 1);
+            ASSERT_EQ(wc.status, IWARP_WC_WR_FLUSH_ERR);
+        }
+        int rc = inject(&P[1].c, fpdu + first, n - first, 7);
+        for (unsigned i = 100; i < 1000; i++)
+            ASSERT_EQ(MEM[1][DST_OFF + i], 0x5A);
+        if (v == 0) {
+            /* RFC 5041 §7.1 check 1 fails now: 1/1/0x00 Invalid STag, for the whole segment. */
+            ASSERT_EQ(rc, IWARP_ERR_STAG_INVALID);
+            ASSERT_EQ_U(P[1].last_cause, 0x010100u);
+            pump();
+            expect_sent_terminate(0x010100u, (uint16_t)(hl + 1000), fpdu + 2, hl);
+        } else {
+            ASSERT_EQ(rc, 0);
+            struct iwarp_wc wc;
+            ASSERT_EQ(iwarp_core_cq_poll(&P[1].rcq, &wc, 1), 0);
+        }
+    }
+}
