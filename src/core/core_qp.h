@@ -9,7 +9,9 @@
  *
  * Lower layer (LLP back-end) contract:
  *  - RX: hand every received DDP segment, whole and verified (MPA CRC checked when on), to
- *    iwarp_core_qp_rx_segment(). Report a lower-layer error (CRC, marker, framing) with
+ *    iwarp_core_qp_rx_segment(); or, when nothing needs verifying first (MPA CRC off), its
+ *    headers to iwarp_core_qp_rx_hdr(), its payload straight into the iovecs that returns, then
+ *    iwarp_core_qp_rx_payload_done(). Report a lower-layer error (CRC, marker, framing) with
  *    iwarp_core_qp_rx_llp_error() so the right Terminate goes out.
  *  - TX: while iwarp_core_qp_tx_next() produces segments, send them (header octets, then the
  *    payload iovecs in place, then LLP trailer) and call iwarp_core_qp_tx_sent() for each one
@@ -286,9 +288,9 @@ int iwarp_core_qp_rx_segment(struct iwarp_core_qp *qp, const uint8_t *seg, size_
  * SGEs at the segment's MO for a Send. The caller puts them there (including any already in
  * hdr) and then calls iwarp_core_qp_rx_payload_done(), which delivers (completions, Read
  * Requests queued, a peer Terminate reported). No other rx call may come in between.
- * Ownership: dst points into registered memory or posted receives, valid until payload_done
- * (under the context lock: the ULP deregistering it in between is its own error); nothing of
- * hdr is kept.
+ * Ownership: dst points into registered memory or posted receives; check
+ * iwarp_core_qp_rx_dst_valid() before each write into it (the ULP may deregister, invalidate
+ * or flush in between). Nothing of hdr is kept.
  * Returns 0: the iovecs' lengths sum to the payload length, or to 0 when the stream no longer
  * receives (TERMINATING/ERROR: RFC 5041 §7.1 silent drop): the caller then discards the
  * payload; payload_done is harmless either way. Or the negative error that queued the
