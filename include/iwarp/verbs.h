@@ -77,6 +77,16 @@ struct iwarp_ctx_attr {
     enum iwarp_log_level log_level;
     iwarp_rng_fn rng; /* NULL: getrandom() */
     void *rng_user;
+    /* Packet trace: a capture file path (pcap, created or truncated at iwarp_ctx_create) into
+     * which every TCP connection of the context records its MPA stream, both directions, as a
+     * TCP conversation with its real addresses and ports (SYN/SYN-ACK/ACK at connect, FIN or
+     * RST at close; each MPA frame and FPDU as its own segment(s) of at most the EMSS, so
+     * Wireshark frames it). What goes on the wire is unchanged. NULL: the environment variable
+     * IWARP_TRACE_PCAP names the file if it is set and not empty, else no trace. Every context
+     * truncates its file at create: give contexts of one process different paths. The file is
+     * flushed and closed by iwarp_ctx_destroy. Read only during iwarp_ctx_create, which fails
+     * with IWARP_ERR_PCAP when the file cannot be created. */
+    const char *trace_pcap;
 };
 
 /* Fill attr with the defaults. */
@@ -298,9 +308,9 @@ IWARP_EXTERN int iwarp_get_cq_event(struct iwarp_comp_channel *channel, struct i
                                     void **cq_context);
 IWARP_EXTERN void iwarp_ack_cq_events(struct iwarp_cq *cq, unsigned int nevents);
 
-/* Wait up to timeout_ms (-1: forever) until the CQ has a completion; libiwarp's shortcut for
- * arm + get_cq_event + ack (seed 001 §5.4 "wait with timeout"). Returns 0 when the CQ has
- * completions to poll, IWARP_ERR_TIMEDOUT otherwise. */
+/* Wait up to timeout_ms (-1: forever) until the CQ has a completion (seed 001 §5.4 "wait with
+ * timeout"). Independent of iwarp_req_notify_cq: it neither consumes nor creates completion-
+ * channel events. Returns 0 when the CQ has completions to poll, IWARP_ERR_TIMEDOUT otherwise. */
 IWARP_EXTERN int iwarp_cq_wait(struct iwarp_cq *cq, int timeout_ms);
 
 /* ---- queue pairs ---------------------------------------------------------------------------- */
@@ -428,6 +438,9 @@ struct iwarp_send_wr {
             uint32_t rkey;
             struct iwarp_mw_bind_info bind_info;
         } bind_mw;
+        /* IWARP_WR_REG_MR. Posting it sets mr->lkey/rkey to the STag with the new key (as the
+         * kernel's ib_update_fast_reg_key); likewise IWARP_WR_BIND_MW sets mw->rkey to
+         * bind_mw.rkey. */
         struct {
             struct iwarp_mr *mr; /* from iwarp_alloc_mr */
             uint32_t key;        /* the new 8-bit key */

@@ -51,16 +51,22 @@ int iwarp_destroy_comp_channel(struct iwarp_comp_channel *channel)
 }
 
 /* The core's hook (lock held): an arm fired, or the CQ overran. */
-static void cq_notify(void *user, struct iwarp_core_cq *core, bool overrun)
+static void cq_notify(void *user, struct iwarp_core_cq *core, enum iwarp_core_cq_why why)
 {
     struct iwarp_cq *cq = user;
     (void)core;
+    bool overrun = why == IWARP_CORE_CQ_OVERRUN;
+    if (why == IWARP_CORE_CQ_WAKE) {
+        if (cq->waiting)
+            (void)eventfd_write(cq->wait_fd, 1);
+        return;
+    }
     if (overrun) {
         struct iwarp_async_event ev = {.element.cq = cq, .event_type = IWARP_EVENT_CQ_ERR};
         iwarp_api_async_push_locked(cq->ctx, &ev);
         iwarp_api_log(cq->ctx, IWARP_LOG_ERROR, "CQ overrun: a completion was lost");
     }
-    if (cq->waiting)
+    if (overrun && cq->waiting)
         (void)eventfd_write(cq->wait_fd, 1);
     if (cq->channel && !cq->event_pending && !overrun) {
         struct iwarp_comp_channel_impl *ch = chan_impl(cq->channel);
@@ -238,7 +244,7 @@ int iwarp_cq_wait(struct iwarp_cq *cq, int timeout_ms)
             return 0;
         }
         cq->waiting = true;
-        iwarp_core_cq_arm(&cq->core, false);
+        cq->core.wake = true; /* not an arm: no channel event for the application */
         pthread_mutex_unlock(&ctx->lock);
         uint64_t left = deadline == UINT64_MAX ? 1000 : ms_left(deadline);
         if (deadline != UINT64_MAX && left == 0)

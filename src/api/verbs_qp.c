@@ -130,7 +130,10 @@ int iwarp_destroy_qp(struct iwarp_qp *qp)
         iwarp_api_cm_qp_destroyed(q);
     else if (q->llp.abort)
         q->llp.abort(q);
-    iwarp_core_qp_set_error(&q->core);
+    if (q->ddp)
+        iwarp_core_ddp_set_error(q->ddp);
+    else
+        iwarp_core_qp_set_error(&q->core);
     iwarp_core_qp_fini(&q->core);
     qp->pd->n_obj--;
     qp->send_cq->n_users--;
@@ -138,6 +141,7 @@ int iwarp_destroy_qp(struct iwarp_qp *qp)
     if (qp->srq)
         qp->srq->n_users--;
     pthread_mutex_unlock(&ctx->lock);
+    iwarp_api_ddp_free(q);
     free_qp_mem(ctx, q);
     return 0;
 }
@@ -148,7 +152,8 @@ int iwarp_query_qp(struct iwarp_qp *qp, struct iwarp_qp_attr *attr)
         return IWARP_ERR_INVAL;
     struct iwarp_qp_impl *q = iwarp_api_qp(qp);
     pthread_mutex_lock(&qp->context->lock);
-    *attr = (struct iwarp_qp_attr){.qp_state = iwarp_core_qp_verbs_state(&q->core),
+    *attr = (struct iwarp_qp_attr){.qp_state = q->ddp ? iwarp_core_ddp_verbs_state(q->ddp)
+                                                      : iwarp_core_qp_verbs_state(&q->core),
                                    .cap = q->cap,
                                    .max_rd_atomic = (uint8_t)q->core.ord,
                                    .max_dest_rd_atomic = (uint8_t)q->core.ird};
@@ -165,7 +170,10 @@ int iwarp_modify_qp_err(struct iwarp_qp *qp)
     pthread_mutex_lock(&qp->context->lock);
     if (q->llp.abort)
         q->llp.abort(q);
-    iwarp_core_qp_set_error(&q->core);
+    if (q->ddp)
+        iwarp_core_ddp_set_error(q->ddp);
+    else
+        iwarp_core_qp_set_error(&q->core);
     qp->state = IWARP_QPS_ERR;
     pthread_mutex_unlock(&qp->context->lock);
     return 0;
@@ -183,10 +191,18 @@ int iwarp_post_send(struct iwarp_qp *qp, struct iwarp_send_wr *wr, struct iwarp_
     bool posted = false;
     pthread_mutex_lock(&qp->context->lock);
     for (; wr; wr = wr->next) {
-        rc = iwarp_core_qp_post_send(&q->core, wr);
+        rc = q->ddp ? IWARP_ERR_DDP_QP_MODE : iwarp_core_qp_post_send(&q->core, wr);
         if (rc < 0)
             break;
         posted = true;
+        /* The object's handle carries the key its next use names, as the kernel's
+         * ib_update_fast_reg_key: a later REG_MR, bind, dereg or dealloc then finds it. */
+        if (wr->opcode == IWARP_WR_REG_MR) {
+            wr->reg.mr->lkey = (wr->reg.mr->lkey & 0xFFFFFF00u) | (wr->reg.key & 0xFFu);
+            wr->reg.mr->rkey = wr->reg.mr->lkey;
+        } else if (wr->opcode == IWARP_WR_BIND_MW) {
+            wr->bind_mw.mw->rkey = wr->bind_mw.rkey;
+        }
     }
     /* Send at once from this thread: a hop to the progress thread costs a cross-core wakeup. */
     if (posted && q->llp.kick)
@@ -208,7 +224,7 @@ int iwarp_post_recv(struct iwarp_qp *qp, struct iwarp_recv_wr *wr, struct iwarp_
     int rc = 0;
     pthread_mutex_lock(&qp->context->lock);
     for (; wr; wr = wr->next) {
-        rc = iwarp_core_qp_post_recv(&q->core, wr);
+        rc = q->ddp ? IWARP_ERR_DDP_QP_MODE : iwarp_core_qp_post_recv(&q->core, wr);
         if (rc < 0)
             break;
     }

@@ -21,7 +21,7 @@ int iwarp_core_cq_push(struct iwarp_core_cq *cq, const struct iwarp_wc *wc, bool
         if (!cq->overrun) {
             cq->overrun = true;
             if (cq->notify)
-                cq->notify(cq->notify_user, cq, true);
+                cq->notify(cq->notify_user, cq, IWARP_CORE_CQ_OVERRUN);
         }
         return IWARP_ERR_NOSPC;
     }
@@ -33,7 +33,14 @@ int iwarp_core_cq_push(struct iwarp_core_cq *cq, const struct iwarp_wc *wc, bool
     if (fire) {
         cq->arm = IWARP_CORE_CQ_DISARMED; /* one-shot, like ibv_req_notify_cq */
         if (cq->notify)
-            cq->notify(cq->notify_user, cq, false);
+            cq->notify(cq->notify_user, cq, IWARP_CORE_CQ_FIRED);
+    }
+    /* A waiter is separate from the application's arm: waiting never consumes or creates a
+     * completion-channel event. */
+    if (cq->wake) {
+        cq->wake = false;
+        if (cq->notify)
+            cq->notify(cq->notify_user, cq, IWARP_CORE_CQ_WAKE);
     }
     return 0;
 }

@@ -17,8 +17,15 @@
 
 struct iwarp_core_cq;
 
-/* Called when an arm fires (overrun = false) or when the CQ first overruns (overrun = true). */
-typedef void (*iwarp_core_cq_notify_fn)(void *user, struct iwarp_core_cq *cq, bool overrun);
+/* Why the notify hook runs. */
+enum iwarp_core_cq_why {
+    IWARP_CORE_CQ_FIRED = 0,   /* the application's arm fired (one-shot) */
+    IWARP_CORE_CQ_OVERRUN = 1, /* the CQ overran for the first time */
+    IWARP_CORE_CQ_WAKE = 2,    /* a completion arrived while a waiter asked to be woken */
+};
+
+typedef void (*iwarp_core_cq_notify_fn)(void *user, struct iwarp_core_cq *cq,
+                                        enum iwarp_core_cq_why why);
 
 enum iwarp_core_cq_arm {
     IWARP_CORE_CQ_DISARMED = 0,
@@ -33,6 +40,7 @@ struct iwarp_core_cq {
     uint32_t count; /* completions in the ring */
     uint8_t arm;    /* enum iwarp_core_cq_arm */
     bool overrun;   /* a completion was lost: the CQ is in error */
+    bool wake;      /* a waiter (iwarp_cq_wait) wants the next completion, arm or not */
     iwarp_core_cq_notify_fn notify;
     void *notify_user;
 };

@@ -5,12 +5,16 @@
 
 static int fired, overruns;
 
-static void notify(void *user, struct iwarp_core_cq *cq, bool overrun)
+static int wakes;
+
+static void notify(void *user, struct iwarp_core_cq *cq, enum iwarp_core_cq_why why)
 {
     (void)user;
     (void)cq;
-    if (overrun)
+    if (why == IWARP_CORE_CQ_OVERRUN)
         overruns++;
+    else if (why == IWARP_CORE_CQ_WAKE)
+        wakes++;
     else
         fired++;
 }
@@ -91,4 +95,24 @@ TEST(overrun_is_reported_once_and_never_overwrites)
     ASSERT_EQ_U(iwarp_core_cq_poll(&cq, out, 2), 2);
     ASSERT_EQ_U(out[0].wr_id, 1);
     ASSERT_EQ_U(out[1].wr_id, 2);
+}
+
+TEST(waiter_wake_is_separate_from_the_arm)
+{
+    struct iwarp_wc ring[8];
+    struct iwarp_core_cq cq;
+    fired = wakes = 0;
+    ASSERT_EQ(iwarp_core_cq_init(&cq, ring, 8, notify, NULL), 0);
+    cq.wake = true;
+    struct iwarp_wc ok = wc_of(1, IWARP_WC_SUCCESS);
+    ASSERT_EQ(iwarp_core_cq_push(&cq, &ok, false), 0);
+    ASSERT_EQ(wakes, 1);
+    ASSERT_EQ(fired, 0); /* no arm: nothing for a completion channel */
+    ASSERT_EQ(iwarp_core_cq_push(&cq, &ok, false), 0);
+    ASSERT_EQ(wakes, 1); /* one-shot */
+    iwarp_core_cq_arm(&cq, false);
+    cq.wake = true;
+    ASSERT_EQ(iwarp_core_cq_push(&cq, &ok, false), 0);
+    ASSERT_EQ(fired, 1);
+    ASSERT_EQ(wakes, 2);
 }
