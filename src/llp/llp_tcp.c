@@ -57,8 +57,9 @@ socklen_t iwarp_llp_tcp_addrlen(const struct sockaddr *sa)
     return 0;
 }
 
-/* TCP_NODELAY (an FPDU is a message: never wait to coalesce), then the EMSS and addresses. */
-static int setup_connected(struct iwarp_llp_tcp *t)
+/* TCP_NODELAY (an FPDU is a message: never wait to coalesce), then the EMSS and addresses;
+ * the trace (if any) records the handshake. active: we connected. */
+static int setup_connected(struct iwarp_llp_tcp *t, bool active)
 {
     int one = 1;
     if (setsockopt(t->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0)
@@ -73,6 +74,9 @@ static int setup_connected(struct iwarp_llp_tcp *t)
     len = sizeof t->peer;
     getpeername(t->fd, (struct sockaddr *)&t->peer, &len);
     t->phase = IWARP_LLP_TCP_OPEN;
+    if (t->trace)
+        (void)iwarp_trace_conn_open(t->trace, active, (const struct sockaddr *)&t->local,
+                                    (const struct sockaddr *)&t->peer, t->emss);
     return 0;
 }
 
@@ -81,6 +85,8 @@ static void fail(struct iwarp_llp_tcp *t, int err)
 {
     if (!t->err)
         t->err = err;
+    if (t->trace && err == IWARP_ERR_CONN_RESET && t->phase == IWARP_LLP_TCP_OPEN)
+        iwarp_trace_conn_rst(t->trace, false); /* the peer's RST */
     t->phase = IWARP_LLP_TCP_DONE;
     if (t->conn_ready && !t->llp_closed) {
         t->llp_closed = true;
@@ -107,7 +113,7 @@ int iwarp_llp_tcp_connect(struct iwarp_llp_tcp *t, const struct sockaddr *dst,
     }
     memcpy(&t->peer, dst, dlen);
     if (connect(t->fd, dst, dlen) == 0)
-        return setup_connected(t);
+        return setup_connected(t, true);
     if (errno == EINPROGRESS) {
         t->phase = IWARP_LLP_TCP_CONNECTING;
         return 0;
@@ -121,7 +127,7 @@ int iwarp_llp_tcp_connect(struct iwarp_llp_tcp *t, const struct sockaddr *dst,
 int iwarp_llp_tcp_adopt(struct iwarp_llp_tcp *t, int fd)
 {
     t->fd = fd;
-    int rc = setup_connected(t);
+    int rc = setup_connected(t, false);
     if (rc != 0) {
         close(fd);
         t->fd = -1;
@@ -157,7 +163,7 @@ static void finish_connect(struct iwarp_llp_tcp *t)
     if (getsockopt(t->fd, SOL_SOCKET, SO_ERROR, &e, &len) != 0)
         e = errno;
     if (e == 0) {
-        if (setup_connected(t) != 0)
+        if (setup_connected(t, true) != 0)
             fail(t, IWARP_ERR_IO);
         return;
     }
@@ -182,6 +188,8 @@ static void send_fin(struct iwarp_llp_tcp *t)
         return;
     }
     t->fin_sent = true;
+    if (t->trace)
+        iwarp_trace_conn_fin(t->trace, true);
     if (t->rx_eof)
         t->phase = IWARP_LLP_TCP_DONE;
 }
@@ -202,6 +210,8 @@ static void flush(struct iwarp_llp_tcp *t, uint64_t now_ns)
         struct msghdr m = {.msg_iov = iov, .msg_iovlen = n};
         ssize_t w = sendmsg(t->fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (w > 0) {
+            if (t->trace)
+                iwarp_trace_conn_tx(t->trace, iov, n, (size_t)w);
             iwarp_llp_conn_tx_ack(&t->conn, (size_t)w);
             if ((size_t)w < total) {
                 t->tx_blocked = true; /* the send buffer is full */
@@ -232,12 +242,18 @@ static void peek_for_end(struct iwarp_llp_tcp *t)
     uint8_t b[2048];
     bool discard = t->fin_sent || t->llp_closed;
     ssize_t n;
-    do
+    for (;;) {
         n = recv(t->fd, b, discard ? sizeof b : 1,
                  discard ? MSG_DONTWAIT : MSG_PEEK | MSG_DONTWAIT);
-    while (discard && n > 0);
+        if (!discard || n <= 0)
+            break;
+        if (t->trace)
+            iwarp_trace_conn_rx(t->trace, b, (size_t)n);
+    }
     if (n == 0) {
         t->rx_eof = true;
+        if (t->trace)
+            iwarp_trace_conn_fin(t->trace, false);
         if (t->conn_ready && !t->llp_closed) {
             t->llp_closed = true;
             iwarp_llp_conn_closed(&t->conn, true);
@@ -267,6 +283,8 @@ void iwarp_llp_tcp_on_readable(struct iwarp_llp_tcp *t, uint64_t now_ns)
         }
         ssize_t n = recv(t->fd, p, len, MSG_DONTWAIT);
         if (n > 0) {
+            if (t->trace) /* before rx_ack, which may reuse the buffer */
+                iwarp_trace_conn_rx(t->trace, p, (size_t)n);
             iwarp_llp_conn_rx_ack(&t->conn, (size_t)n, now_ns);
             if ((size_t)n < len)
                 break; /* the kernel had no more: save a recv that would say EAGAIN */
@@ -275,6 +293,8 @@ void iwarp_llp_tcp_on_readable(struct iwarp_llp_tcp *t, uint64_t now_ns)
         if (n == 0) {
             /* The peer's FIN: an orderly end of its stream. */
             t->rx_eof = true;
+            if (t->trace)
+                iwarp_trace_conn_fin(t->trace, false);
             if (!t->llp_closed) {
                 t->llp_closed = true;
                 iwarp_llp_conn_closed(&t->conn, true);
@@ -340,9 +360,17 @@ void iwarp_llp_tcp_close(struct iwarp_llp_tcp *t, bool abortive)
             struct linger lg = {.l_onoff = 1, .l_linger = 0};
             setsockopt(t->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
         }
+        if (t->trace && t->phase == IWARP_LLP_TCP_OPEN) {
+            if (abortive)
+                iwarp_trace_conn_rst(t->trace, true);
+            else
+                iwarp_trace_conn_fin(t->trace, true); /* close() sends our FIN if not yet */
+        }
         close(t->fd);
         t->fd = -1;
     }
+    if (t->trace)
+        iwarp_trace_conn_close(t->trace);
     if (t->conn_ready && !t->llp_closed) {
         t->llp_closed = true;
         iwarp_llp_conn_closed(&t->conn, !abortive);

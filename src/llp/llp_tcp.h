@@ -7,6 +7,10 @@
  * work is posted), and asks iwarp_llp_tcp_interest() which readiness to wait for next.
  *
  * Every call expects the context lock held (the connection's QP engine is reached through it).
+ *
+ * Tracing: when t->trace is set (before iwarp_llp_tcp_connect/adopt), the connection's octets
+ * in both directions, its set-up and its end are recorded through it (trace/trace_conn.h); when
+ * it is NULL the cost is one branch per read or write.
  */
 #ifndef IWARP_LLP_LLP_TCP_H
 #define IWARP_LLP_LLP_TCP_H
@@ -16,6 +20,7 @@
 #include <sys/socket.h>
 
 #include "llp/llp_conn.h"
+#include "trace/trace_conn.h"
 
 /* Interest bits returned by iwarp_llp_tcp_interest(). */
 #define IWARP_LLP_TCP_WANT_READ  1u
@@ -41,6 +46,9 @@ struct iwarp_llp_tcp {
     uint32_t emss;   /* TCP_MAXSEG of the connected socket */
     struct sockaddr_storage local, peer;
     struct iwarp_llp_conn conn;
+    /* NULL: no tracing. Set by the owner on a zeroed t before connect/adopt; borrowed (the
+     * owner frees it after iwarp_llp_tcp_close, which closes it). */
+    struct iwarp_trace_conn *trace;
 };
 
 /* A listening socket. */
