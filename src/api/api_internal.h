@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "core/core_cq.h"
+#include "core/core_ddp.h"
 #include "core/core_qp.h"
 #include "core/core_srq.h"
 #include "iwarp/verbs.h"
@@ -103,6 +104,8 @@ struct iwarp_qp_impl {
     struct iwarp_qp_llp llp;
     struct iwarp_qp_cap cap;
     void *cm_id; /* the CM id that owns the connection, or NULL */
+    /* A DDP-level QP (iwarp/ddp.h, api/ddp.c): its engine, used instead of core; else NULL */
+    struct iwarp_core_ddp *ddp;
 };
 
 static inline struct iwarp_qp_impl *iwarp_api_qp(struct iwarp_qp *qp)
@@ -124,6 +127,14 @@ void iwarp_api_async_push_locked(struct iwarp_ctx *ctx, const struct iwarp_async
 /* iwarp_destroy_qp of a QP a CM id owns (lock held, after llp.abort): the id lets go of it,
  * as if iwarp_cm_destroy_qp had been called (cm.c). */
 void iwarp_api_cm_qp_destroyed(struct iwarp_qp_impl *qp);
+
+/* Free a DDP-level QP's engine and its memory (ddp.c); nothing for a verbs QP. */
+void iwarp_api_ddp_free(struct iwarp_qp_impl *q);
+
+/* Give a CM id its QP as iwarp_cm_create_qp does (cm.c; takes the lock). IWARP_ERR_BUSY when
+ * the id has one. */
+struct iwarp_cm_id;
+int iwarp_api_cm_set_qp(struct iwarp_cm_id *id, struct iwarp_qp *qp);
 
 /* In IWARP_PROGRESS_CALLER mode: run the loop once without waiting (lock held). */
 void iwarp_api_progress_locked(struct iwarp_ctx *ctx);

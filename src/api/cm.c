@@ -405,7 +405,10 @@ static void qp_abort(struct iwarp_qp_impl *q)
 static void attach_qp(struct cm_id *id)
 {
     struct iwarp_qp_impl *q = iwarp_api_qp(id->pub.qp);
-    iwarp_llp_conn_attach(&id->conn->tcp.conn, &q->core);
+    if (q->ddp) /* a DDP-level QP (iwarp/ddp.h): the connection feeds its DDP engine */
+        iwarp_llp_conn_attach_ddp(&id->conn->tcp.conn, q->ddp);
+    else
+        iwarp_llp_conn_attach(&id->conn->tcp.conn, &q->core);
     q->cm_id = id;
     q->llp = (struct iwarp_qp_llp){
         .conn = id->conn, .kick = qp_kick, .disconnect = qp_disconnect, .abort = qp_abort};
@@ -519,6 +522,12 @@ static bool update_active_mpa(struct cm_id *id, uint64_t now)
     return true;
 }
 
+/* Whether the QP's graceful close has drained (its engine: RDMAP or DDP-level). */
+static bool qp_tx_close(struct iwarp_qp_impl *q)
+{
+    return q->ddp ? iwarp_core_ddp_tx_close(q->ddp) : iwarp_core_qp_tx_close(&q->core);
+}
+
 /* Turn the TCP and MPA state into events and interest (lock held). May free a hidden id. */
 static void conn_update(struct cm_id *id, uint64_t now)
 {
@@ -578,7 +587,7 @@ static void conn_update(struct cm_id *id, uint64_t now)
     case CM_ESTABLISHED:
     case CM_CLOSING:
         if (id->state == CM_CLOSING && id->pub.qp && !t->fin_wanted &&
-            iwarp_core_qp_tx_close(&iwarp_api_qp(id->pub.qp)->core))
+            qp_tx_close(iwarp_api_qp(id->pub.qp)))
             iwarp_llp_tcp_shutdown(t, now); /* drained: our FIN */
         if (t->fin_sent && !t->rx_eof && id->linger_deadline == UINT64_MAX)
             id->linger_deadline = now + CM_LINGER_NS;
@@ -1011,6 +1020,19 @@ int iwarp_cm_create_qp(struct iwarp_cm_id *pub, struct iwarp_pd *pd,
     return 0;
 }
 
+int iwarp_api_cm_set_qp(struct iwarp_cm_id *pub, struct iwarp_qp *qp)
+{
+    struct iwarp_ctx *ctx = pub->context;
+    pthread_mutex_lock(&ctx->lock);
+    int rc = pub->qp ? IWARP_ERR_BUSY : 0;
+    if (rc == 0) {
+        pub->qp = qp;
+        iwarp_api_qp(qp)->cm_id = cm_id_of(pub);
+    }
+    pthread_mutex_unlock(&ctx->lock);
+    return rc;
+}
+
 void iwarp_api_cm_qp_destroyed(struct iwarp_qp_impl *q)
 {
     struct cm_id *id = q->cm_id;
@@ -1063,6 +1085,11 @@ int iwarp_cm_connect(struct iwarp_cm_id *pub, const struct iwarp_conn_param *par
         !pub->qp || id->conn) {
         pthread_mutex_unlock(&ctx->lock);
         return IWARP_ERR_STATE;
+    }
+    /* RFC 6581 RTR messages are RDMAP messages: a DDP-level stream cannot send them. */
+    if (param->peer_to_peer && iwarp_api_qp(pub->qp)->ddp) {
+        pthread_mutex_unlock(&ctx->lock);
+        return IWARP_ERR_DDP_RTR;
     }
     /* Check the MPA configuration before any socket exists. */
     struct iwarp_mpa_neg probe;
@@ -1144,6 +1171,11 @@ int iwarp_cm_accept(struct iwarp_cm_id *pub, const struct iwarp_conn_param *para
         id->state = CM_CLOSED;
         rc = id->conn->tcp.err ? id->conn->tcp.err : IWARP_ERR_CONN_RESET;
     }
+    /* RFC 6581 §9.2: a peer-to-peer initiator will send an RTR, an RDMAP message a DDP-level
+     * stream cannot take: reject it instead. */
+    if (rc == 0 && iwarp_api_qp(pub->qp)->ddp &&
+        iwarp_mpa_neg_result(&id->conn->tcp.conn.neg)->peer_p2p)
+        rc = IWARP_ERR_DDP_RTR;
     if (rc != 0) {
         pthread_mutex_unlock(&ctx->lock);
         return rc;
@@ -1231,8 +1263,11 @@ static void start_disconnect(struct cm_id *id, uint64_t now)
     id->state = CM_CLOSING;
     id->linger_deadline = now + CM_LINGER_NS;
     struct iwarp_llp_tcp *t = &id->conn->tcp;
-    if (id->pub.qp)
-        iwarp_core_qp_disconnect(&iwarp_api_qp(id->pub.qp)->core); /* drain, then close */
+    struct iwarp_qp_impl *q = id->pub.qp ? iwarp_api_qp(id->pub.qp) : NULL;
+    if (q && q->ddp)
+        iwarp_core_ddp_disconnect(q->ddp); /* RFC 5041 §6.2.1: drain, then close */
+    else if (q)
+        iwarp_core_qp_disconnect(&q->core); /* drain, then close */
     else
         iwarp_llp_tcp_shutdown(t, now);
     iwarp_llp_tcp_on_writable(t, now);

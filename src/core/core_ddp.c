@@ -6,6 +6,7 @@
 #include "ddp/ddp_rx_tagged.h"
 #include "iwarp/errors.h"
 #include "mem/mem_access.h"
+#include "mem/mem_region.h"
 #include "util/bytes.h"
 #include "wire/wire_rdmap.h"
 
@@ -79,8 +80,13 @@ static void push_send(struct iwarp_core_ddp *d, const struct iwarp_core_ddp_sqe 
     (void)iwarp_core_cq_push(d->cfg.send_cq, &wc, false);
 }
 
+/* Retire the oldest send entry: its MRs may be deregistered again. */
 static void sq_pop(struct iwarp_core_ddp *d)
 {
+    struct iwarp_core_ddp_sqe *e = &d->sq[d->sq_head];
+    for (uint32_t i = 0; i < e->nheld; i++)
+        iwarp_mem_release(d->cfg.mem, e->held[i]);
+    e->nheld = 0;
     d->sq_head = (d->sq_head + 1u) % d->cfg.sq_cap;
     d->sq_count--;
     if (d->sq_next)
@@ -109,6 +115,7 @@ static void flush_rqs(struct iwarp_core_ddp *d)
                                   .qp_num = d->cfg.qp_num,
                                   .ddp_qn = q};
             (void)iwarp_core_cq_push(d->cfg.recv_cq, &wc, false);
+            iwarp_core_rqe_hold(r, d->cfg.mem, false);
             iwarp_core_rq_pop(&d->uq[q].rq);
         }
         /* Nothing is received any more; the DDP state only has to stay consistent. */
@@ -139,6 +146,7 @@ int iwarp_core_ddp_post_send(struct iwarp_core_ddp *d, const struct iwarp_core_d
         return IWARP_ERR_NOSPC;
     struct iwarp_core_ddp_sqe *e = &d->sq[(d->sq_head + d->sq_count) % d->cfg.sq_cap];
     uint64_t total = 0;
+    uint32_t nheld = 0;
     for (int i = 0; i < s->num_sge; i++) {
         const struct iwarp_sge *g = &s->sg_list[i];
         uint64_t local = 0;
@@ -148,6 +156,7 @@ int iwarp_core_ddp_post_send(struct iwarp_core_ddp *d, const struct iwarp_core_d
                                            &local);
             if (rc < 0)
                 return rc;
+            e->held[nheld++] = g->lkey;
         }
         e->iov[i] = (struct iovec){(void *)(uintptr_t)local, g->length};
         total += g->length;
@@ -167,6 +176,10 @@ int iwarp_core_ddp_post_send(struct iwarp_core_ddp *d, const struct iwarp_core_d
         memcpy(e->rsvdulp, s->rsvdulp, s->tagged ? 1u : IWARP_CORE_DDP_RSVDULP_LEN);
     e->nsge = (uint32_t)s->num_sge;
     e->len = (uint32_t)total;
+    /* The MRs stay registered until the completion (mem_region.h). */
+    e->nheld = nheld;
+    for (uint32_t i = 0; i < nheld; i++)
+        iwarp_mem_hold(d->cfg.mem, e->held[i]);
     d->sq_count++;
     return 0;
 }
@@ -189,6 +202,9 @@ int iwarp_core_ddp_post_recv(struct iwarp_core_ddp *d, uint32_t qn, const struct
     rc = iwarp_ddp_rx_uq_post(&q->rx, rqe.len);
     if (rc == 0)
         rc = iwarp_core_rq_push(&q->rq, &rqe);
+    if (rc == 0) /* the MRs stay registered while the receive is posted (mem_region.h) */
+        iwarp_core_rqe_hold(&q->rq.ring[(q->rq.head + q->rq.count - 1u) % q->rq.cap], d->cfg.mem,
+                            true);
     return rc;
 }
 
@@ -483,8 +499,10 @@ int iwarp_core_ddp_rx_payload_done(struct iwarp_core_ddp *d)
     wc.ddp_msn = c.msn;
     (void)iwarp_core_cq_push(d->cfg.recv_cq, &wc, false);
     (void)iwarp_ddp_rx_uq_complete(&q->rx);
-    if (r)
+    if (r) {
+        iwarp_core_rqe_hold(iwarp_core_rq_peek(&q->rq), d->cfg.mem, false);
         iwarp_core_rq_pop(&q->rq);
+    }
     return 0;
 }
 

@@ -71,6 +71,8 @@ struct iwarp_core_ddp_sqe {
     uint32_t nsge;
     uint32_t len;
     struct iovec iov[IWARP_CORE_MAX_SGE];
+    uint32_t held[IWARP_CORE_MAX_SGE]; /* lkeys held until completion (iwarp_mem_hold) */
+    uint32_t nheld;
 };
 
 /* One untagged queue: posted receives (iovecs) and their DDP state (lengths, MSN, MO). */

@@ -70,6 +70,52 @@ static bool finished(const struct iwarp_llp_conn *c)
            c->state == IWARP_LLP_CONN_CLOSE;
 }
 
+/* ---- the engine fed: the RDMAP QP (c->qp) or a DDP-level stream (c->ddp) ------------------ */
+
+static int eng_start(struct iwarp_llp_conn *c, uint32_t ird, uint32_t ord)
+{
+    return c->ddp ? iwarp_core_ddp_start(c->ddp, ird, ord) : iwarp_core_qp_start(c->qp, ird, ord);
+}
+
+static int eng_rx_segment(struct iwarp_llp_conn *c, const uint8_t *seg, uint32_t len)
+{
+    return c->ddp ? iwarp_core_ddp_rx_segment(c->ddp, seg, len)
+                  : iwarp_core_qp_rx_segment(c->qp, seg, len);
+}
+
+static void eng_rx_llp_error(struct iwarp_llp_conn *c, struct iwarp_term_cause cause,
+                             const uint8_t *hdr, size_t hdr_len)
+{
+    if (c->ddp)
+        iwarp_core_ddp_rx_llp_error(c->ddp, cause, hdr, hdr_len);
+    else
+        iwarp_core_qp_rx_llp_error(c->qp, cause, hdr, hdr_len);
+}
+
+static int eng_tx_next(struct iwarp_llp_conn *c, struct iwarp_core_tx_seg *seg)
+{
+    return c->ddp ? iwarp_core_ddp_tx_next(c->ddp, c->max_seg, seg)
+                  : iwarp_core_qp_tx_next(c->qp, c->max_seg, seg);
+}
+
+static void eng_tx_sent(struct iwarp_llp_conn *c, const struct iwarp_core_tx_seg *seg)
+{
+    if (c->ddp)
+        iwarp_core_ddp_tx_sent(c->ddp, seg);
+    else
+        iwarp_core_qp_tx_sent(c->qp, seg);
+}
+
+static bool eng_tx_close(const struct iwarp_llp_conn *c)
+{
+    return c->ddp ? iwarp_core_ddp_tx_close(c->ddp) : iwarp_core_qp_tx_close(c->qp);
+}
+
+static bool eng_tx_pending(const struct iwarp_llp_conn *c)
+{
+    return c->ddp ? iwarp_core_ddp_tx_pending(c->ddp) : iwarp_core_qp_tx_pending(c->qp);
+}
+
 /* RFC 5044 §7.1.2: full operation begins; set up the deframer, the framer and MULPDU with the
  * negotiated CRC and marker settings. */
 static void enter_fullop(struct iwarp_llp_conn *c)
@@ -167,7 +213,7 @@ static int neg_failed(struct iwarp_llp_conn *c)
 static int start_qp(struct iwarp_llp_conn *c)
 {
     const struct iwarp_mpa_neg_result *r = iwarp_mpa_neg_result(&c->neg);
-    if (c->qp == NULL) {
+    if (c->qp == NULL && c->ddp == NULL) {
         c->state = IWARP_LLP_CONN_FAILED;
         c->err = IWARP_ERR_STATE;
         c->rx_dead = true;
@@ -175,7 +221,7 @@ static int start_qp(struct iwarp_llp_conn *c)
     }
     uint32_t ird = r->ird != NONE ? r->ird : c->cfg.neg.ird;
     uint32_t ord = r->ord != NONE ? r->ord : c->cfg.neg.ord;
-    int rc = iwarp_core_qp_start(c->qp, ird, ord);
+    int rc = eng_start(c, ird, ord);
     if (rc != 0) {
         c->state = IWARP_LLP_CONN_FAILED;
         c->err = rc;
@@ -221,6 +267,11 @@ int iwarp_llp_conn_init(struct iwarp_llp_conn *c, const struct iwarp_llp_conn_cf
 void iwarp_llp_conn_attach(struct iwarp_llp_conn *c, struct iwarp_core_qp *qp)
 {
     c->qp = qp;
+}
+
+void iwarp_llp_conn_attach_ddp(struct iwarp_llp_conn *c, struct iwarp_core_ddp *ddp)
+{
+    c->ddp = ddp;
 }
 
 int iwarp_llp_conn_accept(struct iwarp_llp_conn *c, const struct iwarp_mpa_neg_answer *ans)
@@ -292,7 +343,7 @@ static uint8_t *neg_land(struct iwarp_llp_conn *c, size_t *len)
 /* Whether this connection's ULPDUs may be placed directly (see the top of this file). */
 static bool direct_ok(const struct iwarp_llp_conn *c)
 {
-    return !iwarp_mpa_neg_result(&c->neg)->crc && c->started && !c->rtr_wait;
+    return !iwarp_mpa_neg_result(&c->neg)->crc && c->started && !c->rtr_wait && !c->ddp;
 }
 
 /* RX_STAGE with direct placement possible: how many of the first ULPDU octets to stage. */
@@ -358,9 +409,21 @@ uint8_t *iwarp_llp_conn_rx_buf(struct iwarp_llp_conn *c, size_t *len)
     return rx_land(c, len);
 }
 
+/* A DDP-level stream's first FPDU (RFC 5044 §7.1.2 rule 4): no RDMAP opcode to look at and
+ * no RTR (never negotiated for it); the negotiation only learns that full operation began. */
+static int ddp_first_fpdu(struct iwarp_llp_conn *c, const uint8_t *seg, uint32_t len)
+{
+    if (iwarp_mpa_neg_first_fpdu(&c->neg, IWARP_RDMAP_OP_SEND, len, c->now_ns) != 0)
+        return neg_failed(c);
+    int rc = start_qp(c);
+    return rc != 0 ? rc : eng_rx_segment(c, seg, len);
+}
+
 /* The responder's first FPDU (RFC 5044 §7.1.2 rule 4, RFC 6581 §9.2). */
 static int first_fpdu(struct iwarp_llp_conn *c, const uint8_t *seg, uint32_t len)
 {
+    if (c->ddp)
+        return ddp_first_fpdu(c, seg, len);
     struct iwarp_wire_segment s;
     struct iwarp_term_cause cause;
     int rc = iwarp_wire_segment_decode(seg, len, &s, &cause);
@@ -405,7 +468,7 @@ static int on_fpdu(struct iwarp_llp_conn *c, uint32_t len)
             return 0;
         }
     }
-    return iwarp_core_qp_rx_segment(c->qp, c->bounce, len);
+    return eng_rx_segment(c, c->bounce, len);
 }
 
 /* RX_STAGE: the ULPDU's first bounce_len octets are staged. Once they are the headers of a
@@ -464,7 +527,7 @@ static int rx_error(struct iwarp_llp_conn *c, int err)
     c->rx_dead = true;
     c->bounce_len = 0;
     if (c->started)
-        iwarp_core_qp_rx_llp_error(c->qp, cause, hdr, hdr_len);
+        eng_rx_llp_error(c, cause, hdr, hdr_len);
     else
         conn_terminate(c, err, cause, NULL, 0);
     if (c->rx_mode == RX_DIRECT) /* the QP is terminating: this only ends the pending segment */
@@ -568,7 +631,7 @@ static void tx_fill(struct iwarp_llp_conn *c)
                 break; /* cannot happen: the negotiation picked exactly one type */
             c->rtr_pending = false;
             c->rtr_wait = rtr == IWARP_MPA_RTR_READ;
-        } else if (!qp_may_send(c) || !iwarp_core_qp_tx_next(c->qp, c->max_seg, &t->seg)) {
+        } else if (!qp_may_send(c) || !eng_tx_next(c, &t->seg)) {
             break;
         }
         int rc = frame(c, t);
@@ -587,7 +650,7 @@ static void tx_fill(struct iwarp_llp_conn *c)
 static void update_close(struct iwarp_llp_conn *c)
 {
     if (c->state == IWARP_LLP_CONN_ESTABLISHED && c->started && c->txf_count == 0 &&
-        !c->rtr_pending && iwarp_core_qp_tx_close(c->qp)) {
+        !c->rtr_pending && eng_tx_close(c)) {
         c->state = IWARP_LLP_CONN_CLOSE;
         c->rx_dead = true;
     }
@@ -643,7 +706,7 @@ void iwarp_llp_conn_tx_ack(struct iwarp_llp_conn *c, size_t n)
         if (neg_state(c) == IWARP_MPA_NEG_SEND_FIRST)
             (void)iwarp_mpa_neg_first_sent(&c->neg);
         if (t->seg.src != IWARP_CORE_TX_NONE && c->started)
-            iwarp_core_qp_tx_sent(c->qp, &t->seg);
+            eng_tx_sent(c, &t->seg);
     }
     update_close(c);
 }
@@ -656,7 +719,7 @@ bool iwarp_llp_conn_tx_ready(struct iwarp_llp_conn *c, uint64_t now_ns)
         return false;
     if (c->txf_count > 0 || (c->rtr_pending && c->state == IWARP_LLP_CONN_ESTABLISHED))
         return true;
-    return qp_may_send(c) && iwarp_core_qp_tx_pending(c->qp);
+    return qp_may_send(c) && eng_tx_pending(c);
 }
 
 /* ---- time and close -------------------------------------------------------------------- */
@@ -695,6 +758,8 @@ void iwarp_llp_conn_closed(struct iwarp_llp_conn *c, bool graceful)
     c->txf_count = 0;
     c->txf_off = 0;
     c->stage_len = c->stage_off = 0;
-    if (c->qp != NULL)
+    if (c->ddp != NULL)
+        iwarp_core_ddp_llp_closed(c->ddp, graceful);
+    else if (c->qp != NULL)
         iwarp_core_qp_llp_closed(c->qp, graceful);
 }

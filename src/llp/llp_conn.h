@@ -27,6 +27,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include "core/core_ddp.h"
 #include "core/core_qp.h"
 #include "mpa/mpa_deframe.h"
 #include "mpa/mpa_frame.h"
@@ -70,7 +71,8 @@ struct iwarp_llp_conn {
     enum iwarp_llp_conn_state state;
     int err;
     struct iwarp_mpa_neg neg;
-    struct iwarp_core_qp *qp; /* set by attach(); the engine fed in full operation */
+    struct iwarp_core_qp *qp;   /* set by attach(); the engine fed in full operation */
+    struct iwarp_core_ddp *ddp; /* set by attach_ddp() instead: a DDP-level stream's engine */
     struct iwarp_mpa_rx rx;
     struct iwarp_mpa_tx tx;
     uint32_t max_seg; /* largest DDP segment: MULPDU for the EMSS and markers */
@@ -112,6 +114,12 @@ int iwarp_llp_conn_init(struct iwarp_llp_conn *c, const struct iwarp_llp_conn_cf
  * initiator at connect, the responder at accept). Starts it when the connection reaches full
  * operation, with the negotiated IRD/ORD. */
 void iwarp_llp_conn_attach(struct iwarp_llp_conn *c, struct iwarp_core_qp *qp);
+
+/* Attach a DDP-level engine (core_ddp.h) instead of a QP engine: full operation feeds it the
+ * same way (its ULPDUs are always staged whole: no direct placement yet), and the responder
+ * takes the initiator's first FPDU as plain DDP (no RDMAP opcode, no RTR: the CM refuses
+ * peer-to-peer for DDP-level QPs). */
+void iwarp_llp_conn_attach_ddp(struct iwarp_llp_conn *c, struct iwarp_core_ddp *ddp);
 
 /* Responder in REQUEST: accept with our IRD/ORD and private data, or reject. */
 int iwarp_llp_conn_accept(struct iwarp_llp_conn *c, const struct iwarp_mpa_neg_answer *ans);

@@ -1,0 +1,225 @@
+/* The DDP-level interface (include/iwarp/ddp.h): QPs whose engine is core_ddp, not RDMAP. */
+#include "core/core_ddp.h"
+#include "api/api_internal.h"
+#include "iwarp/ddp.h"
+#include "iwarp/errors.h"
+
+#include <string.h>
+
+/* The engine and the memory it borrows, allocated at create. */
+struct ddp_qp {
+    struct iwarp_core_ddp core;
+    struct iwarp_core_ddp_mem mem;
+};
+
+/* The engine's async event hook (lock held): queue the verbs event for the QP. */
+static void ddp_event(void *user, int event_type, uint32_t cause)
+{
+    struct iwarp_qp_impl *q = user;
+    struct iwarp_async_event ev = {.event_type = (enum iwarp_event_type)event_type,
+                                   .term_cause = cause};
+    ev.element.qp = &q->pub;
+    iwarp_api_async_push_locked(q->pub.context, &ev);
+    iwarp_api_log(q->pub.context, IWARP_LOG_INFO, "DDP QP %u: %s (cause %02x/%02x/%02x)",
+                  q->pub.qp_num, iwarp_event_type_str(ev.event_type), cause >> 16,
+                  (cause >> 8) & 0xFFu, cause & 0xFFu);
+}
+
+void iwarp_api_ddp_free(struct iwarp_qp_impl *q)
+{
+    if (!q->ddp)
+        return;
+    struct iwarp_ctx *ctx = q->pub.context;
+    struct ddp_qp *d = (struct ddp_qp *)q->ddp; /* core is the first member */
+    iwarp_api_free(ctx, d->mem.sq);
+    iwarp_api_free(ctx, d->mem.uq);
+    iwarp_api_free(ctx, d->mem.rqe);
+    iwarp_api_free(ctx, d->mem.lens);
+    iwarp_api_free(ctx, d);
+    q->ddp = NULL;
+}
+
+static uint32_t or1(uint32_t v)
+{
+    return v ? v : 1u;
+}
+
+int iwarp_ddp_create_qp(struct iwarp_pd *pd, struct iwarp_ddp_qp_init_attr *attr,
+                        struct iwarp_qp **out)
+{
+    if (!pd || !attr || !out || !attr->send_cq || !attr->recv_cq || attr->send_cq->ctx != pd->ctx ||
+        attr->recv_cq->ctx != pd->ctx)
+        return IWARP_ERR_INVAL;
+    struct iwarp_ddp_qp_init_attr a = *attr;
+    a.num_queues = or1(a.num_queues);
+    a.max_recv_wr = or1(a.max_recv_wr);
+    a.max_send_wr = or1(a.max_send_wr);
+    a.max_send_sge = or1(a.max_send_sge);
+    a.max_recv_sge = or1(a.max_recv_sge);
+    if (a.num_queues > IWARP_DDP_MAX_QUEUES || a.max_recv_wr > IWARP_CORE_MAX_WR ||
+        a.max_send_wr > IWARP_CORE_MAX_WR || a.max_send_sge > IWARP_CORE_MAX_SGE ||
+        a.max_recv_sge > IWARP_CORE_MAX_SGE)
+        return IWARP_ERR_INVAL;
+    struct iwarp_ctx *ctx = pd->ctx;
+    struct iwarp_qp_impl *q = iwarp_api_calloc(ctx, 1, sizeof *q);
+    struct ddp_qp *d = iwarp_api_calloc(ctx, 1, sizeof *d);
+    if (!q || !d) {
+        iwarp_api_free(ctx, q);
+        iwarp_api_free(ctx, d);
+        return IWARP_ERR_NOMEM;
+    }
+    q->pub.context = ctx;
+    q->ddp = &d->core;
+    size_t nrq = (size_t)a.num_queues * a.max_recv_wr;
+    d->mem.sq = iwarp_api_calloc(ctx, a.max_send_wr, sizeof *d->mem.sq);
+    d->mem.uq = iwarp_api_calloc(ctx, a.num_queues, sizeof *d->mem.uq);
+    d->mem.rqe = iwarp_api_calloc(ctx, nrq, sizeof *d->mem.rqe);
+    d->mem.lens = iwarp_api_calloc(ctx, nrq, sizeof *d->mem.lens);
+    if (!d->mem.sq || !d->mem.uq || !d->mem.rqe || !d->mem.lens) {
+        iwarp_api_ddp_free(q);
+        iwarp_api_free(ctx, q);
+        return IWARP_ERR_NOMEM;
+    }
+    pthread_mutex_lock(&ctx->lock);
+    uint32_t qp_num = ctx->next_handle++;
+    struct iwarp_core_ddp_cfg cfg = {.qp_num = qp_num,
+                                     .pd = pd->handle,
+                                     .mem = &ctx->mem,
+                                     .send_cq = &attr->send_cq->core,
+                                     .recv_cq = &attr->recv_cq->core,
+                                     .num_queues = a.num_queues,
+                                     .rq_cap = a.max_recv_wr,
+                                     .sq_cap = a.max_send_wr,
+                                     .max_send_sge = a.max_send_sge,
+                                     .max_recv_sge = a.max_recv_sge,
+                                     .sq_sig_all = a.sq_sig_all != 0,
+                                     .event = ddp_event,
+                                     .event_user = q};
+    int rc = iwarp_core_ddp_init(&d->core, &cfg, &d->mem);
+    if (rc == 0) {
+        pd->n_obj++;
+        attr->send_cq->n_users++;
+        attr->recv_cq->n_users++;
+    }
+    pthread_mutex_unlock(&ctx->lock);
+    if (rc != 0) {
+        iwarp_api_ddp_free(q);
+        iwarp_api_free(ctx, q);
+        return rc;
+    }
+    q->cap = (struct iwarp_qp_cap){.max_send_wr = a.max_send_wr,
+                                   .max_recv_wr = a.max_recv_wr,
+                                   .max_send_sge = a.max_send_sge,
+                                   .max_recv_sge = a.max_recv_sge};
+    q->pub = (struct iwarp_qp){.context = ctx,
+                               .qp_context = attr->qp_context,
+                               .pd = pd,
+                               .send_cq = attr->send_cq,
+                               .recv_cq = attr->recv_cq,
+                               .handle = qp_num,
+                               .qp_num = qp_num,
+                               .state = IWARP_QPS_INIT,
+                               .qp_type = IWARP_QPT_RC};
+    *attr = a;
+    *out = &q->pub;
+    return 0;
+}
+
+int iwarp_ddp_cm_create_qp(struct iwarp_cm_id *id, struct iwarp_pd *pd,
+                           struct iwarp_ddp_qp_init_attr *attr)
+{
+    if (!id || !pd || !attr)
+        return IWARP_ERR_INVAL;
+    if (id->qp)
+        return IWARP_ERR_BUSY;
+    struct iwarp_qp *qp;
+    int rc = iwarp_ddp_create_qp(pd, attr, &qp);
+    if (rc != 0)
+        return rc;
+    rc = iwarp_api_cm_set_qp(id, qp);
+    if (rc != 0)
+        (void)iwarp_destroy_qp(qp);
+    return rc;
+}
+
+int iwarp_ddp_post_send(struct iwarp_qp *qp, struct iwarp_ddp_send_wr *wr,
+                        struct iwarp_ddp_send_wr **bad_wr)
+{
+    if (!qp || !wr) {
+        if (bad_wr)
+            *bad_wr = wr;
+        return IWARP_ERR_INVAL;
+    }
+    struct iwarp_qp_impl *q = iwarp_api_qp(qp);
+    int rc = 0;
+    bool posted = false;
+    pthread_mutex_lock(&qp->context->lock);
+    for (; wr; wr = wr->next) {
+        if (!q->ddp) {
+            rc = IWARP_ERR_DDP_QP_MODE;
+            break;
+        }
+        if (wr->send_flags & ~(unsigned)IWARP_SEND_SIGNALED) {
+            rc = IWARP_ERR_INVAL; /* fence, solicited, inline are RDMAP's */
+            break;
+        }
+        struct iwarp_core_ddp_send s = {.wr_id = wr->wr_id,
+                                        .sg_list = wr->sg_list,
+                                        .num_sge = wr->num_sge,
+                                        .signaled = (wr->send_flags & IWARP_SEND_SIGNALED) != 0,
+                                        .tagged = wr->tagged,
+                                        .qn = wr->qn,
+                                        .stag = wr->stag,
+                                        .to = wr->to,
+                                        .rsvdulp = wr->rsvdulp};
+        rc = iwarp_core_ddp_post_send(q->ddp, &s);
+        if (rc < 0)
+            break;
+        posted = true;
+    }
+    /* Send at once from this thread, as iwarp_post_send. */
+    if (posted && q->llp.kick)
+        q->llp.kick(q);
+    pthread_mutex_unlock(&qp->context->lock);
+    if (bad_wr)
+        *bad_wr = rc < 0 ? wr : NULL;
+    return rc;
+}
+
+int iwarp_ddp_post_recv(struct iwarp_qp *qp, uint32_t qn, struct iwarp_recv_wr *wr,
+                        struct iwarp_recv_wr **bad_wr)
+{
+    if (!qp || !wr) {
+        if (bad_wr)
+            *bad_wr = wr;
+        return IWARP_ERR_INVAL;
+    }
+    struct iwarp_qp_impl *q = iwarp_api_qp(qp);
+    int rc = 0;
+    pthread_mutex_lock(&qp->context->lock);
+    for (; wr; wr = wr->next) {
+        rc = q->ddp ? iwarp_core_ddp_post_recv(q->ddp, qn, wr) : IWARP_ERR_DDP_QP_MODE;
+        if (rc < 0)
+            break;
+    }
+    pthread_mutex_unlock(&qp->context->lock);
+    if (bad_wr)
+        *bad_wr = rc < 0 ? wr : NULL;
+    return rc;
+}
+
+int iwarp_ddp_query_error(struct iwarp_qp *qp, struct iwarp_ddp_error *err)
+{
+    if (!qp || !err)
+        return IWARP_ERR_INVAL;
+    struct iwarp_qp_impl *q = iwarp_api_qp(qp);
+    if (!q->ddp)
+        return IWARP_ERR_DDP_QP_MODE;
+    pthread_mutex_lock(&qp->context->lock);
+    const struct iwarp_core_ddp_err *e = &q->ddp->err;
+    *err =
+        (struct iwarp_ddp_error){.cause = e->cause, .seg_len = e->seg_len, .hdr_len = e->hdr_len};
+    memcpy(err->hdr, e->hdr, e->hdr_len);
+    pthread_mutex_unlock(&qp->context->lock);
+    return 0;
+}
