@@ -246,7 +246,8 @@ enum iwarp_wc_flags {
     IWARP_WC_WITH_INV = 1 << 3,
 };
 
-/* A work completion (struct ibv_wc, same fields in the same order). */
+/* A work completion: struct ibv_wc's fields in its order, then libiwarp's DDP-level fields
+ * (so the struct is larger than ibv_wc: a verbs shim converts arrays, it cannot cast them). */
 struct iwarp_wc {
     uint64_t wr_id;
     enum iwarp_wc_status status;
