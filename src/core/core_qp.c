@@ -389,12 +389,12 @@ static int fill_sqe(struct iwarp_core_qp *qp, struct iwarp_core_sqe *e,
     bool inl = wr->send_flags & IWARP_SEND_INLINE;
     switch (wr->opcode) {
     case IWARP_WR_SEND_WITH_INV:
-        e->inv_stag = wr->invalidate_rkey;
-        /* fall through */
     case IWARP_WR_SEND:
     case IWARP_WR_RDMA_WRITE:
         if ((uint32_t)wr->num_sge > qp->cfg.max_send_sge)
             return IWARP_ERR_INVAL;
+        if (wr->opcode == IWARP_WR_SEND_WITH_INV)
+            e->inv_stag = wr->invalidate_rkey;
         if (wr->opcode == IWARP_WR_RDMA_WRITE) {
             e->remote_addr = wr->wr.rdma.remote_addr;
             e->rkey = wr->wr.rdma.rkey;
