@@ -1,34 +1,55 @@
 /*
  * One MPA connection, sans I/O (see llp_conn.h).
  *
- * The bounce buffer (IWARP_LLP_CONN_BOUNCE octets) has three uses:
- *   [0, 64768)             negotiation: the peer's Request/Reply, read exactly to its end so
- *                          that no octet of full operation is read into it; full operation:
- *                          the ULPDU (DDP segment) of the FPDU being received, contiguous,
- *                          markers removed, handed to the QP once verified (RFC 5044 §6);
- *   [64768, +16)           full operation: the length field, markers, pad and CRC octets,
- *                          fed to the deframer as they arrive (it keeps what it needs);
+ * The bounce buffer (IWARP_LLP_CONN_BOUNCE octets):
+ *   [0, bounce_len)        full operation: the staged first octets of the FPDU being received
+ *                          (its ULPDU, contiguous, markers removed; or only its headers when
+ *                          the payload is placed directly); negotiation: the peer's
+ *                          Request/Reply, read exactly to its end so that no octet of full
+ *                          operation is read into it;
+ *   [bounce_len, end)      full operation: the read-ahead window (below);
+ *   [64768, +16)           full operation, exact reads: a marker inside a large ULPDU;
  *   [STAGE_OFF, +532)      our own Request/Reply/Reject while it is being written. Full
  *                          operation reads nothing while it is pending (the initiator cannot
  *                          send its first FPDU before our whole Reply arrived, so this only
  *                          ever stalls a peer that breaks RFC 5044 §7.1.2 rule 4).
  *
+ * Where each read goes (rx_land): a read either READS AHEAD into the window, so that one
+ * recv() brings in the rest of the current FPDU and any number of following ones, or is
+ * EXACT: it stops at the deframer's next boundary and lands where the octets belong. Reads are
+ * exact only inside a ULPDU with more than COPY_MAX octets still to come (a large Write, Read
+ * Response or Send): its octets are read straight into the bounce buffer at their ULPDU offset
+ * (CRC on) or into their destination (CRC off), and a marker inside it into the scratch area.
+ * Everything else reads ahead: FPDU boundaries, length fields, trailers, small ULPDUs and the
+ * last COPY_MAX octets of large ones. The window is as long as the bounce buffer allows when
+ * the previous read-ahead filled its window and ended outside a large ULPDU (a backlog of
+ * small FPDUs: ra_wide); otherwise it reaches RA_SMALL octets past the current FPDU's ULPDU,
+ * which bounds what a large FPDU right behind costs in copies: at most RA_SMALL + COPY_MAX of
+ * its payload octets go through the window, the rest is placed by the transport.
+ *
+ * Octets in the window are fed to the deframer at once, in place:
+ *   - a ULPDU wholly inside the window (no marker in it) is handed to the QP where it lies at
+ *     its FPDU's end, after the CRC check (rx_seg points at it): no copy beyond today's
+ *     staging read. If its FPDU's trailer is not yet in, it is moved to bounce[0] first;
+ *   - other ULPDU spans (split by the window's end or by markers) are moved to their ULPDU
+ *     offset in the bounce buffer (staged), or, when placed directly, copied to their
+ *     destination iovecs.
+ *
  * How a ULPDU is received (rx_mode):
- *   RX_STAGE    into bounce[0, ULPDU_Length), handed to the QP whole at the FPDU's end
- *               (rx_segment). Always with CRC on (RFC 5044 §6: verified before DDP sees it);
- *               with CRC off, only until the headers are in.
+ *   RX_STAGE    into bounce[0, ULPDU_Length) (or in place, above), handed to the QP whole at
+ *               the FPDU's end (rx_segment). Always with CRC on (RFC 5044 §6: verified before
+ *               DDP sees it); with CRC off, only until the headers are in.
  *   RX_DIRECT   CRC off (RFC 5044 §4.4: nothing to verify; ULPDU_Length is the only check):
  *               the first octets of a ULPDU are staged in bounce, as many as
  *               iwarp_core_qp_rx_hdr_len() says (the 14-octet tagged header first, which tells
  *               T and the opcode; 18 for a Send; the whole ULPDU for a Read Request, a
  *               Terminate and anything malformed). Then iwarp_core_qp_rx_hdr() validates the
- *               segment for its full ULPDU_Length and gives the destination iovecs, and
- *               rx_land() points each read at the next of them (markers, pad and CRC still go
- *               to the scratch area), so payload is copied once, by the transport.
+ *               segment for its full ULPDU_Length and gives the destination iovecs; exact
+ *               reads land in them, octets already read ahead are copied to them.
  *               iwarp_core_qp_rx_payload_done() follows the CRC field.
  *   RX_DISCARD  rx_hdr refused the segment (a Terminate is queued): its payload is read into
  *               bounce and dropped.
- * While the QP is not yet running (the responder's first FPDU) or our Read RTR waits for its
+ * While the responder waits for the initiator's first FPDU or our Read RTR waits for its
  * answer, ULPDUs are staged whole: the connection itself looks at them first.
  */
 #include "llp/llp_conn.h"
@@ -51,12 +72,12 @@
 /* The first ULPDU octets staged before deciding: every payload carrier's header is as long. */
 #define HDR_PROBE      IWARP_DDP_TAGGED_HDR_LEN
 
-enum { RX_STAGE = 0, RX_DIRECT = 1, RX_DISCARD = 2 };
+/* Exact reads only while more than this many ULPDU octets are still to come. */
+#define COPY_MAX 2048u
+/* Read-ahead past the current FPDU's ULPDU when no backlog of small FPDUs was seen. */
+#define RA_SMALL 1024u
 
-static bool is_initiator(const struct iwarp_llp_conn *c)
-{
-    return c->cfg.neg.role == IWARP_MPA_INITIATOR;
-}
+enum { RX_STAGE = 0, RX_DIRECT = 1, RX_DISCARD = 2 };
 
 static enum iwarp_mpa_neg_state neg_state(const struct iwarp_llp_conn *c)
 {
@@ -116,6 +137,14 @@ static bool eng_tx_pending(const struct iwarp_llp_conn *c)
     return c->ddp ? iwarp_core_ddp_tx_pending(c->ddp) : iwarp_core_qp_tx_pending(c->qp);
 }
 
+static void eng_llp_closed(struct iwarp_llp_conn *c, bool graceful)
+{
+    if (c->ddp != NULL)
+        iwarp_core_ddp_llp_closed(c->ddp, graceful);
+    else if (c->qp != NULL)
+        iwarp_core_qp_llp_closed(c->qp, graceful);
+}
+
 /* RFC 5044 §7.1.2: full operation begins; set up the deframer, the framer and MULPDU with the
  * negotiated CRC and marker settings. */
 static void enter_fullop(struct iwarp_llp_conn *c)
@@ -133,6 +162,7 @@ static void enter_fullop(struct iwarp_llp_conn *c)
     uint32_t m = iwarp_mpa_mulpdu(c->cfg.emss, r->markers_tx);
     c->max_seg = m > IWARP_MPA_MULPDU_MAX ? IWARP_MPA_MULPDU_MAX : m;
     c->bounce_len = 0;
+    c->rx_seg = c->bounce;
     c->fullop = true;
 }
 
@@ -233,6 +263,20 @@ static int start_qp(struct iwarp_llp_conn *c)
     return 0;
 }
 
+/* The running connection fails without a Terminate (RFC 5044 §7.1.2, §8: close TCP, no FPDU):
+ * the LLP stream is lost to the engine, which flushes and reports the fatal error. */
+static int started_failed(struct iwarp_llp_conn *c, int err)
+{
+    c->state = IWARP_LLP_CONN_FAILED;
+    c->err = err;
+    c->rx_dead = true;
+    c->tx_hold = false;
+    c->txf_count = 0;
+    c->txf_off = 0;
+    eng_llp_closed(c, false);
+    return err;
+}
+
 /* The initiator's negotiation reached SEND_FIRST: full operation, the QP, the RTR. */
 static int initiator_established(struct iwarp_llp_conn *c, uint64_t now_ns)
 {
@@ -258,6 +302,7 @@ int iwarp_llp_conn_init(struct iwarp_llp_conn *c, const struct iwarp_llp_conn_cf
     c->cfg = *cfg;
     c->cfg.neg.pd = NULL; /* copied by the negotiation below; not kept here */
     c->bounce = bounce;
+    c->rx_seg = bounce;
     c->txf = txf;
     c->now_ns = now_ns;
     c->state = IWARP_LLP_CONN_NEGOTIATING;
@@ -281,10 +326,14 @@ int iwarp_llp_conn_accept(struct iwarp_llp_conn *c, const struct iwarp_mpa_neg_a
     int rc = iwarp_mpa_neg_accept(&c->neg, ans, c->now_ns);
     if (rc != 0)
         return rc;
-    /* RFC 5044 §7.1.2: the responder is in full operation once the Reply is sent; rule 4: it
-     * sends nothing before the initiator's first FPDU, whose arrival starts the QP. */
+    /* RFC 5044 §7.1.2: the responder is in full operation once the Reply is sent. The QP
+     * starts now with the negotiated IRD/ORD, so the ULP may post at once (local operations
+     * run); rule 4: its FPDUs are held (tx_hold) until the initiator's first FPDU arrives. */
     enter_fullop(c);
-    c->state = IWARP_LLP_CONN_NEGOTIATING;
+    rc = start_qp(c);
+    if (rc != 0)
+        return rc;
+    c->tx_hold = true;
     return 0;
 }
 
@@ -343,7 +392,8 @@ static uint8_t *neg_land(struct iwarp_llp_conn *c, size_t *len)
 /* Whether this connection's ULPDUs may be placed directly (see the top of this file). */
 static bool direct_ok(const struct iwarp_llp_conn *c)
 {
-    return !iwarp_mpa_neg_result(&c->neg)->crc && c->started && !c->rtr_wait && !c->ddp;
+    return !iwarp_mpa_neg_result(&c->neg)->crc && c->started && !c->rtr_wait && !c->tx_hold &&
+           !c->ddp;
 }
 
 /* RX_STAGE with direct placement possible: how many of the first ULPDU octets to stage. */
@@ -354,7 +404,7 @@ static uint32_t stage_need(const struct iwarp_llp_conn *c, uint32_t have, uint32
     return iwarp_core_qp_rx_hdr_len(c->bounce, have, ulpdu_len);
 }
 
-/* The ULPDU part: where its next octets land. */
+/* The ULPDU part, read exactly: where its next octets land. */
 static uint8_t *ulpdu_land(struct iwarp_llp_conn *c, const struct iwarp_mpa_rx_want *w, size_t *len)
 {
     /* Checked before every read: the ULP may have deregistered the buffer or flushed the
@@ -376,19 +426,42 @@ static uint8_t *ulpdu_land(struct iwarp_llp_conn *c, const struct iwarp_mpa_rx_w
     return c->bounce + w->ulpdu_off;
 }
 
-/* Full operation: where the deframer's next part lands (see the top of this file). */
-static uint8_t *rx_land(struct iwarp_llp_conn *c, size_t *len)
+/* ULPDU octets of the current FPDU still to come (0 at a boundary, in the length field or in
+ * the trailer). A marker never precedes an FPDU's first ULPDU octet (RFC 5044 §4.3: FPDUs
+ * and markers are 4-aligned, the length field is 2 octets), so rx_ulpdu_len is known there. */
+static uint32_t ulpdu_left(const struct iwarp_llp_conn *c, const struct iwarp_mpa_rx_want *w)
+{
+    if (w->part == IWARP_MPA_RX_PART_ULPDU)
+        return w->ulpdu_len - w->ulpdu_off;
+    if (w->part == IWARP_MPA_RX_PART_MARKER)
+        return c->rx_ulpdu_len - c->rx_ulpdu_done;
+    return 0;
+}
+
+/* Full operation: where the next read lands and whether it reads ahead (see the top of this
+ * file). NULL when nothing may be read. */
+static uint8_t *rx_land(struct iwarp_llp_conn *c, size_t *len, bool *ahead)
 {
     struct iwarp_mpa_rx_want w;
     iwarp_mpa_rx_want(&c->rx, &w);
-    if (w.part == IWARP_MPA_RX_PART_ULPDU)
-        return ulpdu_land(c, &w, len);
+    *ahead = false;
     if (w.part == IWARP_MPA_RX_PART_FAILED || w.len == 0) {
         *len = 0;
         return NULL;
     }
-    *len = w.len < RX_SCRATCH_LEN ? w.len : RX_SCRATCH_LEN;
-    return c->bounce + RX_SCRATCH_OFF;
+    uint32_t left = ulpdu_left(c, &w);
+    if (left > COPY_MAX) {
+        if (w.part == IWARP_MPA_RX_PART_ULPDU)
+            return ulpdu_land(c, &w, len);
+        *len = w.len < RX_SCRATCH_LEN ? w.len : RX_SCRATCH_LEN;
+        return c->bounce + RX_SCRATCH_OFF;
+    }
+    /* The window follows what is staged of the current FPDU; it ends with the buffer. */
+    size_t room = IWARP_LLP_CONN_BOUNCE - c->bounce_len;
+    size_t span = c->ra_wide ? room : (size_t)left + RA_SMALL;
+    *len = span < room ? span : room;
+    *ahead = true;
+    return c->bounce + c->bounce_len;
 }
 
 uint8_t *iwarp_llp_conn_rx_buf(struct iwarp_llp_conn *c, size_t *len)
@@ -406,7 +479,8 @@ uint8_t *iwarp_llp_conn_rx_buf(struct iwarp_llp_conn *c, size_t *len)
         return neg_reading(c) ? neg_land(c, len) : NULL;
     if (c->stage_off < c->stage_len)
         return NULL;
-    return rx_land(c, len);
+    bool ahead;
+    return rx_land(c, len, &ahead);
 }
 
 /* A DDP-level stream's first FPDU (RFC 5044 §7.1.2 rule 4): no RDMAP opcode to look at and
@@ -414,31 +488,41 @@ uint8_t *iwarp_llp_conn_rx_buf(struct iwarp_llp_conn *c, size_t *len)
 static int ddp_first_fpdu(struct iwarp_llp_conn *c, const uint8_t *seg, uint32_t len)
 {
     if (iwarp_mpa_neg_first_fpdu(&c->neg, IWARP_RDMAP_OP_SEND, len, c->now_ns) != 0)
-        return neg_failed(c);
-    int rc = start_qp(c);
-    return rc != 0 ? rc : eng_rx_segment(c, seg, len);
+        return started_failed(c, iwarp_mpa_neg_result(&c->neg)->err);
+    return eng_rx_segment(c, seg, len);
 }
 
-/* The responder's first FPDU (RFC 5044 §7.1.2 rule 4, RFC 6581 §9.2). */
+/* The responder's first FPDU (RFC 5044 §7.1.2 rule 4, RFC 6581 §9.2). The QP runs since
+ * accept; whatever is wrong with this FPDU is the QP's error, reported by its async event and
+ * answered by its Terminate like any later one. */
 static int first_fpdu(struct iwarp_llp_conn *c, const uint8_t *seg, uint32_t len)
 {
+    c->tx_hold = false; /* rule 4 is satisfied: the QP's FPDUs may follow */
     if (c->ddp)
         return ddp_first_fpdu(c, seg, len);
     struct iwarp_wire_segment s;
     struct iwarp_term_cause cause;
     int rc = iwarp_wire_segment_decode(seg, len, &s, &cause);
     if (rc != 0) {
-        conn_terminate(c, rc, cause, seg, len);
+        /* RFC 5040 §4.8: the decode error's cause, with the offending header. */
+        c->err = rc;
+        iwarp_core_qp_terminate(c->qp, cause, seg, len);
         return rc;
     }
     uint32_t mlen =
         s.opcode == IWARP_RDMAP_OP_READ_REQ ? s.body.read_req.size : (uint32_t)s.payload_len;
     rc = iwarp_mpa_neg_first_fpdu(&c->neg, s.opcode, mlen, c->now_ns);
-    if (rc != 0)
-        return neg_failed(c);
-    rc = start_qp(c);
-    if (rc != 0)
-        return rc;
+    if (rc != 0) {
+        const struct iwarp_mpa_neg_result *r = iwarp_mpa_neg_result(&c->neg);
+        c->err = r->err;
+        if (s.opcode == IWARP_RDMAP_OP_TERMINATE) /* the peer's Terminate: the QP reports it */
+            return iwarp_core_qp_rx_segment(c->qp, seg, len);
+        if (r->action == IWARP_MPA_ACT_TERMINATE) { /* RFC 6581 §9.2: no RTR, 2/0/0x07 */
+            iwarp_core_qp_terminate(c->qp, r->term, NULL, 0);
+            return r->err;
+        }
+        return started_failed(c, r->err);
+    }
     if (iwarp_mpa_neg_result(&c->neg)->p2p && s.opcode == IWARP_RDMAP_OP_SEND) {
         /* A Send RTR is MPA's, not the ULP's: it takes queue 0's MSN but no receive. */
         rc = iwarp_llp_rtr_consume_send(c->qp, &s, &cause);
@@ -447,28 +531,27 @@ static int first_fpdu(struct iwarp_llp_conn *c, const uint8_t *seg, uint32_t len
         return rc;
     }
     /* Write and Read RTRs are ordinary zero-length messages to the QP (siw: no placement for
-     * the Write; the Read is answered with a zero-length Read Response); without RTR this is
-     * the ULP's first message. */
+     * the Write; the Read is answered with a zero-length Read Response through the QP's IRQ);
+     * without RTR this is the ULP's first message. */
     return iwarp_core_qp_rx_segment(c->qp, seg, len);
 }
 
-/* A complete, verified FPDU's ULPDU is in bounce[0, len). */
-static int on_fpdu(struct iwarp_llp_conn *c, uint32_t len)
+/* A complete, verified FPDU's ULPDU: seg[0, len), staged in bounce or in place. */
+static int on_fpdu(struct iwarp_llp_conn *c, const uint8_t *seg, uint32_t len)
 {
-    c->bounce_len = 0;
-    if (!is_initiator(c) && neg_state(c) == IWARP_MPA_NEG_WAIT_FIRST_FPDU)
-        return first_fpdu(c, c->bounce, len);
+    if (c->tx_hold)
+        return first_fpdu(c, seg, len);
     if (!c->started)
         return IWARP_ERR_STATE;
     if (c->rtr_wait) {
         struct iwarp_wire_segment s;
-        if (iwarp_wire_segment_decode(c->bounce, len, &s, NULL) == 0 &&
+        if (iwarp_wire_segment_decode(seg, len, &s, NULL) == 0 &&
             iwarp_llp_rtr_is_read_answer(&s)) {
             c->rtr_wait = false; /* RFC 6581 §9.2: our Read RTR has been answered */
             return 0;
         }
     }
-    return eng_rx_segment(c, c->bounce, len);
+    return eng_rx_segment(c, seg, len);
 }
 
 /* RX_STAGE: the ULPDU's first bounce_len octets are staged. Once they are the headers of a
@@ -489,15 +572,90 @@ static int maybe_direct(struct iwarp_llp_conn *c, uint32_t ulpdu_len)
     return rc;
 }
 
-/* RX_DIRECT: n payload octets were read where ulpdu_land() pointed. */
-static void direct_advance(struct iwarp_llp_conn *c, size_t n)
+/* RX_DIRECT, RX_DISCARD: payload octets data[0, n), either read where ulpdu_land() pointed
+ * or read ahead (then copied to the destination). Dropped when the segment is discarded or
+ * its destination went away (rx_dst_valid). */
+static void direct_put(struct iwarp_llp_conn *c, const uint8_t *data, size_t n)
 {
-    if (c->rx_dst_i >= c->rx_ndst || !iwarp_core_qp_rx_dst_valid(c->qp))
-        return; /* read into bounce (dropped or lost segment, see ulpdu_land) */
-    c->rx_dst_off += n;
-    if (c->rx_dst_off == c->rx_dst[c->rx_dst_i].iov_len) {
-        c->rx_dst_i++;
-        c->rx_dst_off = 0;
+    while (n > 0 && c->rx_dst_i < c->rx_ndst && iwarp_core_qp_rx_dst_valid(c->qp)) {
+        const struct iovec *d = &c->rx_dst[c->rx_dst_i];
+        uint8_t *at = (uint8_t *)d->iov_base + c->rx_dst_off;
+        size_t k = d->iov_len - c->rx_dst_off;
+        if (k > n)
+            k = n;
+        if (at != data) {
+            memcpy(at, data, k);
+            c->rx_copied_octets += k;
+        } else {
+            c->rx_direct_octets += k;
+        }
+        c->rx_dst_off += k;
+        if (c->rx_dst_off == d->iov_len) {
+            c->rx_dst_i++;
+            c->rx_dst_off = 0;
+        }
+        data += k;
+        n -= k;
+    }
+}
+
+/* A ULPDU span from the deframer: data[0, n) are the ULPDU's octets [off, off + n). */
+static int on_span(struct iwarp_llp_conn *c, const uint8_t *data, size_t n, uint32_t off,
+                   uint32_t ulpdu_len)
+{
+    c->rx_ulpdu_len = ulpdu_len;
+    c->rx_ulpdu_done = off + (uint32_t)n;
+    if (c->rx_mode == RX_STAGE && off == 0 && n == ulpdu_len &&
+        (!direct_ok(c) || iwarp_core_qp_rx_hdr_len(data, n, ulpdu_len) >= ulpdu_len)) {
+        /* The whole ULPDU in one piece: handed over where it lies at the FPDU's end. */
+        c->rx_seg = data;
+        c->bounce_len = ulpdu_len;
+        return 0;
+    }
+    int ret = 0;
+    while (n > 0) {
+        if (c->rx_mode != RX_STAGE) {
+            direct_put(c, data, n);
+            return ret;
+        }
+        size_t k = n;
+        if (direct_ok(c)) {
+            uint32_t need = stage_need(c, off, ulpdu_len);
+            if (off < need && k > need - off)
+                k = need - off; /* the headers first: they decide where the payload goes */
+        }
+        /* Keep the ULPDU contiguous in the bounce buffer (it already is when the read was
+         * exact; a window span lies above its ULPDU offset, so the move goes down). */
+        uint8_t *dst = c->bounce + off;
+        if (data != dst) {
+            memmove(dst, data, k);
+            c->rx_moved_octets += k;
+        }
+        c->rx_seg = c->bounce;
+        c->bounce_len = off + (uint32_t)k;
+        int rc = maybe_direct(c, ulpdu_len);
+        if (rc != 0 && ret == 0)
+            ret = rc;
+        data += k;
+        n -= k;
+        off += (uint32_t)k;
+    }
+    return ret;
+}
+
+/* Message boundaries for the end of stream (iwarp_llp_conn_eof): a segment's DDP Control
+ * octet (RFC 5041 §4.2: T, L) and, untagged, its QN (§4.4) say which message it leaves open. */
+static void track_message(struct iwarp_llp_conn *c, const uint8_t *seg, uint32_t len)
+{
+    if (len == 0)
+        return;
+    bool last = (seg[0] & IWARP_DDP_FLAG_LAST) != 0;
+    if (seg[0] & IWARP_DDP_FLAG_TAGGED) {
+        c->rx_tagged_open = !last;
+    } else if (len >= 6u) {
+        uint32_t qn = iwarp_load_be32(seg + 2);
+        uint32_t bit = qn < 32u ? 1u << qn : 0u;
+        c->rx_untagged_open = last ? c->rx_untagged_open & ~bit : c->rx_untagged_open | bit;
     }
 }
 
@@ -505,12 +663,16 @@ static void direct_advance(struct iwarp_llp_conn *c, size_t n)
 static int fpdu_end(struct iwarp_llp_conn *c, uint32_t ulpdu_len)
 {
     uint8_t mode = c->rx_mode;
+    const uint8_t *seg = c->rx_seg;
+    track_message(c, seg, c->bounce_len);
     c->rx_mode = RX_STAGE;
     c->rx_ndst = c->rx_dst_i = 0;
     c->rx_dst_off = 0;
-    if (mode == RX_STAGE)
-        return on_fpdu(c, ulpdu_len);
+    c->rx_ulpdu_len = c->rx_ulpdu_done = 0;
+    c->rx_seg = c->bounce;
     c->bounce_len = 0;
+    if (mode == RX_STAGE)
+        return on_fpdu(c, seg, ulpdu_len);
     /* RFC 5044 §4.1: with CRC off the trailer needs no check; the payload is in place. */
     return mode == RX_DIRECT ? iwarp_core_qp_rx_payload_done(c->qp) : 0;
 }
@@ -522,18 +684,31 @@ static int rx_error(struct iwarp_llp_conn *c, int err)
     if (!iwarp_mpa_rx_term_cause(err, &cause))
         cause = (struct iwarp_term_cause){IWARP_TERM_LAYER_LLP, IWARP_TERM_LLP_ETYPE_MPA,
                                           IWARP_TERM_MPA_CATASTROPHIC};
-    const uint8_t *hdr = c->bounce_len ? c->bounce : NULL;
+    const uint8_t *hdr = c->bounce_len ? c->rx_seg : NULL;
     size_t hdr_len = c->bounce_len;
     c->rx_dead = true;
-    c->bounce_len = 0;
+    c->tx_hold = false; /* a broken first FPDU has arrived too: the Terminate may go */
     if (c->started)
         eng_rx_llp_error(c, cause, hdr, hdr_len);
     else
         conn_terminate(c, err, cause, NULL, 0);
+    c->bounce_len = 0;
+    c->rx_seg = c->bounce;
     if (c->rx_mode == RX_DIRECT) /* the QP is terminating: this only ends the pending segment */
         (void)iwarp_core_qp_rx_payload_done(c->qp);
     c->rx_mode = RX_STAGE;
     return err;
+}
+
+/* After a read: a whole ULPDU kept in place whose FPDU is not complete yet moves to the
+ * bounce buffer's start (the next read may overwrite the window). */
+static void settle_in_place(struct iwarp_llp_conn *c)
+{
+    if (c->rx_seg == c->bounce || c->bounce_len == 0)
+        return;
+    memmove(c->bounce, c->rx_seg, c->bounce_len);
+    c->rx_moved_octets += c->bounce_len;
+    c->rx_seg = c->bounce;
 }
 
 int iwarp_llp_conn_rx_ack(struct iwarp_llp_conn *c, size_t n, uint64_t now_ns)
@@ -557,9 +732,11 @@ int iwarp_llp_conn_rx_ack(struct iwarp_llp_conn *c, size_t n, uint64_t now_ns)
             return initiator_established(c, now_ns);
         return 0;
     }
-    const uint8_t *p = rx_land(c, &cap);
+    bool ahead;
+    const uint8_t *p = rx_land(c, &cap, &ahead);
     if (p == NULL || n > cap)
         return IWARP_ERR_INVAL;
+    bool filled = n == cap;
     int ret = 0;
     while (n > 0 && !c->rx_dead) {
         struct iwarp_mpa_rx_ev ev;
@@ -569,21 +746,21 @@ int iwarp_llp_conn_rx_ack(struct iwarp_llp_conn *c, size_t n, uint64_t now_ns)
         p += k;
         n -= (size_t)k;
         int rc = 0;
-        if (ev.kind == IWARP_MPA_RX_EV_ULPDU && c->rx_mode == RX_DIRECT) {
-            direct_advance(c, ev.len); /* already in place: ev.data is what rx_land gave */
-        } else if (ev.kind == IWARP_MPA_RX_EV_ULPDU && c->rx_mode == RX_STAGE) {
-            /* Keep the ULPDU contiguous in the bounce buffer (it already is when the read
-             * followed rx_land(); max_ulpdu bounds the offset). */
-            uint8_t *dst = c->bounce + ev.ulpdu_off;
-            if (ev.data != dst)
-                memmove(dst, ev.data, ev.len);
-            c->bounce_len = ev.ulpdu_off + (uint32_t)ev.len;
-            rc = maybe_direct(c, ev.ulpdu_len);
-        } else if (ev.kind == IWARP_MPA_RX_EV_FPDU) {
+        if (ev.kind == IWARP_MPA_RX_EV_ULPDU)
+            rc = on_span(c, ev.data, ev.len, ev.ulpdu_off, ev.ulpdu_len);
+        else if (ev.kind == IWARP_MPA_RX_EV_FPDU)
             rc = fpdu_end(c, ev.ulpdu_len);
-        }
         if (rc != 0 && ret == 0)
             ret = rc;
+    }
+    if (c->rx_dead)
+        return ret;
+    settle_in_place(c);
+    if (ahead) {
+        /* A full window that ended outside a large ULPDU: more small FPDUs are queued. */
+        struct iwarp_mpa_rx_want w;
+        iwarp_mpa_rx_want(&c->rx, &w);
+        c->ra_wide = filled && ulpdu_left(c, &w) <= COPY_MAX;
     }
     return ret;
 }
@@ -613,7 +790,7 @@ static bool tx_gated(struct iwarp_llp_conn *c, uint64_t now_ns)
 /* Whether the QP may produce segments now. */
 static bool qp_may_send(const struct iwarp_llp_conn *c)
 {
-    if (c->state != IWARP_LLP_CONN_ESTABLISHED || !c->started || c->term_queued)
+    if (c->state != IWARP_LLP_CONN_ESTABLISHED || !c->started || c->term_queued || c->tx_hold)
         return false;
     /* While our Read RTR is unanswered only a Terminate may go (see llp_rtr.h). */
     return !c->rtr_wait || c->qp->term_pending;
@@ -727,7 +904,7 @@ bool iwarp_llp_conn_tx_ready(struct iwarp_llp_conn *c, uint64_t now_ns)
 uint64_t iwarp_llp_conn_next_timeout(const struct iwarp_llp_conn *c)
 {
     uint64_t t = UINT64_MAX;
-    if (c->state == IWARP_LLP_CONN_NEGOTIATING || c->state == IWARP_LLP_CONN_REQUEST)
+    if (c->state == IWARP_LLP_CONN_NEGOTIATING || c->state == IWARP_LLP_CONN_REQUEST || c->tx_hold)
         t = iwarp_mpa_neg_next_timeout(&c->neg);
     if (c->first_fpdu_at != 0 && c->first_fpdu_at < t)
         t = c->first_fpdu_at;
@@ -743,6 +920,8 @@ void iwarp_llp_conn_handle_timeout(struct iwarp_llp_conn *c, uint64_t now_ns)
     if ((c->state == IWARP_LLP_CONN_NEGOTIATING || c->state == IWARP_LLP_CONN_REQUEST) &&
         iwarp_mpa_neg_handle_timeout(&c->neg, now_ns) != 0)
         (void)neg_failed(c);
+    else if (c->tx_hold && iwarp_mpa_neg_handle_timeout(&c->neg, now_ns) != 0)
+        (void)started_failed(c, iwarp_mpa_neg_result(&c->neg)->err); /* rule 10: no RTR */
 }
 
 void iwarp_llp_conn_closed(struct iwarp_llp_conn *c, bool graceful)
@@ -758,8 +937,29 @@ void iwarp_llp_conn_closed(struct iwarp_llp_conn *c, bool graceful)
     c->txf_count = 0;
     c->txf_off = 0;
     c->stage_len = c->stage_off = 0;
-    if (c->ddp != NULL)
-        iwarp_core_ddp_llp_closed(c->ddp, graceful);
-    else if (c->qp != NULL)
-        iwarp_core_qp_llp_closed(c->qp, graceful);
+    c->tx_hold = false;
+    eng_llp_closed(c, graceful);
+}
+
+/* Whether the receive side stands at a message boundary (see iwarp_llp_conn_eof). */
+static bool rx_at_message_boundary(const struct iwarp_llp_conn *c)
+{
+    if (!c->fullop || c->rx_dead)
+        return true; /* nothing of full operation is being received */
+    struct iwarp_mpa_rx_want w;
+    iwarp_mpa_rx_want(&c->rx, &w);
+    /* No octet of an FPDU yet: before its length field, or before a marker that would
+     * precede it (RFC 5044 §4.3: a marker between FPDUs belongs to the next one). */
+    bool fpdu_boundary = (w.part == IWARP_MPA_RX_PART_HDR && w.len == IWARP_MPA_LEN_FIELD) ||
+                         (w.part == IWARP_MPA_RX_PART_MARKER && w.len == IWARP_MPA_MARKER_LEN &&
+                          c->rx_ulpdu_len == 0);
+    return fpdu_boundary && c->bounce_len == 0 && !c->rx_tagged_open && c->rx_untagged_open == 0;
+}
+
+void iwarp_llp_conn_eof(struct iwarp_llp_conn *c)
+{
+    /* RFC 5041 §6.2.1: the peer's graceful teardown closes the LLP stream after its last
+     * message; RFC 5041 §6.2.2, RFC 5040 §6.2: a stream that ends inside an FPDU or a message
+     * was lost (LLP abortive termination). */
+    iwarp_llp_conn_closed(c, rx_at_message_boundary(c));
 }

@@ -14,11 +14,16 @@
  *   Time: iwarp_llp_conn_next_timeout() / iwarp_llp_conn_handle_timeout(now).
  *   Events: iwarp_llp_conn_state() after each call; on IWARP_LLP_CONN_REQUEST the CM decides
  *        with iwarp_llp_conn_accept()/reject().
- * Receive with CRC on: each FPDU is read into a bounce buffer (<= 64 KiB), verified, then the
- * DDP segment inside is handed to the QP (RFC 5044 §6: verify before DDP sees it).
- * Receive with CRC off: only the DDP/RDMAP headers are read into the bounce buffer; the payload
- * of a Write, Read Response or Send is read straight into its destination (the MR, the posted
- * receive's SGEs) that iwarp_core_qp_rx_hdr() validated for the whole ULPDU_Length.
+ * Receive: rx_buf offers a read-ahead window in the bounce buffer, so that one read brings in
+ * many small FPDUs; only inside a large ULPDU (more than 2 KiB to come) are reads exact.
+ * CRC on: each FPDU is verified before the DDP segment inside is handed to the QP (RFC 5044
+ * §6); a segment wholly inside the window is handed over in place, others are staged whole in
+ * the bounce buffer (<= 64 KiB). CRC off: the payload of a Write, Read Response or Send is
+ * placed in its destination (the MR, the posted receive's SGEs) that iwarp_core_qp_rx_hdr()
+ * validated for the whole ULPDU_Length: copied from the window for the octets read ahead, read
+ * straight into it for the rest of a large one. llp_conn.c's file header has the details.
+ * Responder: the QP starts at accept; its FPDUs are held until the initiator's first FPDU has
+ * arrived (RFC 5044 §7.1.2 rule 4).
  */
 #ifndef IWARP_LLP_LLP_CONN_H
 #define IWARP_LLP_LLP_CONN_H
@@ -87,17 +92,29 @@ struct iwarp_llp_conn {
     uint64_t now_ns;        /* last time seen */
     /* Private to llp_conn.c. */
     uint16_t stage_len, stage_off; /* negotiation frame staged in bounce (see llp_conn.c) */
-    bool fullop;      /* deframer and framer set up (RFC 5044 §7.1.2 full operation) */
-    bool started;     /* iwarp_core_qp_start() was called */
-    bool rx_dead;     /* receive stopped (error, Terminate, close): octets are discarded */
-    bool rtr_pending; /* initiator: the negotiated RTR still has to be framed */
-    bool rtr_wait;    /* initiator: awaiting the zero-length Read Response to our Read RTR */
-    bool term_queued; /* a Terminate built by the connection is queued; nothing follows it */
+    bool fullop;         /* deframer and framer set up (RFC 5044 §7.1.2 full operation) */
+    bool started;        /* iwarp_core_qp_start() was called */
+    bool rx_dead;        /* receive stopped (error, Terminate, close): octets are discarded */
+    bool rtr_pending;    /* initiator: the negotiated RTR still has to be framed */
+    bool rtr_wait;       /* initiator: awaiting the zero-length Read Response to our Read RTR */
+    bool term_queued;    /* a Terminate built by the connection is queued; nothing follows it */
+    bool tx_hold;        /* responder: the QP runs but sends nothing before the initiator's first
+                            FPDU has arrived (RFC 5044 §7.1.2 rule 4) */
+    bool ra_wide;        /* the last read-ahead filled its window with small FPDUs: read the most */
+    bool rx_tagged_open; /* the last tagged segment received did not end its message */
+    uint32_t rx_untagged_open; /* bit q: same for untagged queue q (q < 32) */
     /* Receive of the current FPDU's ULPDU (CRC off: direct placement; see llp_conn.c). */
+    const uint8_t *rx_seg;                /* its first bounce_len octets: bounce, or the window */
+    uint32_t rx_ulpdu_len, rx_ulpdu_done; /* its ULPDU_Length and octets seen (0: none yet) */
     uint8_t rx_mode;
     uint32_t rx_ndst, rx_dst_i;                 /* destination iovecs, the one being filled */
     size_t rx_dst_off;                          /* octets of rx_dst[rx_dst_i] already filled */
     struct iovec rx_dst[IWARP_CORE_RX_IOV_MAX]; /* from iwarp_core_qp_rx_hdr() */
+    /* Counters (read-only outside llp_conn.c): ULPDU octets received with CRC off placed by
+     * the transport straight into their destination, or copied there from the read-ahead
+     * window; ULPDU octets moved from the window into the staging area (a ULPDU not wholly
+     * inside one read). */
+    uint64_t rx_direct_octets, rx_copied_octets, rx_moved_octets;
 };
 
 #define IWARP_LLP_CONN_BOUNCE (IWARP_MPA_MULPDU_MAX + 16u)
@@ -148,7 +165,22 @@ bool iwarp_llp_conn_tx_ready(struct iwarp_llp_conn *c, uint64_t now_ns);
 uint64_t iwarp_llp_conn_next_timeout(const struct iwarp_llp_conn *c);
 void iwarp_llp_conn_handle_timeout(struct iwarp_llp_conn *c, uint64_t now_ns);
 
-/* The peer closed its side (EOF) or the transport failed: ends the QP (flush). */
+/* The peer closed its side (EOF) or the transport failed: ends the QP (flush). graceful: the
+ * QP sees an orderly close (no QP_FATAL event); false: the stream was lost. */
 void iwarp_llp_conn_closed(struct iwarp_llp_conn *c, bool graceful);
+
+/*
+ * The transport read the peer's orderly end of stream (TCP FIN). Calls
+ * iwarp_llp_conn_closed() with graceful true only when the stream ended at a message
+ * boundary: no octet of an unfinished FPDU received, and the last segment of every DDP
+ * message stream (tagged; each untagged queue) had L set. That is the peer's graceful
+ * teardown (RFC 5041 §6.2.1: its ULP data was all transferred before the LLP stream closed).
+ * An end inside an FPDU or a message means the stream was lost (RFC 5041 §6.2.2, RFC 5040
+ * §6.2 LLP Abortive Termination): graceful false, so a RUNNING QP raises QP_FATAL; one that
+ * was already disconnecting (CLOSING) or terminating raises nothing either way (core_qp).
+ * Linux siw treats every FIN in RDMA mode as a disconnect (siw_cm PEER_CLOSE ->
+ * siw_qp_llp_close, no fatal event); we are stricter only where data was lost.
+ */
+void iwarp_llp_conn_eof(struct iwarp_llp_conn *c);
 
 #endif

@@ -49,6 +49,7 @@ struct peer {
     struct iwarp_llp_conn_txf txf[IWARP_LLP_CONN_TX_SEGS];
     uint8_t *mem;
     uint32_t key;
+    int last_type;       /* the last error event's type */
     uint32_t last_cause; /* the last error event's cause */
     bool last_from_peer;
     int nerr;
@@ -74,8 +75,9 @@ struct opts {
 
 static void on_event(void *user, struct iwarp_core_qp *qp, int type, uint32_t cause, bool peer)
 {
-    (void)qp, (void)type;
+    (void)qp;
     struct peer *p = user;
+    p->last_type = type;
     p->last_cause = cause;
     p->last_from_peer = peer;
     p->nerr++;
@@ -85,6 +87,10 @@ static void peer_init(struct peer *p, uint8_t *mem)
 {
     p->seed = 0x2468ACEu;
     p->mem = mem;
+    p->nerr = 0;
+    p->last_type = 0;
+    p->last_cause = 0;
+    p->last_from_peer = false;
     ASSERT_EQ(iwarp_mem_table_init(&p->T, p->E, 16, harness_xorshift32, &p->seed), 0);
     struct iwarp_mem_range r = {.addr = (uint64_t)(uintptr_t)mem,
                                 .iova = (uint64_t)(uintptr_t)mem,
@@ -234,9 +240,11 @@ TEST(negotiate_rev1_and_rev2_each_crc_and_marker_setting)
                          .mark_r = (v & 8) != 0};
         setup(&o);
         accept_request();
-        /* No RTR: the responder holds everything until the initiator's first FPDU (RFC 5044
-         * §7.1.2 rule 4), here the ULP's first Send. */
-        ASSERT_EQ(P[1].c.state, IWARP_LLP_CONN_NEGOTIATING);
+        /* No RTR: the responder's QP runs, but its FPDUs wait for the initiator's first FPDU
+         * (RFC 5044 §7.1.2 rule 4), here the ULP's first Send. */
+        ASSERT_EQ(P[1].c.state, IWARP_LLP_CONN_ESTABLISHED);
+        ASSERT_EQ(P[1].qp.state, IWARP_CORE_QP_RUNNING);
+        ASSERT_TRUE(P[1].c.tx_hold);
         ASSERT_EQ(iwarp_mpa_neg_result(&P[0].c.neg)->rev, o.rev);
         expect_settings(o.crc, o.mark_i, o.mark_r);
         fill(MEM[0], 100, v);
@@ -378,12 +386,14 @@ TEST(first_fpdu_delay_then_established)
     struct iwarp_mpa_neg_answer a = {.ird = 4, .ord = 4};
     ASSERT_EQ(iwarp_llp_conn_accept(&P[1].c, &a), 0);
     pump();
-    ASSERT_EQ(P[1].c.state, IWARP_LLP_CONN_NEGOTIATING); /* nothing sent yet */
+    ASSERT_EQ(P[1].c.state, IWARP_LLP_CONN_ESTABLISHED); /* the QP runs since accept */
+    ASSERT_TRUE(P[1].c.tx_hold);                         /* but nothing was sent yet */
     ASSERT_EQ_U(M.pipe[0].off, 20u + 4u); /* only the Request (with the RFC 6581 word) */
     M.now_ns = 5000;
     iwarp_llp_conn_handle_timeout(&P[0].c, 5000);
     pump();
     ASSERT_EQ(P[1].c.state, IWARP_LLP_CONN_ESTABLISHED);
+    ASSERT_FALSE(P[1].c.tx_hold);
     ASSERT_FALSE(P[0].c.rtr_wait);
     ASSERT_EQ_U(iwarp_llp_conn_next_timeout(&P[0].c), UINT64_MAX);
 }
@@ -551,7 +561,7 @@ TEST(corrupted_octet_with_crc_gets_the_llp_terminate)
     ASSERT_NE(wc.status, IWARP_WC_SUCCESS);
 }
 
-TEST(corrupted_rtr_before_the_qp_runs_gets_the_llp_terminate)
+TEST(corrupted_rtr_gets_the_responder_qps_llp_terminate)
 {
     struct opts o = {.rev = 2, .crc = true, .rtr = IWARP_MPA_RTR_WRITE};
     setup(&o);
@@ -562,8 +572,13 @@ TEST(corrupted_rtr_before_the_qp_runs_gets_the_llp_terminate)
     struct iwarp_mpa_neg_answer a = {.ird = 4, .ord = 4};
     ASSERT_EQ(iwarp_llp_conn_accept(&P[1].c, &a), 0);
     pump();
-    ASSERT_EQ(P[1].c.state, IWARP_LLP_CONN_FAILED);
-    ASSERT_EQ(P[1].c.err, IWARP_ERR_FPDU_CRC);
+    /* The responder's QP runs since accept: the CRC error is its error (async event, its
+     * Terminate), like any later one. */
+    ASSERT_EQ(P[1].nerr, 1);
+    ASSERT_EQ(P[1].last_type, IWARP_EVENT_QP_FATAL);
+    ASSERT_EQ_U(P[1].last_cause, 0x020002u);
+    ASSERT_FALSE(P[1].last_from_peer);
+    ASSERT_EQ(P[1].c.state, IWARP_LLP_CONN_CLOSE);
     ASSERT_EQ_U(P[0].last_cause, 0x020002u);
     ASSERT_TRUE(P[0].last_from_peer);
 }
@@ -679,9 +694,13 @@ TEST(rtr_of_another_type_gets_2_0_7)
      * the DDP Control octet): opcode 0x0 Write becomes 0x2 Read Response, which is no RTR.
      * RFC 6581 §9.2: "the TERM message MUST contain Layer 2, Error Type 0, Error Code 7". */
     first_fpdu_changed(24u + 2u + 1u, 0x02);
-    ASSERT_EQ(P[1].c.state, IWARP_LLP_CONN_FAILED);
+    ASSERT_EQ(P[1].c.state, IWARP_LLP_CONN_CLOSE);
     ASSERT_EQ(P[1].c.err, IWARP_ERR_MPA_RTR_MISMATCH);
-    ASSERT_EQ(P[1].qp.state, IWARP_CORE_QP_ERROR); /* never started; flushed at close */
+    ASSERT_EQ(P[1].qp.state, IWARP_CORE_QP_ERROR);
+    /* The responder's QP reports it (it runs since accept) and sends the Terminate. */
+    ASSERT_EQ(P[1].nerr, 1);
+    ASSERT_EQ_U(P[1].last_cause, 0x020007u);
+    ASSERT_FALSE(P[1].last_from_peer);
     ASSERT_EQ_U(P[0].last_cause, 0x020007u);
     ASSERT_TRUE(P[0].last_from_peer);
     ASSERT_TRUE(M.closed[0] && M.closed[1]);
@@ -690,10 +709,13 @@ TEST(rtr_of_another_type_gets_2_0_7)
 TEST(decode_error_in_the_responders_first_fpdu_gets_its_cause)
 {
     /* DDP Control octet of the RTR: DV 1 becomes 2. RFC 5041 §7.2: tagged "Invalid DDP
-     * version", 1/1/0x04, sent by the connection before any QP runs. */
+     * version", 1/1/0x04, reported and sent by the responder's QP (running since accept). */
     first_fpdu_changed(24u + 2u, 0x03);
-    ASSERT_EQ(P[1].c.state, IWARP_LLP_CONN_FAILED);
+    ASSERT_EQ(P[1].c.state, IWARP_LLP_CONN_CLOSE);
     ASSERT_EQ(P[1].c.err, IWARP_ERR_DDP_VERSION);
+    ASSERT_EQ(P[1].nerr, 1);
+    ASSERT_EQ_U(P[1].last_cause, 0x010104u);
+    ASSERT_FALSE(P[1].last_from_peer);
     ASSERT_EQ_U(P[0].last_cause, 0x010104u);
     ASSERT_TRUE(P[0].last_from_peer);
     ASSERT_TRUE(M.closed[0] && M.closed[1]);
@@ -791,32 +813,42 @@ TEST(direct_placement_random_splits_guarded_up_to_one_mib)
     direct_matrix(0, true, true);
 }
 
-/* Octets of the responder's bounce buffer [from, to) that differ from pattern. */
-static size_t bounce_changed(uint32_t from, uint32_t to, uint8_t pattern)
-{
-    size_t n = 0;
-    for (uint32_t i = from; i < to; i++)
-        n += P[1].bounce[i] != pattern;
-    return n;
-}
+/* Payload octets the responder received: 1 MiB Write, 60000-octet Send, two Read Requests. */
+#define NSC_PAYLOAD (MIB + 60000u)
 
 TEST(no_staging_copy_without_crc)
 {
-    for (unsigned v = 0; v < 3; v++) {
-        bool crc = v == 2; /* the control: with CRC on every ULPDU goes through the bounce */
-        connect_with(crc, v == 1, 0, true);
-        memset(P[1].bounce, 0xA5, IWARP_MPA_MULPDU_MAX);
+    /* Large FPDUs (loopback EMSS: MULPDU 64768): with CRC off the transport places all but
+     * the octets read ahead with each FPDU's headers (at most RA_SMALL + COPY_MAX = 3 KiB per
+     * FPDU, about 5% of a 64 KiB one) straight into the MR or the receive; with CRC on
+     * nothing is placed directly. Small FPDUs (EMSS 1460) are read ahead whole and their
+     * payload is copied from the window: one recv() for many FPDUs costs less than the copy. */
+    for (unsigned v = 0; v < 4; v++) {
+        bool crc = (v & 1) != 0, big = (v & 2) == 0;
+        struct opts o = {.rev = 2,
+                         .crc = crc,
+                         .mark_i = v == 2,
+                         .mark_r = v == 2,
+                         .rtr = IWARP_MPA_RTR_WRITE,
+                         .emss = big ? 65483u : 1460u};
+        setup(&o);
+        M.pipe[0].random = M.pipe[1].random = true;
+        accept_request();
         transfer(OP_WRITE, MIB, 1);
         transfer(OP_SEND, 60000, 1);
         transfer(OP_READ, 100000, 2); /* the responder answers: it receives Read Requests */
         ASSERT_EQ(P[0].nerr + P[1].nerr, 0);
-        /* Only headers are staged: 14 (Write), 18 (Send), 46 (Read Request, whole). */
-        size_t changed = bounce_changed(IWARP_DDP_UNTAGGED_HDR_LEN + IWARP_RDMAP_READ_REQ_LEN,
-                                        IWARP_MPA_MULPDU_MAX, 0xA5);
-        if (crc)
-            ASSERT_TRUE(changed > P[1].c.max_seg / 2);
-        else
-            ASSERT_EQ_U(changed, 0);
+        const struct iwarp_llp_conn *c = &P[1].c;
+        uint64_t placed = c->rx_direct_octets + c->rx_copied_octets;
+        if (crc) {
+            ASSERT_EQ_U(placed, 0);
+        } else {
+            ASSERT_EQ_U(placed, NSC_PAYLOAD);
+            if (big)
+                ASSERT_TRUE(c->rx_copied_octets < NSC_PAYLOAD / 16);
+            else
+                ASSERT_EQ_U(c->rx_direct_octets, 0);
+        }
     }
 }
 
@@ -971,5 +1003,234 @@ TEST(buffer_gone_while_the_payload_arrives_gets_nothing_more)
             struct iwarp_wc wc;
             ASSERT_EQ(iwarp_core_cq_poll(&P[1].rcq, &wc, 1), 0);
         }
+    }
+}
+
+/* ---- read-ahead -------------------------------------------------------------------------- */
+
+static uint8_t STREAM[1u << 17];
+
+/* Frame k Writes of each octets to the responder at DST_OFF + i * each (payload from fill with
+ * seed + i; L = last on the final one, L set on the others unless open) with the initiator's
+ * own framer, so CRC and markers continue its stream; appended to STREAM[*len]. */
+static void frame_writes(size_t *len, unsigned k, uint32_t each, uint32_t seed, bool last)
+{
+    static uint8_t hdr[64], pay[4096];
+    for (unsigned i = 0; i < k; i++) {
+        struct iwarp_wire_msg m = {.opcode = IWARP_RDMAP_OP_WRITE,
+                                   .last = last || i + 1 < k,
+                                   .stag = P[1].key,
+                                   .to = (uint64_t)(uintptr_t)(MEM[1] + DST_OFF + i * each)};
+        iwarp_ssize h = iwarp_wire_segment_encode_hdr(hdr, sizeof hdr, &m);
+        ASSERT_TRUE(h > 0 && each <= sizeof pay);
+        fill(pay, each, seed + i);
+        struct iovec in[2] = {{hdr, (size_t)h}, {pay, each}};
+        struct iwarp_mpa_tx_scratch sc;
+        struct iovec out[IWARP_LLP_CONN_FPDU_IOV];
+        iwarp_ssize n = iwarp_mpa_tx_frame(&P[0].c.tx, in, 2, &sc, out, IWARP_LLP_CONN_FPDU_IOV);
+        ASSERT_TRUE(n > 0);
+        for (iwarp_ssize j = 0; j < n; j++) {
+            ASSERT_TRUE(*len + out[j].iov_len <= sizeof STREAM);
+            memcpy(STREAM + *len, out[j].iov_base, out[j].iov_len);
+            *len += out[j].iov_len;
+        }
+    }
+}
+
+/* What frame_writes(k, each, seed) placed is in the responder's memory. */
+static void expect_writes(unsigned k, uint32_t each, uint32_t seed)
+{
+    static uint8_t want[4096];
+    for (unsigned i = 0; i < k; i++) {
+        fill(want, each, seed + i);
+        ASSERT_MEM_EQ(MEM[1] + DST_OFF + i * each, want, each);
+    }
+}
+
+/* Feed STREAM[0, n) to the responder in reads of at most piece octets (0: as much as rx_buf
+ * offers). Returns the number of reads. */
+static unsigned feed_stream(size_t n, size_t piece)
+{
+    unsigned reads = 0;
+    const uint8_t *b = STREAM;
+    while (n > 0) {
+        size_t cap = 0;
+        uint8_t *p = iwarp_llp_conn_rx_buf(&P[1].c, &cap);
+        ASSERT_TRUE(p != NULL && cap > 0);
+        size_t k = n < cap ? n : cap;
+        if (piece && k > piece)
+            k = piece;
+        memcpy(p, b, k);
+        ASSERT_EQ(iwarp_llp_conn_rx_ack(&P[1].c, k, 0), 0);
+        b += k;
+        n -= k;
+        reads++;
+    }
+    return reads;
+}
+
+/* Connected (Write RTR), nothing in flight; the responder's counters at zero. */
+static void quiet_pair(bool crc, bool markers)
+{
+    connect_with(crc, markers, 0, false);
+    P[1].c.rx_direct_octets = P[1].c.rx_copied_octets = P[1].c.rx_moved_octets = 0;
+}
+
+TEST(many_small_fpdus_arrive_in_one_read)
+{
+    for (unsigned v = 0; v < 2; v++) {
+        bool crc = v == 1;
+        quiet_pair(crc, false);
+        /* At a boundary with nothing known the window is RA_SMALL (1 KiB) long. */
+        size_t cap = 0;
+        ASSERT_TRUE(iwarp_llp_conn_rx_buf(&P[1].c, &cap) != NULL);
+        ASSERT_EQ_U(cap, 1024);
+        size_t n = 0;
+        frame_writes(&n, 300, 64, 40 + v, true); /* 300 FPDUs of 84 octets: 25,200 octets */
+        /* The first read fills the small window; it ended in small FPDUs, so the second
+         * offers the rest of the buffer and takes everything else. */
+        ASSERT_EQ(feed_stream(n, 0), 2);
+        expect_writes(300, 64, 40 + v);
+        ASSERT_EQ(P[1].nerr, 0);
+        ASSERT_TRUE(iwarp_llp_conn_rx_buf(&P[1].c, &cap) != NULL);
+        ASSERT_EQ_U(cap, 1024); /* that read was short: back to the small window */
+        if (crc) {
+            /* Verified and handed over in place: only the one FPDU the first window cut in
+             * two was staged (moved), its 78 ULPDU octets. */
+            ASSERT_TRUE(P[1].c.rx_moved_octets <= 78);
+        } else {
+            ASSERT_EQ_U(P[1].c.rx_copied_octets, 300u * 64u);
+        }
+    }
+}
+
+TEST(fpdu_straddling_the_read_ahead_end_at_every_octet)
+{
+    /* Three FPDUs; the first read ends after s octets, for every s: inside a length field, a
+     * header, a payload, the pad, the CRC; the rest follows in one read. */
+    for (unsigned v = 0; v < 2; v++) {
+        quiet_pair(v == 1, false);
+        for (size_t s = 1;; s++) {
+            size_t n = 0;
+            frame_writes(&n, 3, 61, (uint32_t)s, true); /* 61: pad 1 with 14 + 61 */
+            if (s >= n)
+                break;
+            size_t cap = 0;
+            uint8_t *p = iwarp_llp_conn_rx_buf(&P[1].c, &cap);
+            ASSERT_TRUE(p != NULL && cap >= s);
+            memcpy(p, STREAM, s);
+            ASSERT_EQ(iwarp_llp_conn_rx_ack(&P[1].c, s, 0), 0);
+            p = iwarp_llp_conn_rx_buf(&P[1].c, &cap);
+            ASSERT_TRUE(p != NULL && cap >= n - s);
+            memcpy(p, STREAM + s, n - s);
+            ASSERT_EQ(iwarp_llp_conn_rx_ack(&P[1].c, n - s, 0), 0);
+            expect_writes(3, 61, (uint32_t)s);
+        }
+        ASSERT_EQ(P[1].nerr, 0);
+    }
+}
+
+TEST(markers_inside_the_read_ahead_window)
+{
+    /* Markers every 512 octets (RFC 5044 §4.3) fall into length fields' neighbourhood,
+     * headers, payloads and trailers of FPDUs read ahead many at a time, in one-octet, random
+     * and whole reads; a ULPDU cut by a marker is staged, the others are handed over in
+     * place (CRC on) or copied (CRC off). */
+    for (unsigned v = 0; v < 6; v++) {
+        quiet_pair((v & 1) != 0, true);
+        uint32_t each = v < 4 ? 100u : 1000u;
+        size_t n = 0;
+        frame_writes(&n, 40, each, 7 + v, true);
+        size_t piece = (v >> 1) == 0 ? 1 : (v >> 1) == 1 ? 0 : 333;
+        feed_stream(n, piece);
+        expect_writes(40, each, 7 + v);
+        ASSERT_EQ(P[1].nerr, 0);
+        if ((v & 1) != 0 && piece == 0)
+            ASSERT_TRUE(P[1].c.rx_moved_octets < 40u * (14u + each));
+    }
+}
+
+TEST(large_fpdu_behind_small_ones_is_placed_by_the_transport)
+{
+    /* CRC off, loopback EMSS: small Writes, then a 60000-octet one. Only what the small
+     * window read ahead with its header (<= RA_SMALL) is copied; the rest of its payload is
+     * read straight into the MR. */
+    struct opts o = {.rev = 2, .rtr = IWARP_MPA_RTR_WRITE, .emss = 65483};
+    setup(&o);
+    accept_request();
+    P[1].c.rx_copied_octets = P[1].c.rx_direct_octets = 0;
+    fill(MEM[0] + SRC_OFF, 60000, 3);
+    for (unsigned i = 0; i < 3; i++)
+        post_send(&P[0], IWARP_WR_RDMA_WRITE, 1 + i, SRC_OFF, 10,
+                  (uint64_t)(uintptr_t)(MEM[1] + DST_OFF + 100000 + i * 10), P[1].key);
+    post_send(&P[0], IWARP_WR_RDMA_WRITE, 9, SRC_OFF, 60000,
+              (uint64_t)(uintptr_t)(MEM[1] + DST_OFF), P[1].key);
+    pump();
+    ASSERT_MEM_EQ(MEM[1] + DST_OFF, MEM[0] + SRC_OFF, 60000);
+    ASSERT_EQ_U(P[1].c.rx_copied_octets + P[1].c.rx_direct_octets, 60030);
+    ASSERT_TRUE(P[1].c.rx_copied_octets <= 30 + 1024 + 2048);
+    ASSERT_EQ(P[0].nerr + P[1].nerr, 0);
+}
+
+/* ---- responder start and end of stream ------------------------------------------------------ */
+
+TEST(responder_qp_runs_at_accept_and_holds_its_fpdus_until_the_first_one)
+{
+    struct opts o = {.rev = 2, .crc = true};
+    setup(&o);
+    accept_request();
+    ASSERT_EQ(P[1].qp.state, IWARP_CORE_QP_RUNNING);
+    ASSERT_EQ_U(P[1].qp.ird, 16); /* the negotiated IRD/ORD */
+    ASSERT_EQ_U(P[1].qp.ord, 16);
+    /* The ULP posts at once (not IWARP_ERR_STATE); RFC 5044 §7.1.2 rule 4 holds the FPDU. */
+    uint64_t reply_end = M.pipe[1].off;
+    fill(MEM[1] + SRC_OFF, 77, 5);
+    post_recv(&P[0], 1, DST_OFF, 100);
+    post_send(&P[1], IWARP_WR_SEND, 2, SRC_OFF, 77, 0, 0);
+    ASSERT_FALSE(iwarp_llp_conn_tx_ready(&P[1].c, 0));
+    pump();
+    ASSERT_EQ_U(M.pipe[1].off, reply_end);
+    struct iwarp_wc wc;
+    ASSERT_EQ(iwarp_core_cq_poll(&P[1].scq, &wc, 1), 0);
+    /* The initiator's first FPDU releases it. */
+    post_recv(&P[1], 3, DST_OFF, 10);
+    post_send(&P[0], IWARP_WR_SEND, 4, SRC_OFF, 10, 0, 0);
+    pump();
+    ASSERT_FALSE(P[1].c.tx_hold);
+    expect_wc(&P[1].rcq, 3, 10, true);
+    expect_wc(&P[1].scq, 2, 0, false);
+    expect_wc(&P[0].rcq, 1, 77, true);
+    ASSERT_MEM_EQ(MEM[0] + DST_OFF, MEM[1] + SRC_OFF, 77);
+    ASSERT_EQ(P[0].nerr + P[1].nerr, 0);
+}
+
+TEST(end_of_stream_at_a_message_boundary_is_graceful)
+{
+    quiet_pair(true, false);
+    size_t n = 0;
+    frame_writes(&n, 2, 64, 1, true);
+    feed_stream(n, 0);
+    iwarp_llp_conn_eof(&P[1].c);
+    ASSERT_EQ(P[1].c.state, IWARP_LLP_CONN_CLOSE);
+    ASSERT_EQ(P[1].qp.state, IWARP_CORE_QP_ERROR);
+    ASSERT_EQ(P[1].nerr, 0); /* RFC 5041 §6.2.1: the peer's graceful teardown */
+}
+
+TEST(end_of_stream_inside_an_fpdu_or_a_message_is_fatal)
+{
+    /* v 0..: the stream ends after s octets of an FPDU (CRC on and off); v = last: after
+     * whole FPDUs whose Write message has no Last segment yet. */
+    for (unsigned v = 0; v < 6; v++) {
+        bool crc = (v & 1) != 0;
+        quiet_pair(crc, false);
+        size_t n = 0;
+        frame_writes(&n, 2, 64, 1, v < 4); /* v 4, 5: the second Write segment has L = 0 */
+        size_t cut = v < 2 ? n - 1 : v < 4 ? n - 40 : n;
+        feed_stream(cut, 0);
+        ASSERT_EQ(P[1].nerr, 0);
+        iwarp_llp_conn_eof(&P[1].c);
+        ASSERT_EQ(P[1].nerr, 1);
+        ASSERT_EQ(P[1].last_type, IWARP_EVENT_QP_FATAL);
+        ASSERT_EQ(P[1].qp.state, IWARP_CORE_QP_ERROR);
     }
 }
