@@ -256,7 +256,7 @@ static void peek_for_end(struct iwarp_llp_tcp *t)
             iwarp_trace_conn_fin(t->trace, false);
         if (t->conn_ready && !t->llp_closed) {
             t->llp_closed = true;
-            iwarp_llp_conn_closed(&t->conn, true);
+            iwarp_llp_conn_eof(&t->conn); /* graceful only at a message boundary */
         }
         if (t->fin_sent)
             t->phase = IWARP_LLP_TCP_DONE;
@@ -297,7 +297,7 @@ void iwarp_llp_tcp_on_readable(struct iwarp_llp_tcp *t, uint64_t now_ns)
                 iwarp_trace_conn_fin(t->trace, false);
             if (!t->llp_closed) {
                 t->llp_closed = true;
-                iwarp_llp_conn_closed(&t->conn, true);
+                iwarp_llp_conn_eof(&t->conn); /* graceful only at a message boundary */
             }
             if (t->fin_sent)
                 t->phase = IWARP_LLP_TCP_DONE;
