@@ -199,8 +199,8 @@ static void flush(struct iwarp_llp_tcp *t, uint64_t now_ns)
 {
     struct iovec iov[TCP_TX_IOV];
     t->tx_blocked = false;
-    for (int budget = TCP_BUDGET; budget > 0 && t->phase == IWARP_LLP_TCP_OPEN && !t->fin_sent;
-         budget--) {
+    int budget = TCP_BUDGET;
+    for (; budget > 0 && t->phase == IWARP_LLP_TCP_OPEN && !t->fin_sent; budget--) {
         uint32_t n = iwarp_llp_conn_tx_iov(&t->conn, iov, TCP_TX_IOV, now_ns);
         if (n == 0)
             break;
@@ -230,6 +230,13 @@ static void flush(struct iwarp_llp_tcp *t, uint64_t now_ns)
     }
     if (t->phase != IWARP_LLP_TCP_OPEN || t->tx_blocked)
         return;
+    /* The budget ran out with octets still to send (a long marker-bearing message is many
+     * small iovecs): ask for writability, which a socket with room reports at once, so the
+     * loop comes back here after serving the other connections instead of forgetting it. */
+    if (budget == 0 && iwarp_llp_conn_tx_ready(&t->conn, now_ns)) {
+        t->tx_blocked = true;
+        return;
+    }
     if ((t->fin_wanted || conn_wants_close(t)) && !iwarp_llp_conn_tx_ready(&t->conn, now_ns))
         send_fin(t);
 }

@@ -827,11 +827,6 @@ TEST(every_operation_every_size_every_axis)
     struct cell all[OP_COUNT * N_SIZES * 2];
     uint32_t n = cells(all);
     uint32_t per_op_conn[OP_COUNT][NCONN] = {{0}};
-    struct deferred {
-        uint32_t i;
-        bool from_srv;
-    } deferred[OP_COUNT * 2];
-    uint32_t ndeferred = 0;
     const char *only = getenv("MATRIX_CONN"); /* debugging: run one connection */
     ASSERT_FALSE(AXES[NCONN - 1u].srv_markers || AXES[NCONN - 1u].cli_markers);
     for (uint32_t k = 0; k < NCONN; k++) {
@@ -847,26 +842,9 @@ TEST(every_operation_every_size_every_axis)
             struct end *a = from_srv ? &c.srv : &c.cli;
             /* the end the data flows to: Read Responses flow back to the requester */
             struct end *to = all[i].op == OP_READ ? a : other(&c, a);
-#ifndef MATRIX_KNOWN_BUGS
-            /* Known library bug (llp_tcp flush budget, see the report of this file's commit):
-             * a marked stream stalls after about 2 MiB written in one go, so the 16 MiB cells
-             * that would run toward a marker-receiving end run on the last connection
-             * (no markers) instead. -DMATRIX_KNOWN_BUGS runs them here. */
-            if (to->markers_rx && all[i].size_i == N_SIZES - 1u) {
-                deferred[ndeferred++] = (struct deferred){i, from_srv};
-                continue;
-            }
-#endif
             uint32_t len = size_of(all[i].op, all[i].size_i, to->mulpdu_rx);
             run_cell(&c, a, all[i].op, len, all[i].nsge);
             per_op_conn[all[i].op][k]++;
-            ran++;
-        }
-        for (uint32_t d = 0; k + 1u == NCONN && d < ndeferred; d++) {
-            const struct cell *x = &all[deferred[d].i];
-            struct end *a = deferred[d].from_srv ? &c.srv : &c.cli;
-            run_cell(&c, a, x->op, BIG, x->nsge);
-            per_op_conn[x->op][k]++;
             ran++;
         }
         if (AXES[k].fence)
