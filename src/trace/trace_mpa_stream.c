@@ -1,0 +1,730 @@
+/* Decoding and judging one captured MPA connection (see trace_mpa_stream.h). */
+#include "trace/trace_mpa_stream.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "iwarp/errors.h"
+#include "mpa/mpa_frame.h"
+#include "util/bytes.h"
+#include "wire/wire_rdmap.h"
+#include "wire/wire_term.h"
+
+enum { ST_UNKNOWN, ST_MPA, ST_NOT_MPA };
+enum { PH_FRAME, PH_WAIT, PH_FPDU, PH_RAW };
+
+static const char *const class_names[IWARP_MS_CLASS_COUNT] = {
+    [IWARP_MS_BAD_CRC] = "bad-crc",
+    [IWARP_MS_MARKER] = "marker",
+    [IWARP_MS_PAD] = "pad",
+    [IWARP_MS_LENGTH] = "length",
+    [IWARP_MS_UNDISSECTED] = "undissected",
+    [IWARP_MS_NO_MPA] = "no-mpa",
+    [IWARP_MS_STARTUP] = "startup",
+    [IWARP_MS_MPA_REV] = "mpa-rev",
+    [IWARP_MS_MPA_RES] = "mpa-res",
+    [IWARP_MS_MPA_PD] = "mpa-pd",
+    [IWARP_MS_MPA_RTR] = "mpa-rtr",
+    [IWARP_MS_MPA_IRD] = "mpa-ird",
+    [IWARP_MS_RTR] = "rtr",
+    [IWARP_MS_DDP_VERSION] = "ddp-version",
+    [IWARP_MS_DDP_RSVD] = "ddp-rsvd",
+    [IWARP_MS_RDMAP_VERSION] = "rdmap-version",
+    [IWARP_MS_RDMAP_RSVD] = "rdmap-rsvd",
+    [IWARP_MS_OPCODE] = "opcode",
+    [IWARP_MS_TFLAG] = "tflag",
+    [IWARP_MS_QN] = "qn",
+    [IWARP_MS_LAST_FLAG] = "last-flag",
+    [IWARP_MS_MO] = "mo",
+    [IWARP_MS_RSVDULP] = "rsvdulp",
+    [IWARP_MS_MSN] = "msn",
+    [IWARP_MS_TO] = "to",
+    [IWARP_MS_READ_RESP] = "read-resp",
+    [IWARP_MS_TERMINATE] = "terminate",
+    [IWARP_MS_AFTER_TERMINATE] = "after-terminate",
+    [IWARP_MS_CRC_OFF] = "crc-off",
+};
+
+const char *iwarp_mpa_stream_class_name(unsigned cls)
+{
+    return cls < IWARP_MS_CLASS_COUNT ? class_names[cls] : "?";
+}
+
+static bool from_init(const struct iwarp_mpa_stream *s, unsigned side)
+{
+    return s->initiator == (int)side;
+}
+
+static void report(struct iwarp_mpa_stream *s, unsigned side, uint64_t index, bool error,
+                   enum iwarp_mpa_stream_class cls, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+
+static void report(struct iwarp_mpa_stream *s, unsigned side, uint64_t index, bool error,
+                   enum iwarp_mpa_stream_class cls, const char *fmt, ...)
+{
+    char msg[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (error)
+        s->errors++;
+    else
+        s->warnings++;
+    struct iwarp_mpa_stream_finding f = {.cls = cls,
+                                         .error = error,
+                                         .side = side,
+                                         .from_initiator = from_init(s, side),
+                                         .index = index,
+                                         .tag = s->tag,
+                                         .msg = msg};
+    s->ops->finding(s->ctx, &f);
+}
+
+void iwarp_mpa_stream_init(struct iwarp_mpa_stream *s, const struct iwarp_mpa_stream_cfg *cfg,
+                           const struct iwarp_mpa_stream_ops *ops, void *ctx)
+{
+    memset(s, 0, sizeof *s);
+    s->cfg = *cfg;
+    s->ops = ops;
+    s->ctx = ctx;
+    s->initiator = -1;
+}
+
+bool iwarp_mpa_stream_is_mpa(const struct iwarp_mpa_stream *s)
+{
+    return s->state == ST_MPA;
+}
+
+/* ---- startup frames (RFC 5044 §7.1.1, RFC 6581 §9) ---- */
+
+/* Rules on one frame's Rev/Res/PD_Length/RFC 6581 word (wire-check's mpa-* categories). */
+static void frame_rules(struct iwarp_mpa_stream *s, unsigned side, uint64_t idx, const uint8_t *b,
+                        bool reply)
+{
+    uint8_t flags = b[16], rev = b[17];
+    uint16_t pdl = iwarp_load_be16(b + 18);
+    bool sbit = flags & IWARP_MPA_FLAG_S;
+    /* RFC 5044 §7.1.1 Rev 1; RFC 6581 §4 Rev 2 */
+    if (rev != IWARP_MPA_REV1 && rev != IWARP_MPA_REV2)
+        report(s, side, idx, true, IWARP_MS_MPA_REV, "MPA Rev=%u (1 = RFC 5044, 2 = RFC 6581)",
+               rev);
+    /* RFC 5044 §7.1.1: Res MUST be zero on send; RFC 6581 §6 takes bit S from it for Rev 2 */
+    if (rev == IWARP_MPA_REV1 && (flags & (IWARP_MPA_FLAG_RES | IWARP_MPA_FLAG_S)))
+        report(s, side, idx, true, IWARP_MS_MPA_RES,
+               "Res bits 0x%02x set in a Rev 1 frame (RFC 5044 §7.1.1: MUST be 0)",
+               flags & (IWARP_MPA_FLAG_RES | IWARP_MPA_FLAG_S));
+    if (rev >= IWARP_MPA_REV2 && (flags & IWARP_MPA_FLAG_RES))
+        report(s, side, idx, true, IWARP_MS_MPA_RES,
+               "Res bits 0x%02x set (RFC 6581 §6: only S may be set)", flags & IWARP_MPA_FLAG_RES);
+    if (!sbit)
+        return;
+    if (rev < IWARP_MPA_REV2)
+        report(s, side, idx, true, IWARP_MS_MPA_REV,
+               "S bit set with Rev %u (RFC 6581 §6 needs Rev 2)", rev);
+    if (pdl < IWARP_MPA_IRD_ORD_LEN) {
+        report(s, side, idx, true, IWARP_MS_MPA_PD,
+               "S bit set but the private data is shorter than the IRD/ORD word (RFC 6581 §9)");
+        return;
+    }
+    uint16_t w1 = iwarp_load_be16(b + IWARP_MPA_HDR_LEN);
+    uint16_t w2 = iwarp_load_be16(b + IWARP_MPA_HDR_LEN + 2u);
+    /* RFC 6581 §9.2: B, C and D MUST be zero when A is zero */
+    if (!(w1 & IWARP_MPA_V2_PEER2PEER) &&
+        ((w1 & IWARP_MPA_V2_RTR_SEND) || (w2 & (IWARP_MPA_V2_RTR_WRITE | IWARP_MPA_V2_RTR_READ))))
+        report(s, side, idx, true, IWARP_MS_MPA_RTR,
+               "A=0 but B/C/D set (RFC 6581 §9.2: MUST be 0)");
+    struct iwarp_mpa_ird_ord v2;
+    iwarp_mpa_ird_ord_decode(b + IWARP_MPA_HDR_LEN, &v2);
+    if (!reply) {
+        s->req_s = true;
+        s->req_v2 = v2;
+        return;
+    }
+    s->rep_s = true;
+    s->rep_v2 = v2;
+    if (!s->have_req || !s->req_s)
+        return;
+    bool rejected = flags & IWARP_MPA_FLAG_R;
+    /* RFC 6581 §9.2: a responder accepting peer-to-peer echoes A and picks an RTR type */
+    if (s->req_v2.p2p && !v2.p2p)
+        report(s, side, idx, true, IWARP_MS_MPA_RTR,
+               "Request had A=1, Reply must too (RFC 6581 §9.2)");
+    if (s->req_v2.p2p && v2.p2p && !v2.rtr)
+        report(s, side, idx, true, IWARP_MS_MPA_RTR,
+               "peer-to-peer Reply names no RTR type (RFC 6581 §9.2)");
+    if (rejected)
+        return;
+    /* RFC 6581 §9.1: the responder's ORD MUST NOT exceed the initiator's IRD */
+    if (v2.ord != IWARP_MPA_IRD_ORD_NONE && s->req_v2.ird != IWARP_MPA_IRD_ORD_NONE &&
+        v2.ord > s->req_v2.ird)
+        report(s, side, idx, true, IWARP_MS_MPA_IRD,
+               "responder ORD %u > initiator IRD %u (RFC 6581 §9.1: MUST be at most)", v2.ord,
+               s->req_v2.ird);
+    if (s->req_v2.ord != IWARP_MPA_IRD_ORD_NONE && v2.ird != IWARP_MPA_IRD_ORD_NONE &&
+        s->req_v2.ord > v2.ird)
+        report(s, side, idx, false, IWARP_MS_MPA_IRD, "initiator ORD %u > responder IRD %u",
+               s->req_v2.ord, v2.ird);
+}
+
+static void start_fpdus(struct iwarp_mpa_stream *s, unsigned side)
+{
+    struct iwarp_mpa_stream_dir *d = &s->d[side];
+    /* RFC 5044 §7.1.1: markers in what the sender of a frame receives when its M is set */
+    bool receiver_m =
+        from_init(s, side) ? (s->rep_flags & IWARP_MPA_FLAG_M) : (s->req_flags & IWARP_MPA_FLAG_M);
+    struct iwarp_mpa_rx_cfg cfg = {.crc = s->crc, .markers = receiver_m, .stream_pos = d->pos};
+    (void)iwarp_mpa_rx_init(&d->rx, &cfg); /* stream_pos is a multiple of 4: valid */
+    d->phase = PH_FPDU;
+}
+
+/* A complete startup frame of side (frame[0..frame_len)). */
+static void frame_done(struct iwarp_mpa_stream *s, unsigned side)
+{
+    struct iwarp_mpa_stream_dir *d = &s->d[side];
+    const uint8_t *b = d->frame;
+    bool reply = !memcmp(b, IWARP_MPA_KEY_REP, IWARP_MPA_KEY_LEN);
+    struct iwarp_mpa_frame f;
+    iwarp_ssize rc = iwarp_mpa_frame_decode(b, d->frame_len, &f);
+    uint64_t idx = ++s->pdus;
+    if (!reply) {
+        if (s->have_req) /* RFC 5044 §7.1.2: one Request per connection */
+            report(s, side, idx, true, IWARP_MS_STARTUP, "second MPA Request on the connection");
+        s->have_req = true;
+        s->initiator = (int)side;
+        s->req_flags = b[16];
+    } else {
+        if (!s->have_req)
+            report(s, side, idx, true, IWARP_MS_STARTUP, "MPA Reply without a Request");
+        s->have_rep = true;
+        s->rep_flags = b[16];
+        if (s->initiator < 0)
+            s->initiator = (int)(side ^ 1u);
+    }
+    struct iwarp_mpa_stream_pdu pdu = {.kind = reply ? IWARP_MS_PDU_REPLY : IWARP_MS_PDU_REQUEST,
+                                       .side = side,
+                                       .from_initiator = from_init(s, side),
+                                       .index = idx,
+                                       .tag = s->tag,
+                                       .frame = rc >= 0 ? &f : NULL,
+                                       .flags = b[16],
+                                       .rev = b[17],
+                                       .pd_length = iwarp_load_be16(b + 18)};
+    s->ops->pdu(s->ctx, &pdu);
+    frame_rules(s, side, idx, b, reply);
+    d->frame_len = 0;
+    if (!reply) {
+        d->phase = PH_WAIT;
+        return;
+    }
+    s->rejected = b[16] & IWARP_MPA_FLAG_R;
+    if (s->req_s && !(b[16] & IWARP_MPA_FLAG_S) && !s->rejected)
+        report(s, side, idx, false, IWARP_MS_MPA_REV,
+               "enhanced Request answered without the S bit");
+    /* RFC 5044 §7.1.1: CRCs are used when either side asks for them */
+    s->crc = ((s->req_flags | s->rep_flags) & IWARP_MPA_FLAG_C) != 0;
+    if (!s->crc && !s->rejected)
+        report(s, side, idx, false, IWARP_MS_CRC_OFF,
+               "neither side asked for CRCs (RFC 5044 §4.4: CRCs are the default); nothing "
+               "verifies the FPDUs");
+    s->p2p = s->req_s && s->rep_s && s->req_v2.p2p && s->rep_v2.p2p && !s->rejected;
+    s->rtr_offered = s->p2p ? s->rep_v2.rtr : 0;
+    for (unsigned i = 0; i < 2; i++) {
+        struct iwarp_mpa_stream_dir *x = &s->d[i];
+        if (s->rejected) { /* RFC 5044 §7.1.2 rule 3: nothing follows a Reject */
+            x->phase = PH_RAW;
+            continue;
+        }
+        if (i == side || x->phase == PH_WAIT) {
+            if (x->raw > 0) /* RFC 5044 §7.1.2: the initiator waits for the Reply */
+                report(s, i, 0, true, IWARP_MS_UNDISSECTED,
+                       "%llu octets sent before the MPA Reply were not decoded (RFC 5044 "
+                       "§7.1.2: no FPDU before the Reply)",
+                       (unsigned long long)x->raw);
+            x->raw = 0;
+            x->pos = 0; /* RFC 5044 §4.3: positions count from the start of full operation */
+            start_fpdus(s, i);
+        }
+    }
+}
+
+/* Collects side's startup frame. Returns the octets consumed. */
+static size_t frame_feed(struct iwarp_mpa_stream *s, unsigned side, const uint8_t *p, size_t n)
+{
+    struct iwarp_mpa_stream_dir *d = &s->d[side];
+    size_t used = 0;
+    while (used < n && d->phase == PH_FRAME) {
+        size_t need = d->frame_len < IWARP_MPA_HDR_LEN
+                          ? IWARP_MPA_HDR_LEN
+                          : IWARP_MPA_HDR_LEN + iwarp_load_be16(d->frame + 18);
+        size_t k = need - d->frame_len < n - used ? need - d->frame_len : n - used;
+        memcpy(d->frame + d->frame_len, p + used, k);
+        d->frame_len += (uint32_t)k;
+        used += k;
+        /* RFC 5044 §7.1.2 rule 5: the key comes first; anything else is not MPA */
+        size_t key = d->frame_len < IWARP_MPA_KEY_LEN ? d->frame_len : IWARP_MPA_KEY_LEN;
+        bool is_req = !memcmp(d->frame, IWARP_MPA_KEY_REQ, key);
+        bool is_rep = !memcmp(d->frame, IWARP_MPA_KEY_REP, key);
+        if (!is_req && !is_rep) {
+            if (s->state == ST_UNKNOWN) {
+                s->state = ST_NOT_MPA;
+                if (s->cfg.require_mpa)
+                    report(s, side, 0, true, IWARP_MS_NO_MPA,
+                           "the stream carries payload that does not start with an MPA "
+                           "Request");
+                return n;
+            }
+            report(s, side, 0, true, IWARP_MS_STARTUP,
+                   "the side's first octets are not an MPA Request or Reply (RFC 5044 §7.1.2)");
+            d->raw += d->frame_len;
+            d->frame_len = 0;
+            d->phase = PH_RAW;
+            break;
+        }
+        s->state = ST_MPA;
+        if (d->frame_len < need)
+            continue;
+        if (need == IWARP_MPA_HDR_LEN) {
+            uint16_t pdl = iwarp_load_be16(d->frame + 18);
+            if (pdl > IWARP_MPA_PD_MAX) { /* RFC 5044 §7.1.1: at most 512 octets */
+                report(s, side, ++s->pdus, true, IWARP_MS_MPA_PD,
+                       "PD_Length %u > 512 (RFC 5044 §7.1.1): the frame cannot be delimited", pdl);
+                d->raw += d->frame_len;
+                d->frame_len = 0;
+                d->phase = PH_RAW;
+                break;
+            }
+            if (pdl > 0)
+                continue;
+        }
+        frame_done(s, side);
+    }
+    return used;
+}
+
+/* ---- FPDUs ---- */
+
+static const char *op_name(unsigned op)
+{
+    const struct iwarp_rdmap_opinfo *oi = iwarp_rdmap_opinfo(op);
+    return oi ? oi->name : "reserved opcode";
+}
+
+/* The category of an iwarp_wire_segment_decode() error. */
+static enum iwarp_mpa_stream_class seg_class(int rc)
+{
+    switch (rc) {
+    case IWARP_ERR_DDP_VERSION:
+        return IWARP_MS_DDP_VERSION;
+    case IWARP_ERR_RDMAP_VERSION:
+        return IWARP_MS_RDMAP_VERSION;
+    case IWARP_ERR_RDMAP_OPCODE:
+        return IWARP_MS_OPCODE;
+    case IWARP_ERR_RDMAP_TAGGED:
+        return IWARP_MS_TFLAG;
+    case IWARP_ERR_DDP_QN:
+        return IWARP_MS_QN;
+    case IWARP_ERR_RDMAP_LAST:
+        return IWARP_MS_LAST_FLAG;
+    case IWARP_ERR_DDP_MO:
+        return IWARP_MS_MO;
+    default: /* IWARP_ERR_DDP_HDR_LEN, IWARP_ERR_RDMAP_LEN */
+        return IWARP_MS_LENGTH;
+    }
+}
+
+/* RFC 6581 §9.2: in peer-to-peer mode the initiator's first FPDU is a zero-length RTR of a
+ * type the Reply offered. */
+static void rtr_rule(struct iwarp_mpa_stream *s, unsigned side,
+                     const struct iwarp_mpa_stream_pdu *p)
+{
+    unsigned op = iwarp_rdmap_ctrl_opcode(p->ddp.rsvdulp);
+    size_t hdr = iwarp_ddp_hdr_len(p->ulpdu[0]);
+    size_t payload = p->ulpdu_len - hdr;
+    struct iwarp_rdmap_read_req rr;
+    bool ok = (op == IWARP_RDMAP_OP_WRITE && (s->rtr_offered & IWARP_MPA_RTR_WRITE) && !payload) ||
+              (op == IWARP_RDMAP_OP_SEND && (s->rtr_offered & IWARP_MPA_RTR_SEND) && !payload) ||
+              (op == IWARP_RDMAP_OP_READ_REQ && (s->rtr_offered & IWARP_MPA_RTR_READ) &&
+               iwarp_rdmap_read_req_decode(p->ulpdu + hdr, payload, &rr) >= 0 && rr.size == 0);
+    if (!ok)
+        report(s, side, p->index, true, IWARP_MS_RTR,
+               "peer-to-peer connection: the initiator's first FPDU must be a zero-length RTR "
+               "the Reply offered (%s%s%s), not %s with %zu payload octets (RFC 6581 §9.2)",
+               s->rtr_offered & IWARP_MPA_RTR_SEND ? "Send " : "",
+               s->rtr_offered & IWARP_MPA_RTR_WRITE ? "Write " : "",
+               s->rtr_offered & IWARP_MPA_RTR_READ ? "Read " : "", op_name(op), payload);
+}
+
+/* The untagged queue record of qn (-1 when the table is full). */
+static int q_slot(struct iwarp_mpa_stream_dir *d, uint32_t qn)
+{
+    for (unsigned i = 0; i < IWARP_MS_MAX_QN; i++)
+        if (d->q[i].used && d->q[i].qn == qn)
+            return (int)i;
+    for (unsigned i = 0; i < IWARP_MS_MAX_QN; i++)
+        if (!d->q[i].used) {
+            d->q[i].used = true;
+            d->q[i].qn = qn;
+            d->q[i].next_msn = 1; /* RFC 5041 §5.3: the first MSN of a queue is 1 */
+            return (int)i;
+        }
+    return -1;
+}
+
+/* RFC 5041 §4.3, §5.3: MSN starts at 1 and grows by one per message on each queue; the
+ * segments of one message share it and their MO is contiguous from 0. */
+static void untagged_seq(struct iwarp_mpa_stream *s, unsigned side, uint64_t idx,
+                         const struct iwarp_ddp_hdr *h, uint32_t payload)
+{
+    struct iwarp_mpa_stream_dir *d = &s->d[side];
+    int i = q_slot(d, h->qn);
+    if (i < 0)
+        return;
+    if (d->q[i].open) {
+        if (h->msn != d->q[i].cur_msn)
+            report(s, side, idx, true, IWARP_MS_MSN,
+                   "QN %u MSN %u while message MSN %u is unfinished (L=0) (RFC 5041 §4.3)", h->qn,
+                   h->msn, d->q[i].cur_msn);
+        else if (h->mo != d->q[i].cur_mo)
+            report(s, side, idx, true, IWARP_MS_MO,
+                   "QN %u MSN %u MO %u, expected %u (RFC 5041 §4.3)", h->qn, h->msn, h->mo,
+                   d->q[i].cur_mo);
+    } else {
+        if (h->msn != d->q[i].next_msn)
+            report(s, side, idx, true, IWARP_MS_MSN,
+                   "QN %u MSN %u, expected %u (MSNs start at 1 and grow by one per message, "
+                   "RFC 5041 §4.3)",
+                   h->qn, h->msn, d->q[i].next_msn);
+        if (h->mo != 0)
+            report(s, side, idx, true, IWARP_MS_MO,
+                   "first segment of QN %u MSN %u has MO %u, expected 0 (RFC 5041 §4.3)", h->qn,
+                   h->msn, h->mo);
+    }
+    if (h->last) {
+        d->q[i].open = false;
+        d->q[i].next_msn = h->msn + 1u; /* wraps modulo 2^32 (RFC 5041 §4.3) */
+    } else {
+        d->q[i].open = true;
+        d->q[i].cur_msn = h->msn;
+        d->q[i].cur_mo = h->mo + payload;
+    }
+}
+
+/* RFC 5041 §4.2: the segments of a tagged message carry contiguous TOs. */
+static void tagged_seq(struct iwarp_mpa_stream *s, unsigned side, uint64_t idx,
+                       const struct iwarp_ddp_hdr *h, uint32_t payload)
+{
+    struct iwarp_mpa_stream_dir *d = &s->d[side];
+    int slot = -1, fresh = -1;
+    for (unsigned i = 0; i < IWARP_MS_MAX_STAGS; i++) {
+        if (d->t[i].used && d->t[i].stag == h->stag)
+            slot = (int)i;
+        else if (!d->t[i].used && fresh < 0)
+            fresh = (int)i;
+    }
+    if (slot >= 0 && h->to != d->t[slot].next_to)
+        report(s, side, idx, true, IWARP_MS_TO,
+               "TO 0x%llx for STag 0x%08x, expected 0x%llx (continues the previous segment, RFC "
+               "5041 §4.2)",
+               (unsigned long long)h->to, h->stag, (unsigned long long)d->t[slot].next_to);
+    if (h->last) {
+        if (slot >= 0)
+            d->t[slot].used = false;
+        return;
+    }
+    if (slot < 0)
+        slot = fresh;
+    if (slot >= 0) {
+        d->t[slot].used = true;
+        d->t[slot].stag = h->stag;
+        d->t[slot].next_to = h->to + payload;
+    }
+}
+
+/* RFC 5040 §4.5: Read Responses answer the peer's Read Requests in order, at the sink STag and
+ * TO, RDMARDSZ octets in all. */
+static void read_resp(struct iwarp_mpa_stream *s, unsigned side, uint64_t idx,
+                      const struct iwarp_ddp_hdr *h, uint32_t payload)
+{
+    struct iwarp_mpa_stream_dir *d = &s->d[side], *peer = &s->d[side ^ 1u];
+    if (!d->resp_open) {
+        if (peer->nreads == 0) {
+            report(s, side, idx, true, IWARP_MS_READ_RESP,
+                   "Read Response without an outstanding Read Request (RFC 5040 §4.5)");
+            return;
+        }
+        d->resp_req.sink_stag = peer->reads[0].sink_stag;
+        d->resp_req.sink_to = peer->reads[0].sink_to;
+        d->resp_req.size = peer->reads[0].size;
+        d->resp_req.index = peer->reads[0].index;
+        memmove(&peer->reads[0], &peer->reads[1], (peer->nreads - 1u) * sizeof peer->reads[0]);
+        peer->nreads--;
+        d->resp_open = true;
+        d->resp_sofar = 0;
+    }
+    if (h->stag != d->resp_req.sink_stag)
+        report(s, side, idx, true, IWARP_MS_READ_RESP,
+               "Read Response STag 0x%08x, Read Request #%llu asked for sink STag 0x%08x (RFC "
+               "5040 §4.5)",
+               h->stag, (unsigned long long)d->resp_req.index, d->resp_req.sink_stag);
+    else if (h->to != d->resp_req.sink_to + d->resp_sofar)
+        report(s, side, idx, true, IWARP_MS_READ_RESP,
+               "Read Response TO 0x%llx, expected 0x%llx (Read Request #%llu, RFC 5040 §4.5)",
+               (unsigned long long)h->to, (unsigned long long)(d->resp_req.sink_to + d->resp_sofar),
+               (unsigned long long)d->resp_req.index);
+    d->resp_sofar += payload;
+    if (h->last) {
+        if (d->resp_sofar != d->resp_req.size)
+            report(s, side, idx, true, IWARP_MS_READ_RESP,
+                   "Read Response carried %llu octets, Read Request #%llu asked for %u (RFC 5040 "
+                   "§4.4 RDMARDSZ)",
+                   (unsigned long long)d->resp_sofar, (unsigned long long)d->resp_req.index,
+                   d->resp_req.size);
+        d->resp_open = false;
+    } else if (d->resp_sofar > d->resp_req.size) {
+        report(s, side, idx, true, IWARP_MS_READ_RESP,
+               "Read Response exceeds the %u octets requested (RFC 5040 §4.4)", d->resp_req.size);
+    }
+}
+
+/* Header rules beyond the first failure iwarp_wire_segment_decode() reports. */
+static void segment_rules(struct iwarp_mpa_stream *s, unsigned side,
+                          const struct iwarp_mpa_stream_pdu *p)
+{
+    struct iwarp_mpa_stream_dir *d = &s->d[side];
+    if (p->seg_rc < 0) {
+        char cs[128];
+        iwarp_term_cause_str(p->cause, cs, sizeof cs);
+        report(s, side, p->index, true, seg_class(p->seg_rc), "%s; Terminate %u/%u/0x%02x %s",
+               iwarp_strerror(p->seg_rc), p->cause.layer, p->cause.etype, p->cause.ecode, cs);
+    } else {
+        unsigned r = p->seg->rsvd_set;
+        /* RFC 5041 §4.1, RFC 5040 §4.1: reserved fields MUST be zero on send */
+        if (r & IWARP_WIRE_RSVD_DDP)
+            report(s, side, p->index, true, IWARP_MS_DDP_RSVD,
+                   "DDP reserved bits = 0x%x (RFC 5041 §4.1: MUST be 0)", p->ddp.rsvd);
+        if (r & (IWARP_WIRE_RSVD_RDMAP | IWARP_WIRE_RSVD_ATOMIC))
+            report(s, side, p->index, true, IWARP_MS_RDMAP_RSVD,
+                   "RDMAP reserved bits set (RFC 5040 §4.1, RFC 7306 §5.2.1: MUST be 0)");
+        if (r & IWARP_WIRE_RSVD_INV_STAG)
+            report(s, side, p->index, true, IWARP_MS_RSVDULP,
+                   "Invalidate STag slot = 0x%08x, MUST be 0 for %s (RFC 5040 §4.1)",
+                   p->ddp.rsvdulp_word, p->seg->op->name);
+        if (p->seg->opcode == IWARP_RDMAP_OP_TERMINATE) {
+            const struct iwarp_term *t = &p->seg->body.term;
+            if (t->siw_swapped) /* wire-reference §1.5 */
+                report(s, side, p->index, true, IWARP_MS_TERMINATE,
+                       "Terminate control word in Linux siw's bit-reversed layout (siw's known "
+                       "deviation from RFC 5040 §4.8)");
+            else if (r & IWARP_WIRE_RSVD_TERM)
+                report(s, side, p->index, true, IWARP_MS_TERMINATE,
+                       "Terminate reserved bits 0x%x (RFC 5040 §4.8: MUST be 0)", t->rsvd);
+            else if (!iwarp_term_cause_defined(t->ctrl.cause))
+                report(s, side, p->index, true, IWARP_MS_TERMINATE,
+                       "Terminate cause %u/%u/0x%02x is not defined (RFC 5040 §4.8)",
+                       t->ctrl.cause.layer, t->ctrl.cause.etype, t->ctrl.cause.ecode);
+        }
+    }
+    unsigned op = iwarp_rdmap_ctrl_opcode(p->ddp.rsvdulp);
+    if (op == IWARP_RDMAP_OP_TERMINATE && !p->ddp.tagged) {
+        if (d->terminated) /* RFC 5040 §5.4: one Terminate ends the stream */
+            report(s, side, p->index, true, IWARP_MS_TERMINATE, "second Terminate on this stream");
+        else
+            d->terminated = p->index;
+    }
+}
+
+/* A complete FPDU of side (its ULPDU staged in d->ulpdu). */
+static void fpdu_done(struct iwarp_mpa_stream *s, unsigned side, uint32_t ulpdu_len,
+                      enum iwarp_mpa_stream_crc crc, bool marker_bad)
+{
+    struct iwarp_mpa_stream_dir *d = &s->d[side];
+    uint32_t pad = iwarp_mpa_pad_len(ulpdu_len);
+    struct iwarp_wire_segment seg;
+    struct iwarp_mpa_stream_pdu p = {.kind = IWARP_MS_PDU_FPDU,
+                                     .side = side,
+                                     .from_initiator = from_init(s, side),
+                                     .index = ++s->pdus,
+                                     .tag = s->tag,
+                                     .ulpdu_len = ulpdu_len,
+                                     .pad_len = pad,
+                                     .markers = d->marker_oct / IWARP_MPA_MARKER_LEN,
+                                     .crc = crc,
+                                     .crc_field = iwarp_load_le32(d->trailer + pad),
+                                     .ulpdu = d->ulpdu};
+    p.has_ddp = iwarp_ddp_hdr_decode(d->ulpdu, ulpdu_len, &p.ddp) > 0;
+    p.seg_rc = iwarp_wire_segment_decode(d->ulpdu, ulpdu_len, &seg, &p.cause);
+    p.seg = p.seg_rc == 0 ? &seg : NULL;
+    bool first = d->fpdus++ == 0;
+    uint64_t after = d->terminated;
+    s->ops->pdu(s->ctx, &p);
+
+    if (crc == IWARP_MS_CRC_BAD) /* RFC 5044 §4.4, §8 code 2 */
+        report(s, side, p.index, true, IWARP_MS_BAD_CRC,
+               "MPA CRC field 0x%08x does not match the FPDU (RFC 5044 §4.4)", p.crc_field);
+    if (marker_bad) /* RFC 5044 §4.3, §8 code 3 */
+        report(s, side, p.index, true, IWARP_MS_MARKER,
+               "a marker's FPDUPTR does not point at this FPDU's ULPDU_Length (RFC 5044 §4.3)");
+    for (uint32_t i = 0; i < pad; i++)
+        if (d->trailer[i]) { /* RFC 5044 §4.1: PAD octets MUST be zero */
+            report(s, side, p.index, true, IWARP_MS_PAD, "PAD octets are not zero (RFC 5044 §4.1)");
+            break;
+        }
+    /* RFC 5044 §7.1.2 rule 4: the responder sends no FPDU before the initiator's first */
+    if (first && !from_init(s, side) && s->have_req && s->d[side ^ 1u].fpdus == 0)
+        report(s, side, p.index, true, IWARP_MS_STARTUP,
+               "responder sent an FPDU before receiving the initiator's first FPDU (RFC 5044 "
+               "§7.1.2 rule 4)");
+    if (!p.has_ddp) {
+        segment_rules(s, side, &p);
+        return;
+    }
+    unsigned op = iwarp_rdmap_ctrl_opcode(p.ddp.rsvdulp);
+    if (after) /* RFC 5040 §5.4: nothing follows one's own Terminate */
+        report(s, side, p.index, true, IWARP_MS_AFTER_TERMINATE,
+               "%s sent after this side's Terminate #%llu (RFC 5040 §5.4)", op_name(op),
+               (unsigned long long)after);
+    segment_rules(s, side, &p);
+    if (first && from_init(s, side) && s->p2p)
+        rtr_rule(s, side, &p);
+
+    size_t hdr = iwarp_ddp_hdr_len(d->ulpdu[0]);
+    uint32_t payload = (uint32_t)(ulpdu_len - hdr);
+    if (p.ddp.tagged) {
+        if (op == IWARP_RDMAP_OP_WRITE || op == IWARP_RDMAP_OP_READ_RESP)
+            tagged_seq(s, side, p.index, &p.ddp, payload);
+        if (op == IWARP_RDMAP_OP_READ_RESP)
+            read_resp(s, side, p.index, &p.ddp, payload);
+        return;
+    }
+    untagged_seq(s, side, p.index, &p.ddp, payload);
+    struct iwarp_rdmap_read_req rr;
+    if (op == IWARP_RDMAP_OP_READ_REQ && d->nreads < IWARP_MS_MAX_READS &&
+        iwarp_rdmap_read_req_decode(d->ulpdu + hdr, payload, &rr) >= 0) {
+        d->reads[d->nreads].sink_stag = rr.sink_stag;
+        d->reads[d->nreads].sink_to = rr.sink_to;
+        d->reads[d->nreads].size = rr.size;
+        d->reads[d->nreads].index = p.index;
+        d->nreads++;
+    }
+}
+
+/* The direction stops being decodable: the rest is counted as raw octets. */
+static void to_raw(struct iwarp_mpa_stream_dir *d)
+{
+    d->raw += d->partial;
+    d->partial = 0;
+    d->phase = PH_RAW;
+}
+
+/* Full operation: feeds side's octets to its deframer one part at a time, so the end of each
+ * part (and of a failed FPDU) is known. Returns the octets consumed. */
+static size_t fpdu_feed(struct iwarp_mpa_stream *s, unsigned side, const uint8_t *p, size_t n)
+{
+    struct iwarp_mpa_stream_dir *d = &s->d[side];
+    size_t used = 0;
+    while (used < n && d->phase == PH_FPDU) {
+        struct iwarp_mpa_rx_want w;
+        size_t k = iwarp_mpa_rx_want(&d->rx, &w);
+        if (k > n - used)
+            k = n - used;
+        if (w.part == IWARP_MPA_RX_PART_TRAILER) {
+            for (size_t i = 0; i < k && d->trailer_got < sizeof d->trailer; i++)
+                d->trailer[d->trailer_got++] = p[used + i];
+        } else if (w.part == IWARP_MPA_RX_PART_MARKER) {
+            d->marker_oct += (uint32_t)k;
+        }
+        struct iwarp_mpa_rx_ev ev;
+        iwarp_ssize r = iwarp_mpa_rx_feed(&d->rx, p + used, k, &ev);
+        if (r < 0) {
+            bool fpdu_end = w.part == IWARP_MPA_RX_PART_TRAILER && k == w.len;
+            if (fpdu_end && (r == IWARP_ERR_FPDU_CRC || r == IWARP_ERR_FPDU_MARKER)) {
+                /* The FPDU is delimited: report it and restart after it. */
+                d->pos += (uint32_t)k;
+                used += k;
+                fpdu_done(s, side, w.ulpdu_len,
+                          r == IWARP_ERR_FPDU_CRC ? IWARP_MS_CRC_BAD : IWARP_MS_CRC_GOOD,
+                          r == IWARP_ERR_FPDU_MARKER);
+                d->partial = d->marker_oct = d->trailer_got = 0;
+                start_fpdus(s, side);
+                continue;
+            }
+            d->partial += (uint32_t)k;
+            if (r == IWARP_ERR_FPDU_LEN)
+                report(s, side, 0, true, IWARP_MS_LENGTH,
+                       "ULPDU_Length is 0 or over 64768 (RFC 5044 §3): the FPDU cannot be "
+                       "delimited; the rest of this direction is not decoded");
+            else
+                report(s, side, 0, true, IWARP_MS_MARKER,
+                       "a marker's FPDUPTR does not point at the current FPDU (RFC 5044 §4.3); "
+                       "the rest of this direction is not decoded");
+            used += k;
+            to_raw(d);
+            break;
+        }
+        k = (size_t)r;
+        if (ev.kind == IWARP_MPA_RX_EV_ULPDU && ev.ulpdu_off + ev.len <= sizeof d->ulpdu)
+            memcpy(d->ulpdu + ev.ulpdu_off, ev.data, ev.len);
+        d->pos += (uint32_t)k;
+        d->partial += (uint32_t)k;
+        used += k;
+        if (ev.kind == IWARP_MPA_RX_EV_FPDU) {
+            fpdu_done(s, side, ev.ulpdu_len, ev.crc_checked ? IWARP_MS_CRC_GOOD : IWARP_MS_CRC_NONE,
+                      false);
+            d->partial = d->marker_oct = d->trailer_got = 0;
+        }
+    }
+    return used;
+}
+
+void iwarp_mpa_stream_feed(struct iwarp_mpa_stream *s, unsigned side, const uint8_t *p, size_t n,
+                           uint64_t tag)
+{
+    if (side > 1u || s->state == ST_NOT_MPA)
+        return;
+    s->tag = tag;
+    struct iwarp_mpa_stream_dir *d = &s->d[side];
+    while (n > 0 && s->state != ST_NOT_MPA) {
+        size_t k;
+        switch (d->phase) {
+        case PH_FRAME:
+            k = frame_feed(s, side, p, n);
+            break;
+        case PH_FPDU:
+            k = fpdu_feed(s, side, p, n);
+            break;
+        default: /* PH_WAIT (before the Reply), PH_RAW */
+            d->raw += n;
+            k = n;
+            break;
+        }
+        p += k;
+        n -= k;
+    }
+}
+
+void iwarp_mpa_stream_finish(struct iwarp_mpa_stream *s)
+{
+    if (s->state != ST_MPA)
+        return;
+    s->tag = 0;
+    for (unsigned i = 0; i < 2; i++) {
+        struct iwarp_mpa_stream_dir *d = &s->d[i];
+        uint64_t left = d->raw + d->partial + d->frame_len;
+        if (left > 0)
+            report(s, i, 0, true, IWARP_MS_UNDISSECTED,
+                   "%llu octets are not part of a complete MPA frame or FPDU (garbage, a lost "
+                   "framing, data before the Reply or after a Reject, or a capture that ends "
+                   "inside a PDU)",
+                   (unsigned long long)left);
+        for (unsigned q = 0; q < IWARP_MS_MAX_QN; q++)
+            if (d->q[q].used && d->q[q].open)
+                report(s, i, 0, false, IWARP_MS_MSN,
+                       "QN %u MSN %u has no segment with L=1 by the end of the capture", d->q[q].qn,
+                       d->q[q].cur_msn);
+        if (d->resp_open)
+            report(s, i, 0, false, IWARP_MS_READ_RESP,
+                   "Read Response unfinished at the end of the capture");
+    }
+}
