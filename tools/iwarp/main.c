@@ -11,6 +11,8 @@
 static const struct iwarp_cli_cmd commands[] = {
     {"demo", "negotiate MPA, frame every RDMAP operation, decode it back, write a capture",
      iwarp_cli_demo},
+    {"dump", "decode a capture's MPA/DDP/RDMAP traffic and judge it against the RFCs",
+     iwarp_cli_dump},
 };
 
 static void usage(FILE *out)
