@@ -111,12 +111,16 @@ static bool closing_state(const struct iwarp_llp_conn *c)
            c->state == IWARP_LLP_CONN_REJECTED;
 }
 
-/* Close end d's transport. */
-static void close_end(struct iwarp_llp_mem *m, unsigned d, bool graceful)
+/* Close end d's transport: by its own decision (graceful as given), or because the peer's
+ * stream ended (peer_eof: graceful only at a message boundary, as over TCP). */
+static void close_end(struct iwarp_llp_mem *m, unsigned d, bool graceful, bool peer_eof)
 {
     m->closed[d] = true;
     m->pipe[d].eof = true;
-    iwarp_llp_conn_closed(m->end[d], graceful);
+    if (peer_eof)
+        iwarp_llp_conn_eof(m->end[d]);
+    else
+        iwarp_llp_conn_closed(m->end[d], graceful);
 }
 
 size_t iwarp_llp_mem_step(struct iwarp_llp_mem *m)
@@ -131,7 +135,7 @@ size_t iwarp_llp_mem_step(struct iwarp_llp_mem *m)
         /* Nothing more to write from a connection that is done: close its transport. */
         struct iwarp_llp_conn *c = m->end[d];
         if (closing_state(c) && !iwarp_llp_conn_tx_ready(c, m->now_ns)) {
-            close_end(m, d, c->state == IWARP_LLP_CONN_CLOSE);
+            close_end(m, d, c->state == IWARP_LLP_CONN_CLOSE, false);
             moved++;
         }
     }
@@ -142,7 +146,7 @@ size_t iwarp_llp_mem_step(struct iwarp_llp_mem *m)
             moved += r;
         /* The peer sees the end of the stream after the last octet. */
         if (p->eof && p->len == 0 && p->stall == 0 && !m->closed[1u - d]) {
-            close_end(m, 1u - d, true);
+            close_end(m, 1u - d, true, true);
             moved++;
         }
         if (p->stall > 0)
