@@ -188,15 +188,12 @@ static void frame_done(struct iwarp_mpa_stream *s, unsigned side)
     struct iwarp_mpa_frame f;
     iwarp_ssize rc = iwarp_mpa_frame_decode(b, d->frame_len, &f);
     uint64_t idx = ++s->pdus;
+    bool second_req = !reply && s->have_req, orphan_rep = reply && !s->have_req;
     if (!reply) {
-        if (s->have_req) /* RFC 5044 §7.1.2: one Request per connection */
-            report(s, side, idx, true, IWARP_MS_STARTUP, "second MPA Request on the connection");
         s->have_req = true;
         s->initiator = (int)side;
         s->req_flags = b[16];
     } else {
-        if (!s->have_req)
-            report(s, side, idx, true, IWARP_MS_STARTUP, "MPA Reply without a Request");
         s->have_rep = true;
         s->rep_flags = b[16];
         if (s->initiator < 0)
@@ -212,6 +209,10 @@ static void frame_done(struct iwarp_mpa_stream *s, unsigned side)
                                        .rev = b[17],
                                        .pd_length = iwarp_load_be16(b + 18)};
     s->ops->pdu(s->ctx, &pdu);
+    if (second_req) /* RFC 5044 §7.1.2: one Request per connection */
+        report(s, side, idx, true, IWARP_MS_STARTUP, "second MPA Request on the connection");
+    if (orphan_rep)
+        report(s, side, idx, true, IWARP_MS_STARTUP, "MPA Reply without a Request");
     frame_rules(s, side, idx, b, reply);
     d->frame_len = 0;
     if (!reply) {
@@ -288,7 +289,7 @@ static size_t frame_feed(struct iwarp_mpa_stream *s, unsigned side, const uint8_
         if (need == IWARP_MPA_HDR_LEN) {
             uint16_t pdl = iwarp_load_be16(d->frame + 18);
             if (pdl > IWARP_MPA_PD_MAX) { /* RFC 5044 §7.1.1: at most 512 octets */
-                report(s, side, ++s->pdus, true, IWARP_MS_MPA_PD,
+                report(s, side, 0, true, IWARP_MS_MPA_PD,
                        "PD_Length %u > 512 (RFC 5044 §7.1.1): the frame cannot be delimited", pdl);
                 d->raw += d->frame_len;
                 d->frame_len = 0;
