@@ -75,6 +75,9 @@ extern "C" {
     /* DDP-level interface (src/api/ddp.c, iwarp/ddp.h) */                                    \
     XX(DDP_QP_MODE, -130, "operation not valid for this QP's mode (DDP-level or verbs)")      \
     XX(DDP_RTR, -131, "peer-to-peer RTR (RFC 6581) is RDMAP-level: not on a DDP-level QP")    \
+    /* iwarp perf (tools/iwarp/perf*.c) */                                                    \
+    XX(PERF_PROTO, -165, "iwarp perf: the peer broke the test protocol")                      \
+    XX(PERF_VERIFY, -166, "iwarp perf: received data differs from what was sent")             \
     /* Captures (src/trace: pcap files, packet headers) */                                    \
     XX(PCAP, -70, "libpcap could not open, read or write the capture file")                   \
     XX(PCAP_LINKTYPE, -71, "capture link-layer type not supported")                           \

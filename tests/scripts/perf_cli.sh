@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# perf_cli.sh IWARP [WIRE_CHECK]  -  `iwarp perf` end to end, in loopback:
+#   every op x (bandwidth, latency) x (events, busy-poll) over the whole size sweep with --verify,
+#   --qps, --mpa-rev 1, --no-crc, -D; --json parses; --plot writes well-formed SVG;
+#   --compare-tcp prints a ratio per size; bad arguments exit 2 with a message; --help;
+#   the library's packet trace of a run (IWARP_TRACE_PCAP) passes the wire judge with 0 errors.
+set -uo pipefail
+IWARP=${1:?usage: perf_cli.sh IWARP [WIRE_CHECK]}
+CHECK=${2:-}
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+ok() { echo "ok: $*"; }
+
+# 1. every operation, both measures, both completion modes, 2 B .. 8 MiB, every octet checked
+for op in write read send; do
+  for lat in "" --lat; do
+    for mode in "" --busy-poll; do
+      what="--op $op $lat $mode -a -n 2 --verify"
+      # shellcheck disable=SC2086
+      if "$IWARP" perf $what >"$TMP/out" 2>"$TMP/err"; then
+        rows=$(grep -cE '^ [0-9]+ ' "$TMP/out")
+        [ "$rows" -eq 23 ] && ok "$what ($rows sizes)" || fail "$what: $rows rows, expected 23"
+      else
+        fail "$what: exit $?: $(cat "$TMP/err")"
+      fi
+    done
+  done
+done
+
+# 2. more QPs, MPA revision 1 without CRC, a duration
+"$IWARP" perf --op write --qps 4 --qd 8 -s 64K -n 50 --verify >/dev/null 2>"$TMP/err" &&
+  ok "--qps 4" || fail "--qps 4: $(cat "$TMP/err")"
+"$IWARP" perf --op send --qps 3 -s 4K -n 200 --verify --busy-poll >/dev/null 2>"$TMP/err" &&
+  ok "send --qps 3 (credits per QP)" || fail "send --qps 3: $(cat "$TMP/err")"
+"$IWARP" perf --op read --mpa-rev 1 --no-crc -s 1M -n 20 --verify >/dev/null 2>"$TMP/err" &&
+  ok "--mpa-rev 1 --no-crc" || fail "--mpa-rev 1 --no-crc: $(cat "$TMP/err")"
+"$IWARP" perf --op send --lat -s 128 -D 0.2 >"$TMP/out" 2>"$TMP/err" &&
+  grep -qE '^ 128 ' "$TMP/out" && ok "-D 0.2" || fail "-D 0.2: $(cat "$TMP/err")"
+
+# 3. --json is one valid JSON document with the figures
+if "$IWARP" perf --op read -s 4K -n 100 --compare-tcp --passes 2 --json >"$TMP/j.json" 2>"$TMP/err" &&
+  python3 - "$TMP/j.json" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+r = d["results"][0]
+assert d["passes"] == 2 and d["op"] == "read" and r["bytes"] == 4096, d
+assert r["bw_avg_MBps"] > 0 and r["tcp"]["bw_avg_MBps"] > 0 and r["ratio"] > 0, r
+EOF
+then ok "--json"; else fail "--json: $(cat "$TMP/err")"; fi
+"$IWARP" perf --lat -s 64 -n 100 --json >"$TMP/l.json" 2>/dev/null &&
+  python3 -m json.tool "$TMP/l.json" >/dev/null && ok "--lat --json" || fail "--lat --json"
+
+# 4. --plot writes a well-formed SVG with one point per size
+if "$IWARP" perf --op write -a -n 4 --plot "$TMP/p.svg" >/dev/null 2>"$TMP/err"; then
+  if command -v xmllint >/dev/null; then
+    xmllint --noout "$TMP/p.svg" && ok "--plot (xmllint)" || fail "--plot: not well-formed"
+  else
+    python3 -c 'import sys, xml.etree.ElementTree as E; E.parse(sys.argv[1])' "$TMP/p.svg" &&
+      ok "--plot (xml.etree)" || fail "--plot: not well-formed"
+  fi
+  n=$(grep -c '<circle' "$TMP/p.svg")
+  [ "$n" -eq 23 ] || fail "--plot: $n points, expected 23"
+else
+  fail "--plot: $(cat "$TMP/err")"
+fi
+
+# 5. --compare-tcp: a TCP figure and a ratio on every row, and the number of passes said
+if "$IWARP" perf --op send -s 64K -n 100 --compare-tcp --passes 3 >"$TMP/out" 2>"$TMP/err"; then
+  grep -q 'TCP BW average' "$TMP/out" && grep -q 'median of 3 passes' "$TMP/out" &&
+    awk '/^ 65536 /{ if ($NF + 0 > 0) found = 1 } END { exit !found }' "$TMP/out" &&
+    ok "--compare-tcp bandwidth" || { fail "--compare-tcp: no ratio"; cat "$TMP/out"; }
+else
+  fail "--compare-tcp: $(cat "$TMP/err")"
+fi
+"$IWARP" perf --lat --busy-poll -s 64 -n 200 --compare-tcp --passes 2 >"$TMP/out" 2>"$TMP/err" &&
+  grep -q 'TCP t_typical' "$TMP/out" && ok "--compare-tcp latency" ||
+  fail "--compare-tcp --lat: $(cat "$TMP/err")"
+
+# 6. bad arguments: exit 2 and a message naming the problem
+bad() {
+  local want=$1; shift
+  "$IWARP" perf "$@" >"$TMP/out" 2>"$TMP/err"
+  local rc=$?
+  if [ $rc -eq 2 ] && grep -qi -- "$want" "$TMP/err"; then ok "bad: $*"; else
+    fail "bad: $* -> exit $rc: $(cat "$TMP/err")"; fi
+}
+bad "--op must be" --op atomic
+bad "--size must be" -s 1
+bad "--size must be" -s 9M
+bad "--size must be" -s 12x
+bad "not supported yet" --transport sctp
+bad "--transport must be" --transport udp
+bad "--mpa-rev must be" --mpa-rev 3
+bad "--qd must be" --qd 0
+bad "--qps must be" --qps 65
+bad "not both" -s 64 -a
+bad "not both" -n 10 -D 1
+bad "one QP" --lat --qps 2
+bad "--server takes no HOST" --server 10.0.0.1
+bad "unknown option" --frobnicate
+bad "needs a value" --port
+bad "--plot needs" --plot out.png
+bad "cannot resolve" no-such-host.invalid
+
+# 7. --help
+"$IWARP" perf --help >"$TMP/out" 2>&1 && grep -q -- '--compare-tcp' "$TMP/out" &&
+  grep -q 'MPA Reply' "$TMP/out" && ok "--help" || fail "--help"
+
+# 8. --server and HOST in two processes: the client learns everything over the connection
+port=$((20000 + RANDOM % 20000))
+"$IWARP" perf --server -p $port >"$TMP/srv" 2>&1 &
+srv=$!
+for _ in $(seq 50); do grep -q listening "$TMP/srv" && break; sleep 0.1; done
+if "$IWARP" perf 127.0.0.1 -p $port --op send -a -n 2 --verify --compare-tcp --passes 1 \
+  >"$TMP/out" 2>"$TMP/err" && wait $srv; then
+  ok "--server / HOST"
+else
+  fail "--server / HOST: $(cat "$TMP/err" "$TMP/srv")"
+  kill $srv 2>/dev/null
+fi
+
+# 9. the library's packet trace of a loopback run, judged by the wire checker
+if [ -n "$CHECK" ] && command -v tshark >/dev/null; then
+  for op in write read send; do
+    rm -f "$TMP/t.pcap"
+    IWARP_TRACE_PCAP="$TMP/t.pcap" "$IWARP" perf --op $op -s 256K -n 8 --qps 2 --verify \
+      >/dev/null 2>"$TMP/err" || fail "trace run $op: $(cat "$TMP/err")"
+    if bash "$CHECK" -q "$TMP/t.pcap" >"$TMP/judge" 2>&1 && grep -q 'errors=0 ;' "$TMP/judge"; then
+      ok "wire judge: $op trace"
+    else
+      fail "wire judge $op:"; cat "$TMP/judge"
+    fi
+  done
+else
+  echo "SKIP: wire judge (no checker given or no tshark)"
+fi
+
+[ $fails -eq 0 ] && echo "PASS: perf_cli" || echo "FAIL: perf_cli ($fails failures)"
+exit $((fails > 0))

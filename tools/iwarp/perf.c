@@ -1,0 +1,245 @@
+/*
+ * iwarp perf: bandwidth and latency of RDMA Write, RDMA Read and Send through libiwarp, in the
+ * manner of perftest. This file runs the command: loopback (server thread + client in one
+ * process on 127.0.0.1), --server, or a client against HOST; for every size and pass the
+ * libiwarp figure and, under --compare-tcp, the plain-TCP baseline right after it; then the
+ * medians, the table or --json, and --plot. Method: ../shared/docs/performance.md.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <inttypes.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "perf.h"
+
+/* The loopback server: a thread pinned to CPU 1 that listens on 127.0.0.1, port 0. */
+struct loop_server {
+    struct perf_server s;
+    bool pin;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int state; /* 0 starting, 1 listening, -1 failed */
+    int rc;
+    char err[160];
+};
+
+static void *loop_server_main(void *arg)
+{
+    struct loop_server *l = arg;
+    if (l->pin)
+        perf_pin(1); /* before the context exists: its progress thread inherits CPU 1 */
+    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    int rc = perf_server_listen(&l->s, (const struct sockaddr *)&sin);
+    pthread_mutex_lock(&l->mu);
+    l->state = rc < 0 ? -1 : 1;
+    pthread_cond_signal(&l->cv);
+    pthread_mutex_unlock(&l->mu);
+    if (rc == 0)
+        rc = perf_server_serve(&l->s);
+    l->rc = rc;
+    snprintf(l->err, sizeof l->err, "%s", l->s.ep.err);
+    perf_server_close(&l->s);
+    return NULL;
+}
+
+static int run_server(const struct perf_opts *o)
+{
+    struct perf_server s = {
+        .busy = o->busy_poll, .crc = o->crc, .crc_given = o->crc_given, .trace = o->trace};
+    struct sockaddr_in sin = {.sin_family = AF_INET,
+                              .sin_port = htons(o->port ? o->port : PERF_DEFAULT_PORT),
+                              .sin_addr.s_addr = htonl(INADDR_ANY)};
+    int rc = perf_server_listen(&s, (const struct sockaddr *)&sin);
+    if (rc == 0) {
+        printf("iwarp perf: server listening on port %u (%s); waiting for one client\n", s.port,
+               o->busy_poll ? "busy-poll" : "events");
+        fflush(stdout);
+        rc = perf_server_serve(&s);
+    }
+    if (rc < 0)
+        fprintf(stderr, "iwarp perf: server: %s\n", s.ep.err[0] ? s.ep.err : iwarp_strerror(rc));
+    else
+        printf("iwarp perf: client served; exiting\n");
+    perf_server_close(&s);
+    return rc < 0 ? 1 : 0;
+}
+
+static int resolve(const char *host, uint16_t port, struct sockaddr_storage *out)
+{
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res;
+    char ps[8];
+    snprintf(ps, sizeof ps, "%u", port);
+    if (getaddrinfo(host, ps, &hints, &res) != 0 || !res)
+        return -1;
+    memcpy(out, res->ai_addr, res->ai_addrlen);
+    freeaddrinfo(res);
+    return 0;
+}
+
+/* Run every pass of one size; fills row. Returns 0 or a negative IWARP_ERR_*. */
+static int run_size(struct perf_client *c, const struct perf_opts *o, uint32_t size,
+                    struct perf_row *row)
+{
+    struct perf_bw bw[PERF_MAX_PASSES], tbw[PERF_MAX_PASSES];
+    struct perf_lat lt[PERF_MAX_PASSES], tlt[PERF_MAX_PASSES];
+    double ratio[PERF_MAX_PASSES];
+    memset(row, 0, sizeof *row);
+    row->size = size;
+    row->passes = o->passes;
+    row->have_tcp = o->compare_tcp;
+    for (uint32_t p = 0; p < o->passes; p++) {
+        char what[64];
+        uint64_t bad = 0;
+        snprintf(what, sizeof what, "%s %u B, pass %u/%u", perf_op_name(o->op), size, p + 1,
+                 o->passes);
+        perf_progress_begin(&c->progress, what, perf_now_ns());
+        int rc =
+            o->lat ? perf_client_lat(c, size, &lt[p], &bad) : perf_client_bw(c, size, &bw[p], &bad);
+        perf_progress_end(&c->progress);
+        if (rc < 0)
+            return rc;
+        row->verify_errors += bad;
+        if (!o->compare_tcp)
+            continue;
+        snprintf(what, sizeof what, "plain TCP %u B, pass %u/%u", size, p + 1, o->passes);
+        perf_progress_begin(&c->progress, what, perf_now_ns());
+        rc = perf_client_tcp(c, o->lat, size, &tbw[p], &tlt[p]);
+        perf_progress_end(&c->progress);
+        if (rc < 0)
+            return rc;
+        ratio[p] = o->lat ? lt[p].typical / tlt[p].typical : bw[p].avg / tbw[p].avg;
+    }
+    if (o->lat)
+        perf_row_lat(&row->lat, &row->lo, &row->hi, lt, o->passes);
+    else
+        perf_row_bw(&row->bw, &row->lo, &row->hi, bw, o->passes);
+    if (o->compare_tcp) {
+        if (o->lat)
+            perf_row_lat(&row->tcp_lat, &row->tcp_lo, &row->tcp_hi, tlt, o->passes);
+        else
+            perf_row_bw(&row->tcp_bw, &row->tcp_lo, &row->tcp_hi, tbw, o->passes);
+        row->ratio = perf_median(ratio, o->passes);
+    }
+    return 0;
+}
+
+/* The client side of a run: connect, every size, output. Returns the exit status. */
+static int run_client(const struct perf_opts *o, const struct sockaddr_storage *peer,
+                      const char *connection)
+{
+    static struct perf_report rep;
+    static struct perf_client c;
+    rep.o = o;
+    rep.connection = connection;
+    rep.nrows = 0;
+    int rc = perf_client_connect(&c, o, (const struct sockaddr *)peer);
+    if (rc == 0 && !o->json)
+        perf_out_header(stdout, &rep);
+    uint64_t bad = 0;
+    for (uint32_t i = 0; rc == 0 && i < o->nsizes; i++) {
+        struct perf_row *row = &rep.rows[rep.nrows];
+        if ((rc = run_size(&c, o, o->sizes[i], row)) < 0)
+            break;
+        rep.nrows++;
+        bad += row->verify_errors;
+        if (!o->json)
+            perf_out_row(stdout, &rep, row);
+    }
+    char err[160];
+    snprintf(err, sizeof err, "%s", c.ep.err);
+    perf_client_close(&c);
+    if (rc == 0 && !o->json)
+        perf_out_footer(stdout, &rep);
+    if (rc == 0 && o->json)
+        perf_out_json(stdout, &rep);
+    if (rc < 0) {
+        fprintf(stderr, "iwarp perf: %s\n", err[0] ? err : iwarp_strerror(rc));
+        return 1;
+    }
+    if (o->plot && perf_svg_write(o->plot, &rep) < 0) {
+        fprintf(stderr, "iwarp perf: cannot write %s\n", o->plot);
+        return 1;
+    }
+    if (bad) {
+        fprintf(stderr, "iwarp perf: --verify: %" PRIu64 " octets differed from what was sent\n",
+                bad);
+        return 1;
+    }
+    return 0;
+}
+
+/*
+ * `iwarp perf`: see `iwarp perf --help`. Returns the process exit status: 0 success, 1 a
+ * failed run (connection, protocol, --verify mismatch), 2 a usage error.
+ */
+int iwarp_cli_perf(int argc, char **argv)
+{
+    static struct perf_opts o;
+    int rc = perf_opts_parse(argc, argv, &o);
+    if (rc)
+        return rc == 1 ? 0 : 2;
+    /* The packet trace goes to the client's context only (loopback: both contexts would
+     * truncate the same file), so take it out of the environment the library reads. */
+    static char trace[4096];
+    const char *env = getenv("IWARP_TRACE_PCAP");
+    if (!o.trace && env && *env) {
+        snprintf(trace, sizeof trace, "%s", env);
+        o.trace = trace;
+    }
+    unsetenv("IWARP_TRACE_PCAP");
+    if (o.server)
+        return run_server(&o);
+
+    struct sockaddr_storage peer;
+    char conn[320];
+    if (o.host) {
+        uint16_t port = o.port ? o.port : PERF_DEFAULT_PORT;
+        if (resolve(o.host, port, &peer) < 0) {
+            fprintf(stderr, "iwarp perf: cannot resolve host '%s'\n", o.host);
+            return 2;
+        }
+        snprintf(conn, sizeof conn, "%s:%u", o.host, port);
+        return run_client(&o, &peer, conn);
+    }
+
+    static struct loop_server l;
+    memset(&l, 0, sizeof l);
+    l.s = (struct perf_server){.busy = o.busy_poll, .crc = o.crc, .crc_given = true};
+    l.pin = o.pin;
+    pthread_mutex_init(&l.mu, NULL);
+    pthread_cond_init(&l.cv, NULL);
+    pthread_t th;
+    if (pthread_create(&th, NULL, loop_server_main, &l) != 0) {
+        fprintf(stderr, "iwarp perf: cannot start the server thread\n");
+        return 1;
+    }
+    pthread_mutex_lock(&l.mu);
+    while (l.state == 0)
+        pthread_cond_wait(&l.cv, &l.mu);
+    pthread_mutex_unlock(&l.mu);
+    int status = 1;
+    if (l.state > 0) {
+        if (o.pin)
+            perf_pin(0);
+        struct sockaddr_in *sin = (struct sockaddr_in *)&peer;
+        memset(&peer, 0, sizeof peer);
+        sin->sin_family = AF_INET;
+        sin->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        sin->sin_port = htons(l.s.port);
+        snprintf(conn, sizeof conn, "loopback 127.0.0.1:%u", l.s.port);
+        status = run_client(&o, &peer, conn);
+    }
+    pthread_join(th, NULL);
+    if (l.rc < 0 && (status == 0 || l.state < 0)) {
+        fprintf(stderr, "iwarp perf: server: %s\n", l.err[0] ? l.err : iwarp_strerror(l.rc));
+        status = 1;
+    }
+    pthread_mutex_destroy(&l.mu);
+    pthread_cond_destroy(&l.cv);
+    return status;
+}
