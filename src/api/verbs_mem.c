@@ -39,29 +39,62 @@ static const int known_access = IWARP_ACCESS_LOCAL_WRITE | IWARP_ACCESS_REMOTE_W
                                 IWARP_ACCESS_REMOTE_READ | IWARP_ACCESS_REMOTE_ATOMIC |
                                 IWARP_ACCESS_MW_BIND;
 
-int iwarp_reg_mr(struct iwarp_pd *pd, void *addr, size_t length, int access, struct iwarp_mr **out)
+/* What a new STag names: registered memory, nothing yet (fast registration), or a window. */
+enum stag_kind { STAG_MR = 0, STAG_EMPTY = 1, STAG_MW = 2 };
+
+/* Allocate a handle of obj_size octets and an STag of kind in pd's table (r for STAG_MR,
+ * mw_type for STAG_MW). On success *obj is the zeroed handle and *stag its STag. */
+static int stag_create(struct iwarp_pd *pd, enum stag_kind kind, const struct iwarp_mem_range *r,
+                       uint8_t mw_type, size_t obj_size, void **obj, uint32_t *stag)
 {
-    if (!pd || !out || (access & ~known_access) || length == 0 || !addr)
-        return IWARP_ERR_INVAL;
     struct iwarp_ctx *ctx = pd->ctx;
-    struct iwarp_mr *mr = iwarp_api_calloc(ctx, 1, sizeof *mr);
-    if (!mr)
+    void *o = iwarp_api_calloc(ctx, 1, obj_size);
+    if (!o)
         return IWARP_ERR_NOMEM;
-    struct iwarp_mem_range r = {.addr = (uint64_t)(uintptr_t)addr,
-                                .iova = (uint64_t)(uintptr_t)addr,
-                                .length = length,
-                                .access = (uint32_t)access};
-    uint32_t stag = 0;
     pthread_mutex_lock(&ctx->lock);
-    int rc = iwarp_mem_reg_mr(&ctx->mem, pd->handle, &r, &stag);
+    int rc = kind == STAG_MR      ? iwarp_mem_reg_mr(&ctx->mem, pd->handle, r, stag)
+             : kind == STAG_EMPTY ? iwarp_mem_alloc_stag(&ctx->mem, pd->handle, stag)
+                                  : iwarp_mem_alloc_mw(&ctx->mem, pd->handle, mw_type, stag);
     if (rc == 0)
         pd->n_obj++;
     pthread_mutex_unlock(&ctx->lock);
     if (rc < 0) {
-        iwarp_api_free(ctx, mr);
+        iwarp_api_free(ctx, o);
         return rc;
     }
-    *mr = (struct iwarp_mr){.context = ctx,
+    *obj = o;
+    return 0;
+}
+
+/* Free the STag of an MR (mr) or window and then its handle; IWARP_ERR_BUSY while in use. */
+static int stag_destroy(struct iwarp_ctx *ctx, struct iwarp_pd *pd, void *obj, uint32_t stag,
+                        bool mr)
+{
+    pthread_mutex_lock(&ctx->lock);
+    int rc = mr ? iwarp_mem_dereg_mr(&ctx->mem, stag) : iwarp_mem_dealloc_mw(&ctx->mem, stag);
+    if (rc == 0)
+        pd->n_obj--;
+    pthread_mutex_unlock(&ctx->lock);
+    if (rc == 0)
+        iwarp_api_free(ctx, obj);
+    return rc;
+}
+
+int iwarp_reg_mr(struct iwarp_pd *pd, void *addr, size_t length, int access, struct iwarp_mr **out)
+{
+    if (!pd || !out || (access & ~known_access) || length == 0 || !addr)
+        return IWARP_ERR_INVAL;
+    struct iwarp_mem_range r = {.addr = (uint64_t)(uintptr_t)addr,
+                                .iova = (uint64_t)(uintptr_t)addr,
+                                .length = length,
+                                .access = (uint32_t)access};
+    void *obj;
+    uint32_t stag = 0;
+    int rc = stag_create(pd, STAG_MR, &r, 0, sizeof(struct iwarp_mr), &obj, &stag);
+    if (rc < 0)
+        return rc;
+    struct iwarp_mr *mr = obj;
+    *mr = (struct iwarp_mr){.context = pd->ctx,
                             .pd = pd,
                             .addr = addr,
                             .length = length,
@@ -76,21 +109,14 @@ int iwarp_alloc_mr(struct iwarp_pd *pd, struct iwarp_mr **out)
 {
     if (!pd || !out)
         return IWARP_ERR_INVAL;
-    struct iwarp_ctx *ctx = pd->ctx;
-    struct iwarp_mr *mr = iwarp_api_calloc(ctx, 1, sizeof *mr);
-    if (!mr)
-        return IWARP_ERR_NOMEM;
+    void *obj;
     uint32_t stag = 0;
-    pthread_mutex_lock(&ctx->lock);
-    int rc = iwarp_mem_alloc_stag(&ctx->mem, pd->handle, &stag);
-    if (rc == 0)
-        pd->n_obj++;
-    pthread_mutex_unlock(&ctx->lock);
-    if (rc < 0) {
-        iwarp_api_free(ctx, mr);
+    int rc = stag_create(pd, STAG_EMPTY, NULL, 0, sizeof(struct iwarp_mr), &obj, &stag);
+    if (rc < 0)
         return rc;
-    }
-    *mr = (struct iwarp_mr){.context = ctx, .pd = pd, .handle = stag, .lkey = stag, .rkey = stag};
+    struct iwarp_mr *mr = obj;
+    *mr =
+        (struct iwarp_mr){.context = pd->ctx, .pd = pd, .handle = stag, .lkey = stag, .rkey = stag};
     *out = mr;
     return 0;
 }
@@ -99,37 +125,22 @@ int iwarp_dereg_mr(struct iwarp_mr *mr)
 {
     if (!mr)
         return IWARP_ERR_INVAL;
-    struct iwarp_ctx *ctx = mr->context;
-    pthread_mutex_lock(&ctx->lock);
-    /* The STag may have been fast-registered with a new key: the table knows the index. */
-    int rc = iwarp_mem_dereg_mr(&ctx->mem, mr->lkey);
-    if (rc == 0)
-        mr->pd->n_obj--;
-    pthread_mutex_unlock(&ctx->lock);
-    if (rc == 0)
-        iwarp_api_free(ctx, mr);
-    return rc;
+    /* lkey carries the current key (fast registration updates it at post time). */
+    return stag_destroy(mr->context, mr->pd, mr, mr->lkey, true);
 }
 
 int iwarp_alloc_mw(struct iwarp_pd *pd, enum iwarp_mw_type type, struct iwarp_mw **out)
 {
     if (!pd || !out || (type != IWARP_MW_TYPE_1 && type != IWARP_MW_TYPE_2))
         return IWARP_ERR_INVAL;
-    struct iwarp_ctx *ctx = pd->ctx;
-    struct iwarp_mw *mw = iwarp_api_calloc(ctx, 1, sizeof *mw);
-    if (!mw)
-        return IWARP_ERR_NOMEM;
+    void *obj;
     uint32_t stag = 0;
-    pthread_mutex_lock(&ctx->lock);
-    int rc = iwarp_mem_alloc_mw(&ctx->mem, pd->handle, (uint8_t)type, &stag);
-    if (rc == 0)
-        pd->n_obj++;
-    pthread_mutex_unlock(&ctx->lock);
-    if (rc < 0) {
-        iwarp_api_free(ctx, mw);
+    int rc = stag_create(pd, STAG_MW, NULL, (uint8_t)type, sizeof(struct iwarp_mw), &obj, &stag);
+    if (rc < 0)
         return rc;
-    }
-    *mw = (struct iwarp_mw){.context = ctx, .pd = pd, .rkey = stag, .handle = stag, .type = type};
+    struct iwarp_mw *mw = obj;
+    *mw =
+        (struct iwarp_mw){.context = pd->ctx, .pd = pd, .rkey = stag, .handle = stag, .type = type};
     *out = mw;
     return 0;
 }
@@ -138,15 +149,7 @@ int iwarp_dealloc_mw(struct iwarp_mw *mw)
 {
     if (!mw)
         return IWARP_ERR_INVAL;
-    struct iwarp_ctx *ctx = mw->context;
-    pthread_mutex_lock(&ctx->lock);
-    int rc = iwarp_mem_dealloc_mw(&ctx->mem, mw->rkey);
-    if (rc == 0)
-        mw->pd->n_obj--;
-    pthread_mutex_unlock(&ctx->lock);
-    if (rc == 0)
-        iwarp_api_free(ctx, mw);
-    return rc;
+    return stag_destroy(mw->context, mw->pd, mw, mw->rkey, false);
 }
 
 int iwarp_bind_mw(struct iwarp_qp *qp, struct iwarp_mw *mw, const struct iwarp_mw_bind *bind)
