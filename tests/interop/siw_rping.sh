@@ -1,13 +1,16 @@
 #!/bin/bash
-# interop.siw_rping: libiwarp's whole stack through its public API (tests/interop/siw_rping.c) against the real
-# rping of rdma-core on Linux siw, in a qemu guest (../shared/tools/siw-vm), in both roles:
-#   host -> guest: `rping -s` in the guest, `siw_rping client` dials it through a qemu hostfwd
-#   guest -> host: `siw_rping server` on 127.0.0.1, `rping -c -V` in the guest dials 10.0.2.2
-# for: 10 x 64 octets (CRC off, siw's default), 10 x 64 with --crc (we ask, siw honours C=1),
-# and 10 x 65535 (the largest rping size: multi-segment Read Responses and Writes).
+# interop.siw_rping: `iwarp ping` (tools/iwarp/ping.c: libiwarp's whole stack through its public
+# API) against the real rping of rdma-core on Linux siw, in a qemu guest (../shared/tools/siw-vm),
+# in both roles:
+#   host -> guest: `rping -s` in the guest, `iwarp ping -c -V` dials it through a qemu hostfwd
+#   guest -> host: `iwarp ping -s` on 127.0.0.1, `rping -c -V` in the guest dials 10.0.2.2
+# for: COUNT x 64 octets (CRC off, siw's default), COUNT x 64 with --crc (we ask, siw honours
+# C=1), and COUNT x 65535 (the largest rping size: multi-segment Read Responses and Writes).
+# COUNT is 10, or SIW_RPING_COUNT (the interop acceptance run: SIW_RPING_COUNT=1000).
 #
-# Each run passes only if both programs exit 0, the guest's rping printed exactly the expected
-# data for every iteration (-v; not for 65535, where rping -c -V validates instead), and the wire
+# Each run passes only if both programs exit 0, `iwarp ping` reports COUNT pings done (-d), the
+# data each side printed (-v) is exactly rping's pattern for every ping (the guest's rping: not
+# for 65535, where its -V validates; ours: up to 4 MiB of data), the clients' -V passed, and the wire
 # judge (../shared/tools/wire-check/check.sh) passes the capture of the guest NIC with these
 # findings only:
 #   - [crc-off] in the runs without CRC: both peers declined CRC by configuration (siw's default,
@@ -17,22 +20,28 @@
 #     a reason.
 # Any other WARN or ERROR in our direction (or without a frame) fails the run.
 #
-# Usage: siw_rping.sh SIW_RPING_BINARY [SHARED_DIR]    (CTest passes both)
+# Usage: siw_rping.sh IWARP_BINARY [SHARED_DIR]    (CTest passes both)
+# SIW_RPING_COUNT=N pings per run (default 10; with it set, the 65535-octet runs always run);
 # SIW_RPING_ONLY=GLOB runs only the matching runs (e.g. 'h2g-*'); SIW_RPING_KEEP=DIR keeps the
 # files of failed runs there.
 # Exit: 0 all passed, 1 a run failed, 77 skipped (no siw-vm image cache, no qemu, not root,
-# no tshark). Prints one line per run and "N passed, N failed". About 2 minutes under TCG.
+# no tshark). Prints one line per run and "N passed, N failed". About 2 minutes under TCG with
+# the default count.
 set -u
-BIN=$(realpath "${1:?usage: siw_rping.sh SIW_RPING_BINARY [SHARED_DIR]}")
+BIN=$(realpath "${1:?usage: siw_rping.sh IWARP_BINARY [SHARED_DIR]}")
 SHARED=$(realpath "${2:-$(dirname "$0")/../../../shared}")
 VM=$SHARED/tools/siw-vm
 JUDGE=$SHARED/tools/wire-check/check.sh
+EXPECTED=$(dirname "$(realpath "$0")")/rping_expected.py
 CACHE=${SIW_VM_CACHE:-$HOME/.cache/iwarp-siw-vm}
-export SIW_VM_TIMEOUT=${SIW_VM_TIMEOUT:-90} # one guest run; a hung one must not eat the budget
+COUNT=${SIW_RPING_COUNT:-10}
+[[ "$COUNT" =~ ^[1-9][0-9]*$ ]] || { echo "siw_rping.sh: SIW_RPING_COUNT must be a count > 0"; exit 1; }
+# One guest run; a hung one must not eat the budget (scaled with the count: TCG is slow).
+export SIW_VM_TIMEOUT=${SIW_VM_TIMEOUT:-$((90 + COUNT / 2))}
 SIW_KNOWN="" # judge categories siw's direction may show (none needed so far)
 # siw 6.1 as MPA responder (rping -s): when the initiator's first FPDU (our Send) follows the MPA
 # Reply at once, rping's RDMA Read is sometimes never transmitted (or ibv_post_send fails) and the
-# run stalls; 250 ms between the Reply and the first FPDU avoids it (siw_rping.c --first-delay).
+# run stalls; 250 ms between the Reply and the first FPDU avoids it (iwarp ping --first-delay).
 FIRST_DELAY_MS=${SIW_RPING_FIRST_DELAY_MS:-250}
 
 skip() { echo "SKIP: $*"; exit 77; }
@@ -49,21 +58,6 @@ trap cleanup EXIT
 PORT=$((20000 + $$ % 20000))
 PASSED=0 FAILED=0
 T0=$(date +%s)
-
-# The lines rping -v prints for COUNT iterations of SIZE octets (rping_test_client's pattern).
-expected() { # PREFIX COUNT SIZE
-    python3 - "$@" <<'EOF'
-import sys
-prefix, count, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-for ping in range(count):
-    b = bytearray(b"rdma-ping-%d: " % ping)
-    c = 65 + ping % 58
-    while len(b) < size:
-        b.append(c)
-        c = 65 if c == 122 else c + 1
-    print(prefix + b[:size - 1].decode())  # the last octet is the NUL
-EOF
-}
 
 # Judges the capture; prints the findings not allowed. OURS is i>r or r>i.
 judge() { # PCAP PORT OURS CRC
@@ -84,21 +78,23 @@ judge() { # PCAP PORT OURS CRC
         /^RESULT: FAIL/ { print "    judge: RESULT: FAIL" }' "$1.judge"
 }
 
-# Checks the guest's rping -v lines against the pattern; prints a diff when they differ.
-check_lines() { # LOG PREFIX COUNT SIZE
-    diff <(tr -d '\r' <"$1" | grep "^$2") <(expected "$2" "$3" "$4") >"$1.diff" ||
-        echo "    guest rping printed other data: $(head -c 300 "$1.diff")"
+# Checks the -v lines of LOG (WHO printed them) against rping's pattern; prints a diff when
+# they differ.
+check_lines() { # LOG WHO PREFIX COUNT SIZE
+    diff <(tr -d '\r' <"$1" | grep "^$3") <(python3 "$EXPECTED" "$3" "$4" "$5") >"$1.diff" ||
+        echo "    $2 printed other data: $(head -c 300 "$1.diff")"
 }
 
 # One run: DIR h2g|g2h, COUNT, SIZE, CRC on|off, VERBOSE (guest -v) yes|no
 run() {
     local dir=$1 count=$2 size=$3 crc=$4 gv=$5
     local name="$dir-${count}x$size-crc-$crc" port=$((PORT++))
-    local d="$W/$name" copt=() vopt=() t=$SECONDS problems
+    local d="$W/$name" copt=() vopt=() ov=no ovopt=() t=$SECONDS problems
     [[ -z "${SIW_RPING_ONLY:-}" || "$name" == $SIW_RPING_ONLY ]] || return 0
     mkdir -p "$d/share"
     [ "$crc" = on ] && copt=(--crc)
     [ "$gv" = yes ] && vopt=(-v)
+    [ $((count * size)) -le $((4 << 20)) ] && ov=yes ovopt=(-v) # our -v lines: up to 4 MiB
     local dm="rc=\$?; dmesg | grep -iE 'siw|iw_cm|rdma' | tail -n 20; exit \$rc"
     if [ "$dir" = h2g ]; then # guest: rping server; host: our client
         "$VM/run.sh" --hostfwd "$port" --pcap "$d/cap.pcap" --share "$d/share" \
@@ -110,26 +106,30 @@ run() {
             [ -e "$d/share/ready" ] || ! kill -0 "$vm" 2>/dev/null && break
             sleep 0.2
         done
-        "$BIN" client --port "$port" --count "$count" --size "$size" "${copt[@]}" \
-            --first-delay "$FIRST_DELAY_MS" >"$d/ours.log" 2>&1
+        "$BIN" ping -c -a 127.0.0.1 -p "$port" -C "$count" -S "$size" -V -d "${ovopt[@]}" \
+            "${copt[@]}" --first-delay "$FIRST_DELAY_MS" --retry 120 >"$d/ours.log" 2>&1
         local ours=$?
         wait "$vm"
-        local guest=$? side=i\>r prefix="server ping data: "
+        local guest=$? side=i\>r prefix="server ping data: " oprefix="ping data: "
     else # host: our server; guest: rping client, validating what we write back (-V)
-        "$BIN" server --port "$port" --count "$count" --size "$size" "${copt[@]}" >"$d/ours.log" 2>&1 &
+        "$BIN" ping -s -a 127.0.0.1 -p "$port" -S "$size" -d "${ovopt[@]}" "${copt[@]}" \
+            >"$d/ours.log" 2>&1 &
         local srv=$!
         KIDS+=("$srv")
-        for _ in $(seq 50); do grep -q listening "$d/ours.log" 2>/dev/null && break; sleep 0.1; done
+        for _ in $(seq 50); do grep -q '^listening on' "$d/ours.log" 2>/dev/null && break; sleep 0.1; done
         "$VM/run.sh" --pcap "$d/cap.pcap" \
             "rping -c -a 10.0.2.2 -p $port -C $count -S $size -V ${vopt[*]}; $dm" >"$d/guest.log" 2>&1
         local guest=$?
         wait "$srv"
-        local ours=$? side=r\>i prefix="ping data: "
+        local ours=$? side=r\>i prefix="ping data: " oprefix="server ping data: "
     fi
     problems=$(
-        [ "$ours" = 0 ] || echo "    siw_rping exit $ours: $(grep -v '^ping ' "$d/ours.log" | tail -n 3)"
+        [ "$ours" = 0 ] || echo "    iwarp ping exit $ours: $(grep -E '^iwarp ping' "$d/ours.log" | tail -n 3)"
+        grep -q ": $count pings of $size octets done" "$d/ours.log" ||
+            echo "    iwarp ping: $(grep 'pings of' "$d/ours.log" || echo 'no summary line')"
         [ "$guest" = 0 ] || echo "    guest rping exit $guest: $(tail -n 8 "$d/guest.log")"
-        [ "$gv" = no ] || check_lines "$d/guest.log" "$prefix" "$count" "$size"
+        [ "$gv" = no ] || check_lines "$d/guest.log" "guest rping" "$prefix" "$count" "$size"
+        [ "$ov" = no ] || check_lines "$d/ours.log" "iwarp ping" "$oprefix" "$count" "$size"
         judge "$d/cap.pcap" "$port" "$side" "$crc"
     )
     local secs=$((SECONDS - t)) summary
@@ -145,14 +145,15 @@ run() {
     fi
 }
 
-run h2g 10 64 off yes
-run g2h 10 64 off yes
-run h2g 10 64 on yes
-run g2h 10 64 on yes
-# 65535 octets: only if the guest was quick so far (TCG on a busy host can be slow)
-if [ $((SECONDS)) -lt 100 ]; then
-    run h2g 10 65535 off no
-    run g2h 10 65535 off no
+run h2g "$COUNT" 64 off yes
+run g2h "$COUNT" 64 off yes
+run h2g "$COUNT" 64 on yes
+run g2h "$COUNT" 64 on yes
+# 65535 octets: asked for with SIW_RPING_COUNT, else only if the guest was quick so far (TCG on a
+# busy host can be slow)
+if [ -n "${SIW_RPING_COUNT:-}" ] || [ $((SECONDS)) -lt 100 ]; then
+    run h2g "$COUNT" 65535 off no
+    run g2h "$COUNT" 65535 off no
 else
     echo "65535-octet runs left out: the first runs took ${SECONDS}s"
 fi

@@ -12,6 +12,8 @@ struct iwarp_cli_cmd {
 int iwarp_cli_demo(int argc, char **argv);
 /* iwarp dump (dump.c): decode and judge the iWARP traffic of a capture file. */
 int iwarp_cli_dump(int argc, char **argv);
+/* iwarp ping (ping.c): rping (rdma-core) over libiwarp, either role. */
+int iwarp_cli_ping(int argc, char **argv);
 /* iwarp perf (perf*.c): perftest-style bandwidth and latency, with a plain-TCP baseline. */
 int iwarp_cli_perf(int argc, char **argv);
 

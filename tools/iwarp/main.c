@@ -13,6 +13,7 @@ static const struct iwarp_cli_cmd commands[] = {
      iwarp_cli_demo},
     {"dump", "decode a capture's MPA/DDP/RDMAP traffic and judge it against the RFCs",
      iwarp_cli_dump},
+    {"ping", "rping's Send/RDMA Read/RDMA Write ping-pong, client or server", iwarp_cli_ping},
     {"perf", "bandwidth and latency in the manner of perftest, beside plain TCP", iwarp_cli_perf},
 };
 

@@ -1,0 +1,172 @@
+#!/usr/bin/env bash
+# scripts.ping_cli: `iwarp ping` (tools/iwarp/ping.c) on its own, no guest needed:
+#   - --help (exit 0, the usage on stdout);
+#   - bad arguments: each exits 2 with an "iwarp ping: ..." line on stderr and nothing on stdout;
+#   - loopback: `iwarp ping -s` and `iwarp ping -c -V -v` against each other on 127.0.0.1 and
+#     ::1, -C 100, at sizes 26 (rping's minimum), 64 and 65535 (its maximum); both exit 0 and
+#     both sides print exactly rping's data lines (tests/interop/rping_expected.py);
+#   - -P: one persistent server, three clients at once, each verified;
+#   - failures exit 1: nobody listening; a client larger than the server's -S (both ends).
+# Usage: ping_cli.sh IWARP_BINARY
+set -u
+BIN=${1:?usage: ping_cli.sh IWARP_BINARY}
+HERE=$(cd "$(dirname "$0")" && pwd)
+EXPECTED=$HERE/../interop/rping_expected.py
+[ -x "$BIN" ] || { echo "ping_cli.sh: $BIN is not executable"; exit 1; }
+W=$(mktemp -d "${TMPDIR:-/tmp}/ping_cli.XXXXXX")
+KIDS=()
+cleanup() { for p in "${KIDS[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$W"; }
+trap cleanup EXIT
+PORT=$((20000 + RANDOM % 20000))
+FAILED=0
+fail() { echo "FAIL: $*"; FAILED=$((FAILED + 1)); }
+pass() { echo "PASS: $*"; }
+
+# ---- --help --------------------------------------------------------------------------------
+out=$("$BIN" ping --help 2>"$W/err")
+rc=$?
+if [ $rc = 0 ] && grep -q '^usage: iwarp ping -s' <<<"$out" && grep -q -- '--first-delay' <<<"$out" &&
+    [ ! -s "$W/err" ]; then
+    pass "--help"
+else
+    fail "--help: rc $rc"
+fi
+
+# ---- bad arguments ------------------------------------------------------------------------
+# ARGS|what stderr must say
+while IFS='|' read -r args want; do
+    [ -n "$want" ] || continue
+    # shellcheck disable=SC2086 # word splitting of the argument list is intended
+    "$BIN" ping $args >"$W/out" 2>"$W/err"
+    rc=$?
+    if [ $rc = 2 ] && [ ! -s "$W/out" ] && grep -q "^iwarp ping: .*$want" "$W/err"; then
+        pass "bad arguments '$args'"
+    else
+        fail "bad arguments '$args': rc $rc, stderr: $(head -c 200 "$W/err")"
+    fi
+done <<'EOF'
+|one of -s (server) or -c (client)
+-s -c|exclude each other
+-c|server's address
+-c -a 127.0.0.1 -S 25|invalid size '25'
+-c -a 127.0.0.1 -S 65536|invalid size '65536'
+-c -a 127.0.0.1 -S 64k|invalid size '64k'
+-c -a 127.0.0.1 -C -1|invalid count '-1'
+-c -a 127.0.0.1 -C ten|invalid count 'ten'
+-s -p 0|invalid port '0'
+-s -p 65536|invalid port '65536'
+-s -p|'-p' needs a value
+-s -x|unknown option '-x'
+-s --bogus|unknown option '--bogus'
+-s extra|unexpected argument 'extra'
+-c -a 127.0.0.1 -P|-P is a server option
+-s --first-delay 10|client options
+-s --retry 5|client options
+-c -a 127.0.0.1 --first-delay -1|invalid --first-delay
+-c -a no-such-host.invalid|no-such-host.invalid
+-c -a ::1 -I 127.0.0.1|not of the server address's family
+EOF
+
+# ---- runs ----------------------------------------------------------------------------------
+# Starts `iwarp ping -s ARGS...` in the background on $PORT (LOG: its output); waits until it
+# listens. Sets SRV.
+start_server() { # LOG ARGS...
+    local log=$1
+    shift
+    "$BIN" ping -s -d -p "$PORT" "$@" >"$log" 2>&1 &
+    SRV=$!
+    KIDS+=("$SRV")
+    for _ in $(seq 100); do
+        grep -q '^listening on' "$log" 2>/dev/null && return 0
+        kill -0 "$SRV" 2>/dev/null || return 1
+        sleep 0.05
+    done
+    return 1
+}
+
+# The LOG's lines starting with PREFIX equal rping's for COUNT pings of SIZE octets.
+same_data() { # LOG PREFIX COUNT SIZE
+    diff <(grep "^$2" "$1") <(python3 "$EXPECTED" "$2" "$3" "$4") >"$1.diff"
+}
+
+loopback() { # ADDR SIZE
+    local addr=$1 size=$2 name="loopback $1 -C 100 -S $2" d="$W/lb-$RANDOM"
+    PORT=$((PORT + 1))
+    if ! start_server "$d.srv" -a "$addr" -S "$size" -v; then
+        fail "$name: the server did not start: $(tail -n 3 "$d.srv")"
+        return
+    fi
+    timeout 60 "$BIN" ping -c -a "$addr" -p "$PORT" -C 100 -S "$size" -V -v >"$d.cli" 2>&1
+    local crc=$?
+    timeout 20 tail --pid="$SRV" -f /dev/null
+    wait "$SRV"
+    local src=$?
+    local problems=""
+    [ $crc = 0 ] || problems+=" client rc $crc ($(grep -v '^ping data' "$d.cli" | tail -n 2));"
+    [ $src = 0 ] || problems+=" server rc $src ($(grep -v 'ping data' "$d.srv" | tail -n 2));"
+    same_data "$d.cli" "ping data: " 100 "$size" || problems+=" client data: $(head -c 200 "$d.cli.diff");"
+    same_data "$d.srv" "server ping data: " 100 "$size" ||
+        problems+=" server data: $(head -c 200 "$d.srv.diff");"
+    grep -q '^client DISCONNECT EVENT' "$d.cli" || problems+=" no client DISCONNECT EVENT;"
+    grep -q '^server DISCONNECT EVENT' "$d.srv" || problems+=" no server DISCONNECT EVENT;"
+    if [ -z "$problems" ]; then pass "$name"; else fail "$name:$problems"; fi
+}
+
+for addr in 127.0.0.1 ::1; do
+    for size in 26 64 65535; do
+        loopback "$addr" "$size"
+    done
+done
+
+# -P: three clients at once against one persistent server.
+PORT=$((PORT + 1))
+if start_server "$W/persistent.srv" -P -a 127.0.0.1 -S 4096; then
+    clients=()
+    for i in 1 2 3; do
+        timeout 60 "$BIN" ping -c -a 127.0.0.1 -p "$PORT" -C 50 -S $((1000 * i)) -V >"$W/p$i.cli" 2>&1 &
+        clients+=($!)
+    done
+    ok=1
+    for i in 0 1 2; do wait "${clients[$i]}" || ok=0; done
+    kill -0 "$SRV" 2>/dev/null || ok=0 # still serving
+    kill "$SRV" 2>/dev/null
+    n=$(grep -c '^server DISCONNECT EVENT' "$W/persistent.srv")
+    if [ $ok = 1 ] && [ "$n" = 3 ]; then
+        pass "-P: three clients at once"
+    else
+        fail "-P: clients ok=$ok, $n disconnects: $(tail -q -n 2 "$W"/p?.cli "$W/persistent.srv")"
+    fi
+else
+    fail "-P: the server did not start"
+fi
+
+# Nobody listening: the client reports the refused connection and exits 1.
+PORT=$((PORT + 1))
+timeout 20 "$BIN" ping -c -a 127.0.0.1 -p "$PORT" -C 1 >"$W/refused" 2>&1
+rc=$?
+if [ $rc = 1 ] && grep -q 'REJECTED' "$W/refused"; then
+    pass "connection refused: exit 1"
+else
+    fail "connection refused: rc $rc: $(tail -n 2 "$W/refused")"
+fi
+
+# A client buffer larger than the server's -S: the server refuses to read it; both exit 1.
+PORT=$((PORT + 1))
+if start_server "$W/big.srv" -a 127.0.0.1 -S 64; then
+    timeout 30 "$BIN" ping -c -a 127.0.0.1 -p "$PORT" -C 5 -S 100 >"$W/big.cli" 2>&1
+    crc=$?
+    timeout 20 tail --pid="$SRV" -f /dev/null
+    wait "$SRV"
+    src=$?
+    if [ $crc = 1 ] && [ $src = 1 ] && grep -q 'larger than this server' "$W/big.srv" &&
+        grep -q 'ended after 0 of 5 pings' "$W/big.cli"; then
+        pass "client -S over the server's: both exit 1"
+    else
+        fail "client -S over the server's: client rc $crc, server rc $src"
+    fi
+else
+    fail "size check: the server did not start"
+fi
+
+echo "$FAILED failed"
+[ "$FAILED" = 0 ]

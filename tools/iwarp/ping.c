@@ -1,0 +1,1125 @@
+/*
+ * iwarp ping: rping (rdma-core librdmacm/examples/rping.c) over libiwarp's public API (verbs and
+ * CM over MPA/TCP). It speaks rping's upper-layer protocol, so `iwarp ping -s` serves a real
+ * `rping -c` and `iwarp ping -c` works against a real `rping -s` (tests/interop/siw_rping.sh runs
+ * both against Linux siw).
+ *
+ * One ping (rping's loop):
+ *   client: Send {start buffer TO, STag, size}   (16 octets: be64 address, be32 rkey, be32 size)
+ *   server: RDMA Read of the whole start buffer, then a Send ("go ahead", 16 zero octets)
+ *   client: Send {sink buffer TO, STag, size}
+ *   server: RDMA Write of strlen(data) + 1 octets into the sink, then a Send ("go ahead")
+ *   client: with -V compares sink and start buffer; with -v prints "ping data: ..."
+ * The start buffer of ping N holds "rdma-ping-N: ", then the letters 'A'..'z' cycling from
+ * 'A' + N % 58, and a final NUL.
+ *
+ * Everything runs in one thread: poll() on the CM channel, one completion channel shared by the
+ * connections' CQs, and the async event fd; each connection is a small state machine advanced by
+ * its completions. -P serves any number of clients at once (up to MAX_SESSIONS).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "cli.h"
+#include "iwarp/iwarp.h"
+
+#define PING_PORT      7174u  /* rping's default port */
+#define PING_SIZE      64u    /* rping's default -S */
+#define PING_MIN_SIZE  26u    /* rping: sizeof "2147483647" + sizeof "rdma-ping-%d: " */
+#define PING_MAX_SIZE  65535u /* rping: RPING_BUFSIZE - 1 */
+#define INFO_LEN       16u    /* the advertisement: be64 buf, be32 rkey, be32 size */
+#define SQ_DEPTH       16u    /* rping's RPING_SQ_DEPTH */
+#define RQ_DEPTH       2u
+#define CQ_DEPTH       (2 * SQ_DEPTH)
+#define MAX_SESSIONS   64
+#define RESOLVE_MS     2000 /* rping's rdma_resolve_addr/route timeouts */
+#define DISCONNECT_MS  10000
+#define RETRY_PAUSE_MS 200
+#define LETTER_FIRST   65  /* 'A' */
+#define LETTER_LAST    122 /* 'z' */
+#define LETTER_COUNT   (LETTER_LAST - LETTER_FIRST + 1)
+
+struct opts {
+    bool server, client, persistent, validate, crc;
+    int verbose, debug;
+    long count; /* 0: forever */
+    uint32_t size;
+    unsigned port;
+    int first_delay_ms, retry_s;
+    const char *addr_arg, *src_arg, *pcap;
+    struct sockaddr_storage addr, src;
+    bool have_src;
+};
+
+enum phase {
+    PH_FREE,       /* slot unused */
+    PH_SETUP,      /* client: resolving and connecting; server: accepted, not yet ESTABLISHED */
+    PH_START_ADV,  /* client: start buffer advertised, waiting for the go-ahead */
+    PH_SINK_ADV,   /* client: sink buffer advertised, waiting for the go-ahead */
+    PH_WAIT_START, /* server: waiting for the start buffer's advertisement */
+    PH_READING,    /* server: RDMA Read outstanding */
+    PH_WAIT_SINK,  /* server: waiting for the sink buffer's advertisement */
+    PH_WRITING,    /* server: RDMA Write outstanding */
+    PH_CLOSING,    /* disconnect requested, waiting for DISCONNECTED */
+};
+
+enum { WR_SEND = 1, WR_RECV, WR_RDMA };
+
+struct ping;
+
+/* One connection: its CQ, QP (through the CM id), buffers and where it is in the loop. */
+struct session {
+    struct ping *p;
+    struct iwarp_cm_id *id;
+    struct iwarp_cq *cq;
+    enum phase phase;
+    long ping;      /* pings completed */
+    bool send_busy; /* our Send is outstanding: send_buf is the HCA's */
+    bool reply_in;  /* client: the go-ahead arrived */
+    bool failed;    /* an error ends this session */
+    bool cq_kick;   /* a CQ event arrived: re-arm and poll */
+    uint64_t close_deadline;
+    uint32_t read_len; /* server: octets of the last RDMA Read */
+    uint8_t send_buf[INFO_LEN], recv_buf[INFO_LEN];
+    uint8_t *start_buf, *rdma_buf;
+    struct iwarp_mr *send_mr, *recv_mr, *start_mr, *rdma_mr;
+};
+
+struct ping {
+    struct opts o;
+    struct iwarp_ctx *ctx;
+    struct iwarp_cm_channel *ch;
+    struct iwarp_comp_channel *comp;
+    struct iwarp_pd *pd;
+    struct iwarp_cm_id *listen;
+    struct session s[MAX_SESSIONS];
+    bool finished;
+    int status; /* the exit status once finished */
+    uint64_t retry_deadline;
+};
+
+/* ---- small helpers ---------------------------------------------------------------------- */
+
+static uint64_t now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static void put_be(uint8_t *p, uint64_t v, int n)
+{
+    for (int i = n - 1; i >= 0; i--, v >>= 8)
+        p[i] = (uint8_t)v;
+}
+
+static uint64_t get_be(const uint8_t *p, int n)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < n; i++)
+        v = v << 8 | p[i];
+    return v;
+}
+
+static void dbg(const struct ping *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void dbg(const struct ping *p, const char *fmt, ...)
+{
+    if (!p->o.debug)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+}
+
+static int err(const char *what, int rc)
+{
+    fprintf(stderr, "iwarp ping: %s: %s\n", what, iwarp_strerror(rc));
+    return rc;
+}
+
+static const char *role(const struct ping *p)
+{
+    return p->o.server ? "server" : "client";
+}
+
+/* The address as text ("10.0.2.15", "::1") and its port. */
+static void addr_str(const struct sockaddr_storage *a, char *buf, size_t len, unsigned *port)
+{
+    const void *in = a->ss_family == AF_INET6
+                         ? (const void *)&((const struct sockaddr_in6 *)a)->sin6_addr
+                         : (const void *)&((const struct sockaddr_in *)a)->sin_addr;
+    if (!inet_ntop(a->ss_family, in, buf, (socklen_t)len))
+        snprintf(buf, len, "?");
+    *port = ntohs(a->ss_family == AF_INET6 ? ((const struct sockaddr_in6 *)a)->sin6_port
+                                           : ((const struct sockaddr_in *)a)->sin_port);
+}
+
+/* ---- the data pattern (rping's client) ---------------------------------------------------- */
+
+/* Ping N's start buffer: "rdma-ping-N: ", then letters from 'A' + N % 58 cycling through
+ * 'A'..'z', the last octet NUL. size >= PING_MIN_SIZE, so the prefix always fits. */
+static void fill_pattern(uint8_t *buf, uint32_t size, long ping)
+{
+    int n = snprintf((char *)buf, size, "rdma-ping-%ld: ", ping);
+    int c = LETTER_FIRST + (int)(ping % LETTER_COUNT);
+    for (uint32_t i = (uint32_t)n; i < size - 1; i++) {
+        buf[i] = (uint8_t)c;
+        c = c == LETTER_LAST ? LETTER_FIRST : c + 1;
+    }
+    buf[size - 1] = 0;
+}
+
+/* ---- posting ----------------------------------------------------------------------------- */
+
+static int post_recv(struct session *s)
+{
+    struct iwarp_sge sge = {(uintptr_t)s->recv_buf, INFO_LEN, s->recv_mr->lkey};
+    struct iwarp_recv_wr wr = {.wr_id = WR_RECV, .sg_list = &sge, .num_sge = 1};
+    int rc = iwarp_post_recv(s->id->qp, &wr, NULL);
+    return rc < 0 ? err("posting a receive", rc) : 0;
+}
+
+static int post_send(struct session *s)
+{
+    struct iwarp_sge sge = {(uintptr_t)s->send_buf, INFO_LEN, s->send_mr->lkey};
+    struct iwarp_send_wr wr = {.wr_id = WR_SEND,
+                               .sg_list = &sge,
+                               .num_sge = 1,
+                               .opcode = IWARP_WR_SEND,
+                               .send_flags = IWARP_SEND_SIGNALED};
+    int rc = iwarp_post_send(s->id->qp, &wr, NULL);
+    if (rc < 0)
+        return err("posting a Send", rc);
+    s->send_busy = true;
+    return 0;
+}
+
+static int post_rdma(struct session *s, enum iwarp_wr_opcode op, uint64_t remote, uint32_t rkey,
+                     uint32_t len)
+{
+    struct iwarp_sge sge = {(uintptr_t)s->rdma_buf, len, s->rdma_mr->lkey};
+    struct iwarp_send_wr wr = {.wr_id = WR_RDMA,
+                               .sg_list = &sge,
+                               .num_sge = 1,
+                               .opcode = op,
+                               .send_flags = IWARP_SEND_SIGNALED};
+    wr.wr.rdma.remote_addr = remote;
+    wr.wr.rdma.rkey = rkey;
+    int rc = iwarp_post_send(s->id->qp, &wr, NULL);
+    return rc < 0
+               ? err(op == IWARP_WR_RDMA_READ ? "posting the RDMA Read" : "posting the RDMA Write",
+                     rc)
+               : 0;
+}
+
+/* Client: advertise buf (start or sink) in a Send. */
+static int advertise(struct session *s, const uint8_t *buf, const struct iwarp_mr *mr)
+{
+    put_be(s->send_buf, (uintptr_t)buf, 8);
+    put_be(s->send_buf + 8, mr->rkey, 4);
+    put_be(s->send_buf + 12, s->p->o.size, 4);
+    dbg(s->p, "RDMA addr %llx rkey %x len %u\n", (unsigned long long)(uintptr_t)buf, mr->rkey,
+        s->p->o.size);
+    return post_send(s);
+}
+
+/* ---- session lifetime -------------------------------------------------------------------- */
+
+static int session_alloc(struct ping *p, struct session *s)
+{
+    int rw = IWARP_ACCESS_LOCAL_WRITE | IWARP_ACCESS_REMOTE_READ | IWARP_ACCESS_REMOTE_WRITE;
+    uint32_t size = p->o.size;
+    *s = (struct session){.p = p, .phase = PH_SETUP};
+    int rc = iwarp_create_cq(p->ctx, CQ_DEPTH, s, p->comp, 0, &s->cq);
+    if (rc < 0)
+        return err("creating a CQ", rc);
+    if ((rc = iwarp_req_notify_cq(s->cq, 0)) < 0)
+        return err("arming the CQ", rc);
+    s->rdma_buf = calloc(1, size);
+    if (p->o.client)
+        s->start_buf = calloc(1, size);
+    if (!s->rdma_buf || (p->o.client && !s->start_buf))
+        return err("allocating buffers", IWARP_ERR_NOMEM);
+    if ((rc = iwarp_reg_mr(p->pd, s->send_buf, INFO_LEN, 0, &s->send_mr)) < 0 ||
+        (rc = iwarp_reg_mr(p->pd, s->recv_buf, INFO_LEN, IWARP_ACCESS_LOCAL_WRITE, &s->recv_mr)) <
+            0 ||
+        (rc = iwarp_reg_mr(p->pd, s->rdma_buf, size, rw, &s->rdma_mr)) < 0 ||
+        (p->o.client && (rc = iwarp_reg_mr(p->pd, s->start_buf, size, rw, &s->start_mr)) < 0))
+        return err("registering buffers", rc);
+    return 0;
+}
+
+static int create_qp(struct session *s)
+{
+    struct iwarp_qp_init_attr a = {.send_cq = s->cq,
+                                   .recv_cq = s->cq,
+                                   .cap = {.max_send_wr = SQ_DEPTH,
+                                           .max_recv_wr = RQ_DEPTH,
+                                           .max_send_sge = 1,
+                                           .max_recv_sge = 1},
+                                   .qp_type = IWARP_QPT_RC};
+    int rc = iwarp_cm_create_qp(s->id, s->p->pd, &a);
+    return rc < 0 ? err("creating the QP", rc) : 0;
+}
+
+/* Take every pending CQ event off the channel, acknowledge it and mark its session. Runs
+ * before a CQ is destroyed too (an event delivered must be acknowledged first). */
+static void take_cq_events(struct ping *p)
+{
+    struct iwarp_cq *cq;
+    void *ctx;
+    while (iwarp_get_cq_event(p->comp, &cq, &ctx) == 0) {
+        iwarp_ack_cq_events(cq, 1);
+        ((struct session *)ctx)->cq_kick = true;
+    }
+}
+
+/* Destroy the session's QP and CM id (the CQ and buffers stay, for a client's redial). */
+static void drop_connection(struct session *s)
+{
+    if (!s->id)
+        return;
+    if (s->id->qp)
+        iwarp_cm_destroy_qp(s->id);
+    /* IWARP_ERR_BUSY while an event for it is still queued: run_cm destroys it then. */
+    s->id->context_user = NULL;
+    (void)iwarp_cm_destroy_id(s->id);
+    s->id = NULL;
+    take_cq_events(s->p);
+    struct iwarp_wc wc;
+    while (iwarp_poll_cq(s->cq, 1, &wc) > 0) /* the flushed WRs of the QP just destroyed */
+        ;
+    s->send_busy = s->reply_in = false;
+}
+
+static void session_free(struct session *s)
+{
+    drop_connection(s);
+    struct iwarp_mr *mrs[] = {s->send_mr, s->recv_mr, s->rdma_mr, s->start_mr};
+    for (size_t i = 0; i < sizeof mrs / sizeof mrs[0]; i++)
+        if (mrs[i])
+            iwarp_dereg_mr(mrs[i]);
+    if (s->cq) {
+        take_cq_events(s->p);
+        int rc = iwarp_destroy_cq(s->cq);
+        if (rc < 0)
+            err("destroying a CQ", rc);
+    }
+    free(s->rdma_buf);
+    free(s->start_buf);
+    *s = (struct session){.phase = PH_FREE};
+}
+
+/* The session is over (DISCONNECTED, or its disconnect timed out): free it, and end the run
+ * unless this is a persistent server. */
+static void session_end(struct session *s)
+{
+    struct ping *p = s->p;
+    bool ok = !s->failed;
+    if (p->o.client && ok && p->o.count && s->ping < p->o.count) {
+        fprintf(stderr, "iwarp ping: the connection ended after %ld of %ld pings\n", s->ping,
+                p->o.count);
+        ok = false;
+    }
+    dbg(p, "%s: %ld pings of %u octets done\n", role(p), s->ping, p->o.size);
+    session_free(s);
+    if (!p->o.persistent) {
+        p->finished = true;
+        p->status = ok ? 0 : 1;
+    }
+}
+
+/* Begin the end: a graceful disconnect (RFC 5040 §6: the stream closes after the posted work),
+ * then DISCONNECTED ends the session; after DISCONNECT_MS it ends anyway. */
+static void session_close(struct session *s, bool failed)
+{
+    s->failed |= failed;
+    if (s->phase == PH_CLOSING)
+        return;
+    s->phase = PH_CLOSING;
+    s->close_deadline = now_ms() + DISCONNECT_MS;
+    if (!s->id || iwarp_cm_disconnect(s->id) < 0)
+        s->close_deadline = 0; /* nothing to wait for */
+}
+
+static void session_fail(struct session *s)
+{
+    session_close(s, true);
+}
+
+/* ---- the client ------------------------------------------------------------------------ */
+
+static void client_start_ping(struct session *s)
+{
+    fill_pattern(s->start_buf, s->p->o.size, s->ping);
+    memset(s->rdma_buf, 0, s->p->o.size);
+    s->phase = PH_START_ADV;
+    if (advertise(s, s->start_buf, s->start_mr) < 0)
+        session_fail(s);
+}
+
+/* The go-ahead for the current advertisement arrived and our Send completed: next step. */
+static void client_step(struct session *s)
+{
+    struct ping *p = s->p;
+    if (s->send_busy || !s->reply_in)
+        return;
+    s->reply_in = false;
+    if (s->phase == PH_START_ADV) {
+        s->phase = PH_SINK_ADV;
+        if (advertise(s, s->rdma_buf, s->rdma_mr) < 0)
+            session_fail(s);
+        return;
+    }
+    /* PH_SINK_ADV: the server has written the ping back into our sink. */
+    if (p->o.validate && memcmp(s->start_buf, s->rdma_buf, p->o.size) != 0) {
+        uint32_t at = 0;
+        while (s->start_buf[at] == s->rdma_buf[at])
+            at++;
+        fprintf(stderr, "iwarp ping: data mismatch in ping %ld at octet %u\n", s->ping, at);
+        session_fail(s);
+        return;
+    }
+    if (p->o.verbose)
+        printf("ping data: %.*s\n", (int)strnlen((char *)s->rdma_buf, p->o.size), s->rdma_buf);
+    s->ping++;
+    if (p->o.count && s->ping == p->o.count)
+        session_close(s, false);
+    else
+        client_start_ping(s);
+}
+
+/* Client: the server's go-ahead (its content is not used, as in rping). */
+static void client_recv(struct session *s)
+{
+    if ((s->phase != PH_START_ADV && s->phase != PH_SINK_ADV) || s->reply_in) {
+        fprintf(stderr, "iwarp ping: unexpected Send from the server\n");
+        session_fail(s);
+        return;
+    }
+    s->reply_in = true;
+}
+
+static int client_dial(struct ping *p, struct session *s)
+{
+    int rc = iwarp_cm_create_id(p->ch, &s->id, s, IWARP_PS_TCP);
+    if (rc < 0)
+        return err("creating a CM id", rc);
+    rc = iwarp_cm_resolve_addr(s->id, p->o.have_src ? (struct sockaddr *)&p->o.src : NULL,
+                               (struct sockaddr *)&p->o.addr, RESOLVE_MS);
+    return rc < 0 ? err("resolving the address", rc) : 0;
+}
+
+static int client_connect(struct ping *p, struct session *s)
+{
+    if (create_qp(s) < 0 || post_recv(s) < 0)
+        return -1;
+    struct iwarp_conn_param cp = {
+        .responder_resources = 1, .initiator_depth = 1, .mpa_rev = 2, .crc = p->o.crc};
+    int rc = iwarp_cm_connect(s->id, &cp);
+    return rc < 0 ? err("connecting", rc) : 0;
+}
+
+/* A failed connection attempt: dial again while --retry allows, else give up. */
+static void client_retry(struct ping *p, struct session *s, enum iwarp_cm_event_type t, int st)
+{
+    fprintf(stderr, "iwarp ping: cm event %s, error %d (%s)\n", iwarp_cm_event_str(t), st,
+            iwarp_strerror(st));
+    drop_connection(s);
+    if (now_ms() < p->retry_deadline) {
+        sleep_ms(RETRY_PAUSE_MS);
+        if (client_dial(p, s) == 0)
+            return;
+    }
+    s->failed = true;
+    session_end(s);
+}
+
+/* ---- the server ------------------------------------------------------------------------- */
+
+/* Server: the client's advertisement (start or sink buffer). */
+static void server_recv(struct session *s)
+{
+    struct ping *p = s->p;
+    uint64_t addr = get_be(s->recv_buf, 8);
+    uint32_t rkey = (uint32_t)get_be(s->recv_buf + 8, 4);
+    uint32_t len = (uint32_t)get_be(s->recv_buf + 12, 4);
+    dbg(p, "Received rkey %x addr %llx len %u from peer\n", rkey, (unsigned long long)addr, len);
+    if (s->phase == PH_WAIT_START) {
+        if (len > p->o.size) {
+            fprintf(stderr,
+                    "iwarp ping: the client's buffer of %u octets is larger than this server's "
+                    "-S %u\n",
+                    len, p->o.size);
+            session_fail(s);
+            return;
+        }
+        s->read_len = len;
+        s->phase = PH_READING;
+        if (post_rdma(s, IWARP_WR_RDMA_READ, addr, rkey, len) < 0) {
+            session_fail(s);
+            return;
+        }
+        dbg(p, "server posted rdma read req\n");
+    } else if (s->phase == PH_WAIT_SINK) {
+        /* rping writes back the string read and its NUL; never more than was read. */
+        uint32_t wlen = (uint32_t)strnlen((char *)s->rdma_buf, s->read_len) + 1;
+        if (wlen > s->read_len)
+            wlen = s->read_len;
+        if (wlen > len) {
+            fprintf(stderr, "iwarp ping: the client's sink of %u octets cannot take %u\n", len,
+                    wlen);
+            session_fail(s);
+            return;
+        }
+        s->phase = PH_WRITING;
+        dbg(p, "rdma write from lkey %x laddr %llx len %u\n", s->rdma_mr->lkey,
+            (unsigned long long)(uintptr_t)s->rdma_buf, wlen);
+        if (post_rdma(s, IWARP_WR_RDMA_WRITE, addr, rkey, wlen) < 0)
+            session_fail(s);
+    } else {
+        fprintf(stderr, "iwarp ping: unexpected Send from the client\n");
+        session_fail(s);
+    }
+}
+
+static void server_go_ahead(struct session *s, enum phase next)
+{
+    s->phase = next;
+    if (post_send(s) < 0) {
+        session_fail(s);
+        return;
+    }
+    dbg(s->p, "server posted go ahead\n");
+}
+
+static void server_read_done(struct session *s)
+{
+    struct ping *p = s->p;
+    if (s->phase != PH_READING)
+        return;
+    dbg(p, "server received read complete\n");
+    if (p->o.verbose)
+        printf("server ping data: %.*s\n", (int)strnlen((char *)s->rdma_buf, s->read_len),
+               s->rdma_buf);
+    server_go_ahead(s, PH_WAIT_SINK);
+}
+
+static void server_write_done(struct session *s)
+{
+    if (s->phase != PH_WRITING)
+        return;
+    dbg(s->p, "server rdma write complete\n");
+    s->ping++;
+    server_go_ahead(s, PH_WAIT_START);
+}
+
+static struct session *free_slot(struct ping *p)
+{
+    for (int i = 0; i < MAX_SESSIONS; i++)
+        if (p->s[i].phase == PH_FREE)
+            return &p->s[i];
+    return NULL;
+}
+
+static void server_connect_request(struct ping *p, struct iwarp_cm_id *id)
+{
+    struct session *s = free_slot(p);
+    bool busy = !s || (!p->o.persistent && s != &p->s[0]);
+    if (busy) {
+        fprintf(stderr, "iwarp ping: rejecting a connection: %s\n",
+                p->o.persistent ? "too many clients" : "already serving one (use -P)");
+        iwarp_cm_reject(id, NULL, 0);
+        (void)iwarp_cm_destroy_id(id); /* BUSY: run_cm destroys it after its last event */
+        return;
+    }
+    dbg(p, "accepting client connection request\n");
+    if (session_alloc(p, s) < 0)
+        goto fail;
+    s->id = id;
+    id->context_user = s;
+    if (create_qp(s) < 0 || post_recv(s) < 0)
+        goto fail;
+    struct iwarp_conn_param cp = {
+        .responder_resources = 1, .initiator_depth = 1, .mpa_rev = 2, .crc = p->o.crc};
+    int rc = iwarp_cm_accept(id, &cp);
+    if (rc < 0) {
+        err("accepting", rc);
+        goto fail;
+    }
+    s->phase = PH_WAIT_START; /* the first Send may complete before ESTABLISHED is seen */
+    return;
+fail:
+    if (!s->id) {
+        iwarp_cm_reject(id, NULL, 0);
+        (void)iwarp_cm_destroy_id(id);
+    }
+    s->failed = true;
+    session_end(s);
+}
+
+/* ---- events ------------------------------------------------------------------------------ */
+
+static void on_wc(struct session *s, const struct iwarp_wc *wc)
+{
+    struct ping *p = s->p;
+    if (wc->status != IWARP_WC_SUCCESS) {
+        if (wc->status == IWARP_WC_WR_FLUSH_ERR) /* the connection is going: as rping */
+            return;
+        fprintf(stderr, "iwarp ping: cq completion failed: %s (Terminate cause %06x)\n",
+                iwarp_wc_status_str(wc->status), wc->vendor_err);
+        session_fail(s);
+        return;
+    }
+    if (s->phase == PH_CLOSING)
+        return;
+    switch (wc->opcode) {
+    case IWARP_WC_SEND:
+        dbg(p, "send completion\n");
+        s->send_busy = false;
+        break;
+    case IWARP_WC_RDMA_READ:
+        dbg(p, "rdma read completion\n");
+        server_read_done(s);
+        break;
+    case IWARP_WC_RDMA_WRITE:
+        dbg(p, "rdma write completion\n");
+        server_write_done(s);
+        break;
+    case IWARP_WC_RECV:
+        dbg(p, "recv completion\n");
+        if (wc->byte_len != INFO_LEN) {
+            fprintf(stderr, "iwarp ping: received bogus data, size %u\n", wc->byte_len);
+            session_fail(s);
+            return;
+        }
+        if (p->o.server)
+            server_recv(s); /* reads recv_buf before it is posted again */
+        else
+            client_recv(s);
+        if (s->phase != PH_CLOSING && post_recv(s) < 0)
+            session_fail(s);
+        break;
+    default:
+        fprintf(stderr, "iwarp ping: unexpected completion opcode %d\n", (int)wc->opcode);
+        session_fail(s);
+        return;
+    }
+    if (p->o.client && s->phase != PH_CLOSING)
+        client_step(s);
+}
+
+/* Re-arm and drain the CQs that had an event. */
+static void run_cqs(struct ping *p)
+{
+    for (int i = 0; i < MAX_SESSIONS; i++) {
+        struct session *s = &p->s[i];
+        if (s->phase == PH_FREE || !s->cq_kick)
+            continue;
+        s->cq_kick = false;
+        int rc = iwarp_req_notify_cq(s->cq, 0);
+        if (rc < 0) {
+            err("arming the CQ", rc);
+            session_fail(s);
+        }
+        struct iwarp_wc wc;
+        while (s->phase != PH_FREE && (rc = iwarp_poll_cq(s->cq, 1, &wc)) > 0)
+            on_wc(s, &wc);
+        if (rc < 0) {
+            err("polling the CQ", rc);
+            session_fail(s);
+        }
+    }
+}
+
+static struct session *session_of_qp(struct ping *p, const struct iwarp_qp *qp)
+{
+    for (int i = 0; i < MAX_SESSIONS; i++)
+        if (p->s[i].phase != PH_FREE && p->s[i].id && p->s[i].id->qp == qp)
+            return &p->s[i];
+    return NULL;
+}
+
+/* Async errors: a Terminate sent or received, with its RFC 5040 §7.4 cause. */
+static void run_async(struct ping *p)
+{
+    struct iwarp_async_event ev;
+    while (iwarp_get_async_event(p->ctx, &ev) == 0) {
+        if (ev.term_cause || ev.term_from_peer)
+            fprintf(stderr, "iwarp ping: async event %s (Terminate cause %06x%s)\n",
+                    iwarp_event_type_str(ev.event_type), ev.term_cause,
+                    ev.term_from_peer ? ", from the peer" : "");
+        else
+            fprintf(stderr, "iwarp ping: async event %s (the connection failed)\n",
+                    iwarp_event_type_str(ev.event_type));
+        struct session *s =
+            ev.event_type == IWARP_EVENT_COMM_EST ? NULL : session_of_qp(p, ev.element.qp);
+        iwarp_ack_async_event(&ev);
+        if (s)
+            session_fail(s);
+    }
+}
+
+static void on_established(struct ping *p, struct session *s, const struct iwarp_conn_param *cp)
+{
+    dbg(p, "MPA: rev %u, CRC %s, markers %s, IRD %u ORD %u\n", cp->mpa_rev, cp->crc ? "on" : "off",
+        cp->markers ? "on" : "off", cp->responder_resources, cp->initiator_depth);
+    if (p->o.server)
+        return; /* the server moves when the first advertisement arrives */
+    dbg(p, "rdma_connect successful\n");
+    if (p->o.first_delay_ms)
+        sleep_ms(p->o.first_delay_ms);
+    if (p->o.count == 0 || s->ping < p->o.count)
+        client_start_ping(s);
+    else
+        session_close(s, false);
+}
+
+static void run_cm(struct ping *p)
+{
+    struct iwarp_cm_event *ev;
+    while (iwarp_cm_get_event_timeout(p->ch, &ev, 0) == 0) {
+        enum iwarp_cm_event_type t = ev->event;
+        int st = ev->status;
+        struct iwarp_cm_id *id = ev->id;
+        struct iwarp_conn_param cp = ev->param;
+        bool child = id != p->listen && p->o.server;
+        iwarp_cm_ack_event(ev);
+        struct session *s = t == IWARP_CM_EVENT_CONNECT_REQUEST ? NULL : id->context_user;
+        dbg(p, "cma_event type %s cma_id %p (%s)\n", iwarp_cm_event_str(t), (void *)id,
+            child ? "child" : "parent");
+        if (!s && t != IWARP_CM_EVENT_CONNECT_REQUEST && id != p->listen) {
+            (void)iwarp_cm_destroy_id(id); /* a dropped connection's last event */
+            continue;
+        }
+        switch (t) {
+        case IWARP_CM_EVENT_ADDR_RESOLVED: {
+            int rc = iwarp_cm_resolve_route(id, RESOLVE_MS);
+            if (rc < 0)
+                client_retry(p, s, IWARP_CM_EVENT_ROUTE_ERROR, rc);
+            break;
+        }
+        case IWARP_CM_EVENT_ROUTE_RESOLVED:
+            if (client_connect(p, s) < 0) {
+                s->failed = true;
+                drop_connection(s);
+                session_end(s);
+            }
+            break;
+        case IWARP_CM_EVENT_CONNECT_REQUEST:
+            server_connect_request(p, id);
+            break;
+        case IWARP_CM_EVENT_ESTABLISHED:
+            if (s)
+                on_established(p, s, &cp);
+            break;
+        case IWARP_CM_EVENT_DISCONNECTED:
+            fprintf(stderr, "%s DISCONNECT EVENT...\n", role(p));
+            if (s)
+                session_end(s);
+            break;
+        case IWARP_CM_EVENT_ADDR_ERROR:
+        case IWARP_CM_EVENT_ROUTE_ERROR:
+        case IWARP_CM_EVENT_CONNECT_ERROR:
+        case IWARP_CM_EVENT_UNREACHABLE:
+        case IWARP_CM_EVENT_REJECTED:
+            if (s && p->o.client && s->phase == PH_SETUP) {
+                client_retry(p, s, t, st);
+            } else if (s) {
+                fprintf(stderr, "iwarp ping: cm event %s, error %d (%s)\n", iwarp_cm_event_str(t),
+                        st, iwarp_strerror(st));
+                s->failed = true;
+                session_end(s);
+            }
+            break;
+        default:
+            fprintf(stderr, "iwarp ping: unhandled event: %s, ignoring\n", iwarp_cm_event_str(t));
+            break;
+        }
+    }
+}
+
+/* Sessions whose disconnect did not complete in time end anyway. Returns the poll timeout. */
+static int run_deadlines(struct ping *p)
+{
+    int timeout = -1;
+    uint64_t now = now_ms();
+    for (int i = 0; i < MAX_SESSIONS; i++) {
+        struct session *s = &p->s[i];
+        if (s->phase != PH_CLOSING)
+            continue;
+        if (now >= s->close_deadline) {
+            if (s->close_deadline)
+                fprintf(stderr, "iwarp ping: no DISCONNECTED within %d ms\n", DISCONNECT_MS);
+            session_end(s);
+        } else {
+            uint64_t left = s->close_deadline - now;
+            if (timeout < 0 || left < (uint64_t)timeout)
+                timeout = (int)left;
+        }
+    }
+    return timeout;
+}
+
+/* Whether a CQ event was taken off the channel (by take_cq_events while a session was freed)
+ * and its CQ is not yet polled: then poll() must not wait. */
+static bool kick_pending(const struct ping *p)
+{
+    for (int i = 0; i < MAX_SESSIONS; i++)
+        if (p->s[i].phase != PH_FREE && p->s[i].cq_kick)
+            return true;
+    return false;
+}
+
+static void event_loop(struct ping *p)
+{
+    while (!p->finished) {
+        int timeout = run_deadlines(p);
+        if (p->finished)
+            break;
+        if (kick_pending(p))
+            timeout = 0;
+        struct pollfd fds[3] = {{.fd = p->ch->fd, .events = POLLIN},
+                                {.fd = p->comp->fd, .events = POLLIN},
+                                {.fd = iwarp_async_fd(p->ctx), .events = POLLIN}};
+        if (poll(fds, 3, timeout) < 0)
+            continue; /* EINTR */
+        if (fds[2].revents)
+            run_async(p);
+        if (fds[1].revents)
+            take_cq_events(p);
+        run_cqs(p);
+        if (fds[0].revents)
+            run_cm(p);
+    }
+}
+
+/* ---- setup and options ---------------------------------------------------------------------- */
+
+static int setup(struct ping *p)
+{
+    struct iwarp_ctx_attr a;
+    iwarp_ctx_attr_default(&a);
+    a.trace_pcap = p->o.pcap;
+    int rc = iwarp_ctx_create(&a, &p->ctx);
+    if (rc < 0)
+        return err("creating the context", rc);
+    if ((rc = iwarp_cm_create_channel(p->ctx, &p->ch)) < 0)
+        return err("creating the CM channel", rc);
+    if ((rc = iwarp_create_comp_channel(p->ctx, &p->comp)) < 0)
+        return err("creating the completion channel", rc);
+    int fl = fcntl(p->comp->fd, F_GETFL);
+    if (fl < 0 || fcntl(p->comp->fd, F_SETFL, fl | O_NONBLOCK) < 0)
+        return err("making the completion channel non-blocking", IWARP_ERR_IO);
+    if ((rc = iwarp_alloc_pd(p->ctx, &p->pd)) < 0)
+        return err("allocating the PD", rc);
+    dbg(p, "created pd %p\n", (void *)p->pd);
+    return 0;
+}
+
+static int start_server(struct ping *p)
+{
+    char host[INET6_ADDRSTRLEN];
+    unsigned port;
+    int rc = iwarp_cm_create_id(p->ch, &p->listen, NULL, IWARP_PS_TCP);
+    if (rc < 0)
+        return err("creating a CM id", rc);
+    addr_str(&p->o.addr, host, sizeof host, &port);
+    if ((rc = iwarp_cm_bind_addr(p->listen, (struct sockaddr *)&p->o.addr)) < 0) {
+        fprintf(stderr, "iwarp ping: binding %s port %u: %s\n", host, port, iwarp_strerror(rc));
+        return rc;
+    }
+    if ((rc = iwarp_cm_listen(p->listen, 3)) < 0)
+        return err("listening", rc);
+    dbg(p, "listening on %s port %u\n", host, port);
+    return 0;
+}
+
+static void teardown(struct ping *p)
+{
+    for (int i = 0; i < MAX_SESSIONS; i++)
+        if (p->s[i].phase != PH_FREE)
+            session_free(&p->s[i]);
+    struct iwarp_cm_event *ev;
+    while (p->ch && iwarp_cm_get_event_timeout(p->ch, &ev, 0) == 0) {
+        struct iwarp_cm_id *id = ev->id;
+        bool request = ev->event == IWARP_CM_EVENT_CONNECT_REQUEST;
+        iwarp_cm_ack_event(ev);
+        if (request)
+            iwarp_cm_reject(id, NULL, 0);
+        if (id != p->listen)
+            (void)iwarp_cm_destroy_id(id);
+    }
+    if (p->listen)
+        iwarp_cm_destroy_id(p->listen);
+    if (p->pd)
+        iwarp_dealloc_pd(p->pd);
+    if (p->comp)
+        iwarp_destroy_comp_channel(p->comp);
+    if (p->ch)
+        iwarp_cm_destroy_channel(p->ch);
+    if (p->ctx && iwarp_ctx_destroy(p->ctx) < 0)
+        fprintf(stderr, "iwarp ping: iwarp_ctx_destroy: an object was left\n");
+}
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: iwarp ping -s [-vVdP] [-S size] [-C count] [-a addr] [-p port] [OPTIONS]\n"
+            "       iwarp ping -c [-vVd] [-S size] [-C count] [-I addr] -a addr [-p port] "
+            "[OPTIONS]\n\n"
+            "rping (rdma-core) over libiwarp: the client advertises its start buffer in a Send,\n"
+            "the server RDMA-Reads it and answers with a Send; the client advertises its sink\n"
+            "buffer, the server RDMA-Writes the data back and answers again. Interoperates with\n"
+            "rping on any iWARP device (e.g. Linux siw) in either role.\n\n"
+            "options (rping's):\n"
+            "  -s, --server        server side; serves one client, then exits (see -P)\n"
+            "  -c, --client        client side\n"
+            "  -a, --addr ADDR     server: address to listen on (default 0.0.0.0; -a ::0 for\n"
+            "                      IPv6); client: the server's address. IPv4, IPv6 or a name\n"
+            "  -I, --source ADDR   client: local address to connect from\n"
+            "  -p, --port PORT     TCP port (default %u)\n"
+            "  -C, --count N       client: pings to do (default 0: until interrupted); the\n"
+            "                      server, as rping's, serves until the client disconnects\n"
+            "  -S, --size N        ping size in octets, %u..%u (default %u); a server reads\n"
+            "                      at most its own -S\n"
+            "  -v, --verbose       print the data: \"ping data: ...\" (client), \"server ping\n"
+            "                      data: ...\" (server)\n"
+            "  -V, --validate      client: check that what came back is what was sent\n"
+            "  -d, --debug         trace every step (CM events, advertisements, completions)\n"
+            "  -P, --persistent    server: serve clients (several at once) until killed\n"
+            "  -q                  accepted for rping compatibility (the QP is always the CM's)\n"
+            "options (libiwarp's):\n"
+            "  --crc               ask for MPA CRC32C (RFC 5044 §4.4; siw's default is off)\n"
+            "  --first-delay MS    client: wait MS ms after ESTABLISHED before the first Send.\n"
+            "                      siw 6.1 as responder sends its MPA Reply before it installs\n"
+            "                      its socket callbacks; an FPDU arriving in between can stall\n"
+            "  --retry SECS        client: redial a refused or dropped connection attempt for\n"
+            "                      up to SECS seconds (a listener that is not up yet)\n"
+            "  --pcap FILE         record the connection's MPA stream to FILE (pcap)\n"
+            "  -h, --help          this text\n\n"
+            "Exit status: 0 when every ping completed (and verified, with -V) and the connection\n"
+            "closed; 1 on a connection failure, an error completion, a Terminate, a data\n"
+            "mismatch or a connection that ended early; 2 for bad options.\n",
+            PING_PORT, PING_MIN_SIZE, PING_MAX_SIZE, PING_SIZE);
+}
+
+static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* A bad option: the message on stderr, then where to look; returns -1. */
+static int bad(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "iwarp ping: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\nTry `iwarp ping --help`.\n");
+    va_end(ap);
+    return -1;
+}
+
+/* A whole decimal number in [min, max], or -1 with *ok false. */
+static long number(const char *s, long min, long max, bool *ok)
+{
+    char *end;
+    long v = strtol(s, &end, 10);
+    *ok = *s && !*end && v >= min && v <= max;
+    return v;
+}
+
+static int resolve(const char *name, struct sockaddr_storage *out)
+{
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res;
+    int rc = getaddrinfo(name, NULL, &hints, &res);
+    if (rc != 0) {
+        fprintf(stderr, "iwarp ping: %s: %s (invalid host name or IP address)\n", name,
+                gai_strerror(rc));
+        return -1;
+    }
+    bool ok = res->ai_family == AF_INET || res->ai_family == AF_INET6;
+    if (ok)
+        memcpy(out, res->ai_addr, res->ai_addrlen);
+    freeaddrinfo(res);
+    return ok ? 0 : bad("%s: not an IPv4 or IPv6 address", name);
+}
+
+static void set_port(struct sockaddr_storage *a, unsigned port)
+{
+    if (a->ss_family == AF_INET6)
+        ((struct sockaddr_in6 *)a)->sin6_port = htons((uint16_t)port);
+    else
+        ((struct sockaddr_in *)a)->sin_port = htons((uint16_t)port);
+}
+
+enum { OPT_CRC = 256, OPT_FIRST_DELAY, OPT_RETRY, OPT_PCAP };
+
+static int parse(int argc, char **argv, struct opts *o)
+{
+    static const struct option lo[] = {{"server", no_argument, NULL, 's'},
+                                       {"client", no_argument, NULL, 'c'},
+                                       {"addr", required_argument, NULL, 'a'},
+                                       {"source", required_argument, NULL, 'I'},
+                                       {"port", required_argument, NULL, 'p'},
+                                       {"count", required_argument, NULL, 'C'},
+                                       {"size", required_argument, NULL, 'S'},
+                                       {"verbose", no_argument, NULL, 'v'},
+                                       {"validate", no_argument, NULL, 'V'},
+                                       {"debug", no_argument, NULL, 'd'},
+                                       {"persistent", no_argument, NULL, 'P'},
+                                       {"crc", no_argument, NULL, OPT_CRC},
+                                       {"first-delay", required_argument, NULL, OPT_FIRST_DELAY},
+                                       {"retry", required_argument, NULL, OPT_RETRY},
+                                       {"pcap", required_argument, NULL, OPT_PCAP},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {NULL, 0, NULL, 0}};
+    *o = (struct opts){.size = PING_SIZE, .port = PING_PORT};
+    bool ok = true;
+    int c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":sca:I:p:C:S:vVdPqh", lo, NULL)) != -1) {
+        switch (c) {
+        case 's':
+            o->server = true;
+            break;
+        case 'c':
+            o->client = true;
+            break;
+        case 'a':
+            o->addr_arg = optarg;
+            break;
+        case 'I':
+            o->src_arg = optarg;
+            break;
+        case 'p':
+            o->port = (unsigned)number(optarg, 1, 65535, &ok);
+            if (!ok)
+                return bad("invalid port '%s' (1..65535)", optarg);
+            break;
+        case 'C':
+            o->count = number(optarg, 0, 0x7fffffff, &ok);
+            if (!ok)
+                return bad("invalid count '%s' (0..2147483647; 0: forever)", optarg);
+            break;
+        case 'S':
+            o->size = (uint32_t)number(optarg, PING_MIN_SIZE, PING_MAX_SIZE, &ok);
+            if (!ok)
+                return bad("invalid size '%s' (valid range is 26 to 65535)", optarg);
+            break;
+        case 'v':
+            o->verbose++;
+            break;
+        case 'V':
+            o->validate = true;
+            break;
+        case 'd':
+            o->debug++;
+            break;
+        case 'P':
+            o->persistent = true;
+            break;
+        case 'q':
+            break;
+        case OPT_CRC:
+            o->crc = true;
+            break;
+        case OPT_FIRST_DELAY:
+            o->first_delay_ms = (int)number(optarg, 0, 600000, &ok);
+            if (!ok)
+                return bad("invalid --first-delay '%s' (0..600000 ms)", optarg);
+            break;
+        case OPT_RETRY:
+            o->retry_s = (int)number(optarg, 0, 86400, &ok);
+            if (!ok)
+                return bad("invalid --retry '%s' (0..86400 s)", optarg);
+            break;
+        case OPT_PCAP:
+            o->pcap = optarg;
+            break;
+        case 'h':
+            usage(stdout);
+            return 1;
+        case ':':
+            if (optopt > 0 && optopt < 256)
+                return bad("option '-%c' needs a value", optopt);
+            return bad("option '%s' needs a value", argv[optind - 1]);
+        default:
+            if (optopt > 0 && optopt < 256)
+                return bad("unknown option '-%c'", optopt);
+            return bad("unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return bad("unexpected argument '%s'", argv[optind]);
+    if (o->server == o->client)
+        return bad("%s", o->server ? "-s and -c exclude each other"
+                                   : "one of -s (server) or -c (client) is needed");
+    if (o->client && !o->addr_arg)
+        return bad("%s", "the client needs the server's address (-a ADDR)");
+    if (o->server && (o->src_arg || o->first_delay_ms || o->retry_s))
+        return bad("%s", "-I, --first-delay and --retry are client options");
+    if (o->client && o->persistent)
+        return bad("%s", "-P is a server option");
+    if (o->addr_arg && resolve(o->addr_arg, &o->addr) < 0)
+        return -1;
+    if (!o->addr_arg)
+        ((struct sockaddr_in *)&o->addr)->sin_family = AF_INET; /* 0.0.0.0, as rping */
+    set_port(&o->addr, o->port);
+    if (o->src_arg) {
+        if (resolve(o->src_arg, &o->src) < 0)
+            return -1;
+        if (o->src.ss_family != o->addr.ss_family)
+            return bad("-I %s is not of the server address's family", o->src_arg);
+        o->have_src = true;
+    }
+    return 0;
+}
+
+int iwarp_cli_ping(int argc, char **argv)
+{
+    static struct ping ping;
+    struct ping *p = &ping;
+    int rc = parse(argc, argv, &p->o);
+    if (rc != 0)
+        return rc > 0 ? 0 : 2;
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    p->status = 1;
+    if (setup(p) < 0) {
+        teardown(p);
+        return 1;
+    }
+    if (p->o.server) {
+        if (start_server(p) == 0)
+            event_loop(p);
+    } else {
+        struct session *s = &p->s[0];
+        p->retry_deadline = now_ms() + (uint64_t)p->o.retry_s * 1000u;
+        if (session_alloc(p, s) < 0 || client_dial(p, s) < 0)
+            session_free(s);
+        else
+            event_loop(p);
+    }
+    teardown(p);
+    return p->status;
+}
