@@ -90,6 +90,7 @@ run() {
     local dir=$1 count=$2 size=$3 crc=$4 gv=$5
     local name="$dir-${count}x$size-crc-$crc" port=$((PORT++))
     local d="$W/$name" copt=() vopt=() ov=no ovopt=() t=$SECONDS problems
+    # shellcheck disable=SC2053 # SIW_RPING_ONLY is a glob
     [[ -z "${SIW_RPING_ONLY:-}" || "$name" == $SIW_RPING_ONLY ]] || return 0
     mkdir -p "$d/share"
     [ "$crc" = on ] && copt=(--crc)

@@ -66,7 +66,7 @@ struct opts {
 
 enum phase {
     PH_FREE,       /* slot unused */
-    PH_SETUP,      /* client: resolving and connecting; server: accepted, not yet ESTABLISHED */
+    PH_SETUP,      /* client: resolving and connecting; server: accepting (set up) */
     PH_START_ADV,  /* client: start buffer advertised, waiting for the go-ahead */
     PH_SINK_ADV,   /* client: sink buffer advertised, waiting for the go-ahead */
     PH_WAIT_START, /* server: waiting for the start buffer's advertisement */
@@ -1096,6 +1096,10 @@ static int parse(int argc, char **argv, struct opts *o)
     return 0;
 }
 
+/*
+ * `iwarp ping`: parses rping's options (argv[0] is "ping"), then runs the server or the client
+ * until it is done. Returns the exit status: 0 success, 1 failure, 2 bad options (0 for --help).
+ */
 int iwarp_cli_ping(int argc, char **argv)
 {
     static struct ping ping;
