@@ -125,6 +125,11 @@ static void unlink_fired(struct iwarp_cq *cq)
         *pp = cq->next_fired;
         if (ch->fired_tail == cq)
             ch->fired_tail = prev;
+        if (!ch->fired_head) {
+            /* nothing left to report: the fd must stop being readable */
+            eventfd_t v;
+            (void)eventfd_read(ch->pub.fd, &v); /* counter > 0: does not block */
+        }
     }
     cq->event_pending = false;
 }
