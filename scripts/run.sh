@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
-# The main job: installs what is missing, builds the release configuration and runs the iwarp
-# command's demo, which negotiates MPA between an initiator and a responder, frames an exchange
-# of every RDMAP operation, decodes it back with the library's own decoders and writes it to a
-# capture file (build/release/demo.pcap) that Wireshark/tshark can open.
-#   scripts/run.sh [iwarp demo options]   (e.g. --no-crc, --markers, --mpa-rev 1; see --help)
+# The main job: installs what is missing, builds the release configuration and runs
+# `iwarp perf` in loopback mode: a server and a client in one process on 127.0.0.1 move RDMA
+# Writes of every size from 2 B to 8 MiB through the whole stack (verbs, CM, RDMAP, DDP, MPA
+# over kernel TCP), next to plain TCP measured in the same run (--compare-tcp).
+#   scripts/run.sh [iwarp perf options]   (e.g. --op read, --op send --lat --busy-poll; see
+#                                          `build/release/iwarp perf --help`)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh --build
 cmake --preset release >/dev/null
 cmake --build --preset release -j "$(nproc)"
-exec build/release/iwarp demo --pcap build/release/demo.pcap "$@"
+if [ $# -eq 0 ]; then
+  set -- --all-sizes --compare-tcp
+fi
+exec build/release/iwarp perf "$@"
