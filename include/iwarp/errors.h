@@ -78,6 +78,8 @@ extern "C" {
     /* iwarp perf (tools/iwarp/perf*.c) */                                                    \
     XX(PERF_PROTO, -165, "iwarp perf: the peer broke the test protocol")                      \
     XX(PERF_VERIFY, -166, "iwarp perf: received data differs from what was sent")             \
+    /* Packet trace (src/trace/trace_sink, iwarp_trace_start) */                              \
+    XX(TRACE_BOUND, -170, "packet trace: capture size bound reached, recording stopped")      \
     /* Captures (src/trace: pcap files, packet headers) */                                    \
     XX(PCAP, -70, "libpcap could not open, read or write the capture file")                   \
     XX(PCAP_LINKTYPE, -71, "capture link-layer type not supported")                           \

@@ -7,6 +7,7 @@
 #include "iwarp/version.h"
 #include "iwarp/verbs.h"
 #include "iwarp/cm.h"
+#include "iwarp/trace.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -77,15 +77,18 @@ struct iwarp_ctx_attr {
     enum iwarp_log_level log_level;
     iwarp_rng_fn rng; /* NULL: getrandom() */
     void *rng_user;
-    /* Packet trace: a capture file path (pcap, created or truncated at iwarp_ctx_create) into
-     * which every TCP connection of the context records its MPA stream, both directions, as a
-     * TCP conversation with its real addresses and ports (SYN/SYN-ACK/ACK at connect, FIN or
-     * RST at close; each MPA frame and FPDU as its own segment(s) of at most the EMSS, so
-     * Wireshark frames it). What goes on the wire is unchanged. NULL: the environment variable
-     * IWARP_TRACE_PCAP names the file if it is set and not empty, else no trace. Every context
-     * truncates its file at create: give contexts of one process different paths. The file is
-     * flushed and closed by iwarp_ctx_destroy. Read only during iwarp_ctx_create, which fails
-     * with IWARP_ERR_PCAP when the file cannot be created. */
+    /* Packet trace (iwarp/trace.h): a capture file path (pcap) into which every TCP connection
+     * of the context records its MPA stream, both directions, as a TCP conversation with its
+     * real addresses and ports (SYN/SYN-ACK/ACK at connect, FIN or RST at close; each MPA frame
+     * and FPDU as its own segment(s) of at most the EMSS, so Wireshark frames it). What goes on
+     * the wire is unchanged. NULL: the environment variable IWARP_PCAP names the file if it is
+     * set and not empty (IWARP_TRACE_PCAP: a deprecated alias), else the process-wide trace of
+     * iwarp_trace_start() applies, if started, else no trace. One file per path per process:
+     * contexts tracing to the same path share it (created or truncated when first opened, closed
+     * when its last context or connection lets go). Bounded per process (IWARP_PCAP_MAX, default
+     * 256 MiB): at the bound recording stops with one log line, the file stays valid. Read only
+     * during iwarp_ctx_create, which fails with IWARP_ERR_PCAP when the file cannot be created
+     * and IWARP_ERR_INVAL when IWARP_PCAP_MAX is not a size. */
     const char *trace_pcap;
 };
 

@@ -28,8 +28,8 @@
 /* Pending async events, at most (further ones are counted as lost and logged). */
 #define IWARP_API_ASYNC_MAX 1024u
 
-struct iwarp_cm_channel;  /* cm.c */
-struct iwarp_pcap_writer; /* trace/pcap_writer.h */
+struct iwarp_cm_channel; /* cm.c */
+struct iwarp_trace_sink; /* trace/trace_sink.h */
 
 struct iwarp_ctx {
     struct iwarp_ctx_attr attr;
@@ -44,8 +44,9 @@ struct iwarp_ctx {
     struct iwarp_async_event async_ring[IWARP_API_ASYNC_MAX];
     uint32_t async_head, async_count, async_lost;
     int async_fd;
-    /* packet trace of every TCP connection (attr.trace_pcap / IWARP_TRACE_PCAP), or NULL */
-    struct iwarp_pcap_writer *trace;
+    /* the context's packet trace file (attr.trace_pcap / IWARP_PCAP; shared per path per
+     * process, one reference held), or NULL (then the process-wide one, if started) */
+    struct iwarp_trace_sink *trace;
 };
 
 struct iwarp_pd {
@@ -138,5 +139,26 @@ int iwarp_api_cm_set_qp(struct iwarp_cm_id *id, struct iwarp_qp *qp);
 
 /* In IWARP_PROGRESS_CALLER mode: run the loop once without waiting (lock held). */
 void iwarp_api_progress_locked(struct iwarp_ctx *ctx);
+
+/* ---- packet trace (trace.c) ---- */
+
+/* At iwarp_ctx_create: opens ctx->trace from path (attr.trace_pcap), else from IWARP_PCAP (or
+ * its deprecated alias IWARP_TRACE_PCAP); nothing when none names a file. The bound comes from
+ * IWARP_PCAP_MAX. Logs the reason of a failure. Ownership: path is copied.
+ * Returns 0, IWARP_ERR_INVAL (IWARP_PCAP_MAX not a size), IWARP_ERR_NOMEM, IWARP_ERR_PCAP. */
+int iwarp_api_trace_open(struct iwarp_ctx *ctx, const char *path);
+
+/* At iwarp_ctx_destroy (or a failed create): lets go of ctx->trace (NULL is fine), logging a
+ * write failure. Returns 0 or IWARP_ERR_IO. */
+int iwarp_api_trace_close(struct iwarp_ctx *ctx);
+
+/* The capture file a connection of ctx set up now records into: ctx->trace, else the
+ * process-wide trace (iwarp_trace_start), else NULL. Ownership: the caller gets a reference
+ * (iwarp_trace_sink_release). */
+struct iwarp_trace_sink *iwarp_api_trace_sink(struct iwarp_ctx *ctx);
+
+/* A connection's iwarp_trace_bound_fn (trace/trace_conn.h): user is its iwarp_ctx; logs the
+ * one line that says the process's bound stopped the trace. */
+void iwarp_api_trace_bound(void *user, uint64_t bound);
 
 #endif

@@ -32,6 +32,7 @@
 #include "iwarp/errors.h"
 #include "llp/llp_tcp.h"
 #include "loop/loop.h"
+#include "trace/trace_sink.h"
 
 #define CM_SLOTS_API       2u /* ADDR_RESOLVED, ROUTE_RESOLVED */
 #define CM_SLOTS_CONN      3u /* CONNECT_REQUEST, ESTABLISHED/REJECTED/..., DISCONNECTED */
@@ -74,7 +75,7 @@ struct cm_conn {
     struct iwarp_llp_tcp tcp;
     uint8_t *bounce;
     struct iwarp_llp_conn_txf *txf;
-    struct iwarp_trace_conn *trace; /* the packet trace (ctx->trace set), or NULL */
+    struct iwarp_trace_conn *trace; /* the packet trace (holds its sink's reference), or NULL */
     uint8_t *trace_buf;             /* its 2 * IWARP_TRACE_CONN_BUF octets */
     /* active side: the MPA configuration and private data kept from connect() until TCP is
      * up and the negotiation starts (it copies them then) */
@@ -292,9 +293,12 @@ static void conn_free(struct iwarp_ctx *ctx, struct cm_conn *cc)
 {
     if (!cc)
         return;
-    if (cc->trace && cc->trace->err)
-        iwarp_api_log(ctx, IWARP_LOG_ERROR, "trace: writing the capture failed (%s)",
-                      iwarp_err_name(cc->trace->err));
+    if (cc->trace) {
+        if (cc->trace->err)
+            iwarp_api_log(ctx, IWARP_LOG_ERROR, "trace: writing the capture failed (%s)",
+                          iwarp_err_name(cc->trace->err));
+        (void)iwarp_trace_sink_release(cc->trace->sink); /* a failure was logged above */
+    }
     iwarp_api_free(ctx, cc->trace);
     iwarp_api_free(ctx, cc->trace_buf);
     iwarp_api_free(ctx, cc->bounce);
@@ -315,14 +319,18 @@ static struct cm_conn *conn_alloc(struct cm_id *id)
         conn_free(ctx, cc);
         return NULL;
     }
-    if (ctx->trace) {
+    struct iwarp_trace_sink *sink = iwarp_api_trace_sink(ctx); /* NULL: tracing is off */
+    if (sink) {
         cc->trace = iwarp_api_calloc(ctx, 1, sizeof *cc->trace);
         cc->trace_buf = iwarp_api_calloc(ctx, 2, IWARP_TRACE_CONN_BUF);
         if (!cc->trace || !cc->trace_buf) {
+            (void)iwarp_trace_sink_release(sink);
+            iwarp_api_free(ctx, cc->trace);
+            cc->trace = NULL;
             conn_free(ctx, cc);
             return NULL;
         }
-        iwarp_trace_conn_init(cc->trace, ctx->trace, cc->trace_buf);
+        iwarp_trace_conn_init(cc->trace, sink, cc->trace_buf, iwarp_api_trace_bound, ctx);
         cc->tcp.trace = cc->trace;
     }
     cc->tcp.fd = -1;

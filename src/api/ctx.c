@@ -2,7 +2,7 @@
  * The context: allocator, log and rng hooks, the lock, the STag table, the progress loop and
  * the async event queue. The only place that assembles every layer (docs/design.md §2).
  */
-#define _GNU_SOURCE 1 /* secure_getenv */
+#define _GNU_SOURCE 1 /* getrandom, eventfd */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -14,7 +14,6 @@
 
 #include "api/api_internal.h"
 #include "iwarp/errors.h"
-#include "trace/pcap_writer.h"
 
 static void *libc_malloc(size_t size, void *user)
 {
@@ -142,17 +141,11 @@ int iwarp_ctx_create(const struct iwarp_ctx_attr *attr, struct iwarp_ctx **out)
     rc = iwarp_mem_table_init(&ctx->mem, ctx->mem_entries, a.max_mr, stag_rng, ctx);
     if (rc < 0)
         goto fail;
-    /* The packet trace: the attribute, else the environment (not for setuid programs). */
-    const char *trace = a.trace_pcap ? a.trace_pcap : secure_getenv("IWARP_TRACE_PCAP");
+    /* The packet trace: the attribute, else the environment (trace.c). */
     ctx->attr.trace_pcap = NULL; /* the caller's string is not kept */
-    if (trace && *trace) {
-        char err[IWARP_PCAP_ERRTEXT_LEN] = "";
-        rc = iwarp_pcap_writer_open(&ctx->trace, trace, err, sizeof err);
-        if (rc < 0) {
-            iwarp_api_log(ctx, IWARP_LOG_ERROR, "trace: cannot create %s: %s", trace, err);
-            goto fail;
-        }
-    }
+    rc = iwarp_api_trace_open(ctx, a.trace_pcap);
+    if (rc < 0)
+        goto fail;
     rc = IWARP_ERR_IO;
     ctx->async_fd = eventfd(0, EFD_CLOEXEC);
     if (ctx->async_fd < 0)
@@ -176,7 +169,7 @@ fail_lock:
 fail:
     if (ctx->async_fd >= 0)
         close(ctx->async_fd);
-    iwarp_pcap_writer_close(ctx->trace);
+    (void)iwarp_api_trace_close(ctx);
     iwarp_api_free(ctx, ctx->mem_entries);
     h->free_fn(ctx, h->user);
     return rc;
@@ -194,8 +187,7 @@ int iwarp_ctx_destroy(struct iwarp_ctx *ctx)
     iwarp_loop_fini(&ctx->loop);
     pthread_mutex_destroy(&ctx->lock);
     close(ctx->async_fd);
-    if (ctx->trace && iwarp_pcap_writer_close(ctx->trace) != 0)
-        iwarp_api_log(ctx, IWARP_LOG_ERROR, "trace: the capture file could not be written");
+    (void)iwarp_api_trace_close(ctx);
     iwarp_api_free(ctx, ctx->mem_entries);
     struct iwarp_mem_hooks h = ctx->mem_hooks;
     h.free_fn(ctx, h.user);

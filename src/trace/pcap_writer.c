@@ -28,6 +28,7 @@ struct iwarp_pcap_writer {
     uint64_t next_ns;
     uint64_t step_ns;
     bool io_failed;
+    struct iwarp_pcap_budget *budget; /* NULL: unbounded */
     char errtext[IWARP_PCAP_ERRTEXT_LEN];
     uint8_t frame[FRAME_CAP]; /* where TCP segments are assembled */
 };
@@ -113,10 +114,22 @@ uint64_t iwarp_pcap_writer_time(const struct iwarp_pcap_writer *w)
     return w != NULL ? w->next_ns : 0;
 }
 
+void iwarp_pcap_writer_set_budget(struct iwarp_pcap_writer *w, struct iwarp_pcap_budget *b)
+{
+    if (w != NULL)
+        w->budget = b;
+}
+
 int iwarp_pcap_writer_frame(struct iwarp_pcap_writer *w, const uint8_t *frame, size_t len)
 {
     if (w == NULL || (frame == NULL && len != 0) || len > IWARP_PCAP_SNAPLEN)
         return IWARP_ERR_INVAL;
+    if (w->budget != NULL) {
+        uint64_t rec = IWARP_PCAP_REC_HDR_LEN + (uint64_t)len;
+        if (w->budget->used > w->budget->max || rec > w->budget->max - w->budget->used)
+            return IWARP_ERR_TRACE_BOUND;
+        w->budget->used += rec;
+    }
     struct pcap_pkthdr h;
     memset(&h, 0, sizeof h);
     h.ts.tv_sec = (time_t)(w->next_ns / NS_PER_S);

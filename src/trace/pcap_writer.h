@@ -25,7 +25,18 @@
 /* Enough for any libpcap error text (PCAP_ERRBUF_SIZE). */
 #define IWARP_PCAP_ERRTEXT_LEN 256u
 
+/* Octets of a classic pcap file header, and of each record's header before its frame. */
+#define IWARP_PCAP_FILE_HDR_LEN 24u
+#define IWARP_PCAP_REC_HDR_LEN  16u
+
 struct iwarp_pcap_writer;
+
+/* A size bound shared by writers: the octets they have written (file headers and records) and
+ * the most they may write. */
+struct iwarp_pcap_budget {
+    uint64_t max;
+    uint64_t used;
+};
 
 /*
  * Creates (or truncates) a classic pcap file at path, link type Ethernet, nanosecond timestamps,
@@ -61,10 +72,22 @@ void iwarp_pcap_writer_set_time(struct iwarp_pcap_writer *w, uint64_t next_ns, u
 uint64_t iwarp_pcap_writer_time(const struct iwarp_pcap_writer *w);
 
 /*
+ * Makes w count every record it writes (IWARP_PCAP_REC_HDR_LEN + the frame) against b, and
+ * refuse a record that would take b->used past b->max: iwarp_pcap_writer_frame() then writes
+ * nothing and returns IWARP_ERR_TRACE_BOUND, so the file holds whole records only. The file
+ * header is not counted here (the caller adds it). NULL: no bound (the default).
+ * Ownership: w keeps b; b must outlive w's use. Writers sharing b must be serialised by their
+ * callers (b is not atomic).
+ */
+void iwarp_pcap_writer_set_budget(struct iwarp_pcap_writer *w, struct iwarp_pcap_budget *b);
+
+/*
  * Writes one Ethernet frame as it is (no checksums are touched) at the writer's clock.
  *   frame/len - the frame; len <= IWARP_PCAP_SNAPLEN.
  * Ownership: frame is copied into the file buffer; nothing is kept.
- * Returns 0, IWARP_ERR_INVAL (NULL, len too big), IWARP_ERR_IO (the file reported an error).
+ * Returns 0, IWARP_ERR_INVAL (NULL, len too big), IWARP_ERR_TRACE_BOUND (the budget of
+ * iwarp_pcap_writer_set_budget() has no room: nothing written), IWARP_ERR_IO (the file reported
+ * an error).
  */
 int iwarp_pcap_writer_frame(struct iwarp_pcap_writer *w, const uint8_t *frame, size_t len);
 

@@ -18,24 +18,52 @@ static enum iwarp_pcap_side other(enum iwarp_pcap_side s)
     return s == IWARP_PCAP_CLIENT ? IWARP_PCAP_SERVER : IWARP_PCAP_CLIENT;
 }
 
+/* Starts a public call that writes: takes the sink lock. False (tc done, lock released) when
+ * the sink records nothing (the process's bound was reached). */
+static bool enter(struct iwarp_trace_conn *tc)
+{
+    iwarp_trace_sink_lock();
+    if (iwarp_trace_sink_writer(tc->sink))
+        return true;
+    tc->done = true;
+    iwarp_trace_sink_unlock();
+    return false;
+}
+
+/* Ends a call begun by enter(): releases the sink lock, then reports the bound if this call
+ * reached it first. */
+static void leave(struct iwarp_trace_conn *tc)
+{
+    uint64_t bound = iwarp_trace_sink_bound();
+    iwarp_trace_sink_unlock();
+    if (tc->bound_first) {
+        tc->bound_first = false;
+        if (tc->on_bound)
+            tc->on_bound(tc->on_bound_user, bound);
+    }
+}
+
 /* The packets about to be written get the wall-clock time (never earlier than the last one:
- * connections share the writer). */
+ * connections share the writer). Sink lock held. */
 static void stamp(struct iwarp_trace_conn *tc)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     uint64_t now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-    if (now > iwarp_pcap_writer_time(tc->w))
-        iwarp_pcap_writer_set_time(tc->w, now, 1);
+    if (now > iwarp_pcap_writer_time(tc->tcp.w))
+        iwarp_pcap_writer_set_time(tc->tcp.w, now, 1);
 }
 
-/* A writer call failed: an I/O error ends the tracing of tc; a state error (octets after the
- * side's FIN) only loses those octets. */
+/* A writer call failed: the process's bound stops every connection (the first to reach it
+ * reports it); an I/O error ends the tracing of tc; a state error (octets after the side's FIN)
+ * only loses those octets. */
 static void check(struct iwarp_trace_conn *tc, int rc)
 {
     if (rc == 0 || rc == IWARP_ERR_STATE)
         return;
-    if (!tc->err)
+    if (rc == IWARP_ERR_TRACE_BOUND)
+        tc->bound_first = iwarp_trace_sink_bound_reached();
+    else if (!tc->err)
         tc->err = rc;
     tc->done = true;
 }
@@ -197,10 +225,13 @@ static void feed(struct iwarp_trace_conn *tc, enum iwarp_pcap_side s, const uint
     }
 }
 
-void iwarp_trace_conn_init(struct iwarp_trace_conn *tc, struct iwarp_pcap_writer *w, uint8_t *bufs)
+void iwarp_trace_conn_init(struct iwarp_trace_conn *tc, struct iwarp_trace_sink *sink,
+                           uint8_t *bufs, iwarp_trace_bound_fn on_bound, void *user)
 {
     memset(tc, 0, sizeof *tc);
-    tc->w = w;
+    tc->sink = sink;
+    tc->on_bound = on_bound;
+    tc->on_bound_user = user;
     tc->dir[0].buf = bufs;
     tc->dir[1].buf = bufs + IWARP_TRACE_CONN_BUF;
 }
@@ -241,33 +272,39 @@ int iwarp_trace_conn_open(struct iwarp_trace_conn *tc, bool active, const struct
     uint32_t cap = v_me == 4 ? IWARP_PKT_TCP_MAX_PAYLOAD_V4 : IWARP_PKT_TCP_MAX_PAYLOAD_V6;
     tc->max_pkt = cap;
     tc->max_seg = emss && emss < cap ? emss : cap;
-    int rc = iwarp_pcap_tcp_init(&tc->tcp, tc->w, v_me, active ? &me : &them, active ? &them : &me);
+    if (!enter(tc))
+        return IWARP_ERR_TRACE_BOUND;
+    struct iwarp_pcap_writer *w = iwarp_trace_sink_writer(tc->sink);
+    int rc = iwarp_pcap_tcp_init(&tc->tcp, w, v_me, active ? &me : &them, active ? &them : &me);
     if (rc == 0) {
         stamp(tc);
         rc = iwarp_pcap_tcp_handshake(&tc->tcp); /* RFC 9293 §3.5 */
     }
     check(tc, rc);
     tc->open = rc == 0;
+    leave(tc);
     return rc;
 }
 
 void iwarp_trace_conn_tx(struct iwarp_trace_conn *tc, const struct iovec *iov, size_t iovcnt,
                          size_t n)
 {
-    if (!tc->open || tc->done)
+    if (!tc->open || tc->done || !enter(tc))
         return;
     for (size_t i = 0; i < iovcnt && n > 0; i++) {
         size_t k = iov[i].iov_len < n ? iov[i].iov_len : n;
         feed(tc, tc->local, iov[i].iov_base, k);
         n -= k;
     }
+    leave(tc);
 }
 
 void iwarp_trace_conn_rx(struct iwarp_trace_conn *tc, const uint8_t *data, size_t n)
 {
-    if (!tc->open || tc->done)
+    if (!tc->open || tc->done || !enter(tc))
         return;
     feed(tc, other(tc->local), data, n);
+    leave(tc);
 }
 
 /* Writes side s's unfinished PDU as it is; its stream carries no more MPA. */
@@ -280,32 +317,41 @@ static void drain(struct iwarp_trace_conn *tc, enum iwarp_pcap_side s)
 void iwarp_trace_conn_fin(struct iwarp_trace_conn *tc, bool local)
 {
     enum iwarp_pcap_side s = local ? tc->local : other(tc->local);
-    if (!tc->open || tc->done || tc->tcp.fin[s] || tc->tcp.reset)
+    if (!tc->open || tc->done || tc->tcp.fin[s] || tc->tcp.reset || !enter(tc))
         return;
     drain(tc, s);
-    stamp(tc);
-    check(tc, iwarp_pcap_tcp_fin(&tc->tcp, s)); /* RFC 9293 §3.6 */
+    if (!tc->done) {
+        stamp(tc);
+        check(tc, iwarp_pcap_tcp_fin(&tc->tcp, s)); /* RFC 9293 §3.6 */
+    }
     /* The second FIN is acknowledged by the side that closed first. */
     if (!tc->done && tc->tcp.fin[other(s)])
         check(tc, iwarp_pcap_tcp_ack(&tc->tcp, other(s)));
+    leave(tc);
 }
 
 void iwarp_trace_conn_rst(struct iwarp_trace_conn *tc, bool local)
 {
     enum iwarp_pcap_side s = local ? tc->local : other(tc->local);
-    if (!tc->open || tc->done || tc->tcp.reset)
+    if (!tc->open || tc->done || tc->tcp.reset || !enter(tc))
         return;
     drain(tc, IWARP_PCAP_CLIENT);
     drain(tc, IWARP_PCAP_SERVER);
-    stamp(tc);
-    check(tc, iwarp_pcap_tcp_rst(&tc->tcp, s));
+    if (!tc->done) {
+        stamp(tc);
+        check(tc, iwarp_pcap_tcp_rst(&tc->tcp, s));
+    }
+    leave(tc);
 }
 
 void iwarp_trace_conn_close(struct iwarp_trace_conn *tc)
 {
-    if (tc->open && !tc->done) {
+    if (tc->open && !tc->done && enter(tc)) {
         drain(tc, IWARP_PCAP_CLIENT);
         drain(tc, IWARP_PCAP_SERVER);
+        if (!tc->done)
+            check(tc, iwarp_trace_sink_flush(tc->sink));
+        leave(tc);
     }
     tc->done = true;
 }

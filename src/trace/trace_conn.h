@@ -1,8 +1,8 @@
 /*
  * Tracing one live TCP connection into a capture file (L6): what the TCP back-end writes to and
- * reads from its socket is recorded, as it happens, as a synthetic TCP conversation on a shared
- * pcap writer (trace/pcap_writer.h): the connection's real addresses and ports, SYN/SYN-ACK/ACK
- * when it is set up, FIN or RST when it ends.
+ * reads from its socket is recorded, as it happens, as a synthetic TCP conversation in a capture
+ * file shared process-wide (trace/trace_sink.h): the connection's real addresses and ports,
+ * SYN/SYN-ACK/ACK when it is set up, FIN or RST when it ends.
  *
  * MPA-aware segmentation: every MPA Request/Reply and every FPDU is written as its own TCP
  * segment (or several of at most the EMSS, which an FPDU never exceeds: RFC 5044 §4.5), so
@@ -15,8 +15,13 @@
  * error only stops the tracing. Octets that are not MPA (a damaged or rejected stream) are
  * written as they come, in segments of at most the EMSS.
  *
+ * The process's size bound (trace_sink.h): when a record would exceed it, this connection and
+ * every other one stop recording, and the connection that reached it calls its bound callback,
+ * once per process, after the sink lock is released.
+ *
  * No allocation: the caller provides the two direction buffers at set-up.
- * Every call expects the owner's lock held (the writer is shared by the context's connections).
+ * Every call expects the owner's lock held (the connection's state); each takes the sink lock
+ * (the file is shared by connections of every context) for its writes.
  */
 #ifndef IWARP_TRACE_TRACE_CONN_H
 #define IWARP_TRACE_TRACE_CONN_H
@@ -29,6 +34,7 @@
 
 #include "mpa/mpa_deframe.h"
 #include "trace/pcap_writer.h"
+#include "trace/trace_sink.h"
 
 /* Octets one direction buffer holds: the largest FPDU (ULPDU_Length, a 64768-octet ULPDU, PAD,
  * CRC: 64777 octets, RFC 5044 §3) with a marker every 508 octets of it, rounded up. */
@@ -53,25 +59,34 @@ struct iwarp_trace_dir {
     struct iwarp_mpa_rx rx;
 };
 
+/* Called once per process when the size bound stops the trace: bound in octets. */
+typedef void (*iwarp_trace_bound_fn)(void *user, uint64_t bound);
+
 struct iwarp_trace_conn {
-    struct iwarp_pcap_writer *w;   /* shared, not owned */
+    struct iwarp_trace_sink *sink; /* shared, a reference held by the caller */
+    iwarp_trace_bound_fn on_bound; /* may be NULL */
+    void *on_bound_user;
     struct iwarp_pcap_tcp tcp;     /* the synthetic conversation */
     enum iwarp_pcap_side local;    /* our side: CLIENT when we connected */
     uint32_t max_seg;              /* largest TCP payload we send: the connection's EMSS */
     uint32_t max_pkt;              /* largest TCP payload the peer sends: an IP packet's */
     bool open;                     /* the handshake was written: recording */
-    bool done;                     /* closed, or a write failed: nothing more is recorded */
-    int err;                       /* the first writer error (IWARP_ERR_*), or 0 */
+    bool done;                     /* closed, a write failed, or the bound: nothing recorded */
+    bool bound_first;              /* this connection reached the bound first: report it */
+    int err;                       /* the first writer error (IWARP_ERR_*, not the bound), or 0 */
     struct iwarp_trace_dir dir[2]; /* by sender: [IWARP_PCAP_CLIENT], [IWARP_PCAP_SERVER] */
 };
 
 /*
- * Prepares tc to trace one connection onto writer w. Nothing is written yet.
- *   bufs - 2 * IWARP_TRACE_CONN_BUF octets for the two directions.
- * Ownership: tc keeps w (it must outlive tc's use) and bufs (caller-owned, borrowed until the
- * caller frees tc).
+ * Prepares tc to trace one connection into sink. Nothing is written yet.
+ *   bufs     - 2 * IWARP_TRACE_CONN_BUF octets for the two directions.
+ *   on_bound - called (with user) when this connection's record is the one that reaches the
+ *              process's size bound, outside the sink lock, owner's lock held; may be NULL.
+ * Ownership: tc borrows sink (the caller holds a reference until it is done with tc) and bufs
+ * (caller-owned, until the caller frees tc); user is passed back as it is.
  */
-void iwarp_trace_conn_init(struct iwarp_trace_conn *tc, struct iwarp_pcap_writer *w, uint8_t *bufs);
+void iwarp_trace_conn_init(struct iwarp_trace_conn *tc, struct iwarp_trace_sink *sink,
+                           uint8_t *bufs, iwarp_trace_bound_fn on_bound, void *user);
 
 /*
  * The TCP connection is established: writes the three-way handshake from the client (active
@@ -81,7 +96,8 @@ void iwarp_trace_conn_init(struct iwarp_trace_conn *tc, struct iwarp_pcap_writer
  *   emss        - the connection's EMSS: the largest TCP payload recorded per segment we
  *                 send (the peer's FPDUs are recorded whole: they fit the peer's EMSS).
  * Ownership: the addresses are copied. Returns 0, IWARP_ERR_INVAL (family), IWARP_ERR_STATE
- * (opened before) or a writer error (tracing of tc stops; the connection is unaffected).
+ * (opened before), IWARP_ERR_TRACE_BOUND (the process's bound is reached) or a writer error
+ * (tracing of tc stops; the connection is unaffected).
  */
 int iwarp_trace_conn_open(struct iwarp_trace_conn *tc, bool active, const struct sockaddr *local,
                           const struct sockaddr *peer, uint32_t emss);
@@ -104,8 +120,9 @@ void iwarp_trace_conn_fin(struct iwarp_trace_conn *tc, bool local);
 void iwarp_trace_conn_rst(struct iwarp_trace_conn *tc, bool local);
 
 /*
- * The socket is closed: writes what is still buffered (unfinished PDUs, as they are) and stops
- * recording. Safe to call more than once and on a connection never opened.
+ * The socket is closed: writes what is still buffered (unfinished PDUs, as they are), flushes
+ * the file (a valid capture of the connection on disk) and stops recording. Safe to call more
+ * than once and on a connection never opened.
  */
 void iwarp_trace_conn_close(struct iwarp_trace_conn *tc);
 

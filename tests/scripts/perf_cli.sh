@@ -3,7 +3,9 @@
 #   every op x (bandwidth, latency) x (events, busy-poll) over the whole size sweep with --verify,
 #   --qps, --mpa-rev 1, --no-crc, -D; --json parses; --plot writes well-formed SVG;
 #   --compare-tcp prints a ratio per size; bad arguments exit 2 with a message; --help;
-#   the library's packet trace of a run (IWARP_TRACE_PCAP) passes the wire judge with 0 errors.
+#   the library's packet trace of a run (IWARP_PCAP; IWARP_TRACE_PCAP, its deprecated alias, for
+#   one op) passes the wire judge with 0 errors; a trace bound (IWARP_PCAP_MAX) stops recording
+#   with one line on stderr and leaves a capture tshark reads.
 set -uo pipefail
 IWARP=${1:?usage: perf_cli.sh IWARP [WIRE_CHECK]}
 CHECK=${2:-}
@@ -125,7 +127,9 @@ fi
 if [ -n "$CHECK" ] && command -v tshark >/dev/null; then
   for op in write read send; do
     rm -f "$TMP/t.pcap"
-    IWARP_TRACE_PCAP="$TMP/t.pcap" "$IWARP" perf --op $op -s 256K -n 8 --qps 2 --verify \
+    var=IWARP_PCAP
+    [ $op = send ] && var=IWARP_TRACE_PCAP # the deprecated name still works
+    env "$var=$TMP/t.pcap" "$IWARP" perf --op $op -s 256K -n 8 --qps 2 --verify \
       >/dev/null 2>"$TMP/err" || fail "trace run $op: $(cat "$TMP/err")"
     if bash "$CHECK" -q "$TMP/t.pcap" >"$TMP/judge" 2>&1 && grep -q 'errors=0 ;' "$TMP/judge"; then
       ok "wire judge: $op trace"
@@ -135,6 +139,27 @@ if [ -n "$CHECK" ] && command -v tshark >/dev/null; then
   done
 else
   echo "SKIP: wire judge (no checker given or no tshark)"
+fi
+
+# 10. the trace's bound: recording stops with one line, the capture stays whole (tshark reads
+# every record, none cut short); the run itself is unaffected
+if command -v tshark >/dev/null; then
+  rm -f "$TMP/b.pcap"
+  if IWARP_PCAP="$TMP/b.pcap" IWARP_PCAP_MAX=100K "$IWARP" perf --op write -s 64K -n 64 \
+    --verify >/dev/null 2>"$TMP/err"; then
+    size=$(stat -c %s "$TMP/b.pcap")
+    lines=$(grep -c 'capture size bound' "$TMP/err")
+    if [ "$size" -le 102400 ] && [ "$size" -gt 51200 ] && [ "$lines" = 1 ] &&
+      tshark -r "$TMP/b.pcap" >/dev/null 2>"$TMP/tsh" && ! grep -q 'cut short' "$TMP/tsh"; then
+      ok "trace bound: $size octets, one log line, a whole capture"
+    else
+      fail "trace bound: size $size, $lines log lines: $(cat "$TMP/err" "$TMP/tsh")"
+    fi
+  else
+    fail "trace bound run: $(cat "$TMP/err")"
+  fi
+else
+  echo "SKIP: trace bound (no tshark)"
 fi
 
 [ $fails -eq 0 ] && echo "PASS: perf_cli" || echo "FAIL: perf_cli ($fails failures)"

@@ -18,6 +18,7 @@
 #include "mpa/mpa_frame.h"
 #include "trace/pcap_reader.h"
 #include "trace/trace_conn.h"
+#include "trace/trace_sink.h"
 #include "wire/wire_mpa.h"
 
 #define EMSS       1448u
@@ -180,12 +181,12 @@ static void run(bool crc, bool m_req, bool m_rep, bool active, bool garbage, boo
         add_fpdus(&ds[1], crc, m_req, 150);
     }
 
-    struct iwarp_pcap_writer *w = NULL;
-    ASSERT_EQ(iwarp_pcap_writer_open(&w, path, NULL, 0), 0);
+    struct iwarp_trace_sink *w = NULL;
+    ASSERT_EQ(iwarp_trace_sink_open(&w, path, 0, NULL, 0), 0);
     uint8_t *bufs = calloc(2, IWARP_TRACE_CONN_BUF);
     ASSERT_TRUE(bufs != NULL);
     struct iwarp_trace_conn tc;
-    iwarp_trace_conn_init(&tc, w, bufs);
+    iwarp_trace_conn_init(&tc, w, bufs, NULL, NULL);
     struct sockaddr_in cli = {.sin_family = AF_INET, .sin_port = htons(40000)};
     struct sockaddr_in srv = {.sin_family = AF_INET, .sin_port = htons(19875)};
     cli.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -214,7 +215,7 @@ static void run(bool crc, bool m_req, bool m_rep, bool active, bool garbage, boo
     iwarp_trace_conn_close(&tc);
     iwarp_trace_conn_tx(&tc, &(struct iovec){ds[0].b, 4}, 1, 4); /* ignored after close */
     ASSERT_EQ(tc.err, 0);
-    ASSERT_EQ(iwarp_pcap_writer_close(w), 0);
+    ASSERT_EQ(iwarp_trace_sink_release(w), 0);
 
     struct side_cap cap[2] = {{.b = calloc(1, STREAM_MAX)}, {.b = calloc(1, STREAM_MAX)}};
     ASSERT_TRUE(cap[0].b && cap[1].b);
@@ -285,11 +286,11 @@ TEST(fpdus_before_the_other_frame_wait_for_it)
     add_frame(&ds[0], false, false, true, false);
     add_frame(&ds[1], true, true, false, false);
     add_fpdus(&ds[0], true, true, 20);
-    struct iwarp_pcap_writer *w = NULL;
-    ASSERT_EQ(iwarp_pcap_writer_open(&w, path, NULL, 0), 0);
+    struct iwarp_trace_sink *w = NULL;
+    ASSERT_EQ(iwarp_trace_sink_open(&w, path, 0, NULL, 0), 0);
     uint8_t *bufs = calloc(2, IWARP_TRACE_CONN_BUF);
     struct iwarp_trace_conn tc;
-    iwarp_trace_conn_init(&tc, w, bufs);
+    iwarp_trace_conn_init(&tc, w, bufs, NULL, NULL);
     struct sockaddr_in6 a = {.sin6_family = AF_INET6, .sin6_port = htons(19875)};
     struct sockaddr_in6 b = {.sin6_family = AF_INET6, .sin6_port = htons(40000)};
     a.sin6_addr = in6addr_loopback;
@@ -301,7 +302,7 @@ TEST(fpdus_before_the_other_frame_wait_for_it)
     feed(&tc, &ds[1], &off1, ds[1].len, true);      /* our Reply */
     feed(&tc, &ds[0], &off0, ds[0].len, false);
     iwarp_trace_conn_close(&tc);
-    ASSERT_EQ(iwarp_pcap_writer_close(w), 0);
+    ASSERT_EQ(iwarp_trace_sink_release(w), 0);
     struct side_cap cap[2] = {{.b = calloc(1, STREAM_MAX)}, {.b = calloc(1, STREAM_MAX)}};
     read_back(path, 40000, cap);
     ASSERT_EQ(cap[0].len, ds[0].len);

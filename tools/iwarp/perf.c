@@ -183,14 +183,18 @@ int iwarp_cli_perf(int argc, char **argv)
     int rc = perf_opts_parse(argc, argv, &o);
     if (rc)
         return rc == 1 ? 0 : 2;
-    /* The packet trace goes to the client's context only (loopback: both contexts would
-     * truncate the same file), so take it out of the environment the library reads. */
+    /* The packet trace goes to the client's context only (loopback: the server's context would
+     * record every connection a second time, from its end), so take it out of the environment
+     * the library reads (IWARP_TRACE_PCAP: the deprecated name). IWARP_PCAP_MAX stays. */
     static char trace[4096];
-    const char *env = getenv("IWARP_TRACE_PCAP");
+    const char *env = getenv("IWARP_PCAP");
+    if (!env || !*env)
+        env = getenv("IWARP_TRACE_PCAP");
     if (!o.trace && env && *env) {
         snprintf(trace, sizeof trace, "%s", env);
         o.trace = trace;
     }
+    unsetenv("IWARP_PCAP");
     unsetenv("IWARP_TRACE_PCAP");
     if (o.server)
         return run_server(&o);

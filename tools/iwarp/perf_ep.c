@@ -11,10 +11,19 @@
 
 #include "perf.h"
 
+/* The traced context's log: the trace's own lines (capture bound reached, write failures). */
+static void trace_log(void *user, enum iwarp_log_level level, const char *msg)
+{
+    (void)user;
+    (void)level;
+    fprintf(stderr, "iwarp perf: %s\n", msg);
+}
+
 /*
  * Create e's context (caller progress when busy, a progress thread otherwise), CM channel,
  * completion channel (event mode) and PD. trace: a capture file for the context's connections
- * or NULL. The caller pins the thread first: the progress thread inherits its CPU set.
+ * or NULL (then the context logs nothing; with a trace, warnings go to stderr). The caller pins
+ * the thread first: the progress thread inherits its CPU set.
  * Returns 0 or a negative IWARP_ERR_* (e->err says what failed).
  */
 int perf_ep_open(struct perf_ep *e, bool busy, const char *trace)
@@ -25,6 +34,8 @@ int perf_ep_open(struct perf_ep *e, bool busy, const char *trace)
     iwarp_ctx_attr_default(&a);
     a.progress = busy ? IWARP_PROGRESS_CALLER : IWARP_PROGRESS_THREAD;
     a.trace_pcap = trace;
+    if (trace)
+        a.log = trace_log; /* log_level: IWARP_LOG_WARN */
     int rc = iwarp_ctx_create(&a, &e->ctx);
     if (rc < 0)
         return perf_ep_fail(e, rc, "iwarp_ctx_create");

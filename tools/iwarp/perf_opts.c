@@ -68,7 +68,7 @@ static void usage(FILE *f)
         "  --json               one JSON document on stdout instead of the table\n"
         "  --plot FILE.svg      a chart of bandwidth (or latency) against message size\n"
         "  --trace FILE.pcap    capture the client's connections (loopback: both directions of\n"
-        "                       each) as the library's packet trace; default $IWARP_TRACE_PCAP\n"
+        "                       each) as the library's packet trace; default $IWARP_PCAP\n"
         "\n"
         "Across machines the client learns everything over the connection itself. Each MPA\n"
         "Request carries the client's hello as private data (%d octets, big-endian):\n"
