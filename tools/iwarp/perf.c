@@ -196,6 +196,8 @@ int iwarp_cli_perf(int argc, char **argv)
     }
     unsetenv("IWARP_PCAP");
     unsetenv("IWARP_TRACE_PCAP");
+    if (o.perftest)
+        return perf_perftest_run(&o);
     if (o.server)
         return run_server(&o);
 

@@ -72,6 +72,7 @@ struct perf_opts {
     bool lat, busy_poll, verify, compare_tcp, json, pin;
     const char *plot;  /* --plot FILE.svg */
     const char *trace; /* --trace FILE.pcap (default: $IWARP_TRACE_PCAP) */
+    bool perftest;     /* --perftest: perftest's -R protocol (perf_perftest.c) */
 };
 
 /* Parse the perf command line (argv[0] is "perf"). Returns 0 to run, 1 when --help was printed
@@ -323,6 +324,12 @@ int perf_tcp_bw(int fd, uint32_t size, uint64_t iters, double duration, bool bus
 int perf_tcp_lat(int fd, uint32_t size, uint64_t iters, double duration, bool busy, uint8_t *buf,
                  double *samples, size_t max_samples, struct perf_lat *out,
                  struct perf_progress *pr);
+
+/* ---- perftest's protocol (perf_perftest.c) ------------------------------------------------ */
+
+/* Run one perftest -R test (--op, --lat, -s, -n) against perftest's server at o->host, or serve
+ * one perftest client (o->server). Returns the exit status (0, or 1 after printing why). */
+int perf_perftest_run(const struct perf_opts *o);
 
 /* ---- output (perf_out.c, perf_svg.c) ------------------------------------------------------ */
 

@@ -18,7 +18,7 @@ static void usage(FILE *f)
         "                  [--qd N] [--qps N] [--crc | --no-crc] [--mpa-rev 1|2]\n"
         "                  [--transport tcp|sctp] [--lat] [--busy-poll] [--verify]\n"
         "                  [--compare-tcp] [--passes N] [--no-pin] [--json] [--plot FILE.svg]\n"
-        "                  [--trace FILE.pcap]\n"
+        "                  [--trace FILE.pcap] [--perftest]\n"
         "\n"
         "Bandwidth or latency of RDMA Write, RDMA Read or Send through libiwarp (RDMAP/DDP/MPA\n"
         "over kernel TCP), in the manner of perftest's ib_write_bw / ib_send_lat.\n"
@@ -82,6 +82,12 @@ static void usage(FILE *f)
         "Send bandwidth is flow-controlled by CREDIT Sends from the server (iWARP has no RNR\n"
         "retry: a Send without a posted receive is fatal, RFC 5040 §5.3 / RFC 5041 §7.1).\n"
         "\n"
+        "--perftest: speak perftest's own protocol (ib_write_bw, ib_read_bw, ib_send_bw and\n"
+        "  their _lat twins, run with -R) instead: --server serves one such client, HOST runs\n"
+        "  against such a server. Both sides must be given the same test (--op, --lat), -s and\n"
+        "  -n (perftest's defaults when -n is not given); one size, one QP. --verify checks\n"
+        "  the data when the peer is iwarp perf --perftest too (write latency: always).\n"
+        "\n"
         "Exit status: 0 success, 1 failure (connection, protocol, --verify mismatch), 2 usage.\n",
         PERF_DEFAULT_PORT, (unsigned)PERF_MIN_SIZE, (unsigned)PERF_MAX_SIZE, PERF_MAX_QD,
         PERF_MAX_QPS, PERF_MAX_PASSES, PERF_HELLO_LEN, PERF_WELCOME_LEN, PERF_CTL_LEN);
@@ -143,6 +149,7 @@ enum {
     OPT_PASSES,
     OPT_NO_PIN,
     OPT_TRACE,
+    OPT_PERFTEST,
 };
 
 /*
@@ -175,6 +182,7 @@ int perf_opts_parse(int argc, char **argv, struct perf_opts *o)
         {"passes", required_argument, NULL, OPT_PASSES},
         {"no-pin", no_argument, NULL, OPT_NO_PIN},
         {"trace", required_argument, NULL, OPT_TRACE},
+        {"perftest", no_argument, NULL, OPT_PERFTEST},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -290,6 +298,9 @@ int perf_opts_parse(int argc, char **argv, struct perf_opts *o)
         case OPT_TRACE:
             o->trace = optarg;
             break;
+        case OPT_PERFTEST:
+            o->perftest = true;
+            break;
         case 'h':
             usage(stdout);
             return 1;
@@ -316,6 +327,10 @@ int perf_opts_parse(int argc, char **argv, struct perf_opts *o)
         if (n < 5 || strcmp(o->plot + n - 4, ".svg"))
             return bad("--plot needs a file name ending in .svg, not", o->plot);
     }
+    if (o->perftest && !o->server && !o->host)
+        return bad("--perftest needs --server or a HOST running perftest's server", "");
+    if (o->perftest && (all || o->qps > 1 || o->duration > 0 || o->compare_tcp || passes_given))
+        return bad("--perftest runs one size, one QP and one pass by iterations", "");
     if (all)
         all_sizes(o);
     if (!passes_given)
