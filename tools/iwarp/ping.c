@@ -16,6 +16,19 @@
  * Everything runs in one thread: poll() on the CM channel, one completion channel shared by the
  * connections' CQs, and the async event fd; each connection is a small state machine advanced by
  * its completions. -P serves any number of clients at once (up to MAX_SESSIONS).
+ *
+ * Hidden test options (not in --help; tests/interop/siw_*.sh use them against Linux siw):
+ *   --x-markers        client: ask for MPA markers (siw refuses M=1: REJECTED, MPA_MARKERS)
+ *   --x-p2p TYPES      client: RFC 6581 peer-to-peer, offering the RTR types in TYPES, a
+ *                      string of w (Write), r (Read), s (Send)
+ *   --x-bad-rkey       server: RDMA-Read the client's start buffer with a corrupted STag (a
+ *                      protection error we commit against the peer: its Terminate comes back)
+ *   --x-bad-sink       client: advertise the sink buffer with a corrupted STag (the server's
+ *                      RDMA Write hits an invalid STag here: we send the Terminate)
+ *   --x-audit          account for every WR: each must complete (success, error or flush)
+ *                      exactly once by the end, and every destroy must succeed; prints an
+ *                      "audit:" line, and the exit status is 0 iff the audit passed, whatever
+ *                      happened to the connection (for tests that end connections abruptly)
  */
 #define _POSIX_C_SOURCE 200809L
 #include <arpa/inet.h>
@@ -45,7 +58,9 @@
 #define RQ_DEPTH       2u
 #define CQ_DEPTH       (2 * SQ_DEPTH)
 #define MAX_SESSIONS   64
-#define RESOLVE_MS     2000 /* rping's rdma_resolve_addr/route timeouts */
+#define AUDIT_SLOTS    64          /* --x-audit: outstanding WRs tracked */
+#define BAD_STAG_XOR   0x5a5a5a00u /* --x-bad-rkey/--x-bad-sink: corrupts the STag index */
+#define RESOLVE_MS     2000        /* rping's rdma_resolve_addr/route timeouts */
 #define DISCONNECT_MS  10000
 #define RETRY_PAUSE_MS 200
 #define LETTER_FIRST   65  /* 'A' */
@@ -54,6 +69,8 @@
 
 struct opts {
     bool server, client, persistent, validate, crc;
+    bool x_markers, x_bad_rkey, x_bad_sink, x_audit; /* hidden test options (see above) */
+    uint8_t x_p2p;                                   /* IWARP_CM_RTR_* offered; 0: no P2P */
     int verbose, debug;
     long count; /* 0: forever */
     uint32_t size;
@@ -109,7 +126,73 @@ struct ping {
     bool finished;
     int status; /* the exit status once finished */
     uint64_t retry_deadline;
+    struct audit {                 /* --x-audit */
+        uint64_t seq;              /* the last WR sequence number given out */
+        uint64_t out[AUDIT_SLOTS]; /* outstanding WRs' wr_ids (0: free slot) */
+        long posted, ok, failed, flushed, unknown, destroy_failed;
+    } audit;
 };
+
+/* ---- --x-audit: every WR completes exactly once ----------------------------------------- */
+
+/* A wr_id for a new WR of type (WR_*): a fresh sequence number above the type. */
+static uint64_t audit_wr_id(struct ping *p, int type)
+{
+    return (++p->audit.seq << 8) | (uint64_t)type;
+}
+
+/* The WR wr_id was posted: it is outstanding until its completion. */
+static void audit_posted(struct ping *p, uint64_t wr_id)
+{
+    p->audit.posted++;
+    for (int i = 0; i < AUDIT_SLOTS; i++)
+        if (!p->audit.out[i]) {
+            p->audit.out[i] = wr_id;
+            return;
+        }
+    p->audit.unknown++; /* more outstanding than the table holds: cannot be checked */
+}
+
+/* A completion: it must match an outstanding WR, which it retires. */
+static void audit_completed(struct ping *p, const struct iwarp_wc *wc)
+{
+    if (wc->status == IWARP_WC_SUCCESS)
+        p->audit.ok++;
+    else if (wc->status == IWARP_WC_WR_FLUSH_ERR)
+        p->audit.flushed++;
+    else
+        p->audit.failed++;
+    for (int i = 0; i < AUDIT_SLOTS; i++)
+        if (wc->wr_id && p->audit.out[i] == wc->wr_id) {
+            p->audit.out[i] = 0;
+            return;
+        }
+    p->audit.unknown++; /* a second completion, or one for a WR never posted */
+}
+
+/* A destroy's return code: count the failures. Returns rc. */
+static int audit_destroy(struct ping *p, int rc)
+{
+    if (rc < 0)
+        p->audit.destroy_failed++;
+    return rc;
+}
+
+/* Prints the audit line; true if every WR completed exactly once and every destroy worked. */
+static bool audit_report(const struct ping *p)
+{
+    const struct audit *a = &p->audit;
+    long open = 0;
+    for (int i = 0; i < AUDIT_SLOTS; i++)
+        open += a->out[i] != 0;
+    bool ok = open == 0 && a->unknown == 0 && a->destroy_failed == 0 &&
+              a->ok + a->failed + a->flushed == a->posted;
+    printf("audit: %ld WRs posted, %ld completed ok, %ld with an error, %ld flushed, %ld never "
+           "completed, %ld unexpected completions, %ld failed destroys: %s\n",
+           a->posted, a->ok, a->failed, a->flushed, open, a->unknown, a->destroy_failed,
+           ok ? "PASS" : "FAIL");
+    return ok;
+}
 
 /* ---- small helpers ---------------------------------------------------------------------- */
 
@@ -195,15 +278,18 @@ static void fill_pattern(uint8_t *buf, uint32_t size, long ping)
 static int post_recv(struct session *s)
 {
     struct iwarp_sge sge = {(uintptr_t)s->recv_buf, INFO_LEN, s->recv_mr->lkey};
-    struct iwarp_recv_wr wr = {.wr_id = WR_RECV, .sg_list = &sge, .num_sge = 1};
+    struct iwarp_recv_wr wr = {.wr_id = audit_wr_id(s->p, WR_RECV), .sg_list = &sge, .num_sge = 1};
     int rc = iwarp_post_recv(s->id->qp, &wr, NULL);
-    return rc < 0 ? err("posting a receive", rc) : 0;
+    if (rc < 0)
+        return err("posting a receive", rc);
+    audit_posted(s->p, wr.wr_id);
+    return 0;
 }
 
 static int post_send(struct session *s)
 {
     struct iwarp_sge sge = {(uintptr_t)s->send_buf, INFO_LEN, s->send_mr->lkey};
-    struct iwarp_send_wr wr = {.wr_id = WR_SEND,
+    struct iwarp_send_wr wr = {.wr_id = audit_wr_id(s->p, WR_SEND),
                                .sg_list = &sge,
                                .num_sge = 1,
                                .opcode = IWARP_WR_SEND,
@@ -211,6 +297,7 @@ static int post_send(struct session *s)
     int rc = iwarp_post_send(s->id->qp, &wr, NULL);
     if (rc < 0)
         return err("posting a Send", rc);
+    audit_posted(s->p, wr.wr_id);
     s->send_busy = true;
     return 0;
 }
@@ -219,7 +306,7 @@ static int post_rdma(struct session *s, enum iwarp_wr_opcode op, uint64_t remote
                      uint32_t len)
 {
     struct iwarp_sge sge = {(uintptr_t)s->rdma_buf, len, s->rdma_mr->lkey};
-    struct iwarp_send_wr wr = {.wr_id = WR_RDMA,
+    struct iwarp_send_wr wr = {.wr_id = audit_wr_id(s->p, WR_RDMA),
                                .sg_list = &sge,
                                .num_sge = 1,
                                .opcode = op,
@@ -227,19 +314,23 @@ static int post_rdma(struct session *s, enum iwarp_wr_opcode op, uint64_t remote
     wr.wr.rdma.remote_addr = remote;
     wr.wr.rdma.rkey = rkey;
     int rc = iwarp_post_send(s->id->qp, &wr, NULL);
-    return rc < 0
-               ? err(op == IWARP_WR_RDMA_READ ? "posting the RDMA Read" : "posting the RDMA Write",
-                     rc)
-               : 0;
+    if (rc < 0)
+        return err(op == IWARP_WR_RDMA_READ ? "posting the RDMA Read" : "posting the RDMA Write",
+                   rc);
+    audit_posted(s->p, wr.wr_id);
+    return 0;
 }
 
 /* Client: advertise buf (start or sink) in a Send. */
 static int advertise(struct session *s, const uint8_t *buf, const struct iwarp_mr *mr)
 {
+    uint32_t rkey = mr->rkey;
+    if (s->p->o.x_bad_sink && buf == s->rdma_buf)
+        rkey ^= BAD_STAG_XOR; /* --x-bad-sink: an STag no MR of ours has */
     put_be(s->send_buf, (uintptr_t)buf, 8);
-    put_be(s->send_buf + 8, mr->rkey, 4);
+    put_be(s->send_buf + 8, rkey, 4);
     put_be(s->send_buf + 12, s->p->o.size, 4);
-    dbg(s->p, "RDMA addr %llx rkey %x len %u\n", (unsigned long long)(uintptr_t)buf, mr->rkey,
+    dbg(s->p, "RDMA addr %llx rkey %x len %u\n", (unsigned long long)(uintptr_t)buf, rkey,
         s->p->o.size);
     return post_send(s);
 }
@@ -309,7 +400,7 @@ static void drop_connection(struct session *s)
     take_cq_events(s->p);
     struct iwarp_wc wc;
     while (iwarp_poll_cq(s->cq, 1, &wc) > 0) /* the flushed WRs of the QP just destroyed */
-        ;
+        audit_completed(s->p, &wc);
     s->send_busy = s->reply_in = false;
 }
 
@@ -319,10 +410,10 @@ static void session_free(struct session *s)
     struct iwarp_mr *mrs[] = {s->send_mr, s->recv_mr, s->rdma_mr, s->start_mr};
     for (size_t i = 0; i < sizeof mrs / sizeof mrs[0]; i++)
         if (mrs[i])
-            iwarp_dereg_mr(mrs[i]);
+            audit_destroy(s->p, iwarp_dereg_mr(mrs[i]));
     if (s->cq) {
         take_cq_events(s->p);
-        int rc = iwarp_destroy_cq(s->cq);
+        int rc = audit_destroy(s->p, iwarp_destroy_cq(s->cq));
         if (rc < 0)
             err("destroying a CQ", rc);
     }
@@ -435,8 +526,13 @@ static int client_connect(struct ping *p, struct session *s)
 {
     if (create_qp(s) < 0 || post_recv(s) < 0)
         return -1;
-    struct iwarp_conn_param cp = {
-        .responder_resources = 1, .initiator_depth = 1, .mpa_rev = 2, .crc = p->o.crc};
+    struct iwarp_conn_param cp = {.responder_resources = 1,
+                                  .initiator_depth = 1,
+                                  .mpa_rev = 2,
+                                  .crc = p->o.crc,
+                                  .markers = p->o.x_markers,
+                                  .peer_to_peer = p->o.x_p2p != 0,
+                                  .rtr_types = p->o.x_p2p};
     int rc = iwarp_cm_connect(s->id, &cp);
     return rc < 0 ? err("connecting", rc) : 0;
 }
@@ -477,6 +573,8 @@ static void server_recv(struct session *s)
         }
         s->read_len = len;
         s->phase = PH_READING;
+        if (p->o.x_bad_rkey)
+            rkey ^= BAD_STAG_XOR; /* --x-bad-rkey: a protection error against the client */
         if (post_rdma(s, IWARP_WR_RDMA_READ, addr, rkey, len) < 0) {
             session_fail(s);
             return;
@@ -584,6 +682,7 @@ fail:
 static void on_wc(struct session *s, const struct iwarp_wc *wc)
 {
     struct ping *p = s->p;
+    audit_completed(p, wc);
     if (wc->status != IWARP_WC_SUCCESS) {
         if (wc->status == IWARP_WC_WR_FLUSH_ERR) /* the connection is going: as rping */
             return;
@@ -683,8 +782,14 @@ static void run_async(struct ping *p)
 
 static void on_established(struct ping *p, struct session *s, const struct iwarp_conn_param *cp)
 {
-    dbg(p, "MPA: rev %u, CRC %s, markers %s, IRD %u ORD %u\n", cp->mpa_rev, cp->crc ? "on" : "off",
-        cp->markers ? "on" : "off", cp->responder_resources, cp->initiator_depth);
+    dbg(p, "MPA: rev %u, CRC %s, markers %s, IRD %u ORD %u%s\n", cp->mpa_rev,
+        cp->crc ? "on" : "off", cp->markers ? "on" : "off", cp->responder_resources,
+        cp->initiator_depth,
+        !cp->peer_to_peer                     ? ""
+        : cp->rtr_types == IWARP_CM_RTR_WRITE ? ", peer-to-peer, Write RTR"
+        : cp->rtr_types == IWARP_CM_RTR_READ  ? ", peer-to-peer, Read RTR"
+        : cp->rtr_types == IWARP_CM_RTR_SEND  ? ", peer-to-peer, Send RTR"
+                                              : ", peer-to-peer");
     if (p->o.server)
         return; /* the server moves when the first advertisement arrives */
     dbg(p, "rdma_connect successful\n");
@@ -872,14 +977,14 @@ static void teardown(struct ping *p)
             (void)iwarp_cm_destroy_id(id);
     }
     if (p->listen)
-        iwarp_cm_destroy_id(p->listen);
+        audit_destroy(p, iwarp_cm_destroy_id(p->listen));
     if (p->pd)
-        iwarp_dealloc_pd(p->pd);
+        audit_destroy(p, iwarp_dealloc_pd(p->pd));
     if (p->comp)
-        iwarp_destroy_comp_channel(p->comp);
+        audit_destroy(p, iwarp_destroy_comp_channel(p->comp));
     if (p->ch)
-        iwarp_cm_destroy_channel(p->ch);
-    if (p->ctx && iwarp_ctx_destroy(p->ctx) < 0)
+        audit_destroy(p, iwarp_cm_destroy_channel(p->ch));
+    if (p->ctx && audit_destroy(p, iwarp_ctx_destroy(p->ctx)) < 0)
         fprintf(stderr, "iwarp ping: iwarp_ctx_destroy: an object was left\n");
 }
 
@@ -972,7 +1077,17 @@ static void set_port(struct sockaddr_storage *a, unsigned port)
         ((struct sockaddr_in *)a)->sin_port = htons((uint16_t)port);
 }
 
-enum { OPT_CRC = 256, OPT_FIRST_DELAY, OPT_RETRY, OPT_PCAP };
+enum {
+    OPT_CRC = 256,
+    OPT_FIRST_DELAY,
+    OPT_RETRY,
+    OPT_PCAP,
+    OPT_X_MARKERS,
+    OPT_X_P2P,
+    OPT_X_BAD_RKEY,
+    OPT_X_BAD_SINK,
+    OPT_X_AUDIT
+};
 
 static int parse(int argc, char **argv, struct opts *o)
 {
@@ -991,6 +1106,11 @@ static int parse(int argc, char **argv, struct opts *o)
                                        {"first-delay", required_argument, NULL, OPT_FIRST_DELAY},
                                        {"retry", required_argument, NULL, OPT_RETRY},
                                        {"pcap", required_argument, NULL, OPT_PCAP},
+                                       {"x-markers", no_argument, NULL, OPT_X_MARKERS},
+                                       {"x-p2p", required_argument, NULL, OPT_X_P2P},
+                                       {"x-bad-rkey", no_argument, NULL, OPT_X_BAD_RKEY},
+                                       {"x-bad-sink", no_argument, NULL, OPT_X_BAD_SINK},
+                                       {"x-audit", no_argument, NULL, OPT_X_AUDIT},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
     *o = (struct opts){.size = PING_SIZE, .port = PING_PORT};
@@ -1056,6 +1176,31 @@ static int parse(int argc, char **argv, struct opts *o)
             break;
         case OPT_PCAP:
             o->pcap = optarg;
+            break;
+        case OPT_X_MARKERS:
+            o->x_markers = true;
+            break;
+        case OPT_X_P2P:
+            for (const char *t = optarg; *t; t++)
+                if (*t == 'w')
+                    o->x_p2p |= IWARP_CM_RTR_WRITE;
+                else if (*t == 'r')
+                    o->x_p2p |= IWARP_CM_RTR_READ;
+                else if (*t == 's')
+                    o->x_p2p |= IWARP_CM_RTR_SEND;
+                else
+                    return bad("invalid --x-p2p '%s' (w, r, s)", optarg);
+            if (!o->x_p2p)
+                return bad("%s", "--x-p2p needs at least one RTR type (w, r, s)");
+            break;
+        case OPT_X_BAD_RKEY:
+            o->x_bad_rkey = true;
+            break;
+        case OPT_X_BAD_SINK:
+            o->x_bad_sink = true;
+            break;
+        case OPT_X_AUDIT:
+            o->x_audit = true;
             break;
         case 'h':
             usage(stdout);
@@ -1125,5 +1270,7 @@ int iwarp_cli_ping(int argc, char **argv)
             event_loop(p);
     }
     teardown(p);
+    if (p->o.x_audit)
+        return audit_report(p) ? 0 : 1;
     return p->status;
 }
