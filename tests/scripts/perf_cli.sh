@@ -162,5 +162,18 @@ else
   echo "SKIP: trace bound (no tshark)"
 fi
 
+# 11. a loopback client that cannot even start (a bad trace bound) fails at once with a message
+# instead of leaving the server thread waiting for it
+if IWARP_PCAP="$TMP/x.pcap" IWARP_PCAP_MAX=bogus timeout 20 "$IWARP" perf -s 4096 -n 10 \
+  >/dev/null 2>"$TMP/err"; then
+  fail "bad IWARP_PCAP_MAX: exit 0"
+elif [ $? = 124 ]; then
+  fail "bad IWARP_PCAP_MAX: hangs"
+elif grep -q 'IWARP_PCAP_MAX' "$TMP/err"; then
+  ok "bad IWARP_PCAP_MAX: a message and a failure, no hang"
+else
+  fail "bad IWARP_PCAP_MAX: $(cat "$TMP/err")"
+fi
+
 [ $fails -eq 0 ] && echo "PASS: perf_cli" || echo "FAIL: perf_cli ($fails failures)"
 exit $((fails > 0))

@@ -240,6 +240,7 @@ int iwarp_cli_perf(int argc, char **argv)
         snprintf(conn, sizeof conn, "loopback 127.0.0.1:%u", l.s.port);
         status = run_client(&o, &peer, conn);
     }
+    l.s.abandoned = true; /* a server still waiting for its first connection stops */
     pthread_join(th, NULL);
     if (l.rc < 0 && (status == 0 || l.state < 0)) {
         fprintf(stderr, "iwarp perf: server: %s\n", l.err[0] ? l.err : iwarp_strerror(l.rc));

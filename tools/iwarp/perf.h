@@ -16,6 +16,7 @@
 #ifndef IWARP_PERF_H
 #define IWARP_PERF_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -308,6 +309,8 @@ struct perf_server {
     struct perf_ep ep;
     struct perf_params p;
     uint16_t port; /* the bound port, once listening */
+    /* loopback: the client gave up before connecting; stop waiting for it */
+    atomic_bool abandoned;
 };
 
 int perf_server_listen(struct perf_server *s, const struct sockaddr *addr);

@@ -91,7 +91,11 @@ static int accept_all(struct perf_server *s)
     uint32_t accepted = 0, want = 1;
     while (accepted < want) {
         struct iwarp_cm_event *ev;
-        int rc = iwarp_cm_get_event_timeout(s->ep.cmch, &ev, accepted ? PERF_TIMEOUT_MS : -1);
+        /* Before the first connection, wake up now and then to see whether a loopback client
+         * gave up (it could not even connect); after it, the client has PERF_TIMEOUT_MS. */
+        int rc = iwarp_cm_get_event_timeout(s->ep.cmch, &ev, accepted ? PERF_TIMEOUT_MS : 200);
+        if (rc == IWARP_ERR_TIMEDOUT && !accepted && !s->abandoned)
+            continue;
         if (rc < 0)
             return perf_ep_fail(&s->ep, rc, "waiting for the client's connections");
         if (ev->event == IWARP_CM_EVENT_CONNECT_REQUEST) {
