@@ -288,9 +288,11 @@ static int prelude(struct pt *t)
 
 /* ---- connections -------------------------------------------------------------------------- */
 
+/* IRD = ORD of the data connection: perftest asks for its out_reads (siw: 128) for Reads and
+ * 0 otherwise; we ask the same, so that neither side's RFC 6581 answer exceeds the other's. */
 static int data_depth(const struct pt *t)
 {
-    return t->op == PERF_OP_READ ? (int)(t->qd < 128 ? t->qd : 128) : 0;
+    return t->op == PERF_OP_READ ? 128 : 0;
 }
 
 /* Active side: connect ids[q] to peer, retrying a refused or dropped attempt. */
@@ -320,7 +322,7 @@ static int connect_id(struct pt *t, uint32_t q, const struct sockaddr *peer)
         uint8_t depth = (uint8_t)(q == PT_DATA ? data_depth(t) : 0);
         struct iwarp_conn_param p = {.responder_resources = depth,
                                      .initiator_depth = depth,
-                                     .crc = t->o->crc,
+                                     .crc = t->o->crc_given && t->o->crc,
                                      .mpa_rev = t->o->mpa_rev};
         if ((rc = iwarp_cm_connect(e->ids[q], &p)) < 0)
             return perf_ep_fail(e, rc, "iwarp_cm_connect");
@@ -380,7 +382,8 @@ static int bw_client(struct pt *t)
     enum iwarp_wr_opcode op = t->op == PERF_OP_WRITE  ? IWARP_WR_RDMA_WRITE
                               : t->op == PERF_OP_READ ? IWARP_WR_RDMA_READ
                                                       : IWARP_WR_SEND;
-    uint32_t depth = t->op == PERF_OP_READ ? (uint32_t)data_depth(t) : t->qd;
+    /* Reads in flight stay within the ORD of data_depth(). */
+    uint32_t depth = t->op == PERF_OP_READ && t->qd > 128 ? 128 : t->qd;
     const volatile uint32_t *credit = (const volatile uint32_t *)(void *)(e->buf + t->off_ctrl + 4);
     uint64_t deadline = perf_now_ns() + (uint64_t)PERF_TIMEOUT_MS * 1000000u;
     while (t->ccnt < t->iters) {
@@ -682,17 +685,26 @@ static int setup(struct pt *t, const struct perf_opts *o)
     return 0;
 }
 
-/* Disconnect gracefully (the peer's last messages drain first), give the peer a moment to see
- * it, then free everything. */
+/* Close both connections, letting the peer close first: siw completes a Send only after its
+ * transmit pass ends, and a connection closed under it before then completes the peer's last
+ * control Send with IBV_WC_LOC_QP_OP_ERR (perftest then fails), though we received it. Each
+ * perftest side destroys its QPs as soon as its last exchange is done; a client of ours waits
+ * up to 2 s for that, a server up to 5 s (an iwarp perf client waits too, then closes). */
 static void teardown(struct pt *t)
 {
     struct perf_ep *e = &t->e;
+    struct iwarp_cm_event *ev;
+    int left = (e->ids[PT_DATA] != NULL) + (e->ids[PT_COMM] != NULL);
+    uint64_t until = perf_now_ns() + (t->server ? 5000000000u : 2000000000u);
+    while (left > 0 && perf_now_ns() < until &&
+           iwarp_cm_get_event_timeout(e->cmch, &ev, 200) == 0) {
+        left -= ev->event == IWARP_CM_EVENT_DISCONNECTED;
+        iwarp_cm_ack_event(ev);
+    }
     for (int q = PT_DATA; q >= PT_COMM; q--)
         if (e->ids[q] && e->ids[q]->qp)
             (void)iwarp_cm_disconnect(e->ids[q]);
-    struct iwarp_cm_event *ev;
-    uint64_t until = perf_now_ns() + 2000000000u;
-    int left = (e->ids[PT_DATA] != NULL) + (e->ids[PT_COMM] != NULL);
+    until = perf_now_ns() + 2000000000u;
     while (left > 0 && perf_now_ns() < until &&
            iwarp_cm_get_event_timeout(e->cmch, &ev, 200) == 0) {
         left -= ev->event == IWARP_CM_EVENT_DISCONNECTED;
