@@ -290,9 +290,11 @@ pr=$(
     judge "$D/cap.pcap" "$PS" "i>r" "rtr" ""
     grep -q 'i>r FPDU .*Terminate layer=LLP etype=0 code=0x07' "$D/cap.pcap.$PS.judge" ||
         echo "    our TERM 2/0/0x07 is not on the wire"
-    grep -q 'got TERMINATE' "$D/share/dmesg2.txt" || echo "    siw's dmesg shows no Terminate"
 )
-verdict "p2p-s (siw offers a Write RTR; we send TERM 2/0/0x07; siw: $(grep -o 'got TERMINATE.*' "$D/share/dmesg2.txt" | head -n 1))" "$pr"
+# siw logs "got TERMINATE" only when it reads the TERM before it sees our close (not always:
+# the accept race again), so its line is information, not a condition.
+siwterm=$(grep -o 'got TERMINATE.*' "$D/share/dmesg2.txt" | head -n 1)
+verdict "p2p-s (siw offers a Write RTR; we send TERM 2/0/0x07; siw: ${siwterm:-logged no Terminate})" "$pr"
 grep -q 'kernel BUG at' "$D/share/dmesg2.txt" &&
     echo "NOTE siw: $(grep -o 'kernel BUG at.*' "$D/share/dmesg2.txt" | head -n 1) after our RFC 6581 §9.2 TERM"
 
