@@ -85,8 +85,10 @@ static void usage(FILE *f)
         "--perftest: speak perftest's own protocol (ib_write_bw, ib_read_bw, ib_send_bw and\n"
         "  their _lat twins, run with -R) instead: --server serves one such client, HOST runs\n"
         "  against such a server. Both sides must be given the same test (--op, --lat), -s and\n"
-        "  -n (perftest's defaults when -n is not given); one size, one QP. --verify checks\n"
-        "  the data when the peer is iwarp perf --perftest too (write latency: always).\n"
+        "  -n (perftest's defaults when -n is not given); one size, one QP. MPA CRC is off\n"
+        "  unless --crc (siw's and perftest's default). --verify checks the data when the\n"
+        "  peer is iwarp perf --perftest too (write latency: always). The protocol is\n"
+        "  described in tools/iwarp/perf_perftest.c.\n"
         "\n"
         "Exit status: 0 success, 1 failure (connection, protocol, --verify mismatch), 2 usage.\n",
         PERF_DEFAULT_PORT, (unsigned)PERF_MIN_SIZE, (unsigned)PERF_MAX_SIZE, PERF_MAX_QD,
