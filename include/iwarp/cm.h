@@ -85,6 +85,11 @@ struct iwarp_conn_param {
     bool peer_to_peer;   /* connector: RFC 6581 peer-to-peer mode */
     uint8_t rtr_types;   /* IWARP_CM_RTR_*: RTR types offered/accepted; 0: all */
     uint32_t timeout_ms; /* MPA Reply/Request timeout; 0: 10 s / 5 s like siw */
+    /* Connector: hold the first FPDU (the RTR, or the first message) this long after the MPA
+     * Reply. 0: none. A workaround for Linux siw 6.1 as responder, whose accept sends the Reply
+     * before it installs its socket callbacks, so an FPDU arriving at once can go unnoticed
+     * (250 ms is enough in practice); it costs that much connection set-up time. */
+    uint16_t first_fpdu_delay_ms;
 };
 
 struct iwarp_cm_event {

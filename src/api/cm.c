@@ -244,6 +244,7 @@ static int initiator_cfg(const struct iwarp_conn_param *p, struct iwarp_llp_conn
     n->pd_len = p->private_data_len;
     if (p->timeout_ms)
         n->timeout_ns = (uint64_t)p->timeout_ms * 1000000u;
+    cfg->first_fpdu_delay_ns = (uint64_t)p->first_fpdu_delay_ms * 1000000u;
     return 0;
 }
 

@@ -260,7 +260,7 @@ pr=$(
 BR_PR=$pr BR_NAME="bad-rkey (siw's Terminate: $(grep -o 'Terminate cause [0-9a-f]*, from the peer' "$D/ours.log" | head -n 1))"
 
 # p2p-r: Read RTR negotiated, never answered (see above)
-timeout 15 "$BIN" ping -c -a 127.0.0.1 -p "$PR" -d -C 3 -S 64 -V --x-p2p r >"$D/p2p-r.log" 2>&1
+timeout 15 "$BIN" ping -c -a 127.0.0.1 -p "$PR" -d -C 3 -S 64 -V --x-p2p r --first-delay 250 >"$D/p2p-r.log" 2>&1
 rc=$?
 mpa=$(grep '^MPA:' "$D/p2p-r.log" | sed 's/^MPA: //')
 pr=$(

@@ -533,6 +533,12 @@ static int client_connect(struct ping *p, struct session *s)
                                   .markers = p->o.x_markers,
                                   .peer_to_peer = p->o.x_p2p != 0,
                                   .rtr_types = p->o.x_p2p};
+    /* With peer-to-peer the first FPDU is the library's RTR, sent right after the Reply: the
+     * library holds it (--first-delay's siw race); otherwise the sleep after ESTABLISHED
+     * holds our first Send. */
+    if (cp.peer_to_peer)
+        cp.first_fpdu_delay_ms =
+            (uint16_t)(p->o.first_delay_ms > 60000 ? 60000 : p->o.first_delay_ms);
     int rc = iwarp_cm_connect(s->id, &cp);
     return rc < 0 ? err("connecting", rc) : 0;
 }
