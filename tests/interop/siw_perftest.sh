@@ -157,7 +157,9 @@ judge() { # PORT OURS
     # Findings in our direction on a stream the judge lost MPA sync on (see mpa_walk.py): that
     # stream is judged by an independent framing walk instead; any other finding stands.
     local frames streams s
-    frames=$(grep -oE "^    judge: $2 +(ERROR|WARN) +#[0-9]+" "$W/found.$1" | grep -oE '[0-9]+$' | sort -un)
+    # (a finding on a frame the judge could not dissect has no direction of its own: "?")
+    frames=$(grep -oE "^    judge: ($2|\\?) +(ERROR|WARN) +#[0-9]+" "$W/found.$1" | grep -oE '[0-9]+$' |
+        sort -un)
     [ -n "$frames" ] || { cat "$W/found.$1"; return; }
     tshark -r "$W/cap.pcap" -T fields -e frame.number -e tcp.stream 2>/dev/null >"$W/streams"
     streams=$(awk -v f=" ${frames//$'\n'/ } " 'index(f, " " $1 " ") { print $2 }' "$W/streams" | sort -u)
