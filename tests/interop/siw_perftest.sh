@@ -160,9 +160,14 @@ judge() { # PORT OURS
     # (a finding on a frame the judge could not dissect has no direction of its own: "?")
     frames=$(grep -oE "^    judge: ($2|\\?) +(ERROR|WARN) +#[0-9]+" "$W/found.$1" | grep -oE '[0-9]+$' |
         sort -un)
-    [ -n "$frames" ] || { cat "$W/found.$1"; return; }
+    [ -n "$frames" ] || grep -qE "TCP stream [0-9]+ $2:" "$W/found.$1" || { cat "$W/found.$1"; return; }
     tshark -r "$W/cap.pcap" -T fields -e frame.number -e tcp.stream 2>/dev/null >"$W/streams"
-    streams=$(awk -v f=" ${frames//$'\n'/ } " 'index(f, " " $1 " ") { print $2 }' "$W/streams" | sort -u)
+    streams=$(
+        awk -v f=" ${frames//$'\n'/ } " 'index(f, " " $1 " ") { print $2 }' "$W/streams"
+        # a lost-sync finding without a frame still names its stream: "TCP stream N <ours>:"
+        grep -oE "TCP stream [0-9]+ $2:" "$W/found.$1" | grep -oE '[0-9]+'
+    )
+    streams=$(echo "$streams" | sort -un)
     for s in $streams; do
         python3 "$WALK" "$W/cap.pcap" "$s" 10.0.2.2 >"$W/walk.$s" 2>/dev/null || continue
         echo "    note: judge lost MPA sync on TCP stream $s; $(cat "$W/walk.$s")" >&2
