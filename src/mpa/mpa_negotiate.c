@@ -36,7 +36,11 @@ static int fail(struct iwarp_mpa_neg *neg, int err, enum iwarp_mpa_action act, u
         neg->res.term.etype = IWARP_TERM_LLP_ETYPE_MPA;
         neg->res.term.ecode = ecode;
     }
-    if (act != IWARP_MPA_ACT_EXIT)
+    /* ACT_CLOSE: nothing more may be sent (RFC 5044 §7.1.2, §8 code 4). A Reject (ACT_EXIT)
+     * still goes out, and so does our Reply before the Terminate of ACT_TERMINATE: that
+     * Terminate is an FPDU of full operation (RFC 6581 §8, §9.2), which begins only after the
+     * Reply, so a Reply not yet written when the initiator's bad first FPDU arrived stays. */
+    if (act == IWARP_MPA_ACT_CLOSE)
         neg->tx_len = neg->tx_off = 0;
     return err;
 }
