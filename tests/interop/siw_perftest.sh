@@ -68,7 +68,7 @@ KIDS=()
 cleanup() { for p in "${KIDS[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$W"; }
 trap cleanup EXIT
 trap "exit 1" INT TERM
-PH=$((20000 + $$ % 20000)) # h2g: the hostfwd port
+PH=$((20000 + $$ % 12000)) # h2g: the hostfwd port, below the ephemeral range (32768-)
 PG=$((PH + 1))             # g2h: our server's port
 PASSED=0 FAILED=0
 

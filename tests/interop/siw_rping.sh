@@ -55,7 +55,7 @@ W=$(mktemp -d "${TMPDIR:-/tmp}/siw_rping.XXXXXX")
 KIDS=()
 cleanup() { for p in "${KIDS[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$W"; }
 trap cleanup EXIT
-PORT=$((20000 + $$ % 20000))
+PORT=$((20000 + $$ % 12000)) # below the ephemeral range (32768-)
 PASSED=0 FAILED=0
 T0=$(date +%s)
 

@@ -3,7 +3,7 @@
 # greeting: an RDMA Write, an RDMA Read and a Send through the public API only.
 set -euo pipefail
 bin=$1
-port=$(( 20000 + RANDOM % 20000 ))
+port=$(( 20000 + RANDOM % 12000 )) # below the ephemeral range (32768-)
 out=$(mktemp -d)
 trap 'kill "$srv" 2>/dev/null || true; rm -rf "$out"' EXIT
 "$bin" -p "$port" >"$out/server" 2>&1 &
