@@ -90,6 +90,11 @@ struct iwarp_conn_param {
      * before it installs its socket callbacks, so an FPDU arriving at once can go unnoticed
      * (250 ms is enough in practice); it costs that much connection set-up time. */
     uint16_t first_fpdu_delay_ms;
+    /* Connector with markers: when the peer rejects the Request that asks for markers (a
+     * responder that cannot insert them has no other way to refuse, RFC 5044 §7.1.2; Linux siw
+     * does so), connect once more without asking instead of reporting REJECTED with
+     * IWARP_ERR_MPA_MARKERS. ESTABLISHED's param then shows markers false. */
+    bool markers_fallback;
 };
 
 struct iwarp_cm_event {

@@ -100,6 +100,7 @@ struct cm_id {
     struct cm_listener *lsn;   /* listening ids */
     struct cm_conn *conn;
     uint64_t linger_deadline; /* UINT64_MAX: none */
+    bool markers_fallback;    /* active: on a Reject of our markers, retry once without */
     uint32_t n_unacked;
     struct cm_ev ev[CM_SLOTS];
 };
@@ -498,12 +499,48 @@ static bool mpa_up(const struct iwarp_llp_conn *c)
 }
 
 /* Active side, MPA in progress. Returns false when the connection was released. */
+static int active_open(struct cm_id *id, const struct iwarp_llp_conn_cfg *cfg, const void *pd,
+                       uint64_t now);
+
+/* Active side: the peer rejected our Request for markers and the ULP allowed a fallback
+ * (iwarp_conn_param.markers_fallback): close this connection, its QP untouched, and connect
+ * again asking for none. A responder that cannot insert markers can only refuse them with a
+ * Reject (RFC 5044 §7.1.2 rule 3; Linux siw, wire-reference §2). */
+static void markers_fallback(struct cm_id *id, uint64_t now)
+{
+    struct iwarp_ctx *ctx = id->pub.context;
+    struct iwarp_llp_conn_cfg cfg = id->conn->cfg;
+    uint8_t pd[IWARP_MPA_PD_MAX];
+    if (cfg.neg.pd_len)
+        memcpy(pd, id->conn->pd, cfg.neg.pd_len);
+    cfg.neg.markers = false;
+    id->markers_fallback = false;
+    /* the QP never started (RFC 5044 §7.1.2: no full operation): detach it before the close
+     * so it is not flushed, and so the new connection can take it */
+    iwarp_llp_conn_attach(&id->conn->tcp.conn, NULL);
+    iwarp_llp_conn_attach_ddp(&id->conn->tcp.conn, NULL);
+    iwarp_api_qp(id->pub.qp)->llp = (struct iwarp_qp_llp){0};
+    conn_release(id, false);
+    conn_free(ctx, id->conn);
+    id->conn = NULL;
+    iwarp_api_log(ctx, IWARP_LOG_INFO,
+                  "cm: the peer rejected MPA markers; connecting again without them");
+    int rc = active_open(id, &cfg, pd, now);
+    if (rc != 0)
+        active_failed(id, rc);
+}
+
 static bool update_active_mpa(struct cm_id *id, uint64_t now)
 {
     struct iwarp_llp_tcp *t = &id->conn->tcp;
     struct iwarp_llp_conn *c = &t->conn;
     const struct iwarp_mpa_neg_result *r = iwarp_mpa_neg_result(&c->neg);
     struct iwarp_conn_param p;
+    if (c->state == IWARP_LLP_CONN_REJECTED && r->err == IWARP_ERR_MPA_MARKERS &&
+        id->markers_fallback) {
+        markers_fallback(id, now);
+        return false;
+    }
     if (c->state == IWARP_LLP_CONN_REJECTED) {
         /* RFC 5044 §7.1.2 rule 3: a Reject ends MPA; the peer's private data goes up. */
         result_param(r, true, &p);
@@ -1074,6 +1111,56 @@ void iwarp_cm_destroy_qp(struct iwarp_cm_id *pub)
 
 /* ---- public: connecting ------------------------------------------------------------------ */
 
+/*
+ * Active side: a new connection object, the non-blocking TCP connect and, when TCP is already
+ * up, the MPA Request (lock held; id->conn is NULL). cfg and pd (cfg->neg.pd_len octets) are
+ * copied. Returns 0 (a refusal at once is reported as its event), or the error of a local
+ * failure (nothing is left allocated; id->state is unchanged).
+ */
+static int active_open(struct cm_id *id, const struct iwarp_llp_conn_cfg *cfg, const void *pd,
+                       uint64_t now)
+{
+    struct iwarp_ctx *ctx = id->pub.context;
+    id->conn = conn_alloc(id);
+    if (!id->conn)
+        return IWARP_ERR_NOMEM;
+    struct iwarp_llp_tcp *t = &id->conn->tcp;
+    if (cfg->neg.pd_len)
+        memcpy(id->conn->pd, pd, cfg->neg.pd_len);
+    id->conn->cfg = *cfg;
+    id->conn->cfg.neg.pd = id->conn->pd;
+    const struct sockaddr *src =
+        id->pub.local_addr.ss_family ? (const struct sockaddr *)&id->pub.local_addr : NULL;
+    int rc = iwarp_llp_tcp_connect(t, (const struct sockaddr *)&id->pub.peer_addr, src);
+    if (rc == IWARP_ERR_INVAL || rc == IWARP_ERR_ADDR || rc == IWARP_ERR_IO) {
+        conn_free(ctx, id->conn);
+        id->conn = NULL;
+        return rc;
+    }
+    if (rc != 0) {
+        /* refused or unreachable at once: reported as the event would be */
+        active_failed(id, rc);
+        return 0;
+    }
+    enum cm_state was = id->state;
+    id->state = CM_CONNECTING;
+    rc = conn_watch(id);
+    if (rc == 0 && iwarp_llp_tcp_connected(t)) {
+        rc = start_initiator(id, &id->conn->cfg, now);
+        if (rc != 0)
+            conn_release(id, true);
+    }
+    if (rc != 0) {
+        iwarp_llp_tcp_close(t, true);
+        conn_free(ctx, id->conn);
+        id->conn = NULL;
+        id->state = was;
+        return rc;
+    }
+    conn_update(id, now);
+    return 0;
+}
+
 int iwarp_cm_connect(struct iwarp_cm_id *pub, const struct iwarp_conn_param *param)
 {
     if (!pub || !param)
@@ -1107,56 +1194,10 @@ int iwarp_cm_connect(struct iwarp_cm_id *pub, const struct iwarp_conn_param *par
         pthread_mutex_unlock(&ctx->lock);
         return rc;
     }
-    id->conn = conn_alloc(id);
-    if (!id->conn) {
-        pthread_mutex_unlock(&ctx->lock);
-        return IWARP_ERR_NOMEM;
-    }
-    struct iwarp_llp_tcp *t = &id->conn->tcp;
-    /* Ownership: param and its private data are copied (the negotiation starts later). */
-    if (param->private_data_len)
-        memcpy(id->conn->pd, param->private_data, param->private_data_len);
-    id->conn->cfg = cfg;
-    id->conn->cfg.neg.pd = id->conn->pd;
-    const struct sockaddr *src =
-        pub->local_addr.ss_family ? (const struct sockaddr *)&pub->local_addr : NULL;
-    rc = iwarp_llp_tcp_connect(t, (const struct sockaddr *)&pub->peer_addr, src);
-    if (rc == IWARP_ERR_INVAL || rc == IWARP_ERR_ADDR || rc == IWARP_ERR_IO) {
-        conn_free(ctx, id->conn);
-        id->conn = NULL;
-        pthread_mutex_unlock(&ctx->lock);
-        return rc;
-    }
-    if (rc != 0) {
-        /* refused or unreachable at once: reported as the event would be */
-        active_failed(id, rc);
-        pthread_mutex_unlock(&ctx->lock);
-        return 0;
-    }
-    id->state = CM_CONNECTING;
-    rc = conn_watch(id);
-    if (rc != 0) {
-        iwarp_llp_tcp_close(t, true);
-        conn_free(ctx, id->conn);
-        id->conn = NULL;
-        id->state = CM_ROUTE;
-        pthread_mutex_unlock(&ctx->lock);
-        return rc;
-    }
-    if (iwarp_llp_tcp_connected(t)) {
-        rc = start_initiator(id, &id->conn->cfg, now);
-        if (rc != 0) {
-            conn_release(id, true);
-            conn_free(ctx, id->conn);
-            id->conn = NULL;
-            id->state = CM_ROUTE;
-            pthread_mutex_unlock(&ctx->lock);
-            return rc;
-        }
-    }
-    conn_update(id, now);
+    id->markers_fallback = param->markers && param->markers_fallback;
+    rc = active_open(id, &cfg, param->private_data, now);
     pthread_mutex_unlock(&ctx->lock);
-    return 0;
+    return rc;
 }
 
 int iwarp_cm_accept(struct iwarp_cm_id *pub, const struct iwarp_conn_param *param)

@@ -18,6 +18,7 @@
 #include "iwarp/cm.h"
 #include "iwarp/errors.h"
 #include "iwarp/verbs.h"
+#include "wire/wire_mpa.h"
 
 #define BUF     (16u << 20)
 #define WAIT_MS 5000
@@ -526,6 +527,121 @@ TEST(mpa_reply_timeout_is_unreachable)
     ASSERT_EQ(iwarp_cm_ack_event(ev), 0);
     side_fini(&cli, true);
     close(l);
+}
+
+/* A raw MPA responder: accept one connection on l, read the MPA Request (RFC 5044 §7.1) and
+ * return it decoded (its private data copied to pd), leaving the socket open. */
+static int raw_take_request(int l, struct iwarp_mpa_frame *f, uint8_t *pd)
+{
+    int fd = accept(l, NULL, NULL);
+    ASSERT_TRUE(fd >= 0);
+    struct timeval tv = {.tv_sec = 5};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    uint8_t buf[20 + 512];
+    size_t have = 0, need = 20;
+    while (have < need) {
+        ssize_t n = recv(fd, buf + have, need - have, 0);
+        ASSERT_TRUE(n > 0);
+        have += (size_t)n;
+        if (have == 20)
+            need = 20u + ((size_t)buf[18] << 8 | buf[19]);
+    }
+    ASSERT_EQ(iwarp_mpa_frame_decode(buf, have, f), (iwarp_ssize)have);
+    memcpy(pd, f->pd, f->pd_len);
+    f->pd = pd;
+    return fd;
+}
+
+/* Answer req with an enhanced Reply (or Reject) whose IRD/ORD mirror its ORD/IRD (RFC 6581
+ * §9.1). */
+static void raw_send_reply(int fd, const struct iwarp_mpa_frame *req, bool reject)
+{
+    struct iwarp_mpa_frame r = {.reply = true,
+                                .r = reject,
+                                .s = true,
+                                .rev = 2,
+                                .v2 = {.ird = req->v2.ord, .ord = req->v2.ird}};
+    uint8_t out[64];
+    iwarp_ssize n = iwarp_mpa_frame_encode(out, sizeof out, &r);
+    ASSERT_TRUE(n > 0);
+    ASSERT_EQ(send(fd, out, (size_t)n, 0), n);
+}
+
+/* A responder that cannot insert markers refuses them with a Reject (Linux siw does,
+ * wire-reference §2). Without markers_fallback that is REJECTED / IWARP_ERR_MPA_MARKERS; with
+ * it the CM connects again asking for none, with the same private data, and the QP (never
+ * started, so never flushed) carries the first message. */
+TEST(markers_refused_by_a_reject_fall_back_when_allowed)
+{
+    for (int fallback = 0; fallback <= 1; fallback++) {
+        int l = socket(AF_INET, SOCK_STREAM, 0);
+        struct sockaddr_storage a;
+        set_addr(&a, false, 0);
+        ASSERT_EQ(bind(l, (struct sockaddr *)&a, sizeof(struct sockaddr_in)), 0);
+        ASSERT_EQ(listen(l, 4), 0);
+        socklen_t alen = sizeof a;
+        ASSERT_EQ(getsockname(l, (struct sockaddr *)&a, &alen), 0);
+
+        struct side cli;
+        side_init(&cli, IWARP_PROGRESS_THREAD);
+        static const char hello[] = "hello";
+        struct iwarp_conn_param cp = {.private_data = hello,
+                                      .private_data_len = sizeof hello,
+                                      .markers = true,
+                                      .markers_fallback = fallback};
+        connect_to(&cli, false, port_of(&a), &cp);
+        struct iwarp_mpa_frame f;
+        uint8_t pd[512];
+        int fd = raw_take_request(l, &f, pd);
+        ASSERT_TRUE(f.m); /* RFC 5044 §7.1.1: M=1 asks us for markers */
+        raw_send_reply(fd, &f, true);
+        if (!fallback) {
+            struct iwarp_cm_event *ev = expect_event(&cli, IWARP_CM_EVENT_REJECTED);
+            ASSERT_EQ(ev->status, IWARP_ERR_MPA_MARKERS);
+            ASSERT_EQ(iwarp_cm_ack_event(ev), 0);
+            close(fd);
+            side_fini(&cli, true);
+            close(l);
+            continue;
+        }
+        close(fd);
+        fd = raw_take_request(l, &f, pd);
+        ASSERT_FALSE(f.m);
+        ASSERT_EQ(f.pd_len, sizeof hello);
+        ASSERT_MEM_EQ(f.pd, hello, sizeof hello);
+        raw_send_reply(fd, &f, false);
+        struct iwarp_cm_event *ev = expect_event(&cli, IWARP_CM_EVENT_ESTABLISHED);
+        ASSERT_EQ(ev->status, 0);
+        ASSERT_FALSE(ev->param.markers);
+        ASSERT_EQ(iwarp_cm_ack_event(ev), 0);
+
+        /* the QP works: an 8-octet Send arrives as one FPDU with a DDP untagged header, MSN 1
+         * (RFC 5041 §5.1: the first message on queue 0) */
+        memcpy(cli.buf, "fallback", 8);
+        struct iwarp_sge sge = {.addr = (uintptr_t)cli.buf, .length = 8, .lkey = cli.mr->lkey};
+        struct iwarp_send_wr wr = {
+            .wr_id = 7, .opcode = IWARP_WR_SEND, .sg_list = &sge, .num_sge = 1};
+        struct iwarp_send_wr *bad = NULL;
+        ASSERT_EQ(iwarp_post_send(cli.id->qp, &wr, &bad), 0);
+        uint8_t fp[2 + 18 + 8 + 4];
+        size_t have = 0;
+        while (have < sizeof fp) {
+            ssize_t n = recv(fd, fp + have, sizeof fp - have, 0);
+            ASSERT_TRUE(n > 0);
+            have += (size_t)n;
+        }
+        ASSERT_EQ(fp[0] << 8 | fp[1], 18 + 8);                            /* ULPDU_Length */
+        ASSERT_EQ(fp[2] & 0xC3, 0x41);                                    /* T=0 L=1 DV=1 */
+        ASSERT_EQ(fp[12] << 24 | fp[13] << 16 | fp[14] << 8 | fp[15], 1); /* MSN */
+        ASSERT_MEM_EQ(fp + 20, "fallback", 8);
+        struct iwarp_wc wc;
+        poll_one(&cli, &wc);
+        ASSERT_EQ(wc.status, IWARP_WC_SUCCESS);
+        ASSERT_EQ(wc.wr_id, 7);
+        close(fd);
+        side_fini(&cli, true);
+        close(l);
+    }
 }
 
 /* Wait until the raw socket fd sees the end of the stream (FIN or RST). */

@@ -19,6 +19,8 @@
  *
  * Hidden test options (not in --help; tests/interop/siw_*.sh use them against Linux siw):
  *   --x-markers        client: ask for MPA markers (siw refuses M=1: REJECTED, MPA_MARKERS)
+ *   --x-markers-fallback  client: ask for markers, and connect again without them when the
+ *                      peer rejects them (iwarp_conn_param.markers_fallback)
  *   --x-p2p TYPES      client: RFC 6581 peer-to-peer, offering the RTR types in TYPES, a
  *                      string of w (Write), r (Read), s (Send)
  *   --x-bad-rkey       server: RDMA-Read the client's start buffer with a corrupted STag (a
@@ -69,8 +71,9 @@
 
 struct opts {
     bool server, client, persistent, validate, crc;
-    bool x_markers, x_bad_rkey, x_bad_sink, x_audit; /* hidden test options (see above) */
-    uint8_t x_p2p;                                   /* IWARP_CM_RTR_* offered; 0: no P2P */
+    bool x_markers, x_markers_fallback, x_bad_rkey, x_bad_sink,
+        x_audit;   /* hidden test options (see above) */
+    uint8_t x_p2p; /* IWARP_CM_RTR_* offered; 0: no P2P */
     int verbose, debug;
     long count; /* 0: forever */
     uint32_t size;
@@ -531,6 +534,7 @@ static int client_connect(struct ping *p, struct session *s)
                                   .mpa_rev = 2,
                                   .crc = p->o.crc,
                                   .markers = p->o.x_markers,
+                                  .markers_fallback = p->o.x_markers_fallback,
                                   .peer_to_peer = p->o.x_p2p != 0,
                                   .rtr_types = p->o.x_p2p};
     /* With peer-to-peer the first FPDU is the library's RTR, sent right after the Reply: the
@@ -1089,6 +1093,7 @@ enum {
     OPT_RETRY,
     OPT_PCAP,
     OPT_X_MARKERS,
+    OPT_X_MARKERS_FALLBACK,
     OPT_X_P2P,
     OPT_X_BAD_RKEY,
     OPT_X_BAD_SINK,
@@ -1097,28 +1102,30 @@ enum {
 
 static int parse(int argc, char **argv, struct opts *o)
 {
-    static const struct option lo[] = {{"server", no_argument, NULL, 's'},
-                                       {"client", no_argument, NULL, 'c'},
-                                       {"addr", required_argument, NULL, 'a'},
-                                       {"source", required_argument, NULL, 'I'},
-                                       {"port", required_argument, NULL, 'p'},
-                                       {"count", required_argument, NULL, 'C'},
-                                       {"size", required_argument, NULL, 'S'},
-                                       {"verbose", no_argument, NULL, 'v'},
-                                       {"validate", no_argument, NULL, 'V'},
-                                       {"debug", no_argument, NULL, 'd'},
-                                       {"persistent", no_argument, NULL, 'P'},
-                                       {"crc", no_argument, NULL, OPT_CRC},
-                                       {"first-delay", required_argument, NULL, OPT_FIRST_DELAY},
-                                       {"retry", required_argument, NULL, OPT_RETRY},
-                                       {"pcap", required_argument, NULL, OPT_PCAP},
-                                       {"x-markers", no_argument, NULL, OPT_X_MARKERS},
-                                       {"x-p2p", required_argument, NULL, OPT_X_P2P},
-                                       {"x-bad-rkey", no_argument, NULL, OPT_X_BAD_RKEY},
-                                       {"x-bad-sink", no_argument, NULL, OPT_X_BAD_SINK},
-                                       {"x-audit", no_argument, NULL, OPT_X_AUDIT},
-                                       {"help", no_argument, NULL, 'h'},
-                                       {NULL, 0, NULL, 0}};
+    static const struct option lo[] = {
+        {"server", no_argument, NULL, 's'},
+        {"client", no_argument, NULL, 'c'},
+        {"addr", required_argument, NULL, 'a'},
+        {"source", required_argument, NULL, 'I'},
+        {"port", required_argument, NULL, 'p'},
+        {"count", required_argument, NULL, 'C'},
+        {"size", required_argument, NULL, 'S'},
+        {"verbose", no_argument, NULL, 'v'},
+        {"validate", no_argument, NULL, 'V'},
+        {"debug", no_argument, NULL, 'd'},
+        {"persistent", no_argument, NULL, 'P'},
+        {"crc", no_argument, NULL, OPT_CRC},
+        {"first-delay", required_argument, NULL, OPT_FIRST_DELAY},
+        {"retry", required_argument, NULL, OPT_RETRY},
+        {"pcap", required_argument, NULL, OPT_PCAP},
+        {"x-markers", no_argument, NULL, OPT_X_MARKERS},
+        {"x-markers-fallback", no_argument, NULL, OPT_X_MARKERS_FALLBACK},
+        {"x-p2p", required_argument, NULL, OPT_X_P2P},
+        {"x-bad-rkey", no_argument, NULL, OPT_X_BAD_RKEY},
+        {"x-bad-sink", no_argument, NULL, OPT_X_BAD_SINK},
+        {"x-audit", no_argument, NULL, OPT_X_AUDIT},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
     *o = (struct opts){.size = PING_SIZE, .port = PING_PORT};
     bool ok = true;
     int c;
@@ -1185,6 +1192,9 @@ static int parse(int argc, char **argv, struct opts *o)
             break;
         case OPT_X_MARKERS:
             o->x_markers = true;
+            break;
+        case OPT_X_MARKERS_FALLBACK:
+            o->x_markers = o->x_markers_fallback = true;
             break;
         case OPT_X_P2P:
             for (const char *t = optarg; *t; t++)
