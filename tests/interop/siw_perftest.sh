@@ -25,6 +25,11 @@
 # one is well-formed and such a split header is there, that stream's findings are dropped with
 # a note on stderr, and so are our direction's end-of-capture findings (they name no stream;
 # after a lost sync they carry its garbage). Any other finding fails the run.
+# One abrupt ending is expected: perftest's ib_write_bw server destroys its QP once the final
+# report has come in on the other connection, and siw then resets the data connection while
+# our last RDMA Writes may still be on the way (a Write completes at its source when TCP has
+# it, RFC 5040 §5.1; on siw too). The judge reports that cut-off FPDU as [undissected]; the
+# walk accepts it only when the guest sent a RST and the cut FPDU's header is well-formed.
 # Not run: g2h ib_write_lat. perftest's ib_write_lat makes its SERVER (the MPA Responder) send
 # the first FPDU, which RFC 5044 §7.1.2 forbids before the Initiator's first FPDU has arrived
 # (RFC 6581's RTR would solve it; siw sends none without peer-to-peer). siw does not enforce the
@@ -86,7 +91,10 @@ g2h_runs() { [ "$1" != ib_write_lat ] || [ "${SIW_PERFTEST_WRITE_LAT_G2H:-0}" = 
 {
     echo 'cd /share'
     for t in $TESTS; do
-        a="-R -d siw0 -s $(size_of "$t") -n $(iters_of "$t")"
+        # -F: report even when perftest's cycle-counter calibration fails its r^2 >= 0.9 check,
+        # which it does now and then under TCG ("Can't produce a report", exit 1); the rates
+        # inside the guest mean nothing anyway (the issue: a functional check only)
+        a="-R -F -d siw0 -s $(size_of "$t") -n $(iters_of "$t")"
         echo "timeout 40 stdbuf -oL $t $a -p $PH >h2g-$t.guest 2>&1 & pid=\$!"
         echo "for i in \$(seq 300); do grep -q 'Waiting for client' h2g-$t.guest && break; sleep 0.1; done"
         echo "sleep 0.5; touch h2g-$t.ready; wait \$pid; echo \$? >h2g-$t.rc"

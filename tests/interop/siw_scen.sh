@@ -7,6 +7,9 @@
 #   markers   we ask for markers (M=1); siw answers R=1 (it implements no markers, RFC 5044
 #             §7.1 lets a responder refuse); we must report REJECTED with IWARP_ERR_MPA_MARKERS
 #             (-29) and exit 1.
+#   markers-fb  the same with iwarp_conn_param.markers_fallback: after siw's Reject we connect
+#             again without markers (same rping: siw refuses M=1 in the kernel, rping never
+#             sees the first connection); 3 validated pings must follow with markers off.
 #   p2p-w     we offer RFC 6581 peer-to-peer with a Write RTR only; siw (rtr_type
 #             READ_RTR|WRITE_RTR) picks it; 3 validated pings must follow.
 #   bad-sink  we advertise a corrupted STag for the sink; siw's RDMA Write hits it and we send
@@ -36,7 +39,7 @@
 #
 # Wire judge (../shared/tools/wire-check/check.sh) per run, on the capture of the guest NIC:
 #   - always allowed: [crc-off] (both peers declined CRC: a property of the connection);
-#   - markers: [markers] on siw's Reply (the judge's note that Wireshark would mis-frame a
+#   - markers, markers-fb: [markers] on siw's Reply (the judge's note that Wireshark would mis-frame a
 #     marker connection; ours asked, none was negotiated);
 #   - p2p-s: [rtr] on our Terminate (the judge expects an RTR; RFC 6581 §9.2 requires this
 #     TERM when the offered RTR cannot be generated);
@@ -126,9 +129,9 @@ verdict() { # NAME PROBLEMS
 # ---- boot 1: host -> guest ----------------------------------------------------------------
 D=$W/h2g
 mkdir -p "$D/share"
-PM=$BASE PW=$((BASE + 1)) PB=$((BASE + 2)) PT=$((BASE + 3)) PK=$((BASE + 4))
+PM=$BASE PW=$((BASE + 1)) PB=$((BASE + 2)) PT=$((BASE + 3)) PK=$((BASE + 4)) PF=$((BASE + 8))
 GUEST="cd /share
-for p in $PM $PW $PB $PT $PK; do
+for p in $PM $PF $PW $PB $PT $PK; do
     rping -s -a 10.0.2.15 -p \$p -S $ABRUPT_SIZE >rping.\$p.log 2>&1 & echo \$! >pid.\$p
 done
 sleep 2; touch ready
@@ -137,7 +140,7 @@ dmesg >dmesg1.txt
 sleep 1; kill -9 \$(cat pid.$PT); touch rst-done
 until [ -e never ]; do sleep 1; done"
 FWD=()
-for p in $PM $PW $PB $PT $PK; do FWD+=(--hostfwd "$p"); done
+for p in $PM $PF $PW $PB $PT $PK; do FWD+=(--hostfwd "$p"); done
 "$VM/run.sh" "${FWD[@]}" --pcap "$D/cap.pcap" --share "$D/share" "$GUEST" >"$D/guest.log" 2>&1 &
 VMPID=$!
 KIDS+=("$VMPID")
@@ -161,6 +164,17 @@ pr=$(
         echo "    no REJECTED with IWARP_ERR_MPA_MARKERS: $(grep 'iwarp ping' "$D/markers.log" | head -n 3)"
 )
 later "markers (REJECTED, MPA_MARKERS)" "$pr" "$PM" "i>r" "" "markers"
+
+# markers with the fallback: Reject, then a connection without markers
+ping_c "$PF" "$D/markers-fb.log" -C 3 -S 64 -V --x-markers-fallback
+rc=$?
+mpa=$(grep '^MPA:' "$D/markers-fb.log" | sed 's/^MPA: //')
+pr=$(
+    [ $rc = 0 ] || echo "    iwarp ping exit $rc: $(grep '^iwarp ping' "$D/markers-fb.log" | tail -n 3)"
+    grep -q 'markers off' <<<"$mpa" || echo "    markers not off: $mpa"
+    grep -q ': 3 pings of 64 octets done' "$D/markers-fb.log" || echo "    $(grep 'pings of' "$D/markers-fb.log" || echo 'no summary line')"
+)
+later "markers-fb (Reject, then $mpa)" "$pr" "$PF" "i>r" "" "markers"
 
 # peer-to-peer with a Write RTR
 ping_c "$PW" "$D/p2p-w.log" -C 3 -S 64 -V --x-p2p w
