@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "iwarp/errors.h"
+#include "mpa/mpa_ird_ord.h"
 #include "util/bytes.h"
 
 #define NO_DEADLINE UINT64_MAX
@@ -229,16 +230,9 @@ static int on_reply(struct iwarp_mpa_neg *neg, const struct iwarp_mpa_frame *f)
     r->markers_tx = f->m;
 
     if (f->s) {
-        /* RFC 6581 §9.1: "the initiator MUST set ... its ORD at most to the responder IRD";
-         * it leaves its ORD unchanged on a responder IRD of 0x3FFF. */
-        r->ord = c->ord;
-        if (f->v2.ird != NONE && c->ord != NONE && f->v2.ird < c->ord)
-            r->ord = f->v2.ird;
-        /* RFC 6581 §9.1: "the initiator MUST set its IRD at least to the responder ORD ... If
-         * the initiator does not have sufficient resources ... TERM ... Error Code 6"; IRD is
-         * left unchanged on a responder ORD of 0x3FFF. Our offered IRD is our resource. */
-        r->ird = c->ird;
-        if (f->v2.ord != NONE && c->ird != NONE && f->v2.ord > c->ird)
+        /* RFC 6581 §9.1 (shared with DDP over SCTP): ORD at most the responder IRD; a
+         * responder ORD above our IRD is "insufficient resources": TERM 2/0/6. */
+        if (iwarp_ird_ord_complete(c->ird, c->ord, f->v2.ird, f->v2.ord, &r->ird, &r->ord) != 0)
             return fail(neg, IWARP_ERR_MPA_IRD_ORD, IWARP_MPA_ACT_TERMINATE, IWARP_TERM_MPA_IRD);
         if (f->v2.p2p != c->peer2peer) {
             /* RFC 6581 §9.2: the responder MUST echo A. A=0 to our A=1 leaves no RTR option
@@ -268,12 +262,10 @@ static int on_reply(struct iwarp_mpa_neg *neg, const struct iwarp_mpa_frame *f)
     return 0;
 }
 
-/* Responder: the RTR types we set in the Reply (RFC 6581 §9.2): each offered type we support
- * (SHOULD), and when none matches, every type we support ("MUST set at least one"). */
+/* Responder: the RTR types we set in the Reply (RFC 6581 §9.2, shared with SCTP). */
 static uint8_t reply_rtr_set(const struct iwarp_mpa_neg *neg)
 {
-    uint8_t both = (uint8_t)(neg->cfg.rtr & neg->res.peer_rtr);
-    return both ? both : neg->cfg.rtr;
+    return iwarp_rtr_reply_set(neg->res.peer_rtr, neg->cfg.rtr);
 }
 
 static int check_answer(const struct iwarp_mpa_neg *neg, const struct iwarp_mpa_neg_answer *a)
@@ -461,24 +453,15 @@ int iwarp_mpa_neg_accept(struct iwarp_mpa_neg *neg, const struct iwarp_mpa_neg_a
     }
     uint16_t ird = NONE, ord = NONE; /* sent in the word */
     if (neg->req_s) {
-        /* RFC 6581 §9.1: an initiator ORD of 0x3FFF leaves our IRD unchanged and is answered
-         * with IRD 0x3FFF; likewise IRD 0x3FFF -> our ORD unchanged, ORD 0x3FFF. */
-        r->ird = ans->ird;
-        if (r->peer_ord != NONE && ans->ird != NONE) {
-            /* RFC 6581 §9.1: the responder IRD "MAY be increased ... if the initiator ORD is 0
-             * ... and the responder supports use of a zero-length RDMA Read RTR indication,
-             * then the responder IRD can be set to 1". */
-            if (r->ird == 0 && (r->rtr & IWARP_MPA_RTR_READ))
-                r->ird = 1;
-            ird = r->ird;
-        }
-        r->ord = ans->ord;
-        if (r->peer_ird != NONE && ans->ord != NONE) {
-            /* RFC 6581 §9.1: "The responder MUST set its ORD at most to the initiator IRD." */
-            if (r->ord > r->peer_ird)
-                r->ord = r->peer_ird;
-            ord = r->ord;
-        }
+        /* RFC 6581 §9.1 (shared with DDP over SCTP): 0x3FFF handling, ORD at most the
+         * initiator IRD, IRD 0 -> 1 for a Read RTR. */
+        struct iwarp_ird_ord_answer a;
+        iwarp_ird_ord_respond(r->peer_ird, r->peer_ord, ans->ird, ans->ord,
+                              (r->rtr & IWARP_MPA_RTR_READ) != 0, &a);
+        r->ird = a.ird;
+        r->ord = a.ord;
+        ird = a.ird_sent;
+        ord = a.ord_sent;
     }
     queue_reply(neg, false, ird, ord, ans);
     /* RFC 5044 §7.1.2 rule 4: nothing from us before the initiator's first FPDU; RFC 6581
