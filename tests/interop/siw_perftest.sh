@@ -18,13 +18,7 @@
 #     property of the connection, not a deviation;
 #   - in siw's direction only, SIW_KNOWN: [pad] (siw's non-zero PAD octets, see SIW_KNOWN below).
 #     Add a category only with a reason.
-# One judge weakness is worked around: wire-check (tshark 4.0's MPA reassembly) loses FPDU sync
-# on a stream when an FPDU header starts in the last 4 octets of a TCP segment (slirp's 1440-
-# octet segments make that happen in long Read Response runs) and then reports thousands of
-# bogus findings. For such a stream of ours, mpa_walk.py walks the FPDUs independently; if every
-# one is well-formed and such a split header is there, that stream's findings are dropped with
-# a note on stderr, and so are our direction's end-of-capture findings (they name no stream;
-# after a lost sync they carry its garbage). Any other finding fails the run.
+# The judge's lost-sync weakness on long runs is worked around in judge_lib.sh (mpa_walk.py).
 # One abrupt ending is expected: perftest's ib_write_bw server destroys its QP once the final
 # report has come in on the other connection, and siw then resets the data connection while
 # our last RDMA Writes may still be on the way (a Write completes at its source when TCP has
@@ -45,8 +39,9 @@ set -u
 BIN=$(realpath "${1:?usage: siw_perftest.sh IWARP_BINARY [SHARED_DIR]}")
 SHARED=$(realpath "${2:-$(dirname "$0")/../../../shared}")
 VM=$SHARED/tools/siw-vm
-JUDGE=$SHARED/tools/wire-check/check.sh
-WALK=$(dirname "$(realpath "$0")")/mpa_walk.py
+export JUDGE=$SHARED/tools/wire-check/check.sh # used by judge_lib.sh
+# shellcheck source=judge_lib.sh
+. "$(dirname "$(realpath "$0")")/judge_lib.sh"
 CACHE=${SIW_VM_CACHE:-$HOME/.cache/iwarp-siw-vm}
 ITERS=${SIW_PERFTEST_ITERS:-100}
 [[ "$ITERS" =~ ^[1-9][0-9]*$ ]] || { echo "siw_perftest.sh: SIW_PERFTEST_ITERS must be > 0"; exit 1; }
@@ -142,56 +137,10 @@ wait "$VMPID"
 VMRC=$?
 echo "guest: rc $VMRC, $(grep -o 'accel=.*' "$W/guest.log" | tail -n 1), $((SECONDS - T0)) s in all"
 
-# Judge the capture of one port (ours: i>r or r>i); prints the findings not allowed.
+# Judge the capture of one port (ours: i>r or r>i); prints the findings not allowed:
+# [crc-off] either way, siw's known deviations in its direction (judge_lib.sh).
 judge() { # PORT OURS
-    local out rc
-    out=$("$JUDGE" "$W/cap.pcap" "$1" 2>&1)
-    rc=$?
-    echo "$out" >"$W/judge.$1"
-    [ $rc -le 1 ] || { echo "    judge could not run (rc $rc): $(tail -n 1 "$W/judge.$1")"; return; }
-    # Two passes: a finding's line comes before its frame's listing line (the direction).
-    awk -v ours="$2" -v known=" $SIW_KNOWN " '
-        NR == FNR { if (/^#[0-9]+ /) dir[substr($1, 2)] = $2; next }
-        /^  (WARN|ERROR) / {
-            n = ""; if ($2 ~ /^#[0-9]+$/) n = substr($2, 2)
-            cat = $0; sub(/^[^[]*\[/, "", cat); sub(/\].*/, "", cat)
-            if (cat == "crc-off") { allowed++; next }
-            if (n != "" && dir[n] != "" && dir[n] != ours && index(known, " " cat " ")) { allowed++; next }
-            print "    judge: " (n != "" && dir[n] != "" ? dir[n] : "?") " " $0; shown++
-        }
-        /^RESULT: FAIL/ { fail = 1 }
-        END { if (fail && !shown && !allowed) print "    judge: RESULT: FAIL without a finding line" }
-    ' "$W/judge.$1" "$W/judge.$1" >"$W/found.$1"
-    # Findings in our direction on a stream the judge lost MPA sync on (see mpa_walk.py): that
-    # stream is judged by an independent framing walk instead; any other finding stands.
-    local frames streams s
-    # (a finding on a frame the judge could not dissect has no direction of its own: "?")
-    frames=$(grep -oE "^    judge: ($2|\\?) +(ERROR|WARN) +#[0-9]+" "$W/found.$1" | grep -oE '[0-9]+$' |
-        sort -un)
-    [ -n "$frames" ] || grep -qE "TCP stream [0-9]+ $2:" "$W/found.$1" || { cat "$W/found.$1"; return; }
-    tshark -r "$W/cap.pcap" -T fields -e frame.number -e tcp.stream 2>/dev/null >"$W/streams"
-    streams=$(
-        awk -v f=" ${frames//$'\n'/ } " 'index(f, " " $1 " ") { print $2 }' "$W/streams"
-        # a lost-sync finding without a frame still names its stream: "TCP stream N <ours>:"
-        grep -oE "TCP stream [0-9]+ $2:" "$W/found.$1" | grep -oE '[0-9]+'
-    )
-    streams=$(echo "$streams" | sort -un)
-    for s in $streams; do
-        python3 "$WALK" "$W/cap.pcap" "$s" 10.0.2.2 >"$W/walk.$s" 2>/dev/null || continue
-        echo "    note: judge lost MPA sync on TCP stream $s; $(cat "$W/walk.$s")" >&2
-        awk -v s="$s" -v ours="$2" 'NR == FNR { st[$1] = $2; next }
-            {
-                if (match($0, /^    judge: [^ ]+ +(ERROR|WARN) +#[0-9]+ /)) {
-                    n = $4; sub(/^#/, "", n); if (st[n] == s) next
-                }
-                if (index($0, "TCP stream " s " " ours ":")) next
-                # End-of-capture findings of ours name no stream; after a lost sync they are
-                # its garbage (absurd QN/MSN values).
-                if (index($0, " #end [") && index($0, "] " ours ": ")) next
-                print
-            }' "$W/streams" "$W/found.$1" >"$W/found.tmp" && mv "$W/found.tmp" "$W/found.$1"
-    done
-    cat "$W/found.$1"
+    siw_judge "$W/cap.pcap" "$1" "$2" "crc-off" "crc-off $SIW_KNOWN"
 }
 
 # perftest's result line: "#bytes #iterations ..." then " SIZE ITERS ...".
@@ -237,7 +186,7 @@ done
 for side in "h2g $PH i>r" "g2h $PG r>i"; do
     read -r dir port ours <<<"$side"
     found=$(judge "$port" "$ours")
-    report "wire judge $dir (port $port, ours $ours; $(grep -h '^SUMMARY' "$W/judge.$port" 2>/dev/null))" "$found"
+    report "wire judge $dir (port $port, ours $ours; $(grep -h '^SUMMARY' "$W/cap.pcap.$port.judge" 2>/dev/null))" "$found"
 done
 [ -s "$S/dmesg.txt" ] && sed 's/^/    guest dmesg: /' "$S/dmesg.txt"
 echo "$PASSED passed, $FAILED failed"

@@ -31,7 +31,9 @@ set -u
 BIN=$(realpath "${1:?usage: siw_rping.sh IWARP_BINARY [SHARED_DIR]}")
 SHARED=$(realpath "${2:-$(dirname "$0")/../../../shared}")
 VM=$SHARED/tools/siw-vm
-JUDGE=$SHARED/tools/wire-check/check.sh
+export JUDGE=$SHARED/tools/wire-check/check.sh # used by judge_lib.sh
+# shellcheck source=judge_lib.sh
+. "$(dirname "$(realpath "$0")")/judge_lib.sh"
 EXPECTED=$(dirname "$(realpath "$0")")/rping_expected.py
 CACHE=${SIW_VM_CACHE:-$HOME/.cache/iwarp-siw-vm}
 COUNT=${SIW_RPING_COUNT:-10}
@@ -59,23 +61,11 @@ PORT=$((20000 + $$ % 12000)) # below the ephemeral range (32768-)
 PASSED=0 FAILED=0
 T0=$(date +%s)
 
-# Judges the capture; prints the findings not allowed. OURS is i>r or r>i.
+# Judges the capture; prints the findings not allowed (judge_lib.sh). OURS is i>r or r>i.
 judge() { # PCAP PORT OURS CRC
-    local out
-    out=$("$JUDGE" "$1" "$2" 2>&1)
-    local rc=$?
-    echo "$out" >"$1.judge"
-    [ $rc -le 1 ] || { echo "    judge could not run (rc $rc): $(tail -n 1 "$1.judge")"; return; }
-    awk -v ours="$3" -v crc="$4" -v known=" $SIW_KNOWN " '
-        /^#[0-9]+ / { dir[substr($1, 2)] = $2 }
-        /^  (WARN|ERROR) / {
-            n = ""; if ($2 ~ /^#[0-9]+$/) n = substr($2, 2)
-            cat = $0; sub(/^[^[]*\[/, "", cat); sub(/\].*/, "", cat)
-            if (cat == "crc-off" && crc == "off") next
-            if (n != "" && dir[n] != "" && dir[n] != ours && index(known, " " cat " ")) next
-            print "    judge: " (n != "" && dir[n] != "" ? dir[n] : "?") " " $0
-        }
-        /^RESULT: FAIL/ { print "    judge: RESULT: FAIL" }' "$1.judge"
+    local off=""
+    [ "$4" = off ] && off="crc-off"
+    siw_judge "$1" "$2" "$3" "$off" "$off $SIW_KNOWN"
 }
 
 # Checks the -v lines of LOG (WHO printed them) against rping's pattern; prints a diff when
@@ -134,7 +124,7 @@ run() {
         judge "$d/cap.pcap" "$port" "$side" "$crc"
     )
     local secs=$((SECONDS - t)) summary
-    summary=$(grep -h '^SUMMARY: crc' "$d/cap.pcap.judge" 2>/dev/null | sed 's/SUMMARY: //')
+    summary=$(grep -h '^SUMMARY: crc' "$d/cap.pcap.$port.judge" 2>/dev/null | sed 's/SUMMARY: //')
     if [ -z "$problems" ]; then
         PASSED=$((PASSED + 1))
         echo "PASS $name (${secs}s; $(grep '^MPA:' "$d/ours.log" | sed 's/^MPA: //'); judge: $summary)"
