@@ -5,7 +5,7 @@
 #   scripts/install-deps.sh --build  only what building the library and the iwarp command needs
 set -euo pipefail
 
-build_pkgs=(gcc cmake ninja-build pkg-config libisal-dev libpcap-dev)
+build_pkgs=(gcc cmake ninja-build pkg-config libisal-dev libpcap-dev libusrsctp-dev)
 test_pkgs=(clang libclang-rt-14-dev clang-format-14 tshark python3 git)
 
 pkgs=("${build_pkgs[@]}")

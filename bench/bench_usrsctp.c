@@ -1,0 +1,516 @@
+/*
+ * DDP-over-SCTP transport baseline: raw usrsctp 0.9.5 in no-threads AF_CONN mode over UDP on
+ * 127.0.0.1, set up exactly as src/llp/llp_sctp.c sets it up (same socket options, path MTU,
+ * receive callback, 4 MiB UDP receive buffers), next to the same traffic through llp_sctp
+ * itself, in one invocation (../shared/docs/performance.md method: several passes, medians,
+ * ratios whose two sides come from one run).
+ *
+ * One process, ONE thread pinned to CPU 0 drives both endpoints, busy-polling (non-blocking
+ * recvfrom on both UDP sockets, then the timers): that is how libiwarp runs SCTP, one progress
+ * loop owning the process-wide usrsctp stack (llp_sctp.h, "Locking and threads").
+ *
+ * Traffic: messages the size of libiwarp's DDP segments over SCTP, DDP-SSN included (2 +
+ * max segment, max segment = fragmentation point - 2 - headroom, RFC 5043 §9), always
+ * unordered, PPID 16.
+ *  write_bw: 64 KiB "writes" split into max-segment chunks, the receiver acks every
+ *            --ack-every writes (an 8-byte message back), at most 2 x ack-every writes in
+ *            flight; MB/s of write payload, clock stopped at the last ack.
+ *  send_lat: 64-byte ping-pong; one-way latency = RTT / 2 (median of --lat-iters).
+ *
+ *   bench_usrsctp [--passes N] [--ms MS] [--mtu BYTES] [--headroom B] [--ack-every N]
+ *                 [--lat-iters N]
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+#include <usrsctp.h>
+
+#include "iwarp/errors.h"
+#include "llp/llp_sctp.h"
+
+enum { MAX_PASSES = 32, MAX_LAT = 200000, WRITE = 65536, PPID_DDP = 16 };
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void die(const char *what, int rc)
+{
+    fprintf(stderr, "bench_usrsctp: %s: %s\n", what, rc < 0 ? iwarp_strerror(rc) : strerror(errno));
+    exit(1);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static uint32_t opt_mtu = 1500, opt_headroom = IWARP_LLP_SCTP_DEFAULT_HEADROOM;
+
+/* ---- the application on top: the same for both transports ------------------------------- */
+
+/* Side 0 is the client (writer, pinger), side 1 the server. */
+struct app {
+    int mode;   /* 0 bandwidth, 1 latency */
+    bool ready; /* both sides up */
+    uint32_t max_msg;
+    /* bandwidth */
+    uint64_t rx_bytes, acks_sent, acks_due, acked_writes;
+    uint32_t ack_every;
+    /* latency */
+    int pongs_due, pongs_seen;
+};
+
+static struct app A;
+
+static void app_rx(int side, size_t len)
+{
+    if (A.mode == 0) {
+        if (side == 1) {
+            A.rx_bytes += len - 2; /* less the DDP-SSN */
+            uint64_t due = A.rx_bytes / ((uint64_t)WRITE * A.ack_every);
+            if (due > A.acks_sent + A.acks_due)
+                A.acks_due = due - A.acks_sent;
+        } else {
+            A.acked_writes += A.ack_every;
+        }
+    } else {
+        if (side == 1)
+            A.pongs_due++;
+        else
+            A.pongs_seen++;
+    }
+}
+
+/* ---- transport 1: raw usrsctp ------------------------------------------------------------ */
+
+struct rep {
+    int fd;
+    struct sockaddr_in local;
+    struct rep *peer;
+    struct socket *lsn, *so;
+    int side;
+};
+
+static struct rep R[2];
+static uint64_t raw_timer_last;
+
+static int raw_output(void *addr, void *buf, size_t len, uint8_t tos, uint8_t set_df)
+{
+    (void)tos, (void)set_df;
+    struct rep *r = addr;
+    (void)sendto(r->fd, buf, len, 0, (struct sockaddr *)&r->peer->local, sizeof r->peer->local);
+    return 0;
+}
+
+static int raw_recv_cb(struct socket *so, union sctp_sockstore addr, void *data, size_t len,
+                       struct sctp_rcvinfo rcv, int flags, void *ulp_info)
+{
+    (void)so, (void)addr, (void)rcv;
+    struct rep *r = ulp_info;
+    if (data && !(flags & MSG_NOTIFICATION))
+        app_rx(r->side, len);
+    free(data);
+    return 1;
+}
+
+/* llp_sctp's socket options (new_socket in src/llp/llp_sctp.c). */
+static struct socket *raw_socket(struct rep *r)
+{
+    struct socket *so = usrsctp_socket(AF_CONN, SOCK_STREAM, IPPROTO_SCTP, raw_recv_cb, NULL, 0, r);
+    if (!so || usrsctp_set_non_blocking(so, 1) < 0)
+        die("usrsctp_socket", 0);
+    struct sctp_initmsg im = {.sinit_num_ostreams = 8, .sinit_max_instreams = 8};
+    struct sctp_setadaptation ad = {.ssb_adaptation_ind = 1};
+    int on = 1;
+    if (usrsctp_setsockopt(so, IPPROTO_SCTP, SCTP_INITMSG, &im, sizeof im) < 0 ||
+        usrsctp_setsockopt(so, IPPROTO_SCTP, SCTP_ADAPTATION_LAYER, &ad, sizeof ad) < 0 ||
+        usrsctp_setsockopt(so, IPPROTO_SCTP, SCTP_RECVRCVINFO, &on, sizeof on) < 0 ||
+        usrsctp_setsockopt(so, IPPROTO_SCTP, SCTP_NODELAY, &on, sizeof on) < 0)
+        die("setsockopt", 0);
+    static const uint16_t ev[] = {SCTP_ASSOC_CHANGE,           SCTP_ADAPTATION_INDICATION,
+                                  SCTP_PARTIAL_DELIVERY_EVENT, SCTP_SEND_FAILED_EVENT,
+                                  SCTP_SHUTDOWN_EVENT,         SCTP_REMOTE_ERROR};
+    for (size_t i = 0; i < sizeof ev / sizeof ev[0]; i++) {
+        struct sctp_event e = {.se_assoc_id = SCTP_FUTURE_ASSOC, .se_type = ev[i], .se_on = 1};
+        if (usrsctp_setsockopt(so, IPPROTO_SCTP, SCTP_EVENT, &e, sizeof e) < 0)
+            die("SCTP_EVENT", 0);
+    }
+    struct sctp_paddrparams pp;
+    memset(&pp, 0, sizeof pp);
+    pp.spp_address.ss_family = AF_CONN;
+    pp.spp_assoc_id = SCTP_FUTURE_ASSOC;
+    pp.spp_flags = SPP_PMTUD_DISABLE;
+    pp.spp_pathmtu = opt_mtu - 20 - 8 - 12; /* usrsctp adds the 12-byte common header */
+    if (usrsctp_setsockopt(so, IPPROTO_SCTP, SCTP_PEER_ADDR_PARAMS, &pp, sizeof pp) < 0)
+        die("SCTP_PEER_ADDR_PARAMS", 0);
+    return so;
+}
+
+static void raw_pump(void)
+{
+    static uint8_t buf[65536];
+    for (int s = 0; s < 2; s++) {
+        for (int k = 0; k < 256; k++) {
+            ssize_t n = recv(R[s].fd, buf, sizeof buf, MSG_DONTWAIT);
+            if (n <= 0)
+                break;
+            usrsctp_conninput(&R[s], buf, (size_t)n, 0);
+        }
+    }
+    if (R[1].lsn && !R[1].so) {
+        R[1].so = usrsctp_accept(R[1].lsn, NULL, NULL);
+        if (R[1].so)
+            usrsctp_set_non_blocking(R[1].so, 1);
+    }
+    uint64_t now = now_ns();
+    if (now - raw_timer_last >= 1000000u) {
+        uint64_t ms = (now - raw_timer_last) / 1000000u;
+        raw_timer_last += ms * 1000000u;
+        usrsctp_handle_timers((uint32_t)ms);
+    }
+}
+
+static int raw_send(int side, const void *buf, size_t len)
+{
+    struct sctp_sndinfo si = {
+        .snd_sid = 0, .snd_flags = SCTP_UNORDERED, .snd_ppid = htonl(PPID_DDP)};
+    ssize_t r = usrsctp_sendv(R[side].so, buf, len, NULL, 0, &si, (socklen_t)sizeof si,
+                              SCTP_SENDV_SNDINFO, 0);
+    if (r < 0 && (errno == EWOULDBLOCK || errno == EAGAIN))
+        return IWARP_ERR_BUSY;
+    if (r != (ssize_t)len)
+        die("usrsctp_sendv", 0);
+    return 0;
+}
+
+static void raw_open(void)
+{
+    usrsctp_init_nothreads(0, raw_output, NULL);
+    memset(R, 0, sizeof R);
+    for (int s = 0; s < 2; s++) {
+        R[s].side = s;
+        R[s].peer = &R[1 - s];
+        R[s].fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
+        R[s].local =
+            (struct sockaddr_in){.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        socklen_t sl = sizeof R[s].local;
+        int rb = 4 << 20;
+        if (setsockopt(R[s].fd, SOL_SOCKET, SO_RCVBUFFORCE, &rb, sizeof rb) < 0)
+            setsockopt(R[s].fd, SOL_SOCKET, SO_RCVBUF, &rb, sizeof rb);
+        setsockopt(R[s].fd, SOL_SOCKET, SO_SNDBUF, &rb, sizeof rb);
+        if (bind(R[s].fd, (struct sockaddr *)&R[s].local, sl) < 0 ||
+            getsockname(R[s].fd, (struct sockaddr *)&R[s].local, &sl) < 0)
+            die("udp bind", 0);
+        usrsctp_register_address(&R[s]);
+    }
+    raw_timer_last = now_ns();
+    R[1].lsn = raw_socket(&R[1]);
+    struct sockaddr_conn sc = {.sconn_family = AF_CONN, .sconn_port = htons(5043)};
+    if (usrsctp_bind(R[1].lsn, (struct sockaddr *)&sc, sizeof sc) < 0 ||
+        usrsctp_listen(R[1].lsn, 4) < 0)
+        die("listen", 0);
+    R[0].so = raw_socket(&R[0]);
+    sc.sconn_addr = &R[0];
+    sc.sconn_port = 0;
+    if (usrsctp_bind(R[0].so, (struct sockaddr *)&sc, sizeof sc) < 0)
+        die("bind", 0);
+    sc.sconn_port = htons(5043);
+    if (usrsctp_connect(R[0].so, (struct sockaddr *)&sc, sizeof sc) < 0 && errno != EINPROGRESS)
+        die("connect", 0);
+    double end = now_s() + 5;
+    while (!R[1].so && now_s() < end)
+        raw_pump();
+    struct sctp_status st;
+    socklen_t len = sizeof st;
+    if (!R[1].so || usrsctp_getsockopt(R[0].so, IPPROTO_SCTP, SCTP_STATUS, &st, &len) < 0)
+        die("association", 0);
+    /* RFC 5043 §9, as llp_sctp computes it */
+    A.max_msg = st.sstat_fragmentation_point - opt_headroom;
+}
+
+static void raw_close(void)
+{
+    struct linger lg = {1, 0};
+    for (int s = 0; s < 2; s++) {
+        if (R[s].so) {
+            usrsctp_setsockopt(R[s].so, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+            usrsctp_close(R[s].so);
+        }
+        if (R[s].lsn)
+            usrsctp_close(R[s].lsn);
+    }
+    for (int s = 0; s < 2; s++)
+        usrsctp_deregister_address(&R[s]);
+    for (int i = 0; i < 300 && usrsctp_finish() != 0; i++)
+        usrsctp_handle_timers(10);
+    for (int s = 0; s < 2; s++)
+        close(R[s].fd);
+}
+
+/* ---- transport 2: llp_sctp ------------------------------------------------------------------ */
+
+static struct iwarp_llp_sctp_ep *L_ep[2];
+static struct iwarp_llp_sctp_assoc *L_a[2];
+static struct iwarp_llp_sctp_listener *L_l;
+static int L_up;
+static uint64_t L_deadline;
+static int side_id[2] = {0, 1};
+
+static void l_up(void *user, uint16_t n, uint32_t max_seg)
+{
+    (void)user, (void)n;
+    L_up++;
+    A.max_msg = max_seg + IWARP_LLP_SCTP_SSN_LEN;
+}
+
+static void l_down(void *user, int err)
+{
+    (void)user;
+    die("association down", err ? err : IWARP_ERR_SCTP_ASSOC_LOST);
+}
+
+static void l_chunk(void *user, uint16_t sid, uint32_t ppid, bool unordered, void *buf, size_t len)
+{
+    (void)sid, (void)ppid, (void)unordered;
+    app_rx(*(const int *)user, len);
+    iwarp_llp_sctp_chunk_free(buf);
+}
+
+static const struct iwarp_llp_sctp_ops l_ops = {l_up, l_down, l_chunk, NULL};
+
+static void l_accept(void *user, struct iwarp_llp_sctp_assoc *a, int err)
+{
+    (void)user;
+    if (!a)
+        die("accept", err);
+    L_a[1] = a;
+    iwarp_llp_sctp_set_ops(a, &l_ops, &side_id[1]);
+}
+
+static void llp_pump(void)
+{
+    uint64_t now = now_ns();
+    iwarp_llp_sctp_on_readable(L_ep[0], now);
+    iwarp_llp_sctp_on_readable(L_ep[1], now);
+    if (now >= L_deadline)
+        L_deadline = iwarp_llp_sctp_timers(now);
+}
+
+static int llp_send(int side, const void *buf, size_t len)
+{
+    struct iovec v = {(void *)(uintptr_t)buf, len};
+    int rc = iwarp_llp_sctp_send_chunk(L_a[side], 0, PPID_DDP, &v, 1);
+    if (rc < 0 && rc != IWARP_ERR_BUSY)
+        die("send_chunk", rc);
+    return rc;
+}
+
+static void llp_open(void)
+{
+    struct iwarp_llp_sctp_ep_cfg cfg = {.nstreams = 8, .mtu = opt_mtu, .headroom = opt_headroom};
+    for (int s = 0; s < 2; s++) {
+        int rc = iwarp_llp_sctp_ep_open(&cfg, &L_ep[s]);
+        if (rc)
+            die("ep_open", rc);
+    }
+    int rc = iwarp_llp_sctp_listen(L_ep[1], 5043, 4, l_accept, NULL, &L_l);
+    if (rc)
+        die("listen", rc);
+    struct sockaddr_storage sa;
+    iwarp_llp_sctp_ep_local(L_ep[1], &sa);
+    L_up = 0;
+    L_deadline = 0;
+    rc =
+        iwarp_llp_sctp_connect(L_ep[0], (struct sockaddr *)&sa, 5043, &l_ops, &side_id[0], &L_a[0]);
+    if (rc)
+        die("connect", rc);
+    double end = now_s() + 5;
+    while (L_up < 2 && now_s() < end)
+        llp_pump();
+    if (L_up < 2)
+        die("association", IWARP_ERR_TIMEDOUT);
+}
+
+static void llp_close(void)
+{
+    iwarp_llp_sctp_close(L_a[0], true);
+    iwarp_llp_sctp_close(L_a[1], true);
+    iwarp_llp_sctp_ep_close(L_ep[0]);
+    iwarp_llp_sctp_ep_close(L_ep[1]);
+}
+
+/* ---- measurements ----------------------------------------------------------------------- */
+
+struct transport {
+    void (*open)(void);
+    void (*close)(void);
+    void (*pump)(void);
+    int (*send)(int side, const void *buf, size_t len);
+};
+
+static const struct transport T_raw = {raw_open, raw_close, raw_pump, raw_send};
+static const struct transport T_llp = {llp_open, llp_close, llp_pump, llp_send};
+
+static uint8_t payload[65536];
+
+/* MB/s of 64 KiB writes for `seconds`; the clock stops when the last write is acknowledged. */
+static double bw_pass(const struct transport *t, double seconds, uint32_t ack_every)
+{
+    memset(&A, 0, sizeof A);
+    A.mode = 0;
+    A.ack_every = ack_every;
+    t->open();
+    uint64_t writes = 0;
+    size_t off = 0; /* octets of the current write sent */
+    uint64_t window = 2u * ack_every;
+    double t0 = now_s(), end = t0 + seconds;
+    for (;;) {
+        bool more = now_s() < end || writes % ack_every != 0 || off != 0;
+        while (more && writes - A.acked_writes < window) {
+            size_t seg = A.max_msg - 2;
+            size_t n = WRITE - off < seg ? WRITE - off : seg;
+            if (t->send(0, payload, n + 2) != 0)
+                break;
+            off += n;
+            if (off == WRITE) {
+                off = 0;
+                writes++;
+                if (now_s() >= end && writes % ack_every == 0)
+                    more = false;
+            }
+        }
+        while (A.acks_due && t->send(1, payload, 8) == 0) {
+            A.acks_due--;
+            A.acks_sent++;
+        }
+        t->pump();
+        if (!more && A.acked_writes == writes)
+            break;
+        if (now_s() > end + 30)
+            die("bandwidth pass did not drain", IWARP_ERR_TIMEDOUT);
+    }
+    double el = now_s() - t0;
+    t->close();
+    return (double)writes * WRITE / el / 1e6;
+}
+
+/* Median one-way latency (RTT / 2, us) of iters 64-byte ping-pongs. */
+static double lat_pass(const struct transport *t, int iters, double *samples)
+{
+    memset(&A, 0, sizeof A);
+    A.mode = 1;
+    t->open();
+    for (int k = -100; k < iters; k++) { /* 100 warm-up round trips */
+        double t0 = now_s();
+        int seen = A.pongs_seen;
+        while (t->send(0, payload, 64) != 0)
+            t->pump();
+        while (A.pongs_seen == seen) {
+            t->pump();
+            while (A.pongs_due && t->send(1, payload, 64) == 0)
+                A.pongs_due--;
+        }
+        if (k >= 0)
+            samples[k] = (now_s() - t0) / 2 * 1e6;
+    }
+    t->close();
+    return median(samples, iters);
+}
+
+int main(int argc, char **argv)
+{
+    int passes = 5, ms = 1000, lat_iters = 20000;
+    uint32_t ack_every = 8;
+    for (int k = 1; k < argc; k++) {
+        if (!strcmp(argv[k], "--passes") && k + 1 < argc)
+            passes = atoi(argv[++k]);
+        else if (!strcmp(argv[k], "--ms") && k + 1 < argc)
+            ms = atoi(argv[++k]);
+        else if (!strcmp(argv[k], "--lat-iters") && k + 1 < argc)
+            lat_iters = atoi(argv[++k]);
+        else if (!strcmp(argv[k], "--mtu") && k + 1 < argc)
+            opt_mtu = (uint32_t)strtoul(argv[++k], NULL, 0);
+        else if (!strcmp(argv[k], "--headroom") && k + 1 < argc)
+            opt_headroom = (uint32_t)strtoul(argv[++k], NULL, 0);
+        else if (!strcmp(argv[k], "--ack-every") && k + 1 < argc)
+            ack_every = (uint32_t)strtoul(argv[++k], NULL, 0);
+        else {
+            fprintf(stderr, "usage: bench_usrsctp [--passes N] [--ms MS] [--mtu BYTES] "
+                            "[--headroom B] [--ack-every N] [--lat-iters N]\n");
+            return 2;
+        }
+    }
+    if (passes < 1 || passes > MAX_PASSES || lat_iters < 1 || lat_iters > MAX_LAT || ms < 1 ||
+        opt_mtu < 640 || opt_mtu > 65535 || opt_headroom < 1 || ack_every < 1)
+        return 2;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(0, &set);
+    (void)pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+    double *samples = calloc((size_t)lat_iters, sizeof *samples);
+
+    /* the sizes both transports agree on */
+    T_llp.open();
+    uint32_t max_msg = A.max_msg;
+    T_llp.close();
+    T_raw.open();
+    if (A.max_msg != max_msg) {
+        fprintf(stderr, "bench_usrsctp: raw max message %u != llp_sctp %u\n", A.max_msg, max_msg);
+        return 1;
+    }
+    T_raw.close();
+    uint32_t seg = max_msg - 2;
+    printf("# bench_usrsctp: usrsctp nothreads AF_CONN over UDP 127.0.0.1, MTU %u (frag point "
+           "%u, max DDP segment %u, %u chunks per 64 KiB write), one thread on CPU 0 drives both "
+           "ends, busy-poll, ack every %u writes; %d passes x %d ms; medians\n",
+           opt_mtu, max_msg + opt_headroom, seg, (WRITE + seg - 1) / seg, ack_every, passes, ms);
+    double bl[MAX_PASSES], br[MAX_PASSES], ll[MAX_PASSES], lr[MAX_PASSES];
+    for (int p = 0; p < passes; p++) {
+        br[p] = bw_pass(&T_raw, ms / 1000.0, ack_every);
+        bl[p] = bw_pass(&T_llp, ms / 1000.0, ack_every);
+        lr[p] = lat_pass(&T_raw, lat_iters, samples);
+        ll[p] = lat_pass(&T_llp, lat_iters, samples);
+        printf("pass %-2d  write_bw %6d  llp_sctp %8.1f MB/s  raw %8.1f MB/s   "
+               "send_lat %3d  llp_sctp %6.2f us  raw %6.2f us\n",
+               p + 1, WRITE, bl[p], br[p], 64, ll[p], lr[p]);
+        fflush(stdout);
+    }
+    double mbl = median(bl, passes), mbr = median(br, passes);
+    double mll = median(ll, passes), mlr = median(lr, passes);
+    printf("%-14s %10s %12s %12s %8s\n", "test", "size", "llp_sctp", "raw usrsctp", "ratio");
+    printf("%-14s %10u %7.1f MB/s %7.1f MB/s %8.2f\n", "write_bw", (unsigned)WRITE, mbl, mbr,
+           mbl / mbr);
+    printf("%-14s %10u %9.2f us %9.2f us %8.2f\n", "send_lat", 64u, mll, mlr, mll / mlr);
+    free(samples);
+    return 0;
+}

@@ -1,0 +1,256 @@
+/*
+ * The SCTP back-end (L6), lower half of DDP over SCTP (RFC 5043): usrsctp 0.9.5 in its
+ * no-threads AF_CONN mode, its packets carried as UDP datagrams (RFC 6951 encapsulation) over
+ * sockets this file owns. It moves whole SCTP user messages (DDP-SSN + DDP segment, or a
+ * session control message) between the owner and one unordered SCTP stream each; the DDP-SSN,
+ * the PPID rules and session control belong to the layers above (src/wire, src/session).
+ * This is the only file of libiwarp that includes usrsctp.h.
+ *
+ * Structure (../shared/docs/usrsctp.md, "Recommended design"):
+ * - One process-wide usrsctp stack, initialised with usrsctp_init_nothreads() when the first
+ *   endpoint opens and finished (bounded, deterministic) when the last one closes.
+ * - An endpoint = one non-blocking UDP socket (bound to the given address, 127.0.0.1:0 by
+ *   default) + one registered AF_CONN address per remote UDP address it talks to (a "path";
+ *   usrsctp hands that address to the output function, so it names the datagram's
+ *   destination). Every endpoint acts as a separate SCTP host.
+ * - Associations are 1:1 (SOCK_STREAM) and non-blocking: iwarp_llp_sctp_connect() and
+ *   iwarp_llp_sctp_listen() + its accept callback.
+ * - No thread, no clock of its own: the owner polls each endpoint's fd for reading and calls
+ *   iwarp_llp_sctp_on_readable(), and calls iwarp_llp_sctp_timers() by the deadline it returns
+ *   (the timer wheel is usrsctp's, process-wide). Both take the owner's monotonic time in ns.
+ *   Nothing here knows the progress loop (src/loop): its sources map onto these calls as
+ *   llp_tcp's do.
+ *
+ * Receive path: usrsctp's receive callback, not usrsctp_recvv + upcalls. In no-threads mode the
+ * callback runs inside usrsctp_conninput()/usrsctp_handle_timers(), that is inside
+ * iwarp_llp_sctp_on_readable()/iwarp_llp_sctp_timers(), on the owner's thread and under its
+ * lock; it hands over a malloc'ed buffer holding exactly one message, which on_chunk passes
+ * on: the owner keeps it as long as it likes (a DDP-SSN reorder window holds out-of-order
+ * chunks without copying) and frees it with iwarp_llp_sctp_chunk_free(). recvv would need a
+ * read per message into a buffer of ours (a copy whenever a chunk must wait) and a second
+ * readiness mechanism. The callback also delivers notifications in order with the data.
+ *
+ * Locking and threads: usrsctp's stack is process-wide and its timers and callbacks are too (a
+ * retransmission timeout of association A runs A's callbacks inside whichever call drove the
+ * timers). So every call below, for every endpoint of the process, must be serialised by ONE
+ * lock of the owner (in libiwarp the context lock of the context that owns SCTP) and runs in
+ * the thread that holds it (the progress thread, or the application's thread in caller mode).
+ * The only lock here is the init mutex (process-wide init/finish and the owner check).
+ * iwarp_llp_sctp_ep_open() with a different cfg->owner while endpoints of another owner are
+ * open returns IWARP_ERR_BUSY rather than racing.
+ *
+ * Callbacks (on_up, on_down, on_chunk, on_writable, accept) run inside on_readable, timers,
+ * send_chunk, connect or close, with the owner's lock held. They may call any function here
+ * except iwarp_llp_sctp_ep_close() and iwarp_llp_sctp_listener_close(); a close from a
+ * callback is carried out when the outermost call returns, and no callback of that
+ * association runs after iwarp_llp_sctp_close() returns.
+ *
+ * Error returns: 0 or a negative IWARP_ERR_*.
+ */
+#ifndef IWARP_LLP_LLP_SCTP_H
+#define IWARP_LLP_LLP_SCTP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+/* RFC 5043 §5.1: the Adaptation Layer Indication value for DDP. */
+#define IWARP_LLP_SCTP_ADAPTATION_DDP   0x00000001u
+/* RFC 5043 §5.2.2: every chunk begins with the 16-bit DDP-SSN. */
+#define IWARP_LLP_SCTP_SSN_LEN          2u
+/* RFC 5043 §9: the maximum DDP segment is at least 516 (control message, 512 B private data). */
+#define IWARP_LLP_SCTP_MIN_SEG          516u
+/* The network MTU an endpoint mimics unless told otherwise (IP MTU: UDP/IP headers inside). */
+#define IWARP_LLP_SCTP_DEFAULT_MTU      1500u
+/* RFC 5043 §9 SHOULD: room left below the fragmentation point so a SACK can be bundled. */
+#define IWARP_LLP_SCTP_DEFAULT_HEADROOM 32u
+#define IWARP_LLP_SCTP_DEFAULT_STREAMS  8u
+
+struct iwarp_llp_sctp_ep;
+struct iwarp_llp_sctp_assoc;
+struct iwarp_llp_sctp_listener;
+
+/*
+ * Fault injection on an endpoint's outgoing packets, reproducible from the seed (each endpoint
+ * has its own generator). Probabilities in parts per million, drawn per packet in this order:
+ * drop; else duplicate (sent twice); else delay by delay_ms (later packets overtake it).
+ */
+struct iwarp_llp_sctp_fault {
+    uint64_t seed; /* 0: no fault injection */
+    uint32_t drop_ppm, dup_ppm, delay_ppm;
+    uint32_t delay_ms;
+};
+
+/* Packet capture hook: each datagram payload (an SCTP packet) as it leaves (after fault
+ * injection: duplicates twice, drops never) or arrives, with the UDP addresses. */
+enum { IWARP_LLP_SCTP_PKT_OUT = 0, IWARP_LLP_SCTP_PKT_IN = 1 };
+typedef void (*iwarp_llp_sctp_capture_fn)(void *user, int dir, const struct sockaddr *local,
+                                          const struct sockaddr *peer, const uint8_t *pkt,
+                                          size_t len, uint64_t now_ns);
+
+struct iwarp_llp_sctp_ep_cfg {
+    const struct sockaddr *addr; /* local UDP address (IPv4/IPv6; port 0: any); NULL: 127.0.0.1:0 */
+    const void *owner;           /* the serialising lock's identity (see Locking above) */
+    uint16_t nstreams;           /* INITMSG N in / N out (RFC 5043 §8); 0: DEFAULT_STREAMS */
+    uint32_t mtu;            /* network MTU to mimic (the path MTU is mtu - IP - UDP); 0: 1500 */
+    uint32_t headroom;       /* bytes kept below the fragmentation point; 0: DEFAULT_HEADROOM */
+    uint32_t sndbuf, rcvbuf; /* SCTP socket buffers; 0: usrsctp's defaults */
+    uint32_t udp_rcvbuf;     /* UDP socket receive buffer; 0: 4 MiB */
+    struct iwarp_llp_sctp_fault fault;
+    iwarp_llp_sctp_capture_fn capture; /* NULL: none */
+    void *capture_user;
+    /* Test hooks: make this endpoint a non-conforming peer. */
+    bool test_no_adaptation;      /* send no Adaptation Layer Indication */
+    uint32_t test_adaptation_ind; /* send this value instead of 1 (0: 1) */
+    uint16_t test_max_instreams;  /* INITMSG max inbound streams (0: nstreams) */
+};
+
+struct iwarp_llp_sctp_stats {
+    uint64_t pkts_out, bytes_out, pkts_in, bytes_in;
+    uint64_t fault_dropped, fault_duplicated, fault_delayed;
+    uint64_t udp_errors;                   /* sendto failures (the packet is lost) */
+    uint64_t rx_dropped;                   /* datagrams not fed to the stack (short, foreign) */
+    uint64_t tx_gathered, tx_gather_bytes; /* sends copied into the gather buffer */
+    uint64_t rx_reassembled;               /* messages that came in pieces (copied together) */
+    uint64_t send_failed, remote_errors;   /* SEND_FAILED / REMOTE_ERROR notifications */
+};
+
+/* The owner's side of an association. user is passed back to each. */
+struct iwarp_llp_sctp_ops {
+    /* The association is up and conforms to RFC 5043 (§5.1 adaptation, §8 equal stream
+     * counts): nstreams streams each way, DDP segments up to max_seg octets (§9). */
+    void (*on_up)(void *user, uint16_t nstreams, uint32_t max_seg);
+    /* It is over: 0 after a graceful shutdown, IWARP_ERR_SCTP_ASSOC_LOST (aborted or lost),
+     * IWARP_ERR_UNREACHABLE (could not be set up), IWARP_ERR_SCTP_ADAPTATION /
+     * IWARP_ERR_SCTP_STREAMS (we refused the peer and aborted), IWARP_ERR_SCTP_MSGSIZE (the
+     * peer sent a message too large to take). Called once; the owner still calls
+     * iwarp_llp_sctp_close(). */
+    void (*on_down)(void *user, int err);
+    /* One complete message on stream sid. ppid in host order; unordered: the U bit (RFC 5043
+     * §10 requires it; checking is the session layer's job). Ownership: buf (len octets,
+     * malloc'ed) passes to the owner, who frees it with iwarp_llp_sctp_chunk_free(). */
+    void (*on_chunk)(void *user, uint16_t sid, uint32_t ppid, bool unordered, void *buf,
+                     size_t len);
+    /* A send that returned IWARP_ERR_BUSY can be retried. NULL: not wanted. */
+    void (*on_writable)(void *user);
+};
+
+/* An incoming association: a (the owner calls iwarp_llp_sctp_set_ops on it inside this
+ * callback; on_up follows at once) with err 0, or a == NULL and the reason an association
+ * was refused and aborted (IWARP_ERR_SCTP_ADAPTATION, IWARP_ERR_SCTP_STREAMS, ...). */
+typedef void (*iwarp_llp_sctp_accept_fn)(void *user, struct iwarp_llp_sctp_assoc *a, int err);
+
+/*
+ * Test hook, process-wide: RTO min/initial/max in ms (also the INIT RTO max; the delayed-SACK
+ * time becomes min(200, rto_min / 2) and the timer tick min(10, rto_min / 4) ms). Applied now
+ * if the stack is up and after every init. All zero: usrsctp's defaults (1 s / 3 s / 60 s).
+ */
+void iwarp_llp_sctp_set_test_timers(uint32_t rto_min_ms, uint32_t rto_initial_ms,
+                                    uint32_t rto_max_ms);
+
+/* Whether the usrsctp stack is initialised (tests: it is finished once the last endpoint
+ * closes). */
+bool iwarp_llp_sctp_stack_active(void);
+
+/*
+ * Open an endpoint (and the stack with the first one). Ownership: cfg and its addr are
+ * copied. Returns 0; IWARP_ERR_INVAL (bad cfg: address family, mtu too small for RFC 5043's
+ * 516 B segment); IWARP_ERR_ADDR (cannot bind); IWARP_ERR_BUSY (another owner has
+ * endpoints open); IWARP_ERR_NOMEM; IWARP_ERR_IO.
+ */
+int iwarp_llp_sctp_ep_open(const struct iwarp_llp_sctp_ep_cfg *cfg,
+                           struct iwarp_llp_sctp_ep **ep_out);
+
+/*
+ * Close an endpoint: aborts its associations (peers see them lost; no callback runs), closes
+ * its listeners, frees everything, and with the last endpoint finishes the stack (bounded: a
+ * stack that will not finish stays initialised for the next open). Every association and
+ * listener pointer of ep is invalid afterwards. Not from inside a callback.
+ */
+void iwarp_llp_sctp_ep_close(struct iwarp_llp_sctp_ep *ep);
+
+/* The UDP socket to poll for reading (POLLIN / EPOLLIN). */
+int iwarp_llp_sctp_ep_fd(const struct iwarp_llp_sctp_ep *ep);
+
+/* The bound local UDP address (port filled in); returns its length. */
+socklen_t iwarp_llp_sctp_ep_local(const struct iwarp_llp_sctp_ep *ep, struct sockaddr_storage *out);
+
+/* Counters of the endpoint (a copy). */
+void iwarp_llp_sctp_ep_stats(const struct iwarp_llp_sctp_ep *ep, struct iwarp_llp_sctp_stats *out);
+
+/*
+ * The fd is readable: read the waiting datagrams (a bounded batch; call again while it stays
+ * readable), feed them to the stack and run the resulting callbacks. now_ns: monotonic time.
+ */
+void iwarp_llp_sctp_on_readable(struct iwarp_llp_sctp_ep *ep, uint64_t now_ns);
+
+/*
+ * Drive the process-wide timers up to now_ns (retransmissions, delayed SACKs, heartbeats,
+ * shutdown guard) and send fault-delayed packets that are due. Returns the next deadline
+ * (absolute, ns), UINT64_MAX when no endpoint is open. Harmless to call early or often.
+ */
+uint64_t iwarp_llp_sctp_timers(uint64_t now_ns);
+
+/*
+ * Listen for associations on SCTP port sctp_port (0: the endpoint's UDP port number) of ep.
+ * Each incoming association is accepted and checked (RFC 5043 §5.1, §8) and then given to
+ * accept_fn. Ownership: the listener belongs to ep (closed with it or by
+ * iwarp_llp_sctp_listener_close). Returns 0, IWARP_ERR_ADDR (port taken), IWARP_ERR_NOMEM,
+ * IWARP_ERR_IO.
+ */
+int iwarp_llp_sctp_listen(struct iwarp_llp_sctp_ep *ep, uint16_t sctp_port, int backlog,
+                          iwarp_llp_sctp_accept_fn accept_fn, void *user,
+                          struct iwarp_llp_sctp_listener **l_out);
+
+/* Close a listener; associations it has handed out stay. Not from inside a callback. */
+void iwarp_llp_sctp_listener_close(struct iwarp_llp_sctp_listener *l);
+
+/*
+ * Start an association from ep to the peer at UDP address peer (SCTP port peer_sctp_port; 0:
+ * the peer's UDP port number). ops->on_up or ops->on_down follows. Ownership: peer is copied;
+ * ops is borrowed until close. Returns 0 (*a_out set), IWARP_ERR_INVAL, IWARP_ERR_NOMEM,
+ * IWARP_ERR_IO.
+ */
+int iwarp_llp_sctp_connect(struct iwarp_llp_sctp_ep *ep, const struct sockaddr *peer,
+                           uint16_t peer_sctp_port, const struct iwarp_llp_sctp_ops *ops,
+                           void *user, struct iwarp_llp_sctp_assoc **a_out);
+
+/* Set (or change) the owner callbacks of an association (of an accepted one: inside
+ * accept_fn). Ownership: ops is borrowed until close. */
+void iwarp_llp_sctp_set_ops(struct iwarp_llp_sctp_assoc *a, const struct iwarp_llp_sctp_ops *ops,
+                            void *user);
+
+/*
+ * Send one message (iov[0..n) gathered: the DDP-SSN and the segment) on stream sid with PPID
+ * ppid (host order), always unordered (RFC 5043 §10). The message may not exceed
+ * max_seg + IWARP_LLP_SCTP_SSN_LEN octets (RFC 5043 §9: reject larger segments). Ownership: the
+ * data is copied (usrsctp's send buffer; more than one iovec is first gathered into the
+ * association's buffer). Returns 0; IWARP_ERR_SCTP_MSGSIZE; IWARP_ERR_BUSY (send buffer full:
+ * on_writable follows); IWARP_ERR_INVAL (sid >= nstreams, empty message); IWARP_ERR_STATE (not
+ * up yet); IWARP_ERR_SCTP_ASSOC_LOST or the on_down error (it is over); IWARP_ERR_IO.
+ */
+int iwarp_llp_sctp_send_chunk(struct iwarp_llp_sctp_assoc *a, uint16_t sid, uint32_t ppid,
+                              const struct iovec *iov, size_t n);
+
+/* Largest DDP segment (0 until up) and stream count (0 until up). */
+uint32_t iwarp_llp_sctp_max_seg(const struct iwarp_llp_sctp_assoc *a);
+uint16_t iwarp_llp_sctp_nstreams(const struct iwarp_llp_sctp_assoc *a);
+
+/* Graceful shutdown: SHUTDOWN once everything sent is acknowledged; the peer sees its end
+ * (on_down 0 on both sides when complete). Receiving continues meanwhile. */
+int iwarp_llp_sctp_shutdown(struct iwarp_llp_sctp_assoc *a);
+
+/*
+ * Release an association (exactly once, also after on_down). abortive: ABORT now (SO_LINGER
+ * {1,0}; the peer sees it lost); otherwise a graceful SHUTDOWN completes in the background
+ * (aborted if its endpoint closes first). No callback of a runs after this returns; a is
+ * invalid.
+ */
+void iwarp_llp_sctp_close(struct iwarp_llp_sctp_assoc *a, bool abortive);
+
+/* Free a buffer received through on_chunk. */
+void iwarp_llp_sctp_chunk_free(void *buf);
+
+#endif
