@@ -5,7 +5,10 @@
  *
  * Deleting a source while its readiness is already in a ready list (returned by epoll_wait but
  * not yet dispatched) is safe: every list being dispatched is linked from loop->active and
- * iwarp_loop_del() clears the source's entries there, so a freed source is never called.
+ * iwarp_loop_del() clears the source's entries there, so a freed source is never called. A
+ * source deleted (and perhaps freed) while another thread is still inside epoll_wait, before its
+ * list exists, is remembered by address and its entries are dropped once the wait returns; the
+ * epoll set is level-triggered, so a dropped entry of a live source is reported again.
  */
 #define _GNU_SOURCE 1 /* eventfd, epoll, clock_gettime */
 #include "loop/loop.h"
@@ -235,6 +238,12 @@ void iwarp_loop_del(struct iwarp_loop *l, struct iwarp_loop_src *src)
     heap_remove(l, src);
     src->deadline = UINT64_MAX;
     src->registered = false;
+    if (l->waiting) {
+        if (l->n_gone < IWARP_LOOP_GONE_MAX)
+            l->gone[l->n_gone++] = src;
+        else
+            l->gone_overflow = true;
+    }
     for (struct loop_batch *b = l->active; b; b = b->next)
         for (int i = 0; i < b->n; i++)
             if (b->ev[i].data.ptr == src)
@@ -331,6 +340,21 @@ static int dispatch(struct iwarp_loop *l, struct epoll_event *ev, int n)
     return ran;
 }
 
+/* After an unlocked wait (lock held): drop the entries of sources deleted during it. Returns
+ * the entries left. */
+static int drop_gone(struct iwarp_loop *l, struct epoll_event *ev, int n)
+{
+    if (l->gone_overflow)
+        n = 0;
+    for (int i = 0; i < n; i++)
+        for (uint32_t g = 0; g < l->n_gone; g++)
+            if (ev[i].data.ptr == l->gone[g])
+                ev[i].data.ptr = NULL;
+    l->n_gone = 0;
+    l->gone_overflow = false;
+    return n;
+}
+
 int iwarp_loop_run_once(struct iwarp_loop *l, int timeout_ms)
 {
     struct epoll_event ev[LOOP_BATCH];
@@ -345,6 +369,7 @@ int iwarp_loop_run_once(struct iwarp_loop *l, int timeout_ms)
 
     pthread_mutex_lock(l->lock);
     l->waiting = false;
+    n = drop_gone(l, ev, n);
     int ran = dispatch(l, ev, n);
     pthread_mutex_unlock(l->lock);
     return ran;

@@ -32,6 +32,9 @@ struct iwarp_loop_src {
     bool registered;
 };
 
+/* Deletions remembered during one unlocked wait (more: that wait's events are dropped). */
+#define IWARP_LOOP_GONE_MAX 16u
+
 struct iwarp_loop {
     pthread_mutex_t *lock; /* the context lock (borrowed) */
     int epfd;
@@ -44,6 +47,11 @@ struct iwarp_loop {
     bool waiting; /* a thread is inside epoll_wait */
     void *active; /* private to loop.c: ready lists being dispatched (iwarp_loop_del clears a
                      deleted source from them) */
+    /* private to loop.c: sources deleted while a thread waited in epoll_wait without the lock
+     * (compared as addresses, never dereferenced); too many: drop that wait's whole list */
+    const void *gone[IWARP_LOOP_GONE_MAX];
+    uint32_t n_gone;
+    bool gone_overflow;
     void *(*alloc)(void *user, size_t size); /* heap growth (context allocator) */
     void (*dealloc)(void *user, void *p);
     void *alloc_user;

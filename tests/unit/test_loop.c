@@ -306,6 +306,45 @@ TEST(progress_thread_is_woken_for_timers_and_io_and_stops_promptly)
     ASSERT_EQ(n_allocs, n_frees);
 }
 
+/* The race CI found (test_cm under ASan): epoll_wait returns a source's readiness while another
+ * thread holds the lock, deletes that source and frees it; the waiting thread must not call it
+ * when it gets the lock. Holding the lock across the readiness makes the order certain. */
+TEST(a_source_freed_while_the_thread_waits_outside_the_lock_is_not_called)
+{
+    struct iwarp_loop l;
+    loop_init(&l);
+    int sv[2];
+    ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+    struct rec *r = calloc(1, sizeof *r);
+    ASSERT_TRUE(r != NULL);
+    rec_init(r, &l, sv[0], EPOLLIN, 1);
+    pthread_mutex_lock(&lock);
+    ASSERT_EQ(iwarp_loop_add(&l, &r->src), 0);
+    pthread_mutex_unlock(&lock);
+    ASSERT_EQ(iwarp_loop_start_thread(&l), 0);
+    usleep(20000); /* the thread blocks in epoll_wait(-1) */
+    pthread_mutex_lock(&lock);
+    ASSERT_EQ(write(sv[1], "x", 1), 1);
+    usleep(50000); /* epoll_wait returns with r's readiness; the thread waits for the lock */
+    iwarp_loop_del(&l, &r->src);
+    free(r); /* ASan reports any later call through r */
+    pthread_mutex_unlock(&lock);
+    usleep(20000);
+    /* a live source after it is still served */
+    struct rec q;
+    rec_init(&q, &l, sv[0], EPOLLIN, 2);
+    pthread_mutex_lock(&lock);
+    ASSERT_EQ(iwarp_loop_add(&l, &q.src), 0);
+    pthread_mutex_unlock(&lock);
+    ASSERT_TRUE(wait_fired(&q, 1));
+    pthread_mutex_lock(&lock);
+    iwarp_loop_del(&l, &q.src);
+    pthread_mutex_unlock(&lock);
+    iwarp_loop_fini(&l);
+    close(sv[0]);
+    close(sv[1]);
+}
+
 TEST(fini_without_a_thread_and_with_nothing_registered)
 {
     struct iwarp_loop l;
