@@ -101,6 +101,10 @@ struct cm_id {
     struct cm_conn *conn;
     uint64_t linger_deadline; /* UINT64_MAX: none */
     bool markers_fallback;    /* active: on a Reject of our markers, retry once without */
+    /* active: the source address the application asked for (family 0: any). Kept apart from
+     * pub.local_addr, which becomes the connection's bound address: a second connection
+     * (markers_fallback) must not bind the first one's port, which TIME_WAIT may still hold. */
+    struct sockaddr_storage bind_src;
     uint32_t n_unacked;
     struct cm_ev ev[CM_SLOTS];
 };
@@ -1130,7 +1134,7 @@ static int active_open(struct cm_id *id, const struct iwarp_llp_conn_cfg *cfg, c
     id->conn->cfg = *cfg;
     id->conn->cfg.neg.pd = id->conn->pd;
     const struct sockaddr *src =
-        id->pub.local_addr.ss_family ? (const struct sockaddr *)&id->pub.local_addr : NULL;
+        id->bind_src.ss_family ? (const struct sockaddr *)&id->bind_src : NULL;
     int rc = iwarp_llp_tcp_connect(t, (const struct sockaddr *)&id->pub.peer_addr, src);
     if (rc == IWARP_ERR_INVAL || rc == IWARP_ERR_ADDR || rc == IWARP_ERR_IO) {
         conn_free(ctx, id->conn);
@@ -1195,6 +1199,7 @@ int iwarp_cm_connect(struct iwarp_cm_id *pub, const struct iwarp_conn_param *par
         return rc;
     }
     id->markers_fallback = param->markers && param->markers_fallback;
+    memcpy(&id->bind_src, &pub->local_addr, sizeof id->bind_src);
     rc = active_open(id, &cfg, param->private_data, now);
     pthread_mutex_unlock(&ctx->lock);
     return rc;

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sys/time.h>
 #include <time.h>
@@ -533,6 +534,8 @@ TEST(mpa_reply_timeout_is_unreachable)
  * return it decoded (its private data copied to pd), leaving the socket open. */
 static int raw_take_request(int l, struct iwarp_mpa_frame *f, uint8_t *pd)
 {
+    struct pollfd pfd = {.fd = l, .events = POLLIN};
+    ASSERT_EQ(poll(&pfd, 1, WAIT_MS), 1); /* the connection comes, or the test fails */
     int fd = accept(l, NULL, NULL);
     ASSERT_TRUE(fd >= 0);
     struct timeval tv = {.tv_sec = 5};
@@ -638,7 +641,8 @@ TEST(markers_refused_by_a_reject_fall_back_when_allowed)
         poll_one(&cli, &wc);
         ASSERT_EQ(wc.status, IWARP_WC_SUCCESS);
         ASSERT_EQ(wc.wr_id, 7);
-        close(fd);
+        close(fd); /* the peer's end: DISCONNECTED must be taken before the id goes */
+        expect_ack(&cli, IWARP_CM_EVENT_DISCONNECTED);
         side_fini(&cli, true);
         close(l);
     }
