@@ -57,6 +57,7 @@
 #include <string.h>
 
 #include "iwarp/errors.h"
+#include "llp/llp_engine.h"
 #include "llp/llp_rtr.h"
 #include "util/bytes.h"
 #include "wire/wire_segment.h"
@@ -93,56 +94,58 @@ static bool finished(const struct iwarp_llp_conn *c)
 
 /* ---- the engine fed: the RDMAP QP (c->qp) or a DDP-level stream (c->ddp) ------------------ */
 
+static struct iwarp_llp_engine eng(const struct iwarp_llp_conn *c)
+{
+    return (struct iwarp_llp_engine){.qp = c->qp, .ddp = c->ddp};
+}
+
 static int eng_start(struct iwarp_llp_conn *c, uint32_t ird, uint32_t ord)
 {
-    return c->ddp ? iwarp_core_ddp_start(c->ddp, ird, ord) : iwarp_core_qp_start(c->qp, ird, ord);
+    struct iwarp_llp_engine e = eng(c);
+    return iwarp_llp_eng_start(&e, ird, ord);
 }
 
 static int eng_rx_segment(struct iwarp_llp_conn *c, const uint8_t *seg, uint32_t len)
 {
-    return c->ddp ? iwarp_core_ddp_rx_segment(c->ddp, seg, len)
-                  : iwarp_core_qp_rx_segment(c->qp, seg, len);
+    struct iwarp_llp_engine e = eng(c);
+    return iwarp_llp_eng_rx_segment(&e, seg, len);
 }
 
 static void eng_rx_llp_error(struct iwarp_llp_conn *c, struct iwarp_term_cause cause,
                              const uint8_t *hdr, size_t hdr_len)
 {
-    if (c->ddp)
-        iwarp_core_ddp_rx_llp_error(c->ddp, cause, hdr, hdr_len);
-    else
-        iwarp_core_qp_rx_llp_error(c->qp, cause, hdr, hdr_len);
+    struct iwarp_llp_engine e = eng(c);
+    iwarp_llp_eng_rx_llp_error(&e, cause, hdr, hdr_len);
 }
 
 static int eng_tx_next(struct iwarp_llp_conn *c, struct iwarp_core_tx_seg *seg)
 {
-    return c->ddp ? iwarp_core_ddp_tx_next(c->ddp, c->max_seg, seg)
-                  : iwarp_core_qp_tx_next(c->qp, c->max_seg, seg);
+    struct iwarp_llp_engine e = eng(c);
+    return iwarp_llp_eng_tx_next(&e, c->max_seg, seg);
 }
 
 static void eng_tx_sent(struct iwarp_llp_conn *c, const struct iwarp_core_tx_seg *seg)
 {
-    if (c->ddp)
-        iwarp_core_ddp_tx_sent(c->ddp, seg);
-    else
-        iwarp_core_qp_tx_sent(c->qp, seg);
+    struct iwarp_llp_engine e = eng(c);
+    iwarp_llp_eng_tx_sent(&e, seg);
 }
 
 static bool eng_tx_close(const struct iwarp_llp_conn *c)
 {
-    return c->ddp ? iwarp_core_ddp_tx_close(c->ddp) : iwarp_core_qp_tx_close(c->qp);
+    struct iwarp_llp_engine e = eng(c);
+    return iwarp_llp_eng_tx_close(&e);
 }
 
 static bool eng_tx_pending(const struct iwarp_llp_conn *c)
 {
-    return c->ddp ? iwarp_core_ddp_tx_pending(c->ddp) : iwarp_core_qp_tx_pending(c->qp);
+    struct iwarp_llp_engine e = eng(c);
+    return iwarp_llp_eng_tx_pending(&e);
 }
 
 static void eng_llp_closed(struct iwarp_llp_conn *c, bool graceful)
 {
-    if (c->ddp != NULL)
-        iwarp_core_ddp_llp_closed(c->ddp, graceful);
-    else if (c->qp != NULL)
-        iwarp_core_qp_llp_closed(c->qp, graceful);
+    struct iwarp_llp_engine e = eng(c);
+    iwarp_llp_eng_llp_closed(&e, graceful);
 }
 
 /* RFC 5044 §7.1.2: full operation begins; set up the deframer, the framer and MULPDU with the

@@ -22,6 +22,15 @@ int iwarp_sess_ssn_tx_take(struct iwarp_sess_ssn_tx *tx)
     return tx->next++; /* §5.2.1: +1 per chunk, wrapping like the SCTP SSN */
 }
 
+void iwarp_sess_ssn_tx_untake(struct iwarp_sess_ssn_tx *tx)
+{
+    /* The chunk that took the last DDP-SSN will never be sent: give the number back so the
+     * next chunk carries it and the peer sees no gap (§6.1). */
+    tx->next--;
+    if (tx->unacked)
+        tx->unacked--;
+}
+
 uint16_t iwarp_sess_ssn_tx_peek(const struct iwarp_sess_ssn_tx *tx)
 {
     return tx->next;

@@ -60,6 +60,10 @@ void iwarp_sess_ssn_tx_init(struct iwarp_sess_ssn_tx *tx);
  */
 int iwarp_sess_ssn_tx_take(struct iwarp_sess_ssn_tx *tx);
 
+/* Gives back the DDP-SSN the last take() returned (its chunk is withdrawn unsent; no take()
+ * since). */
+void iwarp_sess_ssn_tx_untake(struct iwarp_sess_ssn_tx *tx);
+
 /* The DDP-SSN the next take() returns. */
 uint16_t iwarp_sess_ssn_tx_peek(const struct iwarp_sess_ssn_tx *tx);
 

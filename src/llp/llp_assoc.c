@@ -1,0 +1,510 @@
+/* DDP streams of one SCTP association (RFC 5043 §5-§10), sans I/O. See llp_assoc.h. */
+#include "llp/llp_assoc.h"
+
+#include <string.h>
+
+#include "iwarp/errors.h"
+
+/* A held chunk is {ptr, len}; the window never looks inside. Control chunks are told apart
+ * from segments by this bit of len (a chunk never comes near 2^63 octets). */
+#define CHUNK_CTL ((size_t)1 << (sizeof(size_t) * 8u - 1u))
+
+static uint16_t window(const struct iwarp_llp_assoc *a)
+{
+    return a->cfg.window ? a->cfg.window : IWARP_LLP_ASSOC_WINDOW;
+}
+
+static void give_back(struct iwarp_llp_assoc *a, void *ptr)
+{
+    if (ptr && a->cfg.chunk_free)
+        a->cfg.chunk_free(ptr);
+}
+
+static void stream_reset(struct iwarp_llp_assoc *a, uint16_t sid)
+{
+    struct iwarp_llp_assoc_stream *st = &a->st[sid];
+    struct iwarp_sess_chunk c;
+    while (iwarp_sess_ssn_rx_drain(&st->ssn_rx, &c))
+        give_back(a, c.ptr);
+    struct iwarp_sess_ssn_rx rx = st->ssn_rx;
+    memset(st, 0, sizeof *st);
+    st->ssn_rx = rx;
+    (void)iwarp_sess_ssn_rx_reset(&st->ssn_rx);
+    iwarp_sess_ssn_tx_init(&st->ssn_tx); /* §6.1: DDP-SSN 0 at each session start */
+}
+
+int iwarp_llp_assoc_init(struct iwarp_llp_assoc *a, const struct iwarp_llp_assoc_cfg *cfg,
+                         struct iwarp_llp_assoc_stream *streams, struct iwarp_sess_ssn_slot *slots)
+{
+    /* §9: the maximum DDP segment is at least 516 octets (a control message fits). */
+    if (!a || !cfg || !streams || !slots || cfg->nstreams == 0 ||
+        cfg->max_seg < IWARP_SCTP_CTL_MAX || cfg->window > IWARP_SCTP_SSN_AHEAD_MAX ||
+        (cfg->passive && !cfg->passive_sess.pending))
+        return IWARP_ERR_INVAL;
+    memset(a, 0, sizeof *a);
+    a->cfg = *cfg;
+    a->st = streams;
+    a->slots = slots;
+    uint16_t w = window(a);
+    for (uint16_t i = 0; i < cfg->nstreams; i++) {
+        memset(&streams[i], 0, sizeof streams[i]);
+        int rc = iwarp_sess_ssn_rx_init(&streams[i].ssn_rx, slots + (size_t)i * w, w);
+        if (rc != 0)
+            return rc;
+        iwarp_sess_ssn_tx_init(&streams[i].ssn_tx);
+    }
+    return 0;
+}
+
+int iwarp_llp_assoc_free_stream(const struct iwarp_llp_assoc *a)
+{
+    for (uint16_t i = 0; i < a->cfg.nstreams; i++)
+        if (a->st[i].state == IWARP_LLP_ASSOC_FREE)
+            return i;
+    return -1;
+}
+
+uint32_t iwarp_llp_assoc_in_use(const struct iwarp_llp_assoc *a)
+{
+    uint32_t n = 0;
+    for (uint16_t i = 0; i < a->cfg.nstreams; i++)
+        n += a->st[i].state != IWARP_LLP_ASSOC_FREE;
+    return n;
+}
+
+uint32_t iwarp_llp_assoc_take_events(struct iwarp_llp_assoc *a, uint16_t sid)
+{
+    if (sid >= a->cfg.nstreams)
+        return 0;
+    uint32_t ev = a->st[sid].events;
+    a->st[sid].events = 0;
+    return ev;
+}
+
+/* The session ended: OVER (CLOSED reported) once nothing more is to be exchanged: our
+ * Terminate handed out and the peer's received, or nothing of ours will be sent. */
+static void settle_end(struct iwarp_llp_assoc_stream *st)
+{
+    if (st->state != IWARP_LLP_ASSOC_ENDING)
+        return;
+    const struct iwarp_sess_result *r = iwarp_sess_ctl_result(&st->ctl);
+    bool ours_done = r->term_sent || !iwarp_sess_ctl_tx_pending(&st->ctl);
+    bool theirs_done = r->term_rcvd || !r->term_sent;
+    if (ours_done && theirs_done) {
+        st->state = IWARP_LLP_ASSOC_OVER;
+        st->events |= IWARP_LLP_ASSOC_EV_CLOSED;
+    }
+}
+
+/* Close the engine once (flush; graceful: no fatal event). */
+static void engine_closed(struct iwarp_llp_assoc_stream *st, bool graceful)
+{
+    if (iwarp_llp_eng_attached(&st->eng))
+        iwarp_llp_eng_llp_closed(&st->eng, graceful);
+    st->eng = (struct iwarp_llp_engine){0};
+    st->started = false;
+}
+
+/* Start the engine with the session's IRD/ORD (RFC 6581 §9.1), or the ULP's when the session
+ * left them open (0x3FFF: no enhanced exchange). */
+static int engine_start(struct iwarp_llp_assoc_stream *st)
+{
+    const struct iwarp_sess_result *r = iwarp_sess_ctl_result(&st->ctl);
+    uint32_t ird = r->ird == IWARP_MPA_IRD_ORD_NONE ? st->ird : r->ird;
+    uint32_t ord = r->ord == IWARP_MPA_IRD_ORD_NONE ? st->ord : r->ord;
+    int rc = iwarp_llp_eng_start(&st->eng, ird, ord);
+    st->started = rc == 0;
+    return rc;
+}
+
+/* Turn the session machine's events into the stream's (after every session call). */
+static void after_session(struct iwarp_llp_assoc_stream *st)
+{
+    uint32_t ev = iwarp_sess_ctl_events(&st->ctl);
+    if (ev & IWARP_SESS_EV_REQUEST)
+        st->events |= IWARP_LLP_ASSOC_EV_REQUEST;
+    if ((ev & IWARP_SESS_EV_ESTABLISHED) && iwarp_llp_eng_attached(&st->eng) && !st->started) {
+        if (engine_start(st) != 0) {
+            (void)iwarp_sess_ctl_terminate(&st->ctl);
+            ev |= IWARP_SESS_EV_TERMINATED;
+        } else {
+            st->events |= IWARP_LLP_ASSOC_EV_ESTABLISHED;
+        }
+    }
+    if (ev & IWARP_SESS_EV_REJECTED) {
+        /* §6.3: the session is over; there is nothing to answer */
+        const struct iwarp_sess_result *r = iwarp_sess_ctl_result(&st->ctl);
+        st->err = r->err ? r->err : IWARP_ERR_SESSION_REJECTED;
+        engine_closed(st, true);
+        st->state = IWARP_LLP_ASSOC_OVER;
+        st->events |= IWARP_LLP_ASSOC_EV_REJECTED;
+    }
+    if ((ev & IWARP_SESS_EV_TERMINATED) && st->state == IWARP_LLP_ASSOC_SESSION) {
+        const struct iwarp_sess_result *r = iwarp_sess_ctl_result(&st->ctl);
+        st->err = r->err;
+        /* The peer's Terminate after its stream drained is its orderly close (§6.2), like a
+         * FIN at a message boundary; a failure of the session is not. */
+        st->graceful = r->err == 0 || r->err == IWARP_ERR_SESSION_TERMINATED;
+        engine_closed(st, st->graceful);
+        if (r->term_rcvd && !r->term_sent)
+            (void)iwarp_sess_ctl_terminate(&st->ctl); /* answer it (§6.2) */
+        st->state = IWARP_LLP_ASSOC_ENDING;
+    }
+    settle_end(st);
+}
+
+int iwarp_llp_assoc_open(struct iwarp_llp_assoc *a, uint16_t sid, const struct iwarp_sess_cfg *cfg,
+                         struct iwarp_llp_engine eng, uint32_t ird, uint32_t ord, void *user)
+{
+    if (!a || !cfg || sid >= a->cfg.nstreams || cfg->role != IWARP_SESS_ACTIVE)
+        return IWARP_ERR_INVAL;
+    if (a->lost)
+        return IWARP_ERR_STATE;
+    struct iwarp_llp_assoc_stream *st = &a->st[sid];
+    if (st->state != IWARP_LLP_ASSOC_FREE)
+        return IWARP_ERR_BUSY;
+    int rc = iwarp_sess_ctl_init(&st->ctl, cfg);
+    if (rc != 0)
+        return rc;
+    st->state = IWARP_LLP_ASSOC_SESSION;
+    st->eng = eng;
+    st->ird = ird;
+    st->ord = ord;
+    st->user = user;
+    return 0;
+}
+
+static struct iwarp_llp_assoc_stream *session_of(struct iwarp_llp_assoc *a, uint16_t sid)
+{
+    if (!a || sid >= a->cfg.nstreams || a->st[sid].state == IWARP_LLP_ASSOC_FREE)
+        return NULL;
+    return &a->st[sid];
+}
+
+int iwarp_llp_assoc_accept(struct iwarp_llp_assoc *a, uint16_t sid,
+                           const struct iwarp_sess_answer *ans, struct iwarp_llp_engine eng,
+                           uint32_t ird, uint32_t ord)
+{
+    struct iwarp_llp_assoc_stream *st = session_of(a, sid);
+    if (!st || st->state != IWARP_LLP_ASSOC_SESSION)
+        return IWARP_ERR_STATE;
+    st->eng = eng;
+    st->ird = ird;
+    st->ord = ord;
+    int rc = iwarp_sess_ctl_accept(&st->ctl, ans);
+    if (rc != 0) {
+        st->eng = (struct iwarp_llp_engine){0};
+        return rc;
+    }
+    after_session(st); /* ESTABLISHED: the engine starts; RFC 6581 §7: it may send first */
+    return st->started ? 0 : (st->err ? st->err : IWARP_ERR_STATE);
+}
+
+int iwarp_llp_assoc_reject(struct iwarp_llp_assoc *a, uint16_t sid,
+                           const struct iwarp_sess_answer *ans)
+{
+    struct iwarp_llp_assoc_stream *st = session_of(a, sid);
+    if (!st || st->state != IWARP_LLP_ASSOC_SESSION)
+        return IWARP_ERR_STATE;
+    int rc = iwarp_sess_ctl_reject(&st->ctl, ans);
+    if (rc == 0)
+        after_session(st);
+    st->events &= ~(uint32_t)IWARP_LLP_ASSOC_EV_REJECTED; /* the owner knows: it rejected */
+    return rc;
+}
+
+/* Withdraw the chunk produced for stream sid and not sent (its engine is going away). */
+static void drop_pending(struct iwarp_llp_assoc *a, uint16_t sid)
+{
+    if (!a->has_pend || a->pend.sid != sid)
+        return;
+    a->has_pend = false;
+    iwarp_sess_ssn_tx_untake(&a->st[sid].ssn_tx);
+}
+
+void iwarp_llp_assoc_abort(struct iwarp_llp_assoc *a, uint16_t sid)
+{
+    struct iwarp_llp_assoc_stream *st = session_of(a, sid);
+    if (!st)
+        return;
+    if (a->has_pend && a->pend.sid == sid && a->pend.is_seg)
+        drop_pending(a, sid);
+    st->eng = (struct iwarp_llp_engine){0}; /* the owner flushes it; we never touch it again */
+    st->started = false;
+    if (st->state != IWARP_LLP_ASSOC_SESSION)
+        return;
+    (void)iwarp_sess_ctl_terminate(&st->ctl); /* §6: ends the session from our side */
+    (void)iwarp_sess_ctl_events(&st->ctl);
+    st->err = IWARP_ERR_SESSION_TERMINATED;
+    st->state = IWARP_LLP_ASSOC_ENDING;
+    settle_end(st);
+}
+
+void iwarp_llp_assoc_disconnect(struct iwarp_llp_assoc *a, uint16_t sid)
+{
+    struct iwarp_llp_assoc_stream *st = session_of(a, sid);
+    if (!st || st->state != IWARP_LLP_ASSOC_SESSION)
+        return;
+    if (!st->started) {
+        iwarp_llp_assoc_abort(a, sid); /* never established: nothing to drain */
+        return;
+    }
+    st->graceful = true;
+    iwarp_llp_eng_disconnect(&st->eng); /* drains; produce() sends our Terminate after it */
+}
+
+void iwarp_llp_assoc_release(struct iwarp_llp_assoc *a, uint16_t sid)
+{
+    if (!a || sid >= a->cfg.nstreams)
+        return;
+    if (a->has_pend && a->pend.sid == sid)
+        a->has_pend = false; /* the stream starts over at DDP-SSN 0 */
+    struct iwarp_llp_assoc_stream *st = &a->st[sid];
+    if (st->state == IWARP_LLP_ASSOC_SESSION || st->state == IWARP_LLP_ASSOC_ENDING)
+        iwarp_sess_ctl_lost(&st->ctl); /* a pending Initiate leaves the pending count */
+    stream_reset(a, sid);
+}
+
+/* ---- receive ------------------------------------------------------------------------------ */
+
+/* One chunk in DDP-SSN order. Returns 0 or the error that ended the session. */
+static int process(struct iwarp_llp_assoc *a, struct iwarp_llp_assoc_stream *st,
+                   struct iwarp_sess_chunk c)
+{
+    const uint8_t *p = c.ptr;
+    size_t len = c.len & ~CHUNK_CTL;
+    int rc = 0;
+    if (c.len & CHUNK_CTL) {
+        rc = iwarp_sess_ctl_rx_ctl(&st->ctl, p, len);
+        if (rc == IWARP_ERR_STATE)
+            rc = 0; /* over already: ignored (a first Terminate is still noted) */
+    } else {
+        rc = iwarp_sess_ctl_rx_seg(&st->ctl, (uint16_t)((p[0] << 8) | p[1]));
+        if (rc == 0 && st->started)
+            (void)iwarp_llp_eng_rx_segment(&st->eng, p + IWARP_SCTP_SSN_LEN,
+                                           len - IWARP_SCTP_SSN_LEN);
+        else if (rc == IWARP_ERR_STATE)
+            rc = 0; /* §6.2: the peer's segments in flight after the session ended */
+    }
+    give_back(a, c.ptr);
+    after_session(st);
+    return rc;
+}
+
+/* Open a passive session on a free stream for an incoming Initiate (§6.2). */
+static int open_passive(struct iwarp_llp_assoc *a, struct iwarp_llp_assoc_stream *st)
+{
+    int rc = iwarp_sess_ctl_init(&st->ctl, &a->cfg.passive_sess);
+    if (rc == 0)
+        st->state = IWARP_LLP_ASSOC_SESSION;
+    return rc;
+}
+
+int iwarp_llp_assoc_rx_chunk(struct iwarp_llp_assoc *a, uint16_t sid, uint32_t ppid, bool unordered,
+                             void *buf, size_t len)
+{
+    int kind = iwarp_sctp_chunk_kind(ppid, unordered); /* §5.2 PPIDs, §10 U=1 */
+    int ssn = iwarp_sctp_ssn_peek(buf, len);
+    if (a->lost || sid >= a->cfg.nstreams || kind < 0 || ssn < 0 ||
+        (kind == IWARP_SCTP_PPID_DDP_SEGMENT && len <= IWARP_SCTP_SSN_LEN)) {
+        a->rx_dropped++;
+        give_back(a, buf);
+        return kind < 0 ? kind : ssn < 0 ? ssn : IWARP_ERR_INVAL;
+    }
+    struct iwarp_llp_assoc_stream *st = &a->st[sid];
+    if (st->state == IWARP_LLP_ASSOC_FREE && kind == IWARP_SCTP_PPID_DDP_CONTROL &&
+        a->cfg.passive && open_passive(a, st) != 0) {
+        a->rx_dropped++;
+        give_back(a, buf);
+        return IWARP_ERR_INVAL;
+    }
+    if (st->state == IWARP_LLP_ASSOC_FREE || st->state == IWARP_LLP_ASSOC_OVER) {
+        a->rx_dropped++; /* no session on this stream: nobody to deliver to */
+        give_back(a, buf);
+        return 0;
+    }
+    struct iwarp_sess_chunk c = {
+        .ptr = buf, .len = len | (kind == IWARP_SCTP_PPID_DDP_CONTROL ? CHUNK_CTL : 0)};
+    int v = iwarp_sess_ssn_rx_accept(&st->ssn_rx, (uint16_t)ssn, c);
+    if (v < 0) {
+        /* §6.1: no repeats, no gaps beyond what we can hold; §10: an invalid DDP-SSN MAY end
+         * the stream. The session fails; the peer gets our Terminate. */
+        a->rx_dropped++;
+        give_back(a, buf);
+        if (st->state == IWARP_LLP_ASSOC_SESSION) {
+            (void)iwarp_sess_ctl_terminate(&st->ctl);
+            (void)iwarp_sess_ctl_events(&st->ctl);
+            st->err = v;
+            st->graceful = false;
+            engine_closed(st, false);
+            st->state = IWARP_LLP_ASSOC_ENDING;
+            settle_end(st);
+        }
+        return v;
+    }
+    if (v == IWARP_SESS_SSN_HELD)
+        return 0;
+    int rc = process(a, st, c);
+    while (iwarp_sess_ssn_rx_next(&st->ssn_rx, &c)) {
+        int r = process(a, st, c);
+        if (rc == 0)
+            rc = r;
+    }
+    return rc;
+}
+
+/* ---- transmit ----------------------------------------------------------------------------- */
+
+static void build_ctl(struct iwarp_llp_assoc *a, uint16_t sid, size_t n)
+{
+    struct iwarp_llp_assoc_chunk *ch = &a->pend;
+    ch->sid = sid;
+    ch->ppid = IWARP_LLP_ASSOC_PPID_CTL;
+    ch->is_seg = false;
+    ch->iov[0] = (struct iovec){.iov_base = ch->ctl, .iov_len = n};
+    ch->niov = 1;
+    ch->len = n;
+}
+
+static void build_seg(struct iwarp_llp_assoc *a, uint16_t sid, uint16_t ssn)
+{
+    struct iwarp_llp_assoc_chunk *ch = &a->pend;
+    ch->sid = sid;
+    ch->ppid = IWARP_LLP_ASSOC_PPID_SEG;
+    ch->is_seg = true;
+    ch->ssn[0] = (uint8_t)(ssn >> 8); /* §5.2.1: DDP-SSN, network order, before the segment */
+    ch->ssn[1] = (uint8_t)ssn;
+    ch->iov[0] = (struct iovec){.iov_base = ch->ssn, .iov_len = IWARP_SCTP_SSN_LEN};
+    ch->iov[1] = (struct iovec){.iov_base = ch->seg.hdr, .iov_len = ch->seg.hdr_len};
+    ch->niov = 2;
+    ch->len = IWARP_SCTP_SSN_LEN + ch->seg.hdr_len;
+    for (uint32_t i = 0; i < ch->seg.niov; i++) {
+        if (ch->seg.iov[i].iov_len == 0)
+            continue;
+        ch->iov[ch->niov++] = ch->seg.iov[i];
+        ch->len += ch->seg.iov[i].iov_len;
+    }
+}
+
+/* Produce stream sid's next chunk into a->pend. Returns true when one was produced. */
+static bool produce_stream(struct iwarp_llp_assoc *a, uint16_t sid)
+{
+    struct iwarp_llp_assoc_stream *st = &a->st[sid];
+    if (st->state != IWARP_LLP_ASSOC_SESSION && st->state != IWARP_LLP_ASSOC_ENDING)
+        return false;
+    for (int pass = 0; pass < 2; pass++) {
+        if (iwarp_sess_ctl_tx_pending(&st->ctl)) {
+            iwarp_ssize n =
+                iwarp_sess_ctl_tx(&st->ctl, &st->ssn_tx, a->pend.ctl, sizeof a->pend.ctl);
+            if (n > 0) {
+                build_ctl(a, sid, (size_t)n);
+                return true;
+            }
+            return false; /* BUSY: §10's bound; an acknowledgement lets it go */
+        }
+        if (!st->started || !iwarp_sess_ctl_may_send_seg(&st->ctl))
+            return false;
+        if (st->ssn_tx.unacked >= IWARP_SCTP_SSN_AHEAD_MAX)
+            return false; /* §10 */
+        if (iwarp_llp_eng_tx_next(&st->eng, a->cfg.max_seg, &a->pend.seg) == 1) {
+            int ssn = iwarp_sess_ssn_tx_take(&st->ssn_tx);
+            build_seg(a, sid, (uint16_t)ssn);
+            return true;
+        }
+        if (!iwarp_llp_eng_tx_close(&st->eng))
+            return false;
+        /* §6.2: the engine has sent its last segment (an RDMAP Terminate, or a drained
+         * graceful close): our session Terminate follows it */
+        (void)iwarp_sess_ctl_terminate(&st->ctl);
+        (void)iwarp_sess_ctl_events(&st->ctl);
+        engine_closed(st, st->graceful);
+        st->state = IWARP_LLP_ASSOC_ENDING;
+    }
+    return false;
+}
+
+const struct iwarp_llp_assoc_chunk *iwarp_llp_assoc_tx_next(struct iwarp_llp_assoc *a)
+{
+    if (a->lost)
+        return NULL;
+    if (a->has_pend)
+        return &a->pend;
+    for (uint16_t i = 0; i < a->cfg.nstreams; i++) {
+        uint16_t sid = (uint16_t)((a->rr + i) % a->cfg.nstreams);
+        if (produce_stream(a, sid)) {
+            a->rr = (uint16_t)((sid + 1u) % a->cfg.nstreams);
+            a->has_pend = true;
+            return &a->pend;
+        }
+        settle_end(&a->st[sid]);
+    }
+    return NULL;
+}
+
+void iwarp_llp_assoc_tx_done(struct iwarp_llp_assoc *a)
+{
+    if (!a->has_pend)
+        return;
+    a->has_pend = false;
+    struct iwarp_llp_assoc_stream *st = &a->st[a->pend.sid];
+    if (a->pend.is_seg) {
+        if (st->started)
+            iwarp_llp_eng_tx_sent(&st->eng, &a->pend.seg);
+    } else {
+        after_session(st); /* our Terminate may have ended the exchange */
+    }
+}
+
+bool iwarp_llp_assoc_tx_ready(const struct iwarp_llp_assoc *a)
+{
+    if (a->lost)
+        return false;
+    if (a->has_pend)
+        return true;
+    for (uint16_t i = 0; i < a->cfg.nstreams; i++) {
+        const struct iwarp_llp_assoc_stream *st = &a->st[i];
+        if (st->state != IWARP_LLP_ASSOC_SESSION && st->state != IWARP_LLP_ASSOC_ENDING)
+            continue;
+        if (iwarp_sess_ctl_tx_pending(&st->ctl))
+            return true;
+        if (st->started && iwarp_sess_ctl_may_send_seg(&st->ctl) &&
+            (iwarp_llp_eng_tx_pending(&st->eng) || iwarp_llp_eng_tx_close(&st->eng)))
+            return true;
+    }
+    return false;
+}
+
+void iwarp_llp_assoc_unacked(struct iwarp_llp_assoc *a, uint32_t unacked)
+{
+    for (uint16_t i = 0; i < a->cfg.nstreams; i++) {
+        struct iwarp_sess_ssn_tx *tx = &a->st[i].ssn_tx;
+        if (tx->unacked > unacked)
+            iwarp_sess_ssn_tx_acked(tx, tx->unacked - unacked);
+    }
+}
+
+void iwarp_llp_assoc_lost(struct iwarp_llp_assoc *a, bool graceful)
+{
+    if (a->lost)
+        return;
+    a->lost = true;
+    a->has_pend = false;
+    for (uint16_t i = 0; i < a->cfg.nstreams; i++) {
+        struct iwarp_llp_assoc_stream *st = &a->st[i];
+        if (st->state == IWARP_LLP_ASSOC_FREE)
+            continue;
+        bool was_live = st->state == IWARP_LLP_ASSOC_SESSION;
+        iwarp_sess_ctl_lost(&st->ctl); /* §11.3: the sessions end with the association */
+        (void)iwarp_sess_ctl_events(&st->ctl);
+        engine_closed(st, graceful);
+        struct iwarp_sess_chunk c;
+        while (iwarp_sess_ssn_rx_drain(&st->ssn_rx, &c))
+            give_back(a, c.ptr);
+        if (was_live && !st->err)
+            st->err = graceful ? 0 : IWARP_ERR_SCTP_ASSOC_LOST;
+        if (st->state != IWARP_LLP_ASSOC_OVER) {
+            st->state = IWARP_LLP_ASSOC_OVER;
+            st->events |= IWARP_LLP_ASSOC_EV_CLOSED;
+        }
+    }
+}

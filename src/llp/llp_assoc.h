@@ -1,0 +1,177 @@
+/*
+ * One SCTP association carrying DDP streams (RFC 5043), sans I/O: the upper half of DDP over
+ * SCTP. Each SCTP stream of the association carries at most one DDP Stream Session at a time
+ * (§5.2, §6): its session control machine (session_ctl), its DDP-SSN counter and reorder
+ * window (session_ssn) and the engine it feeds (an RDMAP QP or a DDP-level stream,
+ * llp_engine.h). llp_sctp moves the chunks; this object decides what they mean.
+ *
+ * Driving it (every call under the owner's lock, as llp_conn):
+ *   RX:  iwarp_llp_assoc_rx_chunk() with each message of the association as SCTP delivered it
+ *        (any order: the DDP-SSN window restores §6.1's order per stream). Ownership of the
+ *        buffer passes in: it is given back through cfg.chunk_free once processed (segment
+ *        payload placed by the engine: the one copy of the receive path) or at teardown.
+ *   TX:  while iwarp_llp_assoc_tx_next() returns a chunk, send it (PPID, stream, iovecs: the
+ *        DDP-SSN, the headers, the payload in registered memory) and call
+ *        iwarp_llp_assoc_tx_done(); when the send must wait (send buffer full) call nothing:
+ *        the next tx_next() returns the same chunk again.
+ *   Events: iwarp_llp_assoc_take_events() per stream after each call (session requested,
+ *        established, rejected, closed).
+ *   Loss: iwarp_llp_assoc_lost() when the association is gone: every session ends and every
+ *        engine is flushed (§11.3).
+ * Streams are chosen by the owner: iwarp_llp_assoc_open() starts an active session on a free
+ * stream; on a passive association an Initiate on a free stream opens a passive session by
+ * itself (limited by the shared pending counter, §6.4). No allocation; memory is the owner's.
+ */
+#ifndef IWARP_LLP_LLP_ASSOC_H
+#define IWARP_LLP_LLP_ASSOC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "llp/llp_engine.h"
+#include "session/session_ctl.h"
+#include "session/session_ssn.h"
+#include "wire/wire_sctp.h"
+
+/* RFC 5043 §5.2.2: PPIDs of DDP Segment and Stream Session Control chunks. */
+#define IWARP_LLP_ASSOC_PPID_SEG 16u
+#define IWARP_LLP_ASSOC_PPID_CTL 17u
+
+/* Reorder window per stream when the owner does not say (DDP-SSNs held ahead of a gap). */
+#define IWARP_LLP_ASSOC_WINDOW 512u
+
+/* Per-stream events (iwarp_llp_assoc_take_events). */
+enum {
+    IWARP_LLP_ASSOC_EV_REQUEST = 0x1,     /* passive: an Initiate awaits accept()/reject() */
+    IWARP_LLP_ASSOC_EV_ESTABLISHED = 0x2, /* the session is up and the engine started */
+    IWARP_LLP_ASSOC_EV_REJECTED = 0x4,    /* rejected (by the peer, or by us) */
+    IWARP_LLP_ASSOC_EV_CLOSED = 0x8,      /* the session is over and the engine closed: the
+                                             stream may be released (release()) */
+};
+
+enum iwarp_llp_assoc_stream_state {
+    IWARP_LLP_ASSOC_FREE = 0, /* no session */
+    IWARP_LLP_ASSOC_SESSION,  /* a session in progress or established */
+    IWARP_LLP_ASSOC_ENDING,   /* our or the peer's Terminate is out; waiting for the other */
+    IWARP_LLP_ASSOC_OVER,     /* session over (CLOSED reported): release() frees the stream */
+};
+
+/* One SCTP stream: fields private to llp_assoc.c. */
+struct iwarp_llp_assoc_stream {
+    enum iwarp_llp_assoc_stream_state state;
+    struct iwarp_sess_ctl ctl;
+    struct iwarp_sess_ssn_tx ssn_tx;
+    struct iwarp_sess_ssn_rx ssn_rx;
+    struct iwarp_llp_engine eng;
+    uint32_t ird, ord; /* the engine's IRD/ORD when the session leaves them to the ULP */
+    bool started;      /* the engine runs */
+    bool graceful;     /* the close was orderly (both Terminates, or a disconnect drained) */
+    uint32_t events;   /* IWARP_LLP_ASSOC_EV_* not yet taken */
+    int err;           /* why it ended (0: orderly) */
+    void *user;        /* the owner's (e.g. its CM id) */
+};
+
+/* A chunk to send (tx_next). iov[0..niov) holds len octets. */
+struct iwarp_llp_assoc_chunk {
+    uint16_t sid;
+    uint32_t ppid;
+    struct iovec iov[2 + IWARP_CORE_TX_IOV_MAX];
+    uint32_t niov;
+    size_t len;
+    /* private */
+    bool is_seg;
+    uint8_t ssn[IWARP_SCTP_SSN_LEN];
+    struct iwarp_core_tx_seg seg;
+    uint8_t ctl[IWARP_SCTP_CTL_MAX];
+};
+
+struct iwarp_llp_assoc_cfg {
+    uint16_t nstreams; /* as negotiated (§8: equal both ways) */
+    uint32_t max_seg;  /* largest DDP segment (§9), >= IWARP_SCTP_CTL_MAX */
+    bool passive;      /* the peer may open sessions (we accepted the association) */
+    struct iwarp_sess_cfg passive_sess; /* passive: the configuration of those sessions
+                                           (pending counter required) */
+    void (*chunk_free)(void *ptr);      /* gives a received buffer back */
+    uint16_t window;                    /* slots per stream: 0 = IWARP_LLP_ASSOC_WINDOW */
+};
+
+struct iwarp_llp_assoc {
+    struct iwarp_llp_assoc_cfg cfg;
+    struct iwarp_llp_assoc_stream *st; /* cfg.nstreams, owner's memory */
+    struct iwarp_sess_ssn_slot *slots; /* cfg.nstreams * window, owner's memory */
+    struct iwarp_llp_assoc_chunk pend; /* produced, not yet sent */
+    bool has_pend;
+    uint16_t rr; /* next stream to serve (round robin) */
+    bool lost;
+    uint64_t rx_dropped; /* chunks not taken (bad PPID/SSN, no session) */
+};
+
+/* Memory the owner gives init(): nstreams streams and nstreams * window slots. */
+int iwarp_llp_assoc_init(struct iwarp_llp_assoc *a, const struct iwarp_llp_assoc_cfg *cfg,
+                         struct iwarp_llp_assoc_stream *streams, struct iwarp_sess_ssn_slot *slots);
+
+/* The lowest free stream, or -1 when every stream has a session. */
+int iwarp_llp_assoc_free_stream(const struct iwarp_llp_assoc *a);
+
+/*
+ * Starts an active session on free stream sid (the Initiate is queued, §6.2) with engine eng
+ * attached (started once the peer accepts). ird/ord: the engine's when the session leaves
+ * them to the ULP (no RFC 6581 negotiation). Returns 0, IWARP_ERR_BUSY (stream in use),
+ * IWARP_ERR_STATE (association lost), IWARP_ERR_INVAL, or a session_ctl init error.
+ */
+int iwarp_llp_assoc_open(struct iwarp_llp_assoc *a, uint16_t sid, const struct iwarp_sess_cfg *cfg,
+                         struct iwarp_llp_engine eng, uint32_t ird, uint32_t ord, void *user);
+
+/* Passive, after EV_REQUEST: accept with engine eng (started at once: it may send first, RFC
+ * 6581 §7) or reject. Returns 0, IWARP_ERR_STATE, or a session_ctl error. */
+int iwarp_llp_assoc_accept(struct iwarp_llp_assoc *a, uint16_t sid,
+                           const struct iwarp_sess_answer *ans, struct iwarp_llp_engine eng,
+                           uint32_t ird, uint32_t ord);
+int iwarp_llp_assoc_reject(struct iwarp_llp_assoc *a, uint16_t sid,
+                           const struct iwarp_sess_answer *ans);
+
+/* Graceful close of the stream's session: the engine drains (its disconnect), then our
+ * Terminate follows its last segment (§6.2). */
+void iwarp_llp_assoc_disconnect(struct iwarp_llp_assoc *a, uint16_t sid);
+
+/* Abortive: the engine is detached and flushed now (llp_closed(false) is the owner's call if
+ * it wants one), a Terminate goes out; EV_CLOSED follows once it is answered. */
+void iwarp_llp_assoc_abort(struct iwarp_llp_assoc *a, uint16_t sid);
+
+/* After EV_CLOSED (or to withdraw an unanswered session, abortively): the stream is free for
+ * a new session (§6.6: DDP-SSN from 0 again); held chunks are given back. */
+void iwarp_llp_assoc_release(struct iwarp_llp_assoc *a, uint16_t sid);
+
+/*
+ * A received message: stream sid, PPID ppid, U bit, buf (len octets; ownership passes in).
+ * Returns 0, or the negative error that ended the stream's session (the chunk was dropped).
+ */
+int iwarp_llp_assoc_rx_chunk(struct iwarp_llp_assoc *a, uint16_t sid, uint32_t ppid, bool unordered,
+                             void *buf, size_t len);
+
+/* The next chunk to send, or NULL. The same chunk comes back until tx_done(). */
+const struct iwarp_llp_assoc_chunk *iwarp_llp_assoc_tx_next(struct iwarp_llp_assoc *a);
+
+/* The chunk tx_next() returned was handed to SCTP (copied into its send buffer). */
+void iwarp_llp_assoc_tx_done(struct iwarp_llp_assoc *a);
+
+/* Whether tx_next() has something to send now (without producing it). */
+bool iwarp_llp_assoc_tx_ready(const struct iwarp_llp_assoc *a);
+
+/* SCTP reports `unacked` chunks of the association unacknowledged: no stream has more in
+ * flight (§10's 32767 bound per stream is kept against this). */
+void iwarp_llp_assoc_unacked(struct iwarp_llp_assoc *a, uint32_t unacked);
+
+/* The association is gone (graceful: an orderly SCTP shutdown with no session alive):
+ * every session ends, every engine closes (flush), held chunks are given back. */
+void iwarp_llp_assoc_lost(struct iwarp_llp_assoc *a, bool graceful);
+
+/* Returns and clears stream sid's events. */
+uint32_t iwarp_llp_assoc_take_events(struct iwarp_llp_assoc *a, uint16_t sid);
+
+/* Streams with a session (not FREE). */
+uint32_t iwarp_llp_assoc_in_use(const struct iwarp_llp_assoc *a);
+
+#endif
