@@ -95,6 +95,11 @@ struct iwarp_conn_param {
      * does so), connect once more without asking instead of reporting REJECTED with
      * IWARP_ERR_MPA_MARKERS. ESTABLISHED's param then shows markers false. */
     bool markers_fallback;
+    /* IWARP_PS_SCTP connector: open a new SCTP association for this connection. Otherwise a
+     * free stream of an association the context already has to the same peer carries it (one
+     * DDP stream per SCTP stream, RFC 5043 §5.2), and a new association only when none has
+     * room (iwarp_ctx_attr.sctp_streams). The MPA options above do not apply over SCTP. */
+    bool sctp_own_association;
 };
 
 struct iwarp_cm_event {

@@ -90,6 +90,12 @@ struct iwarp_ctx_attr {
      * during iwarp_ctx_create, which fails with IWARP_ERR_PCAP when the file cannot be created
      * and IWARP_ERR_INVAL when IWARP_PCAP_MAX is not a size. */
     const char *trace_pcap;
+    /* DDP over SCTP (IWARP_PS_SCTP, RFC 5043): SCTP streams each way per association, i.e. DDP
+     * streams (QPs) one association carries at once (0: 16); and the network MTU the UDP-
+     * encapsulated packets mimic (RFC 6951; 0: 1500; DDP segments never exceed what fits
+     * unfragmented, RFC 5043 §9). */
+    uint16_t sctp_streams;
+    uint32_t sctp_mtu;
 };
 
 /* Fill attr with the defaults. */

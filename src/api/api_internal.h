@@ -29,6 +29,7 @@
 #define IWARP_API_ASYNC_MAX 1024u
 
 struct iwarp_cm_channel; /* cm.c */
+struct cm_sctp_ctx;      /* cm_sctp.c */
 struct iwarp_trace_sink; /* trace/trace_sink.h */
 
 struct iwarp_ctx {
@@ -47,6 +48,8 @@ struct iwarp_ctx {
     /* the context's packet trace file (attr.trace_pcap / IWARP_PCAP; shared per path per
      * process, one reference held), or NULL (then the process-wide one, if started) */
     struct iwarp_trace_sink *trace;
+    /* DDP over SCTP: the context's endpoints and associations (cm_sctp.c), or NULL */
+    struct cm_sctp_ctx *sctp;
 };
 
 struct iwarp_pd {

@@ -29,85 +29,11 @@
 #include <unistd.h>
 
 #include "api/api_internal.h"
+#include "api/cm_internal.h"
 #include "iwarp/errors.h"
 #include "llp/llp_tcp.h"
 #include "loop/loop.h"
 #include "trace/trace_sink.h"
-
-#define CM_SLOTS_API       2u /* ADDR_RESOLVED, ROUTE_RESOLVED */
-#define CM_SLOTS_CONN      3u /* CONNECT_REQUEST, ESTABLISHED/REJECTED/..., DISCONNECTED */
-#define CM_SLOTS           (CM_SLOTS_API + CM_SLOTS_CONN)
-/* IRD/ORD 0xFF in a conn_param: the device maximum (librdmacm RDMA_MAX_RESP_RES). */
-#define CM_IRD_ORD_MAX_REQ 0xFFu
-/* After our FIN, how long the peer has to send its own before we reset the connection. */
-#define CM_LINGER_NS       3000000000ull
-
-enum cm_state {
-    CM_IDLE = 0,
-    CM_ADDR,       /* bound or address resolved */
-    CM_ROUTE,      /* route resolved */
-    CM_LISTEN,     /* listening */
-    CM_CONNECTING, /* TCP connect in progress */
-    CM_MPA,        /* MPA negotiation (active; or passive before the Request, hidden) */
-    CM_REQUEST,    /* passive: CONNECT_REQUEST delivered, waiting for accept/reject */
-    CM_ESTABLISHED,
-    CM_CLOSING, /* iwarp_cm_disconnect: the QP drains, FIN, then the peer's FIN */
-    CM_CLOSED,  /* the connection is over (or was never made) */
-};
-
-struct cm_id;
-
-struct cm_ev {
-    struct iwarp_cm_event pub; /* first: the public event points here */
-    struct cm_ev *next;        /* channel queue */
-    struct cm_id *owner;
-    bool busy; /* queued or delivered, not yet acked */
-};
-
-struct cm_channel {
-    struct iwarp_cm_channel pub; /* first */
-    struct cm_ev *head, *tail;
-    uint32_t n_ids;
-};
-
-struct cm_conn {
-    struct iwarp_loop_src src;
-    struct iwarp_llp_tcp tcp;
-    uint8_t *bounce;
-    struct iwarp_llp_conn_txf *txf;
-    struct iwarp_trace_conn *trace; /* the packet trace (holds its sink's reference), or NULL */
-    uint8_t *trace_buf;             /* its 2 * IWARP_TRACE_CONN_BUF octets */
-    /* active side: the MPA configuration and private data kept from connect() until TCP is
-     * up and the negotiation starts (it copies them then) */
-    struct iwarp_llp_conn_cfg cfg;
-    uint8_t pd[IWARP_MPA_PD_MAX];
-};
-
-struct cm_listener {
-    struct iwarp_loop_src src;
-    struct iwarp_llp_tcp_listener tcp;
-    struct cm_id *hidden;   /* accepted connections not yet announced */
-    uint32_t n_req_unacked; /* CONNECT_REQUEST events naming this listener, not acked */
-};
-
-struct cm_id {
-    struct iwarp_cm_id pub; /* first: the public handle points here */
-    struct cm_channel *ch;
-    enum cm_state state;
-    bool passive;
-    struct cm_id *listen_id;   /* passive: the listener that accepted it */
-    struct cm_id *next_hidden; /* in listen_id's hidden list while hidden */
-    struct cm_listener *lsn;   /* listening ids */
-    struct cm_conn *conn;
-    uint64_t linger_deadline; /* UINT64_MAX: none */
-    bool markers_fallback;    /* active: on a Reject of our markers, retry once without */
-    /* active: the source address the application asked for (family 0: any). Kept apart from
-     * pub.local_addr, which becomes the connection's bound address: a second connection
-     * (markers_fallback) must not bind the first one's port, which TIME_WAIT may still hold. */
-    struct sockaddr_storage bind_src;
-    uint32_t n_unacked;
-    struct cm_ev ev[CM_SLOTS];
-};
 
 static struct cm_id *cm_id_of(struct iwarp_cm_id *id)
 {
@@ -137,8 +63,8 @@ const char *iwarp_cm_event_str(enum iwarp_cm_event_type type)
 /* Queue an event of id on its channel (lock held). conn: one of the connection slots, else
  * an API slot. param (may be NULL) is copied, with pd_len octets of pd. Returns 0 or
  * IWARP_ERR_BUSY when every slot of that kind holds an unacknowledged event. */
-static int emit(struct cm_id *id, bool conn, enum iwarp_cm_event_type type, int status,
-                const struct iwarp_conn_param *param, const uint8_t *pd, uint16_t pd_len)
+int iwarp_api_cm_emit(struct cm_id *id, bool conn, enum iwarp_cm_event_type type, int status,
+                      const struct iwarp_conn_param *param, const uint8_t *pd, uint16_t pd_len)
 {
     uint32_t first = conn ? CM_SLOTS_API : 0, end = conn ? CM_SLOTS : CM_SLOTS_API;
     struct cm_ev *e = NULL;
@@ -185,7 +111,7 @@ static int emit(struct cm_id *id, bool conn, enum iwarp_cm_event_type type, int 
 /* ---- MPA parameters ---------------------------------------------------------------------- */
 
 /* IRD/ORD from a conn_param (0xFF: the device maximum; more than it is clipped). */
-static uint16_t ird_ord(uint8_t v)
+uint16_t iwarp_api_cm_ird_ord(uint8_t v)
 {
     if (v == CM_IRD_ORD_MAX_REQ || v > IWARP_CORE_MAX_IRD)
         return (uint16_t)IWARP_CORE_MAX_IRD;
@@ -193,7 +119,7 @@ static uint16_t ird_ord(uint8_t v)
 }
 
 /* A peer's raw IRD/ORD (0x3FFF: not negotiated) as a conn_param octet. */
-static uint8_t ird_ord_report(uint16_t v)
+uint8_t iwarp_api_cm_ird_ord_report(uint16_t v)
 {
     return (uint8_t)(v > IWARP_CORE_MAX_IRD ? IWARP_CORE_MAX_IRD : v);
 }
@@ -238,8 +164,8 @@ static int initiator_cfg(const struct iwarp_conn_param *p, struct iwarp_llp_conn
     n->enhanced = rev == IWARP_MPA_REV2;
     n->crc = p->crc;
     n->markers = p->markers;
-    n->ird = ird_ord(p->responder_resources);
-    n->ord = ird_ord(p->initiator_depth);
+    n->ird = iwarp_api_cm_ird_ord(p->responder_resources);
+    n->ord = iwarp_api_cm_ird_ord(p->initiator_depth);
     n->peer2peer = p->peer_to_peer;
     n->rtr = p->rtr_types ? rtr_to_mpa(p->rtr_types) : (uint8_t)IWARP_MPA_RTR_ALL;
     if (n->rtr == 0)
@@ -273,14 +199,14 @@ static void result_param(const struct iwarp_mpa_neg_result *r, bool request,
     if (request) {
         /* CONNECT_REQUEST: the peer's IRD/ORD swapped into our view (siw_cm_upcall: ird =
          * the peer's ord, ord = the peer's ird; api-conventions §3). */
-        p->responder_resources = ird_ord_report(r->peer_ord);
-        p->initiator_depth = ird_ord_report(r->peer_ird);
+        p->responder_resources = iwarp_api_cm_ird_ord_report(r->peer_ord);
+        p->initiator_depth = iwarp_api_cm_ird_ord_report(r->peer_ird);
         p->mpa_rev = r->peer_rev;
         p->peer_to_peer = r->peer_p2p;
         p->rtr_types = rtr_to_cm(r->peer_rtr);
     } else {
-        p->responder_resources = ird_ord_report(r->ird);
-        p->initiator_depth = ird_ord_report(r->ord);
+        p->responder_resources = iwarp_api_cm_ird_ord_report(r->ird);
+        p->initiator_depth = iwarp_api_cm_ird_ord_report(r->ord);
         p->mpa_rev = r->rev;
         p->peer_to_peer = r->p2p;
         p->rtr_types = rtr_to_cm(r->rtr);
@@ -395,6 +321,10 @@ static void qp_disconnect(struct iwarp_qp_impl *q)
  * and the connection was up. */
 static void conn_abort(struct cm_id *id, bool report)
 {
+    if (id->sctp) {
+        iwarp_api_sctp_abort(id, report);
+        return;
+    }
     if (!id->conn || !id->conn->src.registered)
         return;
     bool was_up = id->state == CM_ESTABLISHED || id->state == CM_CLOSING;
@@ -402,9 +332,10 @@ static void conn_abort(struct cm_id *id, bool report)
     conn_release(id, true);
     id->state = CM_CLOSED;
     if (report && was_up)
-        emit(id, true, IWARP_CM_EVENT_DISCONNECTED, 0, NULL, NULL, 0);
+        iwarp_api_cm_emit(id, true, IWARP_CM_EVENT_DISCONNECTED, 0, NULL, NULL, 0);
     else if (report && was_connecting && !id->passive)
-        emit(id, true, IWARP_CM_EVENT_CONNECT_ERROR, IWARP_ERR_CONN_RESET, NULL, NULL, 0);
+        iwarp_api_cm_emit(id, true, IWARP_CM_EVENT_CONNECT_ERROR, IWARP_ERR_CONN_RESET, NULL, NULL,
+                          0);
 }
 
 static void qp_abort(struct iwarp_qp_impl *q)
@@ -491,7 +422,7 @@ static void active_failed(struct cm_id *id, int status)
     else if (status == IWARP_ERR_TIMEDOUT || status == IWARP_ERR_UNREACHABLE)
         type = IWARP_CM_EVENT_UNREACHABLE;
     id->state = CM_CLOSED;
-    emit(id, true, type, status, NULL, NULL, 0);
+    iwarp_api_cm_emit(id, true, type, status, NULL, NULL, 0);
 }
 
 /* Whether the MPA exchange has reached full operation on this side. */
@@ -549,15 +480,15 @@ static bool update_active_mpa(struct cm_id *id, uint64_t now)
         /* RFC 5044 §7.1.2 rule 3: a Reject ends MPA; the peer's private data goes up. */
         result_param(r, true, &p);
         id->state = CM_CLOSED;
-        emit(id, true, IWARP_CM_EVENT_REJECTED, r->err ? r->err : IWARP_ERR_MPA_REJECTED, &p,
-             r->peer_pd, r->peer_pd_len);
+        iwarp_api_cm_emit(id, true, IWARP_CM_EVENT_REJECTED,
+                          r->err ? r->err : IWARP_ERR_MPA_REJECTED, &p, r->peer_pd, r->peer_pd_len);
         conn_release(id, false);
         return false;
     }
     if (c->state != IWARP_LLP_CONN_FAILED && c->state != IWARP_LLP_CONN_CLOSE && mpa_up(c)) {
         result_param(r, false, &p);
         id->state = CM_ESTABLISHED;
-        emit(id, true, IWARP_CM_EVENT_ESTABLISHED, 0, &p, r->peer_pd, r->peer_pd_len);
+        iwarp_api_cm_emit(id, true, IWARP_CM_EVENT_ESTABLISHED, 0, &p, r->peer_pd, r->peer_pd_len);
         return true;
     }
     if (c->state == IWARP_LLP_CONN_FAILED || c->state == IWARP_LLP_CONN_CLOSE ||
@@ -625,7 +556,8 @@ static void conn_update(struct cm_id *id, uint64_t now)
             }
             id->next_hidden = NULL;
             id->state = CM_REQUEST;
-            emit(id, true, IWARP_CM_EVENT_CONNECT_REQUEST, 0, &p, r->peer_pd, r->peer_pd_len);
+            iwarp_api_cm_emit(id, true, IWARP_CM_EVENT_CONNECT_REQUEST, 0, &p, r->peer_pd,
+                              r->peer_pd_len);
         } else if (c->state != IWARP_LLP_CONN_NEGOTIATING || t->phase == IWARP_LLP_TCP_DONE ||
                    t->rx_eof) {
             hidden_free(id); /* never announced: nobody to tell */
@@ -645,7 +577,7 @@ static void conn_update(struct cm_id *id, uint64_t now)
             /* the peer closed (FIN or reset), or both FINs are exchanged: answer the FIN */
             iwarp_llp_tcp_shutdown(t, now);
             id->state = CM_CLOSED;
-            emit(id, true, IWARP_CM_EVENT_DISCONNECTED, 0, NULL, NULL, 0);
+            iwarp_api_cm_emit(id, true, IWARP_CM_EVENT_DISCONNECTED, 0, NULL, NULL, 0);
             conn_release(id, false);
             return;
         }
@@ -801,7 +733,8 @@ static struct cm_ev *pop_event(struct cm_channel *ch)
         ch->tail = NULL;
     e->next = NULL;
     uint64_t v;
-    ssize_t n = read(ch->pub.fd, &v, sizeof v); /* never blocks: emit() counted this one */
+    ssize_t n =
+        read(ch->pub.fd, &v, sizeof v); /* never blocks: iwarp_api_cm_emit() counted this one */
     (void)n;
     return e;
 }
@@ -888,8 +821,12 @@ int iwarp_cm_create_id(struct iwarp_cm_channel *pub, struct iwarp_cm_id **out, v
 {
     if (!pub || !out)
         return IWARP_ERR_INVAL;
-    if (ps != IWARP_PS_TCP)
-        return ps == IWARP_PS_SCTP ? IWARP_ERR_NOTSUP : IWARP_ERR_INVAL;
+    if (ps != IWARP_PS_TCP && ps != IWARP_PS_SCTP)
+        return IWARP_ERR_INVAL;
+#ifndef IWARP_HAVE_SCTP
+    if (ps == IWARP_PS_SCTP)
+        return IWARP_ERR_NOTSUP; /* built without usrsctp */
+#endif
     struct iwarp_ctx *ctx = pub->context;
     struct cm_id *id = iwarp_api_calloc(ctx, 1, sizeof *id);
     if (!id)
@@ -916,6 +853,12 @@ int iwarp_cm_destroy_id(struct iwarp_cm_id *pub)
     if (id->n_unacked || pub->qp || (id->lsn && id->lsn->n_req_unacked)) {
         pthread_mutex_unlock(&ctx->lock);
         return IWARP_ERR_BUSY;
+    }
+    if (id->sctp_lsn)
+        iwarp_api_sctp_listen_close(id);
+    if (id->sctp) {
+        iwarp_api_sctp_abort(id, false);
+        iwarp_api_sctp_free(id);
     }
     if (id->lsn) {
         iwarp_loop_del(&ctx->loop, &id->lsn->src);
@@ -957,7 +900,7 @@ int iwarp_cm_resolve_addr(struct iwarp_cm_id *pub, const struct sockaddr *src,
     pthread_mutex_lock(&pub->context->lock);
     int rc = IWARP_ERR_STATE;
     if (id->state == CM_IDLE || id->state == CM_ADDR) {
-        rc = emit(id, false, IWARP_CM_EVENT_ADDR_RESOLVED, 0, NULL, NULL, 0);
+        rc = iwarp_api_cm_emit(id, false, IWARP_CM_EVENT_ADDR_RESOLVED, 0, NULL, NULL, 0);
         if (rc == 0) {
             memset(&pub->peer_addr, 0, sizeof pub->peer_addr);
             memcpy(&pub->peer_addr, dst, iwarp_llp_tcp_addrlen(dst));
@@ -981,7 +924,7 @@ int iwarp_cm_resolve_route(struct iwarp_cm_id *pub, int timeout_ms)
     pthread_mutex_lock(&pub->context->lock);
     int rc = IWARP_ERR_STATE;
     if (id->state == CM_ADDR && pub->peer_addr.ss_family != 0) {
-        rc = emit(id, false, IWARP_CM_EVENT_ROUTE_RESOLVED, 0, NULL, NULL, 0);
+        rc = iwarp_api_cm_emit(id, false, IWARP_CM_EVENT_ROUTE_RESOLVED, 0, NULL, NULL, 0);
         if (rc == 0)
             id->state = CM_ROUTE;
     }
@@ -1021,6 +964,19 @@ int iwarp_cm_listen(struct iwarp_cm_id *pub, int backlog)
     if (!l) {
         pthread_mutex_unlock(&ctx->lock);
         return IWARP_ERR_NOMEM;
+    }
+    l->tcp.fd = -1;
+    if (pub->ps == IWARP_PS_SCTP) {
+        /* the listener record counts CONNECT_REQUESTs; SCTP's own state is id->sctp_lsn */
+        int rc = iwarp_api_sctp_listen(id, backlog);
+        if (rc == 0) {
+            id->lsn = l;
+            id->state = CM_LISTEN;
+        } else {
+            iwarp_api_free(ctx, l);
+        }
+        pthread_mutex_unlock(&ctx->lock);
+        return rc;
     }
     int rc = iwarp_llp_tcp_listen(&l->tcp, (const struct sockaddr *)&pub->local_addr, backlog);
     if (rc == 0) {
@@ -1191,6 +1147,11 @@ int iwarp_cm_connect(struct iwarp_cm_id *pub, const struct iwarp_conn_param *par
         pthread_mutex_unlock(&ctx->lock);
         return IWARP_ERR_DDP_RTR;
     }
+    if (pub->ps == IWARP_PS_SCTP) {
+        rc = iwarp_api_sctp_connect(id, param);
+        pthread_mutex_unlock(&ctx->lock);
+        return rc;
+    }
     /* Check the MPA configuration before any socket exists. */
     struct iwarp_mpa_neg probe;
     rc = iwarp_mpa_neg_init(&probe, &cfg.neg, now);
@@ -1217,6 +1178,11 @@ int iwarp_cm_accept(struct iwarp_cm_id *pub, const struct iwarp_conn_param *para
     struct iwarp_ctx *ctx = pub->context;
     pthread_mutex_lock(&ctx->lock);
     int rc = 0;
+    if (id->state == CM_REQUEST && pub->qp && pub->ps == IWARP_PS_SCTP) {
+        rc = iwarp_api_sctp_accept(id, param);
+        pthread_mutex_unlock(&ctx->lock);
+        return rc;
+    }
     if (id->state != CM_REQUEST || !pub->qp) {
         rc = IWARP_ERR_STATE;
     } else if (id->conn->tcp.phase != IWARP_LLP_TCP_OPEN ||
@@ -1237,8 +1203,8 @@ int iwarp_cm_accept(struct iwarp_cm_id *pub, const struct iwarp_conn_param *para
     }
     struct iwarp_llp_tcp *t = &id->conn->tcp;
     struct iwarp_mpa_neg_answer ans = {
-        .ird = ird_ord(param ? param->responder_resources : 0),
-        .ord = ird_ord(param ? param->initiator_depth : 0),
+        .ird = iwarp_api_cm_ird_ord(param ? param->responder_resources : 0),
+        .ord = iwarp_api_cm_ird_ord(param ? param->initiator_depth : 0),
         .pd = pd_len ? param->private_data : NULL,
         .pd_len = pd_len,
         /* the passive side's MPA choices: CRC (either side's C=1 turns it on) and markers in
@@ -1266,7 +1232,7 @@ int iwarp_cm_accept(struct iwarp_cm_id *pub, const struct iwarp_conn_param *para
     /* Like siw (siw_accept -> IW_CM_EVENT_ESTABLISHED once the Reply is queued): the ULP may
      * post now; RFC 5044 §7.1.2 rule 4 holds our FPDUs until the initiator's first one. */
     id->state = CM_ESTABLISHED;
-    emit(id, true, IWARP_CM_EVENT_ESTABLISHED, 0, &p, r->peer_pd, r->peer_pd_len);
+    iwarp_api_cm_emit(id, true, IWARP_CM_EVENT_ESTABLISHED, 0, &p, r->peer_pd, r->peer_pd_len);
     conn_update(id, now);
     pthread_mutex_unlock(&ctx->lock);
     return 0;
@@ -1285,6 +1251,11 @@ int iwarp_cm_reject(struct iwarp_cm_id *pub, const void *private_data, uint16_t 
     if (id->state != CM_REQUEST) {
         pthread_mutex_unlock(&ctx->lock);
         return IWARP_ERR_STATE;
+    }
+    if (pub->ps == IWARP_PS_SCTP) {
+        int src = iwarp_api_sctp_reject(id, private_data, private_data_len);
+        pthread_mutex_unlock(&ctx->lock);
+        return src;
     }
     struct iwarp_llp_tcp *t = &id->conn->tcp;
     int rc = 0;
@@ -1337,7 +1308,9 @@ int iwarp_cm_disconnect(struct iwarp_cm_id *pub)
     struct iwarp_ctx *ctx = pub->context;
     pthread_mutex_lock(&ctx->lock);
     int rc = 0;
-    if (id->state == CM_ESTABLISHED)
+    if (pub->ps == IWARP_PS_SCTP)
+        rc = iwarp_api_sctp_disconnect(id);
+    else if (id->state == CM_ESTABLISHED)
         start_disconnect(id, iwarp_loop_now());
     else if (id->state == CM_MPA || id->state == CM_CONNECTING)
         conn_abort(id, true); /* not up yet: abortive, CONNECT_ERROR */

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "api/api_internal.h"
+#include "api/cm_internal.h"
 #include "iwarp/errors.h"
 
 static void *libc_malloc(size_t size, void *user)
@@ -184,6 +185,7 @@ int iwarp_ctx_destroy(struct iwarp_ctx *ctx)
     pthread_mutex_unlock(&ctx->lock);
     if (busy)
         return IWARP_ERR_BUSY;
+    iwarp_api_sctp_ctx_fini(ctx); /* associations still shutting down are aborted */
     iwarp_loop_fini(&ctx->loop);
     pthread_mutex_destroy(&ctx->lock);
     close(ctx->async_fd);

@@ -1318,6 +1318,27 @@ void iwarp_llp_sctp_set_ops(struct iwarp_llp_sctp_assoc *a, const struct iwarp_l
     a->user = user;
 }
 
+socklen_t iwarp_llp_sctp_peer(const struct iwarp_llp_sctp_assoc *a, struct sockaddr_storage *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!a || !a->so)
+        return 0;
+    struct sockaddr *addrs = NULL;
+    int n = usrsctp_getpaddrs(a->so, 0, &addrs);
+    socklen_t len = 0;
+    if (n > 0 && addrs->sa_family == AF_CONN) {
+        /* the peer's AF_CONN address is the path we registered: it names the UDP peer */
+        struct path *p = path_from_handle(((struct sockaddr_conn *)addrs)->sconn_addr);
+        if (p) {
+            memcpy(out, &p->peer, p->peerlen);
+            len = p->peerlen;
+        }
+    }
+    if (n > 0)
+        usrsctp_freepaddrs(addrs);
+    return len;
+}
+
 uint32_t iwarp_llp_sctp_max_seg(const struct iwarp_llp_sctp_assoc *a)
 {
     return a->state == ST_UP ? a->max_seg : 0;

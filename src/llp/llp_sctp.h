@@ -234,6 +234,9 @@ void iwarp_llp_sctp_set_ops(struct iwarp_llp_sctp_assoc *a, const struct iwarp_l
 int iwarp_llp_sctp_send_chunk(struct iwarp_llp_sctp_assoc *a, uint16_t sid, uint32_t ppid,
                               const struct iovec *iov, size_t n);
 
+/* The peer's UDP address (its length; 0 when unknown, e.g. after close). */
+socklen_t iwarp_llp_sctp_peer(const struct iwarp_llp_sctp_assoc *a, struct sockaddr_storage *out);
+
 /* Largest DDP segment (0 until up) and stream count (0 until up). */
 uint32_t iwarp_llp_sctp_max_seg(const struct iwarp_llp_sctp_assoc *a);
 uint16_t iwarp_llp_sctp_nstreams(const struct iwarp_llp_sctp_assoc *a);

@@ -442,7 +442,14 @@ TEST(argument_and_state_checks)
     struct side cli;
     side_init(&cli, IWARP_PROGRESS_THREAD);
     struct iwarp_cm_id *id;
+#ifdef IWARP_HAVE_SCTP
+    ASSERT_EQ(iwarp_cm_create_id(cli.ch, &id, NULL, IWARP_PS_SCTP), 0); /* DDP over SCTP */
+    ASSERT_EQ(iwarp_cm_destroy_id(id), 0);
+#else
     ASSERT_EQ(iwarp_cm_create_id(cli.ch, &id, NULL, IWARP_PS_SCTP), IWARP_ERR_NOTSUP);
+#endif
+    ASSERT_EQ(iwarp_cm_create_id(cli.ch, &id, NULL, (enum iwarp_port_space)0x0111),
+              IWARP_ERR_INVAL);
     ASSERT_EQ(iwarp_cm_create_id(cli.ch, &id, NULL, IWARP_PS_TCP), 0);
     ASSERT_EQ(iwarp_cm_destroy_channel(cli.ch), IWARP_ERR_BUSY);
     struct iwarp_conn_param cp = {0};

@@ -55,6 +55,7 @@ static const char *const op_name[OP_COUNT] = {"Send",        "Send+SE",    "Send
 
 /* One connection's axis settings. */
 struct axis {
+    bool sctp; /* DDP over SCTP (RFC 5043): the MPA fields below do not apply */
     bool v6;
     enum iwarp_progress_mode srv_mode, cli_mode;
     uint8_t mpa_rev;
@@ -106,6 +107,34 @@ static const struct axis AXES[NCONN] = {
      .cli_crc = true,
      .p2p = true,
      .rtr = IWARP_CM_RTR_SEND},
+};
+
+/* The same matrix over SCTP: every axis that is not MPA's. */
+#define NCONN_SCTP 5u
+static const struct axis SCTP_AXES[NCONN_SCTP] = {
+    {.sctp = true,
+     .srv_mode = IWARP_PROGRESS_THREAD,
+     .cli_mode = IWARP_PROGRESS_THREAD,
+     .fence = true},
+    {.sctp = true,
+     .v6 = true,
+     .srv_mode = IWARP_PROGRESS_CALLER,
+     .cli_mode = IWARP_PROGRESS_CALLER,
+     .sq_sig_all = 1},
+    {.sctp = true,
+     .srv_mode = IWARP_PROGRESS_THREAD,
+     .cli_mode = IWARP_PROGRESS_CALLER,
+     .unsignaled = true,
+     .inline_sends = true},
+    {.sctp = true,
+     .v6 = true,
+     .srv_mode = IWARP_PROGRESS_THREAD,
+     .cli_mode = IWARP_PROGRESS_THREAD,
+     .comp = true},
+    {.sctp = true,
+     .srv_mode = IWARP_PROGRESS_CALLER,
+     .cli_mode = IWARP_PROGRESS_THREAD,
+     .srq = true},
 };
 
 /* ---- patterns and guarded layouts ---------------------------------------------------------- */
@@ -305,6 +334,7 @@ struct end {
 
 struct conn {
     const struct axis *ax;
+    uint32_t index; /* the axis' number, for messages and seeds */
     struct end srv, cli;
     struct iwarp_srq *srq;
     uint64_t next_id;
@@ -471,7 +501,7 @@ static void run_cell(struct conn *c, struct end *a, enum op op, uint32_t len, ui
     snprintf(what, sizeof what, "%s %u octets %u SGE%s %s", op_name[op], len, nsge,
              nsge > 1 ? "s" : "", a == &c->cli ? "cli->srv" : "srv->cli");
     if (getenv("MATRIX_VERBOSE"))
-        fprintf(stderr, "    conn %u: %s\n", (unsigned)(ax - AXES), what);
+        fprintf(stderr, "    conn %u: %s\n", c->index, what);
     bool send = op <= OP_SEND_SE_INV;
     bool se = op == OP_SEND_SE || op == OP_SEND_SE_INV;
     bool inv = op == OP_SEND_INV || op == OP_SEND_SE_INV;
@@ -580,11 +610,20 @@ static void end_init(struct conn *c, struct end *e, bool srv, uint8_t *mem)
     memset(&e->e, 0, sizeof e->e);
 }
 
-static void conn_up(struct conn *c, const struct axis *ax)
+/* The largest DDP segment over SCTP for the default 1500-octet MTU (RFC 5043 §9: no SCTP or IP
+ * fragmentation): the MTU less the IP, UDP (RFC 6951), SCTP common (12) and DATA chunk (16)
+ * headers, the DDP-SSN (2) and the 32 octets the library keeps free for a bundled SACK. */
+static uint32_t sctp_max_seg(bool v6)
+{
+    return 1500u - (v6 ? 40u : 20u) - 8u - 12u - 16u - 2u - 32u;
+}
+
+static void conn_up(struct conn *c, const struct axis *ax, uint32_t index)
 {
     memset(c, 0, sizeof *c);
     c->ax = ax;
-    c->seed = (uint32_t)(ax - AXES) * 1000u;
+    c->index = index;
+    c->seed = index * 1000u;
     end_init(c, &c->srv, true, mem_buf[0]);
     end_init(c, &c->cli, false, mem_buf[1]);
     struct sp_cfg cfg = {.cap = {.max_send_wr = 64,
@@ -597,22 +636,27 @@ static void conn_up(struct conn *c, const struct axis *ax)
         struct iwarp_srq_init_attr sa = {.attr = {.max_wr = 64, .max_sge = MAX_SGE}};
         ASSERT_EQ(iwarp_create_srq(c->srv.side.pd, &sa, &c->srq), 0);
     }
-    uint32_t cli_emss, srv_emss;
-    loopback_emss(ax->v6, &cli_emss, &srv_emss);
-    c->srv.mulpdu_rx = mulpdu(cli_emss, ax->srv_markers);
-    c->cli.mulpdu_rx = mulpdu(srv_emss, ax->cli_markers);
+    if (ax->sctp) {
+        c->srv.mulpdu_rx = c->cli.mulpdu_rx = sctp_max_seg(ax->v6);
+    } else {
+        uint32_t cli_emss, srv_emss;
+        loopback_emss(ax->v6, &cli_emss, &srv_emss);
+        c->srv.mulpdu_rx = mulpdu(cli_emss, ax->srv_markers);
+        c->cli.mulpdu_rx = mulpdu(srv_emss, ax->cli_markers);
+    }
+    enum iwarp_port_space ps = ax->sctp ? IWARP_PS_SCTP : IWARP_PS_TCP;
 
     struct sp_side *srv = &c->srv.side, *cli = &c->cli.side;
     struct sockaddr_storage a;
     set_addr(&a, ax->v6, 0);
-    ASSERT_EQ(iwarp_cm_create_id(srv->ch, &srv->listen, srv, IWARP_PS_TCP), 0);
+    ASSERT_EQ(iwarp_cm_create_id(srv->ch, &srv->listen, srv, ps), 0);
     ASSERT_EQ(iwarp_cm_bind_addr(srv->listen, (struct sockaddr *)&a), 0);
     ASSERT_EQ(iwarp_cm_listen(srv->listen, 4), 0);
     uint16_t port = ax->v6 ? ntohs(((struct sockaddr_in6 *)&srv->listen->local_addr)->sin6_port)
                            : ntohs(((struct sockaddr_in *)&srv->listen->local_addr)->sin_port);
     set_addr(&a, ax->v6, port);
 
-    ASSERT_EQ(iwarp_cm_create_id(cli->ch, &c->cli.e.id, c, IWARP_PS_TCP), 0);
+    ASSERT_EQ(iwarp_cm_create_id(cli->ch, &c->cli.e.id, c, ps), 0);
     ASSERT_EQ(iwarp_cm_resolve_addr(c->cli.e.id, NULL, (struct sockaddr *)&a, 1000), 0);
     sp_expect_ack(cli, srv, IWARP_CM_EVENT_ADDR_RESOLVED);
     ASSERT_EQ(iwarp_cm_resolve_route(c->cli.e.id, 1000), 0);
@@ -623,7 +667,7 @@ static void conn_up(struct conn *c, const struct axis *ax)
 
     struct iwarp_cm_event *ev = sp_expect_event(srv, cli, IWARP_CM_EVENT_CONNECT_REQUEST);
     ASSERT_EQ(ev->status, 0);
-    ASSERT_EQ(ev->param.mpa_rev, ax->mpa_rev ? ax->mpa_rev : 2);
+    ASSERT_EQ(ev->param.mpa_rev, ax->sctp ? 0 : ax->mpa_rev ? ax->mpa_rev : 2);
     ASSERT_EQ(ev->param.peer_to_peer, ax->p2p);
     ASSERT_EQ(ev->id->peer_addr.ss_family, ax->v6 ? AF_INET6 : AF_INET);
     c->srv.e.id = ev->id;
@@ -648,6 +692,9 @@ static void conn_up(struct conn *c, const struct axis *ax)
         /* RFC 6581 peer-to-peer: once the RTR is in, the server may send first */
         wait_rts(c, c->cli.e.qp);
         wait_rts(c, c->srv.e.qp);
+        flush_to(c, &c->srv, &c->cli);
+    } else if (ax->sctp) {
+        /* RFC 6581 §7: over SCTP either side may send first: the server does */
         flush_to(c, &c->srv, &c->cli);
     } else {
         /* RFC 5044 §7.1.2 rule 4: the client sends first */
@@ -804,7 +851,8 @@ static void inline_extra(struct conn *c)
     ASSERT_TRUE(bad == &wr);
 }
 
-TEST(every_operation_every_size_every_axis)
+/* Every cell of the matrix, spread over the connections of axes[0..naxes). */
+static void run_matrix(const struct axis *axes, uint32_t naxes)
 {
     uint64_t t0 = sp_now_ms();
     for (uint32_t i = 0; i < PATLEN; i++)
@@ -828,17 +876,17 @@ TEST(every_operation_every_size_every_axis)
     uint32_t n = cells(all);
     uint32_t per_op_conn[OP_COUNT][NCONN] = {{0}};
     const char *only = getenv("MATRIX_CONN"); /* debugging: run one connection */
-    ASSERT_FALSE(AXES[NCONN - 1u].srv_markers || AXES[NCONN - 1u].cli_markers);
-    for (uint32_t k = 0; k < NCONN; k++) {
+    ASSERT_FALSE(axes[naxes - 1u].srv_markers || axes[naxes - 1u].cli_markers);
+    for (uint32_t k = 0; k < naxes; k++) {
         if (only && (uint32_t)atoi(only) != k)
             continue;
         uint64_t t = sp_now_ms();
         struct conn c;
-        conn_up(&c, &AXES[k]);
+        conn_up(&c, &axes[k], k);
         uint32_t ran = 0;
-        for (uint32_t i = k; i < n; i += NCONN) {
+        for (uint32_t i = k; i < n; i += naxes) {
             /* alternate the direction within a connection */
-            bool from_srv = (i / NCONN) % 2u;
+            bool from_srv = (i / naxes) % 2u;
             struct end *a = from_srv ? &c.srv : &c.cli;
             /* the end the data flows to: Read Responses flow back to the requester */
             struct end *to = all[i].op == OP_READ ? a : other(&c, a);
@@ -847,18 +895,18 @@ TEST(every_operation_every_size_every_axis)
             per_op_conn[all[i].op][k]++;
             ran++;
         }
-        if (AXES[k].fence)
+        if (axes[k].fence)
             fence_after_read(&c);
-        if (AXES[k].inline_sends)
+        if (axes[k].inline_sends)
             inline_extra(&c);
         conn_down(&c);
-        fprintf(stderr, "  connection %u: %u cells in %.2f s\n", k, ran,
-                (double)(sp_now_ms() - t) / 1000.0);
+        fprintf(stderr, "  connection %u%s: %u cells in %.2f s\n", k, axes[k].sctp ? " (SCTP)" : "",
+                ran, (double)(sp_now_ms() - t) / 1000.0);
     }
     /* every operation ran on several connections (so met several axis settings) */
     for (int op = 0; op < OP_COUNT && !only; op++) {
         uint32_t conns = 0;
-        for (uint32_t k = 0; k < NCONN; k++)
+        for (uint32_t k = 0; k < naxes; k++)
             conns += per_op_conn[op][k] ? 1u : 0u;
         ASSERT_TRUE(conns >= 3);
     }
@@ -866,3 +914,16 @@ TEST(every_operation_every_size_every_axis)
     free(mem_buf[1]);
     fprintf(stderr, "  %u cells in %.2f s\n", n, (double)(sp_now_ms() - t0) / 1000.0);
 }
+
+TEST(every_operation_every_size_every_axis)
+{
+    run_matrix(AXES, NCONN);
+}
+
+#ifdef IWARP_HAVE_SCTP
+/* RFC 5043: the same operations over DDP over SCTP, everything above the LLP seam unchanged. */
+TEST(every_operation_every_size_over_sctp)
+{
+    run_matrix(SCTP_AXES, NCONN_SCTP);
+}
+#endif

@@ -1,0 +1,1118 @@
+/*
+ * The connection manager over SCTP (IWARP_PS_SCTP): DDP streams (QPs) as sessions on the SCTP
+ * streams of associations (RFC 5043), run by llp_assoc, carried by llp_sctp (usrsctp).
+ *
+ * Who drives usrsctp: its stack, timers and callbacks are process-wide, so one process-wide
+ * mutex (dom_lock) is the owner lock of llp_sctp for every context. A context's progress loop
+ * watches its own endpoints' UDP sockets and one timer source; whoever holds the context lock
+ * takes dom_lock around each llp_sctp call (lock order: a context's lock, then dom_lock, never
+ * the reverse). llp_sctp's callbacks run inside those calls: for an association of the context
+ * that holds dom_lock (always so for received data: it only comes in through the endpoint's own
+ * socket) they feed llp_assoc at once; a callback for another context's association (a timer
+ * of usrsctp's that fired in our call: the association was lost, or became writable) is noted
+ * under dom_lock and that context is woken through its eventfd source. After each llp_sctp call
+ * the associations it touched are serviced under the context lock alone: chunks produced and
+ * sent, events turned into CM events.
+ *
+ * Association sharing: connect() to a peer the context already has an association with (same
+ * endpoint, a free stream) opens the session on a free stream of it (RFC 5043 §5.2: a DDP
+ * stream per SCTP stream), unless iwarp_conn_param.sctp_own_association asks for a new one.
+ * The active side shuts an association down once its last session ends; the passive side
+ * keeps it until the peer does.
+ */
+#define _GNU_SOURCE 1
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "api/api_internal.h"
+#include "api/cm_internal.h"
+#include "iwarp/errors.h"
+
+#ifndef IWARP_HAVE_SCTP
+
+int iwarp_api_sctp_listen(struct cm_id *id, int backlog)
+{
+    (void)id, (void)backlog;
+    return IWARP_ERR_NOTSUP;
+}
+void iwarp_api_sctp_listen_close(struct cm_id *id)
+{
+    (void)id;
+}
+int iwarp_api_sctp_connect(struct cm_id *id, const struct iwarp_conn_param *param)
+{
+    (void)id, (void)param;
+    return IWARP_ERR_NOTSUP;
+}
+int iwarp_api_sctp_accept(struct cm_id *id, const struct iwarp_conn_param *param)
+{
+    (void)id, (void)param;
+    return IWARP_ERR_NOTSUP;
+}
+int iwarp_api_sctp_reject(struct cm_id *id, const void *pd, uint16_t pd_len)
+{
+    (void)id, (void)pd, (void)pd_len;
+    return IWARP_ERR_NOTSUP;
+}
+int iwarp_api_sctp_disconnect(struct cm_id *id)
+{
+    (void)id;
+    return IWARP_ERR_NOTSUP;
+}
+void iwarp_api_sctp_abort(struct cm_id *id, bool report)
+{
+    (void)id, (void)report;
+}
+void iwarp_api_sctp_free(struct cm_id *id)
+{
+    (void)id;
+}
+void iwarp_api_sctp_ctx_fini(struct iwarp_ctx *ctx)
+{
+    (void)ctx;
+}
+
+#else
+
+#include "llp/llp_assoc.h"
+#include "llp/llp_sctp.h"
+#include "llp/llp_tcp.h"
+
+#define SCTP_DEFAULT_STREAMS 16u
+/* Services of a context in a row before the loop gets control back (each sends what it can). */
+#define SERVICE_ROUNDS       64
+
+struct cm_sctp_ep {
+    struct cm_sctp_ctx *sc;
+    struct iwarp_llp_sctp_ep *ep;
+    struct iwarp_loop_src src;
+    uint32_t refs; /* listener + associations */
+    bool client;   /* the context's shared endpoint for connect() */
+    struct cm_sctp_ep *next;
+};
+
+struct cm_assoc {
+    struct cm_sctp_ctx *sc;
+    struct cm_sctp_ep *ep;
+    struct iwarp_llp_sctp_assoc *sa; /* NULL once closed */
+    struct iwarp_llp_assoc la;
+    bool la_ready; /* up: la initialised */
+    struct iwarp_llp_assoc_stream *streams;
+    struct iwarp_sess_ssn_slot *slots;
+    struct cm_id **ids; /* per stream: the id whose session it carries, or NULL */
+    uint16_t nstreams;
+    struct cm_id *waiting;   /* active ids waiting for the association to come up */
+    struct cm_id *listen_id; /* passive: the listener (NULL once it is gone) */
+    struct iwarp_sess_pending pending;
+    struct sockaddr_storage peer;
+    bool passive, own, down, dirty;
+    int down_err;
+    /* noted by another context's call (dom_lock) */
+    bool f_down, f_writable;
+    int f_down_err;
+    struct cm_assoc *next, *next_dirty;
+};
+
+struct cm_sctp_lsn {
+    struct cm_sctp_ep *ep;
+    struct iwarp_llp_sctp_listener *lsn;
+    int backlog;
+};
+
+struct cm_sctp_link {
+    struct cm_assoc *ca;
+    int sid; /* -1 until a stream is opened */
+    struct iwarp_sess_cfg cfg;
+    uint8_t pd[IWARP_SCTP_PD_MAX];
+    uint32_t ird, ord;
+    bool ever_up;
+    struct cm_id *next_wait;
+    uint64_t linger_deadline;
+};
+
+struct cm_sctp_ctx {
+    struct iwarp_ctx *ctx;
+    struct iwarp_loop_src timer; /* usrsctp's timers and the lingers */
+    struct iwarp_loop_src wake;  /* eventfd: another context noted something for us */
+    struct cm_sctp_ep *eps;
+    struct cm_assoc *assocs;
+    struct cm_assoc *dirty;
+    bool foreign; /* some association has f_* notes (dom_lock) */
+};
+
+static pthread_mutex_t dom_lock = PTHREAD_MUTEX_INITIALIZER;
+static __thread struct iwarp_ctx *dom_holder;
+
+static void dom_enter(struct iwarp_ctx *ctx)
+{
+    pthread_mutex_lock(&dom_lock);
+    dom_holder = ctx;
+}
+
+static void dom_leave(void)
+{
+    dom_holder = NULL;
+    pthread_mutex_unlock(&dom_lock);
+}
+
+static struct cm_sctp_link *link_of(struct cm_id *id)
+{
+    return id->sctp;
+}
+
+static void mark(struct cm_assoc *ca)
+{
+    if (ca->dirty)
+        return;
+    ca->dirty = true;
+    ca->next_dirty = ca->sc->dirty;
+    ca->sc->dirty = ca;
+}
+
+static void service(struct cm_sctp_ctx *sc);
+static void rearm(struct cm_sctp_ctx *sc, uint64_t now);
+
+/* ---- llp_sctp callbacks (dom_lock held) --------------------------------------------------- */
+
+/* Another context's association: note it and wake its loop. */
+static void foreign(struct cm_assoc *ca)
+{
+    ca->sc->foreign = true;
+    uint64_t one = 1;
+    ssize_t n = write(ca->sc->wake.fd, &one, sizeof one);
+    (void)n;
+}
+
+static void on_up(void *user, uint16_t nstreams, uint32_t max_seg)
+{
+    struct cm_assoc *ca = user;
+    struct iwarp_ctx *ctx = ca->sc->ctx;
+    if (dom_holder != ctx || ca->la_ready)
+        return; /* cannot happen: COMM_UP comes in through the association's own socket */
+    ca->nstreams = nstreams;
+    uint16_t w = IWARP_LLP_ASSOC_WINDOW;
+    ca->streams = iwarp_api_calloc(ctx, nstreams, sizeof *ca->streams);
+    ca->slots = iwarp_api_calloc(ctx, (size_t)nstreams * w, sizeof *ca->slots);
+    ca->ids = iwarp_api_calloc(ctx, nstreams, sizeof *ca->ids);
+    struct iwarp_llp_assoc_cfg cfg = {.nstreams = nstreams,
+                                      .max_seg = max_seg,
+                                      .passive = ca->passive,
+                                      .chunk_free = iwarp_llp_sctp_chunk_free,
+                                      .window = w};
+    iwarp_sess_cfg_default(&cfg.passive_sess, IWARP_SESS_PASSIVE);
+    cfg.passive_sess.pending = &ca->pending;
+    if (!ca->streams || !ca->slots || !ca->ids ||
+        iwarp_llp_assoc_init(&ca->la, &cfg, ca->streams, ca->slots) != 0) {
+        ca->down = true;
+        ca->down_err = IWARP_ERR_NOMEM;
+    } else {
+        ca->la_ready = true;
+    }
+    mark(ca);
+}
+
+static void on_down(void *user, int err)
+{
+    struct cm_assoc *ca = user;
+    if (dom_holder != ca->sc->ctx) {
+        ca->f_down = true;
+        ca->f_down_err = err;
+        foreign(ca);
+        return;
+    }
+    ca->down = true;
+    ca->down_err = err;
+    if (ca->la_ready)
+        iwarp_llp_assoc_lost(&ca->la, err == 0); /* §11.3: every session and QP on it ends */
+    mark(ca);
+}
+
+static void on_chunk(void *user, uint16_t sid, uint32_t ppid, bool unordered, void *buf, size_t len)
+{
+    struct cm_assoc *ca = user;
+    if (dom_holder != ca->sc->ctx || !ca->la_ready) {
+        iwarp_llp_sctp_chunk_free(buf); /* cannot happen: see the file header */
+        return;
+    }
+    (void)iwarp_llp_assoc_rx_chunk(&ca->la, sid, ppid, unordered, buf, len);
+    mark(ca);
+}
+
+static void on_writable(void *user)
+{
+    struct cm_assoc *ca = user;
+    if (dom_holder != ca->sc->ctx) {
+        ca->f_writable = true;
+        foreign(ca);
+        return;
+    }
+    mark(ca);
+}
+
+static const struct iwarp_llp_sctp_ops assoc_ops = {
+    .on_up = on_up, .on_down = on_down, .on_chunk = on_chunk, .on_writable = on_writable};
+
+/* ---- endpoints ---------------------------------------------------------------------------- */
+
+static void ep_on_io(struct iwarp_loop_src *src, uint32_t events, uint64_t now_ns)
+{
+    (void)events;
+    struct cm_sctp_ep *e = src->user;
+    struct cm_sctp_ctx *sc = e->sc;
+    dom_enter(sc->ctx);
+    iwarp_llp_sctp_on_readable(e->ep, now_ns);
+    dom_leave();
+    service(sc);
+    rearm(sc, now_ns);
+}
+
+static uint16_t ctx_streams(const struct iwarp_ctx *ctx)
+{
+    return ctx->attr.sctp_streams ? ctx->attr.sctp_streams : SCTP_DEFAULT_STREAMS;
+}
+
+/* Test hooks from the environment: IWARP_SCTP_FAULT="seed,drop_ppm,dup_ppm,delay_ppm,delay_ms"
+ * (loss, duplication and reordering below usrsctp) and IWARP_SCTP_RTO_MS="min,initial,max". */
+static void env_test_hooks(struct iwarp_llp_sctp_ep_cfg *cfg)
+{
+    const char *f = getenv("IWARP_SCTP_FAULT");
+    if (f && *f) {
+        unsigned long long seed = 0;
+        unsigned drop = 0, dup = 0, delay = 0, ms = 0;
+        if (sscanf(f, "%llu,%u,%u,%u,%u", &seed, &drop, &dup, &delay, &ms) >= 2)
+            cfg->fault = (struct iwarp_llp_sctp_fault){
+                .seed = seed, .drop_ppm = drop, .dup_ppm = dup, .delay_ppm = delay, .delay_ms = ms};
+    }
+    const char *r = getenv("IWARP_SCTP_RTO_MS");
+    unsigned lo, init, hi;
+    if (r && sscanf(r, "%u,%u,%u", &lo, &init, &hi) == 3)
+        iwarp_llp_sctp_set_test_timers(lo, init, hi);
+}
+
+/* Open an endpoint of sc bound to addr (NULL: 127.0.0.1:0). */
+static int ep_open(struct cm_sctp_ctx *sc, const struct sockaddr *addr, bool client,
+                   struct cm_sctp_ep **out)
+{
+    struct iwarp_ctx *ctx = sc->ctx;
+    struct cm_sctp_ep *e = iwarp_api_calloc(ctx, 1, sizeof *e);
+    if (!e)
+        return IWARP_ERR_NOMEM;
+    struct iwarp_llp_sctp_ep_cfg cfg = {
+        .addr = addr, .owner = &dom_lock, .nstreams = ctx_streams(ctx), .mtu = ctx->attr.sctp_mtu};
+    env_test_hooks(&cfg);
+    dom_enter(ctx);
+    int rc = iwarp_llp_sctp_ep_open(&cfg, &e->ep);
+    dom_leave();
+    if (rc != 0) {
+        iwarp_api_free(ctx, e);
+        return rc;
+    }
+    e->sc = sc;
+    e->client = client;
+    e->src = (struct iwarp_loop_src){.fd = iwarp_llp_sctp_ep_fd(e->ep),
+                                     .events = EPOLLIN,
+                                     .deadline = UINT64_MAX,
+                                     .on_io = ep_on_io,
+                                     .user = e,
+                                     .heap_index = UINT32_MAX};
+    rc = iwarp_loop_add(&ctx->loop, &e->src);
+    if (rc != 0) {
+        dom_enter(ctx);
+        iwarp_llp_sctp_ep_close(e->ep);
+        dom_leave();
+        iwarp_api_free(ctx, e);
+        return rc;
+    }
+    e->next = sc->eps;
+    sc->eps = e;
+    *out = e;
+    return 0;
+}
+
+static void ep_close(struct cm_sctp_ep *e)
+{
+    struct cm_sctp_ctx *sc = e->sc;
+    for (struct cm_sctp_ep **p = &sc->eps; *p; p = &(*p)->next) {
+        if (*p == e) {
+            *p = e->next;
+            break;
+        }
+    }
+    iwarp_loop_del(&sc->ctx->loop, &e->src);
+    dom_enter(sc->ctx);
+    iwarp_llp_sctp_ep_close(e->ep);
+    dom_leave();
+    iwarp_api_free(sc->ctx, e);
+}
+
+static void ep_unref(struct cm_sctp_ep *e)
+{
+    if (--e->refs == 0)
+        ep_close(e);
+}
+
+/* ---- the context's SCTP state ------------------------------------------------------------- */
+
+static void wake_on_io(struct iwarp_loop_src *src, uint32_t events, uint64_t now_ns);
+static void timer_on(struct iwarp_loop_src *src, uint64_t now_ns);
+
+static struct cm_sctp_ctx *sctp_ctx(struct iwarp_ctx *ctx)
+{
+    if (ctx->sctp)
+        return ctx->sctp;
+    struct cm_sctp_ctx *sc = iwarp_api_calloc(ctx, 1, sizeof *sc);
+    if (!sc)
+        return NULL;
+    sc->ctx = ctx;
+    sc->timer = (struct iwarp_loop_src){.fd = -1,
+                                        .deadline = UINT64_MAX,
+                                        .on_timer = timer_on,
+                                        .user = sc,
+                                        .heap_index = UINT32_MAX};
+    int wfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    sc->wake = (struct iwarp_loop_src){.fd = wfd,
+                                       .events = EPOLLIN,
+                                       .deadline = UINT64_MAX,
+                                       .on_io = wake_on_io,
+                                       .user = sc,
+                                       .heap_index = UINT32_MAX};
+    if (wfd < 0 || iwarp_loop_add(&ctx->loop, &sc->timer) != 0) {
+        if (wfd >= 0)
+            close(wfd);
+        iwarp_api_free(ctx, sc);
+        return NULL;
+    }
+    if (iwarp_loop_add(&ctx->loop, &sc->wake) != 0) {
+        iwarp_loop_del(&ctx->loop, &sc->timer);
+        close(wfd);
+        iwarp_api_free(ctx, sc);
+        return NULL;
+    }
+    ctx->sctp = sc;
+    return sc;
+}
+
+/* The earliest linger deadline of the context's connections. */
+static uint64_t next_linger(struct cm_sctp_ctx *sc)
+{
+    uint64_t t = UINT64_MAX;
+    for (struct cm_assoc *ca = sc->assocs; ca; ca = ca->next)
+        for (uint16_t i = 0; ca->ids && i < ca->nstreams; i++)
+            if (ca->ids[i] && ca->ids[i]->sctp->linger_deadline < t)
+                t = ca->ids[i]->sctp->linger_deadline;
+    return t;
+}
+
+/* Drive usrsctp's timers and arm ours for the next deadline (usrsctp's or a linger). */
+static void rearm(struct cm_sctp_ctx *sc, uint64_t now)
+{
+    for (int round = 0; round < 4; round++) {
+        dom_enter(sc->ctx);
+        uint64_t next = iwarp_llp_sctp_timers(now);
+        dom_leave();
+        if (!sc->dirty) {
+            uint64_t l = next_linger(sc);
+            iwarp_loop_set_timer(&sc->ctx->loop, &sc->timer, l < next ? l : next);
+            return;
+        }
+        service(sc);
+    }
+    iwarp_loop_set_timer(&sc->ctx->loop, &sc->timer, now);
+}
+
+/* ---- associations ------------------------------------------------------------------------- */
+
+static struct iwarp_llp_engine id_engine(struct cm_id *id)
+{
+    struct iwarp_qp_impl *q = id->pub.qp ? iwarp_api_qp(id->pub.qp) : NULL;
+    if (!q)
+        return (struct iwarp_llp_engine){0};
+    return q->ddp ? (struct iwarp_llp_engine){.ddp = q->ddp}
+                  : (struct iwarp_llp_engine){.qp = &q->core};
+}
+
+static void assoc_free(struct cm_assoc *ca, bool abortive)
+{
+    struct cm_sctp_ctx *sc = ca->sc;
+    struct iwarp_ctx *ctx = sc->ctx;
+    for (struct cm_assoc **p = &sc->assocs; *p; p = &(*p)->next) {
+        if (*p == ca) {
+            *p = ca->next;
+            break;
+        }
+    }
+    for (struct cm_assoc **p = &sc->dirty; *p; p = &(*p)->next_dirty) {
+        if (*p == ca) {
+            *p = ca->next_dirty;
+            break;
+        }
+    }
+    if (ca->la_ready)
+        iwarp_llp_assoc_lost(&ca->la, !abortive); /* gives held chunks back */
+    if (ca->sa) {
+        dom_enter(ctx);
+        iwarp_llp_sctp_close(ca->sa, abortive);
+        dom_leave();
+    }
+    iwarp_api_free(ctx, ca->streams);
+    iwarp_api_free(ctx, ca->slots);
+    iwarp_api_free(ctx, ca->ids);
+    struct cm_sctp_ep *e = ca->ep;
+    iwarp_api_free(ctx, ca);
+    ep_unref(e);
+}
+
+static void qp_kick(struct iwarp_qp_impl *q);
+static void qp_disconnect(struct iwarp_qp_impl *q);
+static void qp_abort(struct iwarp_qp_impl *q);
+
+static void attach_hooks(struct cm_id *id)
+{
+    struct iwarp_qp_impl *q = iwarp_api_qp(id->pub.qp);
+    q->cm_id = id;
+    q->llp = (struct iwarp_qp_llp){
+        .conn = id->sctp, .kick = qp_kick, .disconnect = qp_disconnect, .abort = qp_abort};
+}
+
+static void detach_hooks(struct cm_id *id)
+{
+    if (id->pub.qp)
+        iwarp_api_qp(id->pub.qp)->llp = (struct iwarp_qp_llp){0};
+}
+
+/* The id's stream is over: let go of it (the stream is released by the association). */
+static void unlink_stream(struct cm_id *id)
+{
+    struct cm_sctp_link *lk = link_of(id);
+    struct cm_assoc *ca = lk->ca;
+    if (ca && lk->sid >= 0) {
+        ca->ids[lk->sid] = NULL;
+        mark(ca);
+    } else if (ca) {
+        for (struct cm_id **p = &ca->waiting; *p; p = &(*p)->sctp->next_wait) {
+            if (*p == id) {
+                *p = lk->next_wait;
+                break;
+            }
+        }
+        mark(ca);
+    }
+    lk->ca = NULL;
+    lk->sid = -1;
+    lk->linger_deadline = UINT64_MAX;
+    detach_hooks(id);
+}
+
+static void active_failed(struct cm_id *id, int status)
+{
+    enum iwarp_cm_event_type type = IWARP_CM_EVENT_CONNECT_ERROR;
+    if (status == IWARP_ERR_UNREACHABLE || status == IWARP_ERR_TIMEDOUT)
+        type = IWARP_CM_EVENT_UNREACHABLE;
+    id->state = CM_CLOSED;
+    iwarp_api_cm_emit(id, true, type, status, NULL, NULL, 0);
+}
+
+/* The connection parameters reported with ESTABLISHED / CONNECT_REQUEST. */
+static void result_param(const struct iwarp_sess_result *r, bool request, uint32_t ird,
+                         uint32_t ord, struct iwarp_conn_param *p)
+{
+    memset(p, 0, sizeof *p);
+    if (request) {
+        /* librdmacm swaps the peer's IRD/ORD into our view (cm.h) */
+        p->responder_resources = iwarp_api_cm_ird_ord_report(r->peer_ord);
+        p->initiator_depth = iwarp_api_cm_ird_ord_report(r->peer_ird);
+        p->peer_to_peer = r->peer_p2p;
+    } else {
+        p->responder_resources = iwarp_api_cm_ird_ord_report(
+            (uint16_t)(r->ird == IWARP_MPA_IRD_ORD_NONE ? ird : r->ird));
+        p->initiator_depth = iwarp_api_cm_ird_ord_report(
+            (uint16_t)(r->ord == IWARP_MPA_IRD_ORD_NONE ? ord : r->ord));
+    }
+}
+
+/* A passive session was requested on stream sid: announce it on a new id. */
+static void stream_request(struct cm_assoc *ca, uint16_t sid)
+{
+    struct iwarp_ctx *ctx = ca->sc->ctx;
+    struct cm_id *lid = ca->listen_id;
+    struct cm_id *id = lid ? iwarp_api_calloc(ctx, 1, sizeof *id) : NULL;
+    struct cm_sctp_link *lk = id ? iwarp_api_calloc(ctx, 1, sizeof *lk) : NULL;
+    if (!lk) {
+        iwarp_api_free(ctx, id);
+        /* §6.3/§6.4: nobody listens (or no memory): the session is refused */
+        (void)iwarp_llp_assoc_reject(&ca->la, sid, NULL);
+        return;
+    }
+    id->pub = (struct iwarp_cm_id){.context = ctx,
+                                   .channel = lid->pub.channel,
+                                   .context_user = lid->pub.context_user,
+                                   .ps = IWARP_PS_SCTP};
+    id->ch = lid->ch;
+    id->passive = true;
+    id->listen_id = lid;
+    id->linger_deadline = UINT64_MAX;
+    id->sctp = lk;
+    lk->ca = ca;
+    lk->sid = sid;
+    lk->linger_deadline = UINT64_MAX;
+    (void)iwarp_llp_sctp_ep_local(ca->ep->ep, &id->pub.local_addr);
+    memcpy(&id->pub.peer_addr, &ca->peer, sizeof ca->peer);
+    ca->ids[sid] = id;
+    id->ch->n_ids++;
+    ctx->n_cm++;
+    id->state = CM_REQUEST;
+    const struct iwarp_sess_result *r = iwarp_sess_ctl_result(&ca->la.st[sid].ctl);
+    struct iwarp_conn_param p;
+    result_param(r, true, 0, 0, &p);
+    iwarp_api_cm_emit(id, true, IWARP_CM_EVENT_CONNECT_REQUEST, 0, &p, r->peer_pd, r->peer_pd_len);
+}
+
+static void stream_events(struct cm_assoc *ca, uint16_t sid, uint32_t ev)
+{
+    struct cm_id *id = ca->ids[sid];
+    const struct iwarp_llp_assoc_stream *st = &ca->la.st[sid];
+    const struct iwarp_sess_result *r = iwarp_sess_ctl_result(&st->ctl);
+    if (ev & IWARP_LLP_ASSOC_EV_REQUEST) {
+        stream_request(ca, sid);
+        return;
+    }
+    if (!id)
+        return; /* an orphan stream: released below once over */
+    struct cm_sctp_link *lk = link_of(id);
+    if ((ev & IWARP_LLP_ASSOC_EV_ESTABLISHED) && !id->passive && id->state == CM_CONNECTING) {
+        struct iwarp_conn_param p;
+        result_param(r, false, lk->ird, lk->ord, &p);
+        id->state = CM_ESTABLISHED;
+        lk->ever_up = true;
+        iwarp_api_cm_emit(id, true, IWARP_CM_EVENT_ESTABLISHED, 0, &p, r->peer_pd, r->peer_pd_len);
+    }
+    if (ev & IWARP_LLP_ASSOC_EV_REJECTED) {
+        /* §6.3: the peer's Reject ends the session; its private data goes up */
+        struct iwarp_conn_param p;
+        result_param(r, true, 0, 0, &p);
+        id->state = CM_CLOSED;
+        iwarp_api_cm_emit(id, true, IWARP_CM_EVENT_REJECTED,
+                          st->err ? st->err : IWARP_ERR_SESSION_REJECTED, &p, r->peer_pd,
+                          r->peer_pd_len);
+        unlink_stream(id);
+        return;
+    }
+    if (ev & IWARP_LLP_ASSOC_EV_CLOSED) {
+        if (id->state == CM_ESTABLISHED || id->state == CM_CLOSING) {
+            id->state = CM_CLOSED;
+            iwarp_api_cm_emit(id, true, IWARP_CM_EVENT_DISCONNECTED, 0, NULL, NULL, 0);
+        } else if (id->state == CM_CONNECTING) {
+            active_failed(id, st->err ? st->err : IWARP_ERR_CONN_RESET);
+        } else {
+            id->state = CM_CLOSED; /* a request withdrawn before accept/reject */
+        }
+        unlink_stream(id);
+    }
+}
+
+/* Open sessions for the ids waiting on a freshly up association. */
+static void open_waiting(struct cm_assoc *ca)
+{
+    while (ca->waiting) {
+        struct cm_id *id = ca->waiting;
+        struct cm_sctp_link *lk = link_of(id);
+        int sid = iwarp_llp_assoc_free_stream(&ca->la);
+        ca->waiting = lk->next_wait;
+        lk->next_wait = NULL;
+        int rc = sid < 0 ? IWARP_ERR_SCTP_STREAMS
+                         : iwarp_llp_assoc_open(&ca->la, (uint16_t)sid, &lk->cfg, id_engine(id),
+                                                lk->ird, lk->ord, id);
+        if (rc != 0) {
+            lk->ca = NULL;
+            detach_hooks(id);
+            active_failed(id, rc);
+            continue;
+        }
+        lk->sid = sid;
+        ca->ids[sid] = id;
+    }
+}
+
+/* Send what the association has to send. */
+static void flush_tx(struct cm_assoc *ca)
+{
+    struct iwarp_ctx *ctx = ca->sc->ctx;
+    const struct iwarp_llp_assoc_chunk *ch;
+    while (!ca->down && ca->sa && (ch = iwarp_llp_assoc_tx_next(&ca->la)) != NULL) {
+        dom_enter(ctx);
+        int rc = iwarp_llp_sctp_send_chunk(ca->sa, ch->sid, ch->ppid, ch->iov, ch->niov);
+        dom_leave();
+        if (rc != 0)
+            break; /* BUSY: on_writable follows; another error: on_down follows */
+        iwarp_llp_assoc_tx_done(&ca->la);
+    }
+}
+
+/* Service one association (context lock held, dom_lock not). Returns false when freed. */
+static bool assoc_service(struct cm_assoc *ca)
+{
+    if (ca->la_ready && !ca->down)
+        open_waiting(ca);
+    if (ca->down && !ca->la_ready) {
+        /* never came up: every connect waiting on it fails */
+        while (ca->waiting) {
+            struct cm_id *id = ca->waiting;
+            ca->waiting = id->sctp->next_wait;
+            id->sctp->ca = NULL;
+            detach_hooks(id);
+            active_failed(id, ca->down_err ? ca->down_err : IWARP_ERR_UNREACHABLE);
+        }
+    }
+    for (int round = 0; ca->la_ready && round < 4; round++) {
+        flush_tx(ca);
+        bool any = false;
+        for (uint16_t sid = 0; sid < ca->nstreams; sid++) {
+            uint32_t ev = iwarp_llp_assoc_take_events(&ca->la, sid);
+            if (ev) {
+                any = true;
+                stream_events(ca, sid, ev);
+            }
+            /* a stream nobody owns any more is free again once its session is over and
+             * nothing of it waits to be sent (a Reject, our Terminate) */
+            if (!ca->ids[sid] && ca->la.st[sid].state == IWARP_LLP_ASSOC_OVER &&
+                !(ca->la.has_pend && ca->la.pend.sid == sid))
+                iwarp_llp_assoc_release(&ca->la, sid);
+        }
+        if (!any && !iwarp_llp_assoc_tx_ready(&ca->la))
+            break;
+    }
+    bool idle = !ca->waiting && (!ca->la_ready || iwarp_llp_assoc_in_use(&ca->la) == 0);
+    if (idle && (ca->down || (!ca->passive && ca->la_ready))) {
+        /* the active side ends an association it no longer uses (gracefully); a dead one
+         * is closed by either side */
+        assoc_free(ca, false);
+        return false;
+    }
+    return true;
+}
+
+static void service(struct cm_sctp_ctx *sc)
+{
+    for (int round = 0; sc->dirty && round < SERVICE_ROUNDS; round++) {
+        struct cm_assoc *ca = sc->dirty;
+        sc->dirty = ca->next_dirty;
+        ca->dirty = false;
+        (void)assoc_service(ca);
+    }
+}
+
+static void wake_on_io(struct iwarp_loop_src *src, uint32_t events, uint64_t now_ns)
+{
+    (void)events;
+    struct cm_sctp_ctx *sc = src->user;
+    uint64_t v;
+    ssize_t n = read(sc->wake.fd, &v, sizeof v);
+    (void)n;
+    dom_enter(sc->ctx);
+    sc->foreign = false;
+    for (struct cm_assoc *ca = sc->assocs; ca; ca = ca->next) {
+        if (ca->f_down) {
+            ca->f_down = false;
+            ca->down = true;
+            ca->down_err = ca->f_down_err;
+            if (ca->la_ready)
+                iwarp_llp_assoc_lost(&ca->la, ca->f_down_err == 0);
+            mark(ca);
+        }
+        if (ca->f_writable) {
+            ca->f_writable = false;
+            mark(ca);
+        }
+    }
+    dom_leave();
+    service(sc);
+    rearm(sc, now_ns);
+}
+
+static void timer_on(struct iwarp_loop_src *src, uint64_t now_ns)
+{
+    struct cm_sctp_ctx *sc = src->user;
+    /* lingers: a peer that never answered our Terminate (§6.2) loses the stream */
+    for (struct cm_assoc *ca = sc->assocs; ca; ca = ca->next) {
+        for (uint16_t i = 0; ca->ids && i < ca->nstreams; i++) {
+            struct cm_id *id = ca->ids[i];
+            if (!id || id->sctp->linger_deadline > now_ns)
+                continue;
+            id->state = CM_CLOSED;
+            iwarp_api_cm_emit(id, true, IWARP_CM_EVENT_DISCONNECTED, 0, NULL, NULL, 0);
+            unlink_stream(id);
+            iwarp_llp_assoc_release(&ca->la, i);
+        }
+    }
+    service(sc);
+    rearm(sc, now_ns);
+}
+
+/* ---- QP hooks ------------------------------------------------------------------------------ */
+
+static void qp_kick(struct iwarp_qp_impl *q)
+{
+    struct cm_id *id = q->cm_id;
+    if (!id || !id->sctp || !id->sctp->ca)
+        return;
+    struct cm_sctp_ctx *sc = id->sctp->ca->sc;
+    mark(id->sctp->ca);
+    service(sc);
+    rearm(sc, iwarp_loop_now());
+}
+
+static void qp_disconnect(struct iwarp_qp_impl *q)
+{
+    struct cm_id *id = q->cm_id;
+    if (id && id->state == CM_ESTABLISHED)
+        (void)iwarp_api_sctp_disconnect(id);
+}
+
+static void qp_abort(struct iwarp_qp_impl *q)
+{
+    struct cm_id *id = q->cm_id;
+    if (id)
+        iwarp_api_sctp_abort(id, true);
+    q->llp = (struct iwarp_qp_llp){0};
+}
+
+/* ---- the CM's SCTP functions ---------------------------------------------------------------- */
+
+static struct cm_sctp_link *link_alloc(struct cm_id *id)
+{
+    if (!id->sctp) {
+        id->sctp = iwarp_api_calloc(id->pub.context, 1, sizeof *id->sctp);
+        if (id->sctp) {
+            id->sctp->sid = -1;
+            id->sctp->linger_deadline = UINT64_MAX;
+        }
+    }
+    return id->sctp;
+}
+
+static void accept_cb(void *user, struct iwarp_llp_sctp_assoc *a, int err)
+{
+    struct cm_id *lid = user;
+    struct iwarp_ctx *ctx = lid->pub.context;
+    if (!a) {
+        iwarp_api_log(ctx, IWARP_LOG_INFO, "cm: SCTP association refused (%s)",
+                      iwarp_err_name(err));
+        return;
+    }
+    struct cm_sctp_lsn *l = lid->sctp_lsn;
+    struct cm_assoc *ca = iwarp_api_calloc(ctx, 1, sizeof *ca);
+    if (!ca) {
+        iwarp_llp_sctp_close(a, true);
+        return;
+    }
+    ca->sc = l->ep->sc;
+    ca->ep = l->ep;
+    ca->sa = a;
+    ca->passive = true;
+    ca->listen_id = lid;
+    ca->pending.limit = l->backlog > 0 ? (uint32_t)l->backlog : 1u; /* §6.4 */
+    (void)iwarp_llp_sctp_peer(a, &ca->peer);
+    l->ep->refs++;
+    ca->next = ca->sc->assocs;
+    ca->sc->assocs = ca;
+    iwarp_llp_sctp_set_ops(a, &assoc_ops, ca); /* on_up follows at once */
+}
+
+int iwarp_api_sctp_listen(struct cm_id *id, int backlog)
+{
+    struct iwarp_ctx *ctx = id->pub.context;
+    struct cm_sctp_ctx *sc = sctp_ctx(ctx);
+    struct cm_sctp_lsn *l = sc ? iwarp_api_calloc(ctx, 1, sizeof *l) : NULL;
+    if (!l)
+        return IWARP_ERR_NOMEM;
+    int rc = ep_open(sc, (const struct sockaddr *)&id->pub.local_addr, false, &l->ep);
+    if (rc != 0) {
+        iwarp_api_free(ctx, l);
+        return rc;
+    }
+    l->ep->refs = 1;
+    l->backlog = backlog;
+    id->sctp_lsn = l;
+    dom_enter(ctx);
+    rc = iwarp_llp_sctp_listen(l->ep->ep, 0, backlog > 0 ? backlog : 1, accept_cb, id, &l->lsn);
+    dom_leave();
+    if (rc != 0) {
+        id->sctp_lsn = NULL;
+        ep_unref(l->ep);
+        iwarp_api_free(ctx, l);
+        return rc;
+    }
+    (void)iwarp_llp_sctp_ep_local(l->ep->ep, &id->pub.local_addr); /* the bound port */
+    service(sc);
+    return 0;
+}
+
+void iwarp_api_sctp_listen_close(struct cm_id *id)
+{
+    struct cm_sctp_lsn *l = id->sctp_lsn;
+    struct iwarp_ctx *ctx = id->pub.context;
+    struct cm_sctp_ctx *sc = l->ep->sc;
+    dom_enter(ctx);
+    iwarp_llp_sctp_listener_close(l->lsn);
+    dom_leave();
+    for (struct cm_assoc *ca = sc->assocs; ca; ca = ca->next)
+        if (ca->listen_id == id)
+            ca->listen_id = NULL;
+    id->sctp_lsn = NULL;
+    ep_unref(l->ep);
+    iwarp_api_free(ctx, l);
+    service(sc);
+}
+
+/* The context's shared client endpoint for peers of family fam. */
+static int client_ep(struct cm_sctp_ctx *sc, int fam, struct cm_sctp_ep **out)
+{
+    for (struct cm_sctp_ep *e = sc->eps; e; e = e->next) {
+        struct sockaddr_storage ss;
+        if (e->client && iwarp_llp_sctp_ep_local(e->ep, &ss) && ss.ss_family == fam) {
+            *out = e;
+            return 0;
+        }
+    }
+    struct sockaddr_storage any = {0};
+    any.ss_family = (sa_family_t)fam; /* the wildcard address, an ephemeral port */
+    return ep_open(sc, (const struct sockaddr *)&any, true, out);
+}
+
+static bool same_peer(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+    socklen_t la = iwarp_llp_tcp_addrlen((const struct sockaddr *)a);
+    return la && la == iwarp_llp_tcp_addrlen((const struct sockaddr *)b) && !memcmp(a, b, la);
+}
+
+/* An association of sc to peer through e with room for one more session, or NULL. */
+static struct cm_assoc *find_assoc(struct cm_sctp_ctx *sc, struct cm_sctp_ep *e,
+                                   const struct sockaddr_storage *peer)
+{
+    for (struct cm_assoc *ca = sc->assocs; ca; ca = ca->next) {
+        if (ca->passive || ca->own || ca->down || !ca->sa || ca->ep != e ||
+            !same_peer(&ca->peer, peer))
+            continue;
+        uint32_t used = 0;
+        for (struct cm_id *w = ca->waiting; w; w = w->sctp->next_wait)
+            used++;
+        uint32_t cap = ctx_streams(sc->ctx);
+        if (ca->la_ready) {
+            used += iwarp_llp_assoc_in_use(&ca->la);
+            cap = ca->nstreams;
+        }
+        if (used < cap)
+            return ca;
+    }
+    return NULL;
+}
+
+int iwarp_api_sctp_connect(struct cm_id *id, const struct iwarp_conn_param *param)
+{
+    struct iwarp_ctx *ctx = id->pub.context;
+    struct cm_sctp_ctx *sc = sctp_ctx(ctx);
+    struct cm_sctp_link *lk = sc ? link_alloc(id) : NULL;
+    if (!lk)
+        return IWARP_ERR_NOMEM;
+    if (lk->ca)
+        return IWARP_ERR_STATE;
+    /* RFC 6581 §7: the Enhanced Initiate carries IRD/ORD; no RTR is needed over SCTP since
+     * either side may send first. Its private data shares the 512 octets with the word. */
+    iwarp_sess_cfg_default(&lk->cfg, IWARP_SESS_ACTIVE);
+    lk->ird = iwarp_api_cm_ird_ord(param->responder_resources);
+    lk->ord = iwarp_api_cm_ird_ord(param->initiator_depth);
+    if (param->responder_resources == 0)
+        lk->ird = 0;
+    if (param->initiator_depth == 0)
+        lk->ord = 0;
+    lk->cfg.ird = (uint16_t)lk->ird;
+    lk->cfg.ord = (uint16_t)lk->ord;
+    lk->cfg.pd_len = param->private_data_len;
+    if (param->private_data_len)
+        memcpy(lk->pd, param->private_data, param->private_data_len);
+    lk->cfg.pd = lk->pd;
+    struct iwarp_sess_ctl probe;
+    int rc = iwarp_sess_ctl_init(&probe, &lk->cfg); /* 508 octets at most, §5.2.3 + RFC 6581 */
+    if (rc != 0)
+        return rc;
+    struct cm_sctp_ep *e;
+    rc = client_ep(sc, id->pub.peer_addr.ss_family, &e);
+    if (rc != 0)
+        return rc;
+    struct cm_assoc *ca =
+        param->sctp_own_association ? NULL : find_assoc(sc, e, &id->pub.peer_addr);
+    if (!ca) {
+        ca = iwarp_api_calloc(ctx, 1, sizeof *ca);
+        if (!ca) {
+            if (e->refs == 0)
+                ep_close(e);
+            return IWARP_ERR_NOMEM;
+        }
+        ca->sc = sc;
+        ca->ep = e;
+        ca->own = param->sctp_own_association;
+        memcpy(&ca->peer, &id->pub.peer_addr, sizeof ca->peer);
+        dom_enter(ctx);
+        rc = iwarp_llp_sctp_connect(e->ep, (const struct sockaddr *)&id->pub.peer_addr, 0,
+                                    &assoc_ops, ca, &ca->sa);
+        dom_leave();
+        if (rc != 0) {
+            iwarp_api_free(ctx, ca);
+            if (e->refs == 0)
+                ep_close(e);
+            return rc;
+        }
+        e->refs++;
+        ca->next = sc->assocs;
+        sc->assocs = ca;
+    }
+    lk->ca = ca;
+    lk->next_wait = ca->waiting;
+    ca->waiting = id;
+    (void)iwarp_llp_sctp_ep_local(e->ep, &id->pub.local_addr);
+    id->state = CM_CONNECTING;
+    attach_hooks(id);
+    mark(ca);
+    service(sc);
+    rearm(sc, iwarp_loop_now());
+    return 0;
+}
+
+int iwarp_api_sctp_accept(struct cm_id *id, const struct iwarp_conn_param *param)
+{
+    struct cm_sctp_link *lk = link_of(id);
+    struct cm_assoc *ca = lk ? lk->ca : NULL;
+    if (!ca || lk->sid < 0 || ca->down) {
+        id->state = CM_CLOSED;
+        return IWARP_ERR_CONN_RESET; /* the peer gave up while we were deciding */
+    }
+    uint16_t pd_len = param ? param->private_data_len : 0;
+    uint32_t ird = iwarp_api_cm_ird_ord(param ? param->responder_resources : 0);
+    uint32_t ord = iwarp_api_cm_ird_ord(param ? param->initiator_depth : 0);
+    if (param && param->responder_resources == 0)
+        ird = 0;
+    if (param && param->initiator_depth == 0)
+        ord = 0;
+    struct iwarp_sess_answer ans = {.ird = (uint16_t)ird,
+                                    .ord = (uint16_t)ord,
+                                    .pd = pd_len ? param->private_data : NULL,
+                                    .pd_len = pd_len};
+    lk->ird = ird;
+    lk->ord = ord;
+    attach_hooks(id);
+    int rc = iwarp_llp_assoc_accept(&ca->la, (uint16_t)lk->sid, &ans, id_engine(id), ird, ord);
+    if (rc != 0) {
+        detach_hooks(id);
+        return rc;
+    }
+    const struct iwarp_sess_result *r = iwarp_sess_ctl_result(&ca->la.st[lk->sid].ctl);
+    struct iwarp_conn_param p;
+    result_param(r, false, ird, ord, &p);
+    id->state = CM_ESTABLISHED;
+    lk->ever_up = true;
+    iwarp_api_cm_emit(id, true, IWARP_CM_EVENT_ESTABLISHED, 0, &p, r->peer_pd, r->peer_pd_len);
+    mark(ca);
+    service(ca->sc);
+    rearm(ca->sc, iwarp_loop_now());
+    return 0;
+}
+
+int iwarp_api_sctp_reject(struct cm_id *id, const void *pd, uint16_t pd_len)
+{
+    struct cm_sctp_link *lk = link_of(id);
+    struct cm_assoc *ca = lk ? lk->ca : NULL;
+    id->state = CM_CLOSED;
+    if (!ca || lk->sid < 0)
+        return 0; /* withdrawn already */
+    struct iwarp_sess_answer ans = {.pd = pd, .pd_len = pd_len};
+    int rc = iwarp_llp_assoc_reject(&ca->la, (uint16_t)lk->sid, &ans);
+    struct cm_sctp_ctx *sc = ca->sc;
+    unlink_stream(id); /* the stream is released once the Reject is sent */
+    service(sc);
+    rearm(sc, iwarp_loop_now());
+    return rc;
+}
+
+int iwarp_api_sctp_disconnect(struct cm_id *id)
+{
+    struct cm_sctp_link *lk = link_of(id);
+    if (id->state == CM_CONNECTING) {
+        iwarp_api_sctp_abort(id, true); /* not up yet: abortive, CONNECT_ERROR */
+        return 0;
+    }
+    if (id->state != CM_ESTABLISHED || !lk || !lk->ca || lk->sid < 0)
+        return IWARP_ERR_STATE;
+    struct cm_assoc *ca = lk->ca;
+    uint64_t now = iwarp_loop_now();
+    id->state = CM_CLOSING;
+    lk->linger_deadline = now + CM_LINGER_NS;
+    if (id->pub.qp)
+        iwarp_llp_assoc_disconnect(&ca->la, (uint16_t)lk->sid); /* drain, then Terminate */
+    else
+        iwarp_llp_assoc_abort(&ca->la, (uint16_t)lk->sid);
+    mark(ca);
+    service(ca->sc);
+    rearm(ca->sc, now);
+    return 0;
+}
+
+void iwarp_api_sctp_abort(struct cm_id *id, bool report)
+{
+    struct cm_sctp_link *lk = link_of(id);
+    if (!lk || !lk->ca)
+        return;
+    struct cm_assoc *ca = lk->ca;
+    bool was_up = id->state == CM_ESTABLISHED || id->state == CM_CLOSING;
+    bool was_connecting = id->state == CM_CONNECTING;
+    if (lk->sid >= 0 && ca->la_ready) {
+        struct iwarp_llp_engine eng = id_engine(id);
+        iwarp_llp_assoc_abort(&ca->la, (uint16_t)lk->sid); /* our Terminate (§6) */
+        iwarp_llp_eng_llp_closed(&eng, false);             /* flush the QP */
+    } else if (id->pub.qp) {
+        struct iwarp_llp_engine eng = id_engine(id);
+        iwarp_llp_eng_llp_closed(&eng, false);
+    }
+    struct cm_sctp_ctx *sc = ca->sc;
+    unlink_stream(id);
+    id->state = CM_CLOSED;
+    if (report && was_up)
+        iwarp_api_cm_emit(id, true, IWARP_CM_EVENT_DISCONNECTED, 0, NULL, NULL, 0);
+    else if (report && was_connecting)
+        iwarp_api_cm_emit(id, true, IWARP_CM_EVENT_CONNECT_ERROR, IWARP_ERR_CONN_RESET, NULL, NULL,
+                          0);
+    service(sc);
+    rearm(sc, iwarp_loop_now());
+}
+
+void iwarp_api_sctp_free(struct cm_id *id)
+{
+    iwarp_api_free(id->pub.context, id->sctp);
+    id->sctp = NULL;
+}
+
+void iwarp_api_sctp_ctx_fini(struct iwarp_ctx *ctx)
+{
+    pthread_mutex_lock(&ctx->lock);
+    struct cm_sctp_ctx *sc = ctx->sctp;
+    if (!sc) {
+        pthread_mutex_unlock(&ctx->lock);
+        return;
+    }
+    while (sc->assocs)
+        assoc_free(sc->assocs, true);
+    while (sc->eps)
+        ep_close(sc->eps);
+    iwarp_loop_del(&ctx->loop, &sc->timer);
+    iwarp_loop_del(&ctx->loop, &sc->wake);
+    close(sc->wake.fd);
+    ctx->sctp = NULL;
+    pthread_mutex_unlock(&ctx->lock);
+    iwarp_api_free(ctx, sc);
+}
+
+#endif
