@@ -86,6 +86,8 @@ void iwarp_api_sctp_ctx_fini(struct iwarp_ctx *ctx)
 #define SCTP_DEFAULT_STREAMS 16u
 /* Services of a context in a row before the loop gets control back (each sends what it can). */
 #define SERVICE_ROUNDS       64
+/* Chunks between two reads of SCTP's unacknowledged count (RFC 5043 §10 allows 32767). */
+#define STATUS_EVERY         4096u
 
 struct cm_sctp_ep {
     struct cm_sctp_ctx *sc;
@@ -112,6 +114,7 @@ struct cm_assoc {
     struct sockaddr_storage peer;
     bool passive, own, down, dirty;
     int down_err;
+    uint32_t sent_since_status; /* chunks sent since SCTP's unacknowledged count was read */
     /* noted by another context's call (dom_lock) */
     bool f_down, f_writable;
     int f_down_err;
@@ -650,6 +653,15 @@ static void flush_tx(struct cm_assoc *ca)
         if (rc != 0)
             break; /* BUSY: on_writable follows; another error: on_down follows */
         iwarp_llp_assoc_tx_done(&ca->la);
+        if (++ca->sent_since_status >= STATUS_EVERY) {
+            /* RFC 5043 §10: fewer than 32768 chunks per stream unacknowledged; SCTP knows how
+             * many of the association's are, which bounds every stream's count */
+            ca->sent_since_status = 0;
+            dom_enter(ctx);
+            uint32_t unacked = iwarp_llp_sctp_unacked(ca->sa);
+            dom_leave();
+            iwarp_llp_assoc_unacked(&ca->la, unacked);
+        }
     }
 }
 

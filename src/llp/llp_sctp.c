@@ -1318,6 +1318,16 @@ void iwarp_llp_sctp_set_ops(struct iwarp_llp_sctp_assoc *a, const struct iwarp_l
     a->user = user;
 }
 
+uint32_t iwarp_llp_sctp_unacked(const struct iwarp_llp_sctp_assoc *a)
+{
+    struct sctp_status st;
+    socklen_t len = sizeof st;
+    memset(&st, 0, sizeof st);
+    if (!a || !a->so || usrsctp_getsockopt(a->so, IPPROTO_SCTP, SCTP_STATUS, &st, &len) < 0)
+        return 0;
+    return st.sstat_unackdata;
+}
+
 socklen_t iwarp_llp_sctp_peer(const struct iwarp_llp_sctp_assoc *a, struct sockaddr_storage *out)
 {
     memset(out, 0, sizeof *out);

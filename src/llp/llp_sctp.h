@@ -234,6 +234,10 @@ void iwarp_llp_sctp_set_ops(struct iwarp_llp_sctp_assoc *a, const struct iwarp_l
 int iwarp_llp_sctp_send_chunk(struct iwarp_llp_sctp_assoc *a, uint16_t sid, uint32_t ppid,
                               const struct iovec *iov, size_t n);
 
+/* DATA chunks sent and not yet acknowledged by the peer (SCTP_STATUS; RFC 5043 §10's bound is
+ * kept against it). 0 when closed. */
+uint32_t iwarp_llp_sctp_unacked(const struct iwarp_llp_sctp_assoc *a);
+
 /* The peer's UDP address (its length; 0 when unknown, e.g. after close). */
 socklen_t iwarp_llp_sctp_peer(const struct iwarp_llp_sctp_assoc *a, struct sockaddr_storage *out);
 
