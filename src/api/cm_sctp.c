@@ -26,7 +26,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <netinet/in.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "api/api_internal.h"
@@ -82,6 +84,7 @@ void iwarp_api_sctp_ctx_fini(struct iwarp_ctx *ctx)
 #include "llp/llp_assoc.h"
 #include "llp/llp_sctp.h"
 #include "llp/llp_tcp.h"
+#include "trace/trace_sctp.h"
 
 #define SCTP_DEFAULT_STREAMS 16u
 /* Services of a context in a row before the loop gets control back (each sends what it can). */
@@ -93,8 +96,9 @@ struct cm_sctp_ep {
     struct cm_sctp_ctx *sc;
     struct iwarp_llp_sctp_ep *ep;
     struct iwarp_loop_src src;
-    uint32_t refs; /* listener + associations */
-    bool client;   /* the context's shared endpoint for connect() */
+    uint32_t refs;                  /* listener + associations */
+    bool client;                    /* the context's shared endpoint for connect() */
+    struct iwarp_trace_sink *trace; /* the capture file its packets go to (a reference), or NULL */
     struct cm_sctp_ep *next;
 };
 
@@ -297,6 +301,19 @@ static void env_test_hooks(struct iwarp_llp_sctp_ep_cfg *cfg)
         iwarp_llp_sctp_set_test_timers(lo, init, hi);
 }
 
+/* The capture hook (dom_lock held): every SCTP packet of the endpoint, as a UDP datagram. */
+static void capture(void *user, int dir, const struct sockaddr *local, const struct sockaddr *peer,
+                    const uint8_t *pkt, size_t len, uint64_t now_ns)
+{
+    struct cm_sctp_ep *e = user;
+    if (dir == IWARP_LLP_SCTP_PKT_IN && iwarp_llp_sctp_captured_here(peer))
+        return; /* sent by an endpoint of this process: recorded as it left */
+    int rc = iwarp_trace_sctp_pkt(e->trace, dir == IWARP_LLP_SCTP_PKT_OUT, local, peer, pkt, len,
+                                  now_ns);
+    if (rc == IWARP_ERR_TRACE_BOUND)
+        iwarp_api_trace_bound(e->sc->ctx, iwarp_trace_sink_bound());
+}
+
 /* Open an endpoint of sc bound to addr (NULL: 127.0.0.1:0). */
 static int ep_open(struct cm_sctp_ctx *sc, const struct sockaddr *addr, bool client,
                    struct cm_sctp_ep **out)
@@ -308,14 +325,20 @@ static int ep_open(struct cm_sctp_ctx *sc, const struct sockaddr *addr, bool cli
     struct iwarp_llp_sctp_ep_cfg cfg = {
         .addr = addr, .owner = &dom_lock, .nstreams = ctx_streams(ctx), .mtu = ctx->attr.sctp_mtu};
     env_test_hooks(&cfg);
+    e->trace = iwarp_api_trace_sink(ctx); /* NULL: tracing is off */
+    if (e->trace) {
+        cfg.capture = capture;
+        cfg.capture_user = e;
+    }
+    e->sc = sc;
     dom_enter(ctx);
     int rc = iwarp_llp_sctp_ep_open(&cfg, &e->ep);
     dom_leave();
     if (rc != 0) {
+        (void)iwarp_trace_sink_release(e->trace);
         iwarp_api_free(ctx, e);
         return rc;
     }
-    e->sc = sc;
     e->client = client;
     e->src = (struct iwarp_loop_src){.fd = iwarp_llp_sctp_ep_fd(e->ep),
                                      .events = EPOLLIN,
@@ -328,6 +351,7 @@ static int ep_open(struct cm_sctp_ctx *sc, const struct sockaddr *addr, bool cli
         dom_enter(ctx);
         iwarp_llp_sctp_ep_close(e->ep);
         dom_leave();
+        (void)iwarp_trace_sink_release(e->trace);
         iwarp_api_free(ctx, e);
         return rc;
     }
@@ -350,6 +374,8 @@ static void ep_close(struct cm_sctp_ep *e)
     dom_enter(sc->ctx);
     iwarp_llp_sctp_ep_close(e->ep);
     dom_leave();
+    if (e->trace && iwarp_trace_sink_release(e->trace) != 0)
+        iwarp_api_log(sc->ctx, IWARP_LOG_ERROR, "trace: writing the capture failed");
     iwarp_api_free(sc->ctx, e);
 }
 
@@ -881,19 +907,51 @@ void iwarp_api_sctp_listen_close(struct cm_id *id)
     service(sc);
 }
 
-/* The context's shared client endpoint for peers of family fam. */
-static int client_ep(struct cm_sctp_ctx *sc, int fam, struct cm_sctp_ep **out)
+/* The local address the kernel would send from to peer (port 0): a client endpoint binds it, so
+ * that its packets carry a real source (captures, and peers that check it). */
+static int source_for(const struct sockaddr_storage *peer, struct sockaddr_storage *out)
 {
+    socklen_t len = iwarp_llp_tcp_addrlen((const struct sockaddr *)peer);
+    int fd = socket(peer->ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return IWARP_ERR_IO;
+    socklen_t ol = sizeof *out;
+    memset(out, 0, sizeof *out);
+    int rc = connect(fd, (const struct sockaddr *)peer, len) == 0 &&
+                     getsockname(fd, (struct sockaddr *)out, &ol) == 0
+                 ? 0
+                 : IWARP_ERR_UNREACHABLE;
+    close(fd);
+    if (out->ss_family == AF_INET)
+        ((struct sockaddr_in *)out)->sin_port = 0;
+    else
+        ((struct sockaddr_in6 *)out)->sin6_port = 0;
+    return rc;
+}
+
+/* The context's shared client endpoint for peer: bound to the source address towards it. */
+static int client_ep(struct cm_sctp_ctx *sc, const struct sockaddr_storage *peer,
+                     struct cm_sctp_ep **out)
+{
+    struct sockaddr_storage src;
+    int rc = source_for(peer, &src);
+    if (rc != 0)
+        return rc;
     for (struct cm_sctp_ep *e = sc->eps; e; e = e->next) {
         struct sockaddr_storage ss;
-        if (e->client && iwarp_llp_sctp_ep_local(e->ep, &ss) && ss.ss_family == fam) {
+        if (!e->client || !iwarp_llp_sctp_ep_local(e->ep, &ss) || ss.ss_family != src.ss_family)
+            continue;
+        bool same = src.ss_family == AF_INET
+                        ? ((struct sockaddr_in *)&ss)->sin_addr.s_addr ==
+                              ((struct sockaddr_in *)&src)->sin_addr.s_addr
+                        : !memcmp(&((struct sockaddr_in6 *)&ss)->sin6_addr,
+                                  &((struct sockaddr_in6 *)&src)->sin6_addr, 16);
+        if (same) {
             *out = e;
             return 0;
         }
     }
-    struct sockaddr_storage any = {0};
-    any.ss_family = (sa_family_t)fam; /* the wildcard address, an ephemeral port */
-    return ep_open(sc, (const struct sockaddr *)&any, true, out);
+    return ep_open(sc, (const struct sockaddr *)&src, true, out);
 }
 
 static bool same_peer(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
@@ -953,7 +1011,7 @@ int iwarp_api_sctp_connect(struct cm_id *id, const struct iwarp_conn_param *para
     if (rc != 0)
         return rc;
     struct cm_sctp_ep *e;
-    rc = client_ep(sc, id->pub.peer_addr.ss_family, &e);
+    rc = client_ep(sc, &id->pub.peer_addr, &e);
     if (rc != 0)
         return rc;
     struct cm_assoc *ca =

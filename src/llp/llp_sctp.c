@@ -92,6 +92,7 @@ struct iwarp_llp_sctp_assoc {
     bool tx_blocked, writable_pending;
     bool adapt_seen;
     bool dirty;
+    bool test_ordered; /* test hook: send with U=0 (iwarp_llp_sctp_test_set_ordered) */
     int down_err;
     uint32_t adapt_ind;
     uint16_t in, out;
@@ -1318,6 +1319,14 @@ void iwarp_llp_sctp_set_ops(struct iwarp_llp_sctp_assoc *a, const struct iwarp_l
     a->user = user;
 }
 
+bool iwarp_llp_sctp_captured_here(const struct sockaddr *src)
+{
+    for (const struct iwarp_llp_sctp_ep *ep = G.eps; ep; ep = ep->next)
+        if (ep->capture && same_addr(&ep->local, src))
+            return true;
+    return false;
+}
+
 uint32_t iwarp_llp_sctp_unacked(const struct iwarp_llp_sctp_assoc *a)
 {
     struct sctp_status st;
@@ -1359,6 +1368,11 @@ uint16_t iwarp_llp_sctp_nstreams(const struct iwarp_llp_sctp_assoc *a)
     return a->state == ST_UP ? a->out : 0;
 }
 
+void iwarp_llp_sctp_test_set_ordered(struct iwarp_llp_sctp_assoc *a, bool ordered)
+{
+    a->test_ordered = ordered;
+}
+
 int iwarp_llp_sctp_send_chunk(struct iwarp_llp_sctp_assoc *a, uint16_t sid, uint32_t ppid,
                               const struct iovec *iov, size_t n)
 {
@@ -1393,8 +1407,10 @@ int iwarp_llp_sctp_send_chunk(struct iwarp_llp_sctp_assoc *a, uint16_t sid, uint
         a->ep->st.tx_gathered++;
         a->ep->st.tx_gather_bytes += total;
     }
-    /* RFC 5043 §10: every DDP chunk unordered; the PPID goes in network order (usrsctp.md) */
-    struct sctp_sndinfo si = {.snd_sid = sid, .snd_flags = SCTP_UNORDERED, .snd_ppid = htonl(ppid)};
+    /* RFC 5043 §10: every DDP chunk unordered (unless a test makes us a non-conforming peer);
+     * the PPID goes in network order (usrsctp.md) */
+    struct sctp_sndinfo si = {
+        .snd_sid = sid, .snd_flags = a->test_ordered ? 0 : SCTP_UNORDERED, .snd_ppid = htonl(ppid)};
     enter();
     ssize_t r =
         usrsctp_sendv(a->so, buf, total, NULL, 0, &si, (socklen_t)sizeof si, SCTP_SENDV_SNDINFO, 0);

@@ -234,6 +234,15 @@ void iwarp_llp_sctp_set_ops(struct iwarp_llp_sctp_assoc *a, const struct iwarp_l
 int iwarp_llp_sctp_send_chunk(struct iwarp_llp_sctp_assoc *a, uint16_t sid, uint32_t ppid,
                               const struct iovec *iov, size_t n);
 
+/* Test hook: send a's later chunks ordered (U=0) while ordered is true, against RFC 5043 §10,
+ * to make this side a non-conforming peer. */
+void iwarp_llp_sctp_test_set_ordered(struct iwarp_llp_sctp_assoc *a, bool ordered);
+
+/* Whether src is the bound address of an endpoint of this process with a capture hook: a
+ * datagram from it was already captured as it left (a capture hook may skip its arrival so a
+ * process talking to itself records each packet once). Owner lock held. */
+bool iwarp_llp_sctp_captured_here(const struct sockaddr *src);
+
 /* DATA chunks sent and not yet acknowledged by the peer (SCTP_STATUS; RFC 5043 §10's bound is
  * kept against it). 0 when closed. */
 uint32_t iwarp_llp_sctp_unacked(const struct iwarp_llp_sctp_assoc *a);
