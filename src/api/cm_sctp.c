@@ -89,8 +89,11 @@ void iwarp_api_sctp_ctx_fini(struct iwarp_ctx *ctx)
 #define SCTP_DEFAULT_STREAMS 16u
 /* Services of a context in a row before the loop gets control back (each sends what it can). */
 #define SERVICE_ROUNDS       64
-/* Chunks between two reads of SCTP's unacknowledged count (RFC 5043 §10 allows 32767). */
-#define STATUS_EVERY         4096u
+/* DATA chunks of an association unacknowledged at most. The peer's DDP-SSN window holds
+ * IWARP_LLP_ASSOC_WINDOW chunks per stream, so whatever arrives after a loss always fits in it
+ * (RFC 5043 §6.1 order restored, never a window overrun); it also keeps §10's bound of 32767
+ * per stream. */
+#define INFLIGHT_MAX         IWARP_LLP_ASSOC_WINDOW
 
 struct cm_sctp_ep {
     struct cm_sctp_ctx *sc;
@@ -118,7 +121,8 @@ struct cm_assoc {
     struct sockaddr_storage peer;
     bool passive, own, down, dirty;
     int down_err;
-    uint32_t sent_since_status; /* chunks sent since SCTP's unacknowledged count was read */
+    uint32_t inflight; /* chunks unacknowledged, at most: SCTP's count plus those sent since */
+    bool cap_blocked;  /* INFLIGHT_MAX reached: a SACK (any packet in) lets it go on */
     /* noted by another context's call (dom_lock) */
     bool f_down, f_writable;
     int f_down_err;
@@ -274,6 +278,12 @@ static void ep_on_io(struct iwarp_loop_src *src, uint32_t events, uint64_t now_n
     dom_enter(sc->ctx);
     iwarp_llp_sctp_on_readable(e->ep, now_ns);
     dom_leave();
+    for (struct cm_assoc *ca = sc->assocs; ca; ca = ca->next) {
+        if (ca->cap_blocked && ca->ep == e) {
+            ca->cap_blocked = false; /* packets came in: perhaps the SACK it waits for */
+            mark(ca);
+        }
+    }
     service(sc);
     rearm(sc, now_ns);
 }
@@ -673,21 +683,25 @@ static void flush_tx(struct cm_assoc *ca)
     struct iwarp_ctx *ctx = ca->sc->ctx;
     const struct iwarp_llp_assoc_chunk *ch;
     while (!ca->down && ca->sa && (ch = iwarp_llp_assoc_tx_next(&ca->la)) != NULL) {
+        if (ca->inflight >= INFLIGHT_MAX) {
+            /* SCTP knows how many of the association's chunks are unacknowledged, which
+             * bounds every stream's count (RFC 5043 §10) */
+            dom_enter(ctx);
+            ca->inflight = iwarp_llp_sctp_unacked(ca->sa);
+            dom_leave();
+            iwarp_llp_assoc_unacked(&ca->la, ca->inflight);
+            if (ca->inflight >= INFLIGHT_MAX) {
+                ca->cap_blocked = true; /* the chunk stays produced until then */
+                break;
+            }
+        }
         dom_enter(ctx);
         int rc = iwarp_llp_sctp_send_chunk(ca->sa, ch->sid, ch->ppid, ch->iov, ch->niov);
         dom_leave();
         if (rc != 0)
             break; /* BUSY: on_writable follows; another error: on_down follows */
         iwarp_llp_assoc_tx_done(&ca->la);
-        if (++ca->sent_since_status >= STATUS_EVERY) {
-            /* RFC 5043 §10: fewer than 32768 chunks per stream unacknowledged; SCTP knows how
-             * many of the association's are, which bounds every stream's count */
-            ca->sent_since_status = 0;
-            dom_enter(ctx);
-            uint32_t unacked = iwarp_llp_sctp_unacked(ca->sa);
-            dom_leave();
-            iwarp_llp_assoc_unacked(&ca->la, unacked);
-        }
+        ca->inflight++;
     }
 }
 
