@@ -30,7 +30,7 @@ struct iwarp_pcap_writer {
     bool io_failed;
     struct iwarp_pcap_budget *budget; /* NULL: unbounded */
     char errtext[IWARP_PCAP_ERRTEXT_LEN];
-    uint8_t frame[FRAME_CAP]; /* where TCP segments are assembled */
+    uint8_t frame[FRAME_CAP]; /* where TCP segments and UDP datagrams are assembled */
 };
 
 static void copy_text(char *dst, size_t cap, const char *src)
@@ -141,6 +141,25 @@ int iwarp_pcap_writer_frame(struct iwarp_pcap_writer *w, const uint8_t *frame, s
     if (ferror(pcap_dump_file(w->dumper)))
         return io_error(w, "write");
     return 0;
+}
+
+int iwarp_pcap_writer_udp(struct iwarp_pcap_writer *w, const struct iwarp_pkt_udp_dgram *d,
+                          const uint8_t *payload, size_t len)
+{
+    if (w == NULL || d == NULL || (payload == NULL && len != 0))
+        return IWARP_ERR_INVAL;
+    size_t hdr = iwarp_pkt_udp_hdr_len(d->ip_version);
+    if (hdr == 0)
+        return IWARP_ERR_INVAL;
+    size_t max = d->ip_version == 4 ? IWARP_PKT_UDP_MAX_PAYLOAD_V4 : IWARP_PKT_UDP_MAX_PAYLOAD_V6;
+    if (len > max)
+        return IWARP_ERR_PKT_TOO_BIG;
+    if (len > 0)
+        memcpy(w->frame + hdr, payload, len);
+    iwarp_ssize n = iwarp_pkt_build_udp(w->frame, sizeof w->frame, d, len);
+    if (n < 0)
+        return (int)n;
+    return iwarp_pcap_writer_frame(w, w->frame, (size_t)n);
 }
 
 /* ---- synthetic TCP ---- */

@@ -17,6 +17,7 @@
 #include <sys/uio.h>
 
 #include "iwarp/common.h"
+#include "trace/trace_pkt.h"
 
 /* Snapshot length written into the file header: a full 64 KiB IP packet plus its link header
  * (tcpdump's MAXIMUM_SNAPLEN). */
@@ -90,6 +91,18 @@ void iwarp_pcap_writer_set_budget(struct iwarp_pcap_writer *w, struct iwarp_pcap
  * an error).
  */
 int iwarp_pcap_writer_frame(struct iwarp_pcap_writer *w, const uint8_t *frame, size_t len);
+
+/*
+ * Writes one UDP datagram (Ethernet + IPv4/IPv6 + UDP headers built by iwarp_pkt_build_udp(),
+ * checksums filled in) carrying payload[0..len) at the writer's clock, as one frame whatever
+ * its size (no IP fragmentation: loopback MTU). Assembled in the writer's own frame buffer.
+ *   d - the header fields.
+ * Ownership: payload is copied; nothing is kept.
+ * Returns 0, IWARP_ERR_INVAL (NULL arguments, ip_version not 4 or 6), IWARP_ERR_PKT_TOO_BIG
+ * (over IWARP_PKT_UDP_MAX_PAYLOAD_V4/_V6), or an iwarp_pcap_writer_frame() error.
+ */
+int iwarp_pcap_writer_udp(struct iwarp_pcap_writer *w, const struct iwarp_pkt_udp_dgram *d,
+                          const uint8_t *payload, size_t len);
 
 /* ---- a synthetic TCP connection ---- */
 

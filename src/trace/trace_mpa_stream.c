@@ -9,47 +9,9 @@
 #include "mpa/mpa_frame.h"
 #include "util/bytes.h"
 #include "wire/wire_rdmap.h"
-#include "wire/wire_term.h"
 
 enum { ST_UNKNOWN, ST_MPA, ST_NOT_MPA };
 enum { PH_FRAME, PH_WAIT, PH_FPDU, PH_RAW };
-
-static const char *const class_names[IWARP_MS_CLASS_COUNT] = {
-    [IWARP_MS_BAD_CRC] = "bad-crc",
-    [IWARP_MS_MARKER] = "marker",
-    [IWARP_MS_PAD] = "pad",
-    [IWARP_MS_LENGTH] = "length",
-    [IWARP_MS_UNDISSECTED] = "undissected",
-    [IWARP_MS_NO_MPA] = "no-mpa",
-    [IWARP_MS_STARTUP] = "startup",
-    [IWARP_MS_MPA_REV] = "mpa-rev",
-    [IWARP_MS_MPA_RES] = "mpa-res",
-    [IWARP_MS_MPA_PD] = "mpa-pd",
-    [IWARP_MS_MPA_RTR] = "mpa-rtr",
-    [IWARP_MS_MPA_IRD] = "mpa-ird",
-    [IWARP_MS_RTR] = "rtr",
-    [IWARP_MS_DDP_VERSION] = "ddp-version",
-    [IWARP_MS_DDP_RSVD] = "ddp-rsvd",
-    [IWARP_MS_RDMAP_VERSION] = "rdmap-version",
-    [IWARP_MS_RDMAP_RSVD] = "rdmap-rsvd",
-    [IWARP_MS_OPCODE] = "opcode",
-    [IWARP_MS_TFLAG] = "tflag",
-    [IWARP_MS_QN] = "qn",
-    [IWARP_MS_LAST_FLAG] = "last-flag",
-    [IWARP_MS_MO] = "mo",
-    [IWARP_MS_RSVDULP] = "rsvdulp",
-    [IWARP_MS_MSN] = "msn",
-    [IWARP_MS_TO] = "to",
-    [IWARP_MS_READ_RESP] = "read-resp",
-    [IWARP_MS_TERMINATE] = "terminate",
-    [IWARP_MS_AFTER_TERMINATE] = "after-terminate",
-    [IWARP_MS_CRC_OFF] = "crc-off",
-};
-
-const char *iwarp_mpa_stream_class_name(unsigned cls)
-{
-    return cls < IWARP_MS_CLASS_COUNT ? class_names[cls] : "?";
-}
 
 static bool from_init(const struct iwarp_mpa_stream *s, unsigned side)
 {
@@ -82,6 +44,13 @@ static void report(struct iwarp_mpa_stream *s, unsigned side, uint64_t index, bo
     s->ops->finding(s->ctx, &f);
 }
 
+/* The shared DDP/RDMAP rules report through the stream's own counters and callback. */
+static void judge_report(void *ctx, unsigned side, uint64_t index, bool error,
+                         enum iwarp_mpa_stream_class cls, const char *msg)
+{
+    report(ctx, side, index, error, cls, "%s", msg);
+}
+
 void iwarp_mpa_stream_init(struct iwarp_mpa_stream *s, const struct iwarp_mpa_stream_cfg *cfg,
                            const struct iwarp_mpa_stream_ops *ops, void *ctx)
 {
@@ -90,6 +59,7 @@ void iwarp_mpa_stream_init(struct iwarp_mpa_stream *s, const struct iwarp_mpa_st
     s->ops = ops;
     s->ctx = ctx;
     s->initiator = -1;
+    iwarp_ddp_judge_init(&s->judge, judge_report, s);
 }
 
 bool iwarp_mpa_stream_is_mpa(const struct iwarp_mpa_stream *s)
@@ -312,29 +282,6 @@ static const char *op_name(unsigned op)
     return oi ? oi->name : "reserved opcode";
 }
 
-/* The category of an iwarp_wire_segment_decode() error. */
-static enum iwarp_mpa_stream_class seg_class(int rc)
-{
-    switch (rc) {
-    case IWARP_ERR_DDP_VERSION:
-        return IWARP_MS_DDP_VERSION;
-    case IWARP_ERR_RDMAP_VERSION:
-        return IWARP_MS_RDMAP_VERSION;
-    case IWARP_ERR_RDMAP_OPCODE:
-        return IWARP_MS_OPCODE;
-    case IWARP_ERR_RDMAP_TAGGED:
-        return IWARP_MS_TFLAG;
-    case IWARP_ERR_DDP_QN:
-        return IWARP_MS_QN;
-    case IWARP_ERR_RDMAP_LAST:
-        return IWARP_MS_LAST_FLAG;
-    case IWARP_ERR_DDP_MO:
-        return IWARP_MS_MO;
-    default: /* IWARP_ERR_DDP_HDR_LEN, IWARP_ERR_RDMAP_LEN */
-        return IWARP_MS_LENGTH;
-    }
-}
-
 /* RFC 6581 §9.2: in peer-to-peer mode the initiator's first FPDU is a zero-length RTR of a
  * type the Reply offered. */
 static void rtr_rule(struct iwarp_mpa_stream *s, unsigned side,
@@ -357,192 +304,14 @@ static void rtr_rule(struct iwarp_mpa_stream *s, unsigned side,
                s->rtr_offered & IWARP_MPA_RTR_READ ? "Read " : "", op_name(op), payload);
 }
 
-/* The untagged queue record of qn (-1 when the table is full). */
-static int q_slot(struct iwarp_mpa_stream_dir *d, uint32_t qn)
-{
-    for (unsigned i = 0; i < IWARP_MS_MAX_QN; i++)
-        if (d->q[i].used && d->q[i].qn == qn)
-            return (int)i;
-    for (unsigned i = 0; i < IWARP_MS_MAX_QN; i++)
-        if (!d->q[i].used) {
-            d->q[i].used = true;
-            d->q[i].qn = qn;
-            d->q[i].next_msn = 1; /* RFC 5041 §5.3: the first MSN of a queue is 1 */
-            return (int)i;
-        }
-    return -1;
-}
-
-/* RFC 5041 §4.3, §5.3: MSN starts at 1 and grows by one per message on each queue; the
- * segments of one message share it and their MO is contiguous from 0. */
-static void untagged_seq(struct iwarp_mpa_stream *s, unsigned side, uint64_t idx,
-                         const struct iwarp_ddp_hdr *h, uint32_t payload)
-{
-    struct iwarp_mpa_stream_dir *d = &s->d[side];
-    int i = q_slot(d, h->qn);
-    if (i < 0)
-        return;
-    if (d->q[i].open) {
-        if (h->msn != d->q[i].cur_msn)
-            report(s, side, idx, true, IWARP_MS_MSN,
-                   "QN %u MSN %u while message MSN %u is unfinished (L=0) (RFC 5041 §4.3)", h->qn,
-                   h->msn, d->q[i].cur_msn);
-        else if (h->mo != d->q[i].cur_mo)
-            report(s, side, idx, true, IWARP_MS_MO,
-                   "QN %u MSN %u MO %u, expected %u (RFC 5041 §4.3)", h->qn, h->msn, h->mo,
-                   d->q[i].cur_mo);
-    } else {
-        if (h->msn != d->q[i].next_msn)
-            report(s, side, idx, true, IWARP_MS_MSN,
-                   "QN %u MSN %u, expected %u (MSNs start at 1 and grow by one per message, "
-                   "RFC 5041 §4.3)",
-                   h->qn, h->msn, d->q[i].next_msn);
-        if (h->mo != 0)
-            report(s, side, idx, true, IWARP_MS_MO,
-                   "first segment of QN %u MSN %u has MO %u, expected 0 (RFC 5041 §4.3)", h->qn,
-                   h->msn, h->mo);
-    }
-    if (h->last) {
-        d->q[i].open = false;
-        d->q[i].next_msn = h->msn + 1u; /* wraps modulo 2^32 (RFC 5041 §4.3) */
-    } else {
-        d->q[i].open = true;
-        d->q[i].cur_msn = h->msn;
-        d->q[i].cur_mo = h->mo + payload;
-    }
-}
-
-/* RFC 5041 §4.2: the segments of a tagged message carry contiguous TOs. */
-static void tagged_seq(struct iwarp_mpa_stream *s, unsigned side, uint64_t idx,
-                       const struct iwarp_ddp_hdr *h, uint32_t payload)
-{
-    struct iwarp_mpa_stream_dir *d = &s->d[side];
-    int slot = -1, fresh = -1;
-    for (unsigned i = 0; i < IWARP_MS_MAX_STAGS; i++) {
-        if (d->t[i].used && d->t[i].stag == h->stag)
-            slot = (int)i;
-        else if (!d->t[i].used && fresh < 0)
-            fresh = (int)i;
-    }
-    if (slot >= 0 && h->to != d->t[slot].next_to)
-        report(s, side, idx, true, IWARP_MS_TO,
-               "TO 0x%llx for STag 0x%08x, expected 0x%llx (continues the previous segment, RFC "
-               "5041 §4.2)",
-               (unsigned long long)h->to, h->stag, (unsigned long long)d->t[slot].next_to);
-    if (h->last) {
-        if (slot >= 0)
-            d->t[slot].used = false;
-        return;
-    }
-    if (slot < 0)
-        slot = fresh;
-    if (slot >= 0) {
-        d->t[slot].used = true;
-        d->t[slot].stag = h->stag;
-        d->t[slot].next_to = h->to + payload;
-    }
-}
-
-/* RFC 5040 §4.5: Read Responses answer the peer's Read Requests in order, at the sink STag and
- * TO, RDMARDSZ octets in all. */
-static void read_resp(struct iwarp_mpa_stream *s, unsigned side, uint64_t idx,
-                      const struct iwarp_ddp_hdr *h, uint32_t payload)
-{
-    struct iwarp_mpa_stream_dir *d = &s->d[side], *peer = &s->d[side ^ 1u];
-    if (!d->resp_open) {
-        if (peer->nreads == 0) {
-            report(s, side, idx, true, IWARP_MS_READ_RESP,
-                   "Read Response without an outstanding Read Request (RFC 5040 §4.5)");
-            return;
-        }
-        d->resp_req.sink_stag = peer->reads[0].sink_stag;
-        d->resp_req.sink_to = peer->reads[0].sink_to;
-        d->resp_req.size = peer->reads[0].size;
-        d->resp_req.index = peer->reads[0].index;
-        memmove(&peer->reads[0], &peer->reads[1], (peer->nreads - 1u) * sizeof peer->reads[0]);
-        peer->nreads--;
-        d->resp_open = true;
-        d->resp_sofar = 0;
-    }
-    if (h->stag != d->resp_req.sink_stag)
-        report(s, side, idx, true, IWARP_MS_READ_RESP,
-               "Read Response STag 0x%08x, Read Request #%llu asked for sink STag 0x%08x (RFC "
-               "5040 §4.5)",
-               h->stag, (unsigned long long)d->resp_req.index, d->resp_req.sink_stag);
-    else if (h->to != d->resp_req.sink_to + d->resp_sofar)
-        report(s, side, idx, true, IWARP_MS_READ_RESP,
-               "Read Response TO 0x%llx, expected 0x%llx (Read Request #%llu, RFC 5040 §4.5)",
-               (unsigned long long)h->to, (unsigned long long)(d->resp_req.sink_to + d->resp_sofar),
-               (unsigned long long)d->resp_req.index);
-    d->resp_sofar += payload;
-    if (h->last) {
-        if (d->resp_sofar != d->resp_req.size)
-            report(s, side, idx, true, IWARP_MS_READ_RESP,
-                   "Read Response carried %llu octets, Read Request #%llu asked for %u (RFC 5040 "
-                   "§4.4 RDMARDSZ)",
-                   (unsigned long long)d->resp_sofar, (unsigned long long)d->resp_req.index,
-                   d->resp_req.size);
-        d->resp_open = false;
-    } else if (d->resp_sofar > d->resp_req.size) {
-        report(s, side, idx, true, IWARP_MS_READ_RESP,
-               "Read Response exceeds the %u octets requested (RFC 5040 §4.4)", d->resp_req.size);
-    }
-}
-
-/* Header rules beyond the first failure iwarp_wire_segment_decode() reports. */
-static void segment_rules(struct iwarp_mpa_stream *s, unsigned side,
-                          const struct iwarp_mpa_stream_pdu *p)
-{
-    struct iwarp_mpa_stream_dir *d = &s->d[side];
-    if (p->seg_rc < 0) {
-        char cs[128];
-        iwarp_term_cause_str(p->cause, cs, sizeof cs);
-        report(s, side, p->index, true, seg_class(p->seg_rc), "%s; Terminate %u/%u/0x%02x %s",
-               iwarp_strerror(p->seg_rc), p->cause.layer, p->cause.etype, p->cause.ecode, cs);
-    } else {
-        unsigned r = p->seg->rsvd_set;
-        /* RFC 5041 §4.1, RFC 5040 §4.1: reserved fields MUST be zero on send */
-        if (r & IWARP_WIRE_RSVD_DDP)
-            report(s, side, p->index, true, IWARP_MS_DDP_RSVD,
-                   "DDP reserved bits = 0x%x (RFC 5041 §4.1: MUST be 0)", p->ddp.rsvd);
-        if (r & (IWARP_WIRE_RSVD_RDMAP | IWARP_WIRE_RSVD_ATOMIC))
-            report(s, side, p->index, true, IWARP_MS_RDMAP_RSVD,
-                   "RDMAP reserved bits set (RFC 5040 §4.1, RFC 7306 §5.2.1: MUST be 0)");
-        if (r & IWARP_WIRE_RSVD_INV_STAG)
-            report(s, side, p->index, true, IWARP_MS_RSVDULP,
-                   "Invalidate STag slot = 0x%08x, MUST be 0 for %s (RFC 5040 §4.1)",
-                   p->ddp.rsvdulp_word, p->seg->op->name);
-        if (p->seg->opcode == IWARP_RDMAP_OP_TERMINATE) {
-            const struct iwarp_term *t = &p->seg->body.term;
-            if (t->siw_swapped) /* wire-reference §1.5 */
-                report(s, side, p->index, true, IWARP_MS_TERMINATE,
-                       "Terminate control word in Linux siw's bit-reversed layout (siw's known "
-                       "deviation from RFC 5040 §4.8)");
-            else if (r & IWARP_WIRE_RSVD_TERM)
-                report(s, side, p->index, true, IWARP_MS_TERMINATE,
-                       "Terminate reserved bits 0x%x (RFC 5040 §4.8: MUST be 0)", t->rsvd);
-            else if (!iwarp_term_cause_defined(t->ctrl.cause))
-                report(s, side, p->index, true, IWARP_MS_TERMINATE,
-                       "Terminate cause %u/%u/0x%02x is not defined (RFC 5040 §4.8)",
-                       t->ctrl.cause.layer, t->ctrl.cause.etype, t->ctrl.cause.ecode);
-        }
-    }
-    unsigned op = iwarp_rdmap_ctrl_opcode(p->ddp.rsvdulp);
-    if (op == IWARP_RDMAP_OP_TERMINATE && !p->ddp.tagged) {
-        if (d->terminated) /* RFC 5040 §5.4: one Terminate ends the stream */
-            report(s, side, p->index, true, IWARP_MS_TERMINATE, "second Terminate on this stream");
-        else
-            d->terminated = p->index;
-    }
-}
-
 /* A complete FPDU of side (its ULPDU staged in d->ulpdu). */
 static void fpdu_done(struct iwarp_mpa_stream *s, unsigned side, uint32_t ulpdu_len,
                       enum iwarp_mpa_stream_crc crc, bool marker_bad)
 {
     struct iwarp_mpa_stream_dir *d = &s->d[side];
     uint32_t pad = iwarp_mpa_pad_len(ulpdu_len);
-    struct iwarp_wire_segment seg;
+    struct iwarp_ddp_judge_seg js;
+    iwarp_ddp_judge_decode(d->ulpdu, ulpdu_len, &js);
     struct iwarp_mpa_stream_pdu p = {.kind = IWARP_MS_PDU_FPDU,
                                      .side = side,
                                      .from_initiator = from_init(s, side),
@@ -553,12 +322,13 @@ static void fpdu_done(struct iwarp_mpa_stream *s, unsigned side, uint32_t ulpdu_
                                      .markers = d->marker_oct / IWARP_MPA_MARKER_LEN,
                                      .crc = crc,
                                      .crc_field = iwarp_load_le32(d->trailer + pad),
-                                     .ulpdu = d->ulpdu};
-    p.has_ddp = iwarp_ddp_hdr_decode(d->ulpdu, ulpdu_len, &p.ddp) > 0;
-    p.seg_rc = iwarp_wire_segment_decode(d->ulpdu, ulpdu_len, &seg, &p.cause);
-    p.seg = p.seg_rc == 0 ? &seg : NULL;
+                                     .ulpdu = d->ulpdu,
+                                     .has_ddp = js.has_ddp,
+                                     .ddp = js.ddp,
+                                     .seg_rc = js.seg_rc,
+                                     .seg = js.seg_rc == 0 ? &js.seg : NULL,
+                                     .cause = js.cause};
     bool first = d->fpdus++ == 0;
-    uint64_t after = d->terminated;
     s->ops->pdu(s->ctx, &p);
 
     if (crc == IWARP_MS_CRC_BAD) /* RFC 5044 §4.4, §8 code 2 */
@@ -577,38 +347,9 @@ static void fpdu_done(struct iwarp_mpa_stream *s, unsigned side, uint32_t ulpdu_
         report(s, side, p.index, true, IWARP_MS_STARTUP,
                "responder sent an FPDU before receiving the initiator's first FPDU (RFC 5044 "
                "§7.1.2 rule 4)");
-    if (!p.has_ddp) {
-        segment_rules(s, side, &p);
-        return;
-    }
-    unsigned op = iwarp_rdmap_ctrl_opcode(p.ddp.rsvdulp);
-    if (after) /* RFC 5040 §5.4: nothing follows one's own Terminate */
-        report(s, side, p.index, true, IWARP_MS_AFTER_TERMINATE,
-               "%s sent after this side's Terminate #%llu (RFC 5040 §5.4)", op_name(op),
-               (unsigned long long)after);
-    segment_rules(s, side, &p);
-    if (first && from_init(s, side) && s->p2p)
+    if (js.has_ddp && first && from_init(s, side) && s->p2p)
         rtr_rule(s, side, &p);
-
-    size_t hdr = iwarp_ddp_hdr_len(d->ulpdu[0]);
-    uint32_t payload = (uint32_t)(ulpdu_len - hdr);
-    if (p.ddp.tagged) {
-        if (op == IWARP_RDMAP_OP_WRITE || op == IWARP_RDMAP_OP_READ_RESP)
-            tagged_seq(s, side, p.index, &p.ddp, payload);
-        if (op == IWARP_RDMAP_OP_READ_RESP)
-            read_resp(s, side, p.index, &p.ddp, payload);
-        return;
-    }
-    untagged_seq(s, side, p.index, &p.ddp, payload);
-    struct iwarp_rdmap_read_req rr;
-    if (op == IWARP_RDMAP_OP_READ_REQ && d->nreads < IWARP_MS_MAX_READS &&
-        iwarp_rdmap_read_req_decode(d->ulpdu + hdr, payload, &rr) >= 0) {
-        d->reads[d->nreads].sink_stag = rr.sink_stag;
-        d->reads[d->nreads].sink_to = rr.sink_to;
-        d->reads[d->nreads].size = rr.size;
-        d->reads[d->nreads].index = p.index;
-        d->nreads++;
-    }
+    iwarp_ddp_judge_segment(&s->judge, side, p.index, &js);
 }
 
 /* The direction stops being decodable: the rest is counted as raw octets. */
@@ -719,13 +460,6 @@ void iwarp_mpa_stream_finish(struct iwarp_mpa_stream *s)
                    "framing, data before the Reply or after a Reject, or a capture that ends "
                    "inside a PDU)",
                    (unsigned long long)left);
-        for (unsigned q = 0; q < IWARP_MS_MAX_QN; q++)
-            if (d->q[q].used && d->q[q].open)
-                report(s, i, 0, false, IWARP_MS_MSN,
-                       "QN %u MSN %u has no segment with L=1 by the end of the capture", d->q[q].qn,
-                       d->q[q].cur_msn);
-        if (d->resp_open)
-            report(s, i, 0, false, IWARP_MS_READ_RESP,
-                   "Read Response unfinished at the end of the capture");
     }
+    iwarp_ddp_judge_finish(&s->judge);
 }

@@ -8,11 +8,12 @@
  * the direction's FPDUs are deframed by the library's deframer (src/mpa/mpa_deframe.h: CRC if
  * either frame has C=1, markers where the receiver's frame has M=1, RFC 5044 §7.1.1) and each
  * DDP segment goes through iwarp_wire_segment_decode(), which gives the exact Terminate cause
- * our stack would send. Stateful rules are checked on top: MSN/MO continuity per direction and
- * QN (RFC 5041 §4.3, §5.3), TO continuity of tagged messages, Read Responses against the Read
- * Requests (RFC 5040 §4.4, §4.5), RFC 6581 RTR and IRD/ORD, the startup order (RFC 5044 §7.1.2),
- * PAD octets (RFC 5044 §4.1), nothing after one's own Terminate (RFC 5040 §5.4). Findings use
- * the category names of ../shared/tools/wire-check so the two can be compared.
+ * our stack would send. Stateful rules are checked on top: the DDP/RDMAP ones shared with the
+ * SCTP judge (trace/trace_judge.h: MSN/MO continuity per direction and QN, TO continuity of
+ * tagged messages, Read Responses against the Read Requests, nothing after one's own
+ * Terminate), and the MPA ones here: RFC 6581 RTR and IRD/ORD, the startup order (RFC 5044
+ * §7.1.2), PAD octets (RFC 5044 §4.1). Findings use the category names of
+ * ../shared/tools/wire-check so the two can be compared.
  *
  * After a CRC or marker error the deframer is restarted at the end of the failed FPDU (as a
  * dissector would), so one damaged FPDU does not hide the rest; a ULPDU_Length that cannot be
@@ -26,47 +27,11 @@
 #include <stdint.h>
 
 #include "mpa/mpa_deframe.h"
+#include "trace/trace_judge.h"
 #include "wire/wire.h"
 #include "wire/wire_ddp.h"
 #include "wire/wire_mpa.h"
 #include "wire/wire_segment.h"
-
-/* Finding categories (wire-check's names, iwarp_mpa_stream_class_name()). */
-enum iwarp_mpa_stream_class {
-    IWARP_MS_BAD_CRC,         /* MPA CRC mismatch (RFC 5044 §4.4) */
-    IWARP_MS_MARKER,          /* FPDUPTR wrong (RFC 5044 §4.3) */
-    IWARP_MS_PAD,             /* PAD octets not zero (RFC 5044 §4.1) */
-    IWARP_MS_LENGTH,          /* segment length wrong for its headers / ULPDU_Length unusable */
-    IWARP_MS_UNDISSECTED,     /* octets that are not MPA PDUs */
-    IWARP_MS_NO_MPA,          /* a stream required to be MPA shows no MPA Request */
-    IWARP_MS_STARTUP,         /* RFC 5044 §7.1.2 startup order */
-    IWARP_MS_MPA_REV,         /* Rev not 1/2, S with Rev < 2 */
-    IWARP_MS_MPA_RES,         /* Res bits set */
-    IWARP_MS_MPA_PD,          /* PD_Length over 512, S without the IRD/ORD word */
-    IWARP_MS_MPA_RTR,         /* RFC 6581 §9.2 A/B/C/D */
-    IWARP_MS_MPA_IRD,         /* RFC 6581 §9.1 IRD/ORD */
-    IWARP_MS_RTR,             /* RFC 6581 §9.2: the initiator's first FPDU is not an RTR */
-    IWARP_MS_DDP_VERSION,     /* RFC 5041 §4.1 */
-    IWARP_MS_DDP_RSVD,        /* RFC 5041 §4.1 */
-    IWARP_MS_RDMAP_VERSION,   /* RFC 5040 §4.1 */
-    IWARP_MS_RDMAP_RSVD,      /* RFC 5040 §4.1, RFC 7306 §5.2.1 */
-    IWARP_MS_OPCODE,          /* RFC 5040 Figure 4, RFC 7306 Figure 2 */
-    IWARP_MS_TFLAG,           /* T flag vs opcode */
-    IWARP_MS_QN,              /* QN vs opcode */
-    IWARP_MS_LAST_FLAG,       /* single-segment message without L */
-    IWARP_MS_MO,              /* RFC 5041 §4.3 MO */
-    IWARP_MS_RSVDULP,         /* Invalidate STag slot not zero (RFC 5040 §4.1) */
-    IWARP_MS_MSN,             /* RFC 5041 §4.3, §5.3 MSN sequence */
-    IWARP_MS_TO,              /* tagged message TO continuity (RFC 5041 §4.2) */
-    IWARP_MS_READ_RESP,       /* RFC 5040 §4.5 Read Response vs Read Request */
-    IWARP_MS_TERMINATE,       /* RFC 5040 §4.8 Terminate header */
-    IWARP_MS_AFTER_TERMINATE, /* RFC 5040 §5.4 */
-    IWARP_MS_CRC_OFF,         /* warning: neither side asked for CRC (RFC 5044 §4.4) */
-    IWARP_MS_CLASS_COUNT
-};
-
-/* The category's wire-check name ("bad-crc", "msn", ...); "?" when out of range. */
-const char *iwarp_mpa_stream_class_name(unsigned cls);
 
 enum iwarp_mpa_stream_pdu_kind {
     IWARP_MS_PDU_REQUEST, /* MPA Request */
@@ -119,10 +84,6 @@ struct iwarp_mpa_stream_ops {
     void (*finding)(void *ctx, const struct iwarp_mpa_stream_finding *f);
 };
 
-#define IWARP_MS_MAX_QN    8u  /* untagged queues tracked per direction (wire QNs 0..3 used) */
-#define IWARP_MS_MAX_STAGS 16u /* unfinished tagged messages tracked per direction */
-#define IWARP_MS_MAX_READS 64u /* outstanding Read Requests tracked per direction */
-
 /* One direction (octets sent by one side). Private to trace_mpa_stream.c. */
 struct iwarp_mpa_stream_dir {
     uint8_t phase;
@@ -136,27 +97,6 @@ struct iwarp_mpa_stream_dir {
     uint32_t trailer_got;
     uint64_t raw; /* octets not decoded */
     uint64_t fpdus;
-    uint64_t terminated; /* index of this side's Terminate, 0 if none */
-    struct {
-        uint32_t qn, next_msn, cur_msn, cur_mo;
-        bool used, open;
-    } q[IWARP_MS_MAX_QN];
-    struct {
-        uint32_t stag;
-        uint64_t next_to;
-        bool used;
-    } t[IWARP_MS_MAX_STAGS];
-    struct {
-        uint32_t sink_stag, size;
-        uint64_t sink_to, index;
-    } reads[IWARP_MS_MAX_READS]; /* Read Requests this side sent, oldest first */
-    uint32_t nreads;
-    bool resp_open; /* a Read Response this side sends is under way */
-    struct {
-        uint32_t sink_stag, size;
-        uint64_t sink_to, index;
-    } resp_req;
-    uint64_t resp_sofar;
     uint8_t ulpdu[IWARP_MPA_MULPDU_MAX];
 };
 
@@ -182,6 +122,7 @@ struct iwarp_mpa_stream {
     uint64_t tag;        /* of the current feed */
     uint64_t pdus;       /* PDUs reported (summary) */
     uint64_t errors, warnings;
+    struct iwarp_ddp_judge judge; /* the DDP/RDMAP rules (trace/trace_judge.h) */
     struct iwarp_mpa_stream_dir d[2];
 };
 

@@ -490,6 +490,46 @@ size_t iwarp_pkt_tcp_hdr_len(uint8_t ip_version)
     return 0;
 }
 
+/* Writes the Ethernet header and the IPv4 (no options) or IPv6 header of a packet carrying
+ * l4_len octets of protocol proto; returns the first octet after them. ip_version is 4 or 6. */
+static uint8_t *put_eth_ip(uint8_t *frame, uint8_t ip_version, const uint8_t *src_mac,
+                           const uint8_t *dst_mac, const uint8_t *src, const uint8_t *dst,
+                           uint16_t ip_id, uint8_t ttl, uint8_t proto, size_t l4_len)
+{
+    uint8_t *eth = frame;
+    memcpy(eth, dst_mac, 6);
+    memcpy(eth + 6, src_mac, 6);
+    uint8_t *ip = eth + IWARP_PKT_ETH_HDR_LEN;
+    if (ip_version == 4) {
+        iwarp_store_be16(eth + 12, IWARP_PKT_ETHERTYPE_IPV4);
+        /* RFC 791 §3.1: Version 4, IHL 5, TOS 0, Total Length, Identification, DF, TTL,
+         * Protocol, Header Checksum (computed with the field zero), addresses */
+        ip[0] = 0x45;
+        ip[1] = 0;
+        iwarp_store_be16(ip + 2, (uint16_t)(IWARP_PKT_IPV4_HDR_LEN + l4_len));
+        iwarp_store_be16(ip + 4, ip_id);
+        iwarp_store_be16(ip + 6, 0x4000u);
+        ip[8] = ttl;
+        ip[9] = proto;
+        iwarp_store_be16(ip + 10, 0);
+        memcpy(ip + 12, src, 4);
+        memcpy(ip + 16, dst, 4);
+        iwarp_store_be16(ip + 10,
+                         iwarp_pkt_csum_fold(iwarp_pkt_csum_add(0, ip, IWARP_PKT_IPV4_HDR_LEN)));
+        return ip + IWARP_PKT_IPV4_HDR_LEN;
+    }
+    iwarp_store_be16(eth + 12, IWARP_PKT_ETHERTYPE_IPV6);
+    /* RFC 8200 §3: Version 6, Traffic Class 0, Flow Label 0, Payload Length, Next Header,
+     * Hop Limit, addresses */
+    iwarp_store_be32(ip, 0x60000000u);
+    iwarp_store_be16(ip + 4, (uint16_t)l4_len);
+    ip[6] = proto;
+    ip[7] = ttl;
+    memcpy(ip + 8, src, 16);
+    memcpy(ip + 24, dst, 16);
+    return ip + IWARP_PKT_IPV6_HDR_LEN;
+}
+
 iwarp_ssize iwarp_pkt_build_tcp(uint8_t *frame, size_t cap, const struct iwarp_pkt_tcp_seg *seg,
                                 size_t payload_len)
 {
@@ -504,39 +544,9 @@ iwarp_ssize iwarp_pkt_build_tcp(uint8_t *frame, size_t cap, const struct iwarp_p
     if (cap < hdr || cap - hdr < payload_len)
         return IWARP_ERR_NOSPC;
 
-    uint8_t *eth = frame;
-    memcpy(eth, seg->dst_mac, 6);
-    memcpy(eth + 6, seg->src_mac, 6);
-    uint8_t *ip = eth + IWARP_PKT_ETH_HDR_LEN;
     size_t tcp_len = IWARP_PKT_TCP_HDR_LEN + payload_len;
-    if (seg->ip_version == 4) {
-        iwarp_store_be16(eth + 12, IWARP_PKT_ETHERTYPE_IPV4);
-        /* RFC 791 §3.1: Version 4, IHL 5, TOS 0, Total Length, Identification, DF, TTL,
-         * Protocol, Header Checksum (computed with the field zero), addresses */
-        ip[0] = 0x45;
-        ip[1] = 0;
-        iwarp_store_be16(ip + 2, (uint16_t)(IWARP_PKT_IPV4_HDR_LEN + tcp_len));
-        iwarp_store_be16(ip + 4, seg->ip_id);
-        iwarp_store_be16(ip + 6, 0x4000u);
-        ip[8] = seg->ttl;
-        ip[9] = IWARP_PKT_IPPROTO_TCP;
-        iwarp_store_be16(ip + 10, 0);
-        memcpy(ip + 12, seg->src, 4);
-        memcpy(ip + 16, seg->dst, 4);
-        iwarp_store_be16(ip + 10,
-                         iwarp_pkt_csum_fold(iwarp_pkt_csum_add(0, ip, IWARP_PKT_IPV4_HDR_LEN)));
-    } else {
-        iwarp_store_be16(eth + 12, IWARP_PKT_ETHERTYPE_IPV6);
-        /* RFC 8200 §3: Version 6, Traffic Class 0, Flow Label 0, Payload Length, Next Header,
-         * Hop Limit, addresses */
-        iwarp_store_be32(ip, 0x60000000u);
-        iwarp_store_be16(ip + 4, (uint16_t)tcp_len);
-        ip[6] = IWARP_PKT_IPPROTO_TCP;
-        ip[7] = seg->ttl;
-        memcpy(ip + 8, seg->src, 16);
-        memcpy(ip + 24, seg->dst, 16);
-    }
-    uint8_t *tcp = frame + hdr - IWARP_PKT_TCP_HDR_LEN;
+    uint8_t *tcp = put_eth_ip(frame, seg->ip_version, seg->src_mac, seg->dst_mac, seg->src,
+                              seg->dst, seg->ip_id, seg->ttl, IWARP_PKT_IPPROTO_TCP, tcp_len);
     /* RFC 9293 §3.1: ports, Sequence, Acknowledgment, Data Offset 5 (no options), control bits,
      * Window, Checksum over pseudo-header + segment, Urgent Pointer 0 */
     iwarp_store_be16(tcp, seg->sport);
@@ -550,5 +560,43 @@ iwarp_ssize iwarp_pkt_build_tcp(uint8_t *frame, size_t cap, const struct iwarp_p
     iwarp_store_be16(tcp + 18, 0);
     uint32_t s = pseudo_sum(seg->ip_version, seg->src, seg->dst, IWARP_PKT_IPPROTO_TCP, tcp_len);
     iwarp_store_be16(tcp + 16, iwarp_pkt_csum_fold(iwarp_pkt_csum_add(s, tcp, tcp_len)));
+    return (iwarp_ssize)(hdr + payload_len);
+}
+
+size_t iwarp_pkt_udp_hdr_len(uint8_t ip_version)
+{
+    if (ip_version == 4)
+        return IWARP_PKT_ETH_HDR_LEN + IWARP_PKT_IPV4_HDR_LEN + IWARP_PKT_UDP_HDR_LEN;
+    if (ip_version == 6)
+        return IWARP_PKT_ETH_HDR_LEN + IWARP_PKT_IPV6_HDR_LEN + IWARP_PKT_UDP_HDR_LEN;
+    return 0;
+}
+
+iwarp_ssize iwarp_pkt_build_udp(uint8_t *frame, size_t cap, const struct iwarp_pkt_udp_dgram *d,
+                                size_t payload_len)
+{
+    if (frame == NULL || d == NULL)
+        return IWARP_ERR_INVAL;
+    size_t hdr = iwarp_pkt_udp_hdr_len(d->ip_version);
+    if (hdr == 0)
+        return IWARP_ERR_INVAL;
+    size_t max = d->ip_version == 4 ? IWARP_PKT_UDP_MAX_PAYLOAD_V4 : IWARP_PKT_UDP_MAX_PAYLOAD_V6;
+    if (payload_len > max)
+        return IWARP_ERR_PKT_TOO_BIG;
+    if (cap < hdr || cap - hdr < payload_len)
+        return IWARP_ERR_NOSPC;
+
+    size_t udp_len = IWARP_PKT_UDP_HDR_LEN + payload_len;
+    uint8_t *udp = put_eth_ip(frame, d->ip_version, d->src_mac, d->dst_mac, d->src, d->dst,
+                              d->ip_id, d->ttl, IWARP_PKT_IPPROTO_UDP, udp_len);
+    /* RFC 768: ports, Length (header included), Checksum over pseudo-header + datagram */
+    iwarp_store_be16(udp, d->sport);
+    iwarp_store_be16(udp + 2, d->dport);
+    iwarp_store_be16(udp + 4, (uint16_t)udp_len);
+    iwarp_store_be16(udp + 6, 0);
+    uint32_t s = pseudo_sum(d->ip_version, d->src, d->dst, IWARP_PKT_IPPROTO_UDP, udp_len);
+    uint16_t c = iwarp_pkt_csum_fold(iwarp_pkt_csum_add(s, udp, udp_len));
+    /* RFC 768: a computed zero is sent as all ones (zero means "no checksum") */
+    iwarp_store_be16(udp + 6, c == 0 ? 0xFFFFu : c);
     return (iwarp_ssize)(hdr + payload_len);
 }

@@ -1,8 +1,8 @@
 /*
- * Packet headers for capture files: build Ethernet/IPv4/IPv6/TCP headers with correct checksums,
- * and decode captured link/IP/TCP/UDP/SCTP headers. Pure code: no I/O, no allocation. The decoder
- * is what the pcap reader (trace/pcap_reader.h) and the fuzzer run on captured bytes; the builder
- * is what the pcap writer (trace/pcap_writer.h) uses.
+ * Packet headers for capture files: build Ethernet/IPv4/IPv6/TCP and UDP headers with correct
+ * checksums, and decode captured link/IP/TCP/UDP/SCTP headers. Pure code: no I/O, no allocation.
+ * The decoder is what the pcap reader (trace/pcap_reader.h) and the fuzzer run on captured bytes;
+ * the builder is what the pcap writer (trace/pcap_writer.h) uses.
  *
  * References: Ethernet II / IEEE 802.1Q, RFC 791 (IPv4), RFC 8200 (IPv6), RFC 9293 (TCP),
  * RFC 768 (UDP), RFC 9260 (SCTP), RFC 1071 (Internet checksum), the pcap LINKTYPE_ registry
@@ -49,6 +49,9 @@ enum iwarp_pkt_link {
  * IP and 20-octet TCP headers; IPv6 Payload Length counts only the TCP header (RFC 8200 §3). */
 #define IWARP_PKT_TCP_MAX_PAYLOAD_V4 (65535u - 20u - 20u)
 #define IWARP_PKT_TCP_MAX_PAYLOAD_V6 (65535u - 20u)
+/* Largest UDP payload in one packet: likewise with the 8-octet UDP header (RFC 768). */
+#define IWARP_PKT_UDP_MAX_PAYLOAD_V4 (65535u - 20u - 8u)
+#define IWARP_PKT_UDP_MAX_PAYLOAD_V6 (65535u - 8u)
 
 /* TCP control bits (RFC 9293 §3.1; NS from RFC 3540, octet 12 bit 0, shown here as 0x100). */
 #define IWARP_PKT_TCP_FIN 0x001u
@@ -182,6 +185,36 @@ size_t iwarp_pkt_tcp_hdr_len(uint8_t ip_version);
  * or an ip_version other than 4 and 6.
  */
 iwarp_ssize iwarp_pkt_build_tcp(uint8_t *frame, size_t cap, const struct iwarp_pkt_tcp_seg *seg,
+                                size_t payload_len);
+
+/* What iwarp_pkt_build_udp() writes: one Ethernet + IPv4/IPv6 + UDP header. */
+struct iwarp_pkt_udp_dgram {
+    uint8_t ip_version; /* 4 or 6 */
+    uint8_t src_mac[6]; /* Ethernet source */
+    uint8_t dst_mac[6]; /* Ethernet destination */
+    uint8_t src[16];    /* IP source; IPv4 in the first 4 octets */
+    uint8_t dst[16];    /* IP destination */
+    uint16_t ip_id;     /* IPv4 Identification (DF is always set; unused for IPv6) */
+    uint8_t ttl;        /* TTL / Hop Limit */
+    uint16_t sport, dport;
+};
+
+/* Octets of Ethernet + IP + UDP header iwarp_pkt_build_udp() writes: 42 (IPv4), 62 (IPv6), or 0
+ * for another ip_version. The payload goes right after them. */
+size_t iwarp_pkt_udp_hdr_len(uint8_t ip_version);
+
+/*
+ * Writes the Ethernet, IP and UDP headers of one UDP datagram in front of its payload, with the
+ * IPv4 header checksum and the UDP checksum filled in (RFC 768: a computed 0 is sent as 0xFFFF;
+ * RFC 8200 §8.1: IPv6 requires it).
+ *   frame - cap octets; the payload (payload_len octets) must already be at
+ *           frame + iwarp_pkt_udp_hdr_len(d->ip_version).
+ * Ownership: nothing is kept.
+ * Returns the frame length, IWARP_ERR_PKT_TOO_BIG when the payload exceeds
+ * IWARP_PKT_UDP_MAX_PAYLOAD_V4/_V6, IWARP_ERR_NOSPC when cap is too small, IWARP_ERR_INVAL on NULL
+ * or an ip_version other than 4 and 6.
+ */
+iwarp_ssize iwarp_pkt_build_udp(uint8_t *frame, size_t cap, const struct iwarp_pkt_udp_dgram *d,
                                 size_t payload_len);
 
 #endif

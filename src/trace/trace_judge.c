@@ -1,0 +1,342 @@
+/* DDP/RDMAP rules on captured segments, shared by the MPA and SCTP judges (see trace_judge.h). */
+#include "trace/trace_judge.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "iwarp/errors.h"
+#include "wire/wire_rdmap.h"
+
+static const char *const class_names[IWARP_MS_CLASS_COUNT] = {
+    [IWARP_MS_BAD_CRC] = "bad-crc",
+    [IWARP_MS_MARKER] = "marker",
+    [IWARP_MS_PAD] = "pad",
+    [IWARP_MS_LENGTH] = "length",
+    [IWARP_MS_UNDISSECTED] = "undissected",
+    [IWARP_MS_NO_MPA] = "no-mpa",
+    [IWARP_MS_STARTUP] = "startup",
+    [IWARP_MS_MPA_REV] = "mpa-rev",
+    [IWARP_MS_MPA_RES] = "mpa-res",
+    [IWARP_MS_MPA_PD] = "mpa-pd",
+    [IWARP_MS_MPA_RTR] = "mpa-rtr",
+    [IWARP_MS_MPA_IRD] = "mpa-ird",
+    [IWARP_MS_RTR] = "rtr",
+    [IWARP_MS_DDP_VERSION] = "ddp-version",
+    [IWARP_MS_DDP_RSVD] = "ddp-rsvd",
+    [IWARP_MS_RDMAP_VERSION] = "rdmap-version",
+    [IWARP_MS_RDMAP_RSVD] = "rdmap-rsvd",
+    [IWARP_MS_OPCODE] = "opcode",
+    [IWARP_MS_TFLAG] = "tflag",
+    [IWARP_MS_QN] = "qn",
+    [IWARP_MS_LAST_FLAG] = "last-flag",
+    [IWARP_MS_MO] = "mo",
+    [IWARP_MS_RSVDULP] = "rsvdulp",
+    [IWARP_MS_MSN] = "msn",
+    [IWARP_MS_TO] = "to",
+    [IWARP_MS_READ_RESP] = "read-resp",
+    [IWARP_MS_TERMINATE] = "terminate",
+    [IWARP_MS_AFTER_TERMINATE] = "after-terminate",
+    [IWARP_MS_CRC_OFF] = "crc-off",
+    [IWARP_MS_SCTP] = "sctp",
+    [IWARP_MS_SCTP_SSN] = "sctp-ssn",
+    [IWARP_MS_SCTP_PPID] = "sctp-ppid",
+    [IWARP_MS_SCTP_UNORDERED] = "sctp-unordered",
+    [IWARP_MS_SCTP_ADAPTATION] = "sctp-adaptation",
+    [IWARP_MS_SCTP_CTL] = "sctp-ctl",
+};
+
+const char *iwarp_mpa_stream_class_name(unsigned cls)
+{
+    return cls < IWARP_MS_CLASS_COUNT ? class_names[cls] : "?";
+}
+
+static void report(struct iwarp_ddp_judge *j, unsigned side, uint64_t index, bool error,
+                   enum iwarp_mpa_stream_class cls, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+
+static void report(struct iwarp_ddp_judge *j, unsigned side, uint64_t index, bool error,
+                   enum iwarp_mpa_stream_class cls, const char *fmt, ...)
+{
+    char msg[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    j->report(j->ctx, side, index, error, cls, msg);
+}
+
+static const char *op_name(unsigned op)
+{
+    const struct iwarp_rdmap_opinfo *oi = iwarp_rdmap_opinfo(op);
+    return oi ? oi->name : "reserved opcode";
+}
+
+/* The category of an iwarp_wire_segment_decode() error. */
+static enum iwarp_mpa_stream_class seg_class(int rc)
+{
+    switch (rc) {
+    case IWARP_ERR_DDP_VERSION:
+        return IWARP_MS_DDP_VERSION;
+    case IWARP_ERR_RDMAP_VERSION:
+        return IWARP_MS_RDMAP_VERSION;
+    case IWARP_ERR_RDMAP_OPCODE:
+        return IWARP_MS_OPCODE;
+    case IWARP_ERR_RDMAP_TAGGED:
+        return IWARP_MS_TFLAG;
+    case IWARP_ERR_DDP_QN:
+        return IWARP_MS_QN;
+    case IWARP_ERR_RDMAP_LAST:
+        return IWARP_MS_LAST_FLAG;
+    case IWARP_ERR_DDP_MO:
+        return IWARP_MS_MO;
+    default: /* IWARP_ERR_DDP_HDR_LEN, IWARP_ERR_RDMAP_LEN */
+        return IWARP_MS_LENGTH;
+    }
+}
+
+/* The untagged queue record of qn (-1 when the table is full). */
+static int q_slot(struct iwarp_ddp_judge_dir *d, uint32_t qn)
+{
+    for (unsigned i = 0; i < IWARP_MS_MAX_QN; i++)
+        if (d->q[i].used && d->q[i].qn == qn)
+            return (int)i;
+    for (unsigned i = 0; i < IWARP_MS_MAX_QN; i++)
+        if (!d->q[i].used) {
+            d->q[i].used = true;
+            d->q[i].qn = qn;
+            d->q[i].next_msn = 1; /* RFC 5041 §5.3: the first MSN of a queue is 1 */
+            return (int)i;
+        }
+    return -1;
+}
+
+/* RFC 5041 §4.3, §5.3: MSN starts at 1 and grows by one per message on each queue; the
+ * segments of one message share it and their MO is contiguous from 0. */
+static void untagged_seq(struct iwarp_ddp_judge *j, unsigned side, uint64_t idx,
+                         const struct iwarp_ddp_hdr *h, uint32_t payload)
+{
+    struct iwarp_ddp_judge_dir *d = &j->d[side];
+    int i = q_slot(d, h->qn);
+    if (i < 0)
+        return;
+    if (d->q[i].open) {
+        if (h->msn != d->q[i].cur_msn)
+            report(j, side, idx, true, IWARP_MS_MSN,
+                   "QN %u MSN %u while message MSN %u is unfinished (L=0) (RFC 5041 §4.3)", h->qn,
+                   h->msn, d->q[i].cur_msn);
+        else if (h->mo != d->q[i].cur_mo)
+            report(j, side, idx, true, IWARP_MS_MO,
+                   "QN %u MSN %u MO %u, expected %u (RFC 5041 §4.3)", h->qn, h->msn, h->mo,
+                   d->q[i].cur_mo);
+    } else {
+        if (h->msn != d->q[i].next_msn)
+            report(j, side, idx, true, IWARP_MS_MSN,
+                   "QN %u MSN %u, expected %u (MSNs start at 1 and grow by one per message, "
+                   "RFC 5041 §4.3)",
+                   h->qn, h->msn, d->q[i].next_msn);
+        if (h->mo != 0)
+            report(j, side, idx, true, IWARP_MS_MO,
+                   "first segment of QN %u MSN %u has MO %u, expected 0 (RFC 5041 §4.3)", h->qn,
+                   h->msn, h->mo);
+    }
+    if (h->last) {
+        d->q[i].open = false;
+        d->q[i].next_msn = h->msn + 1u; /* wraps modulo 2^32 (RFC 5041 §4.3) */
+    } else {
+        d->q[i].open = true;
+        d->q[i].cur_msn = h->msn;
+        d->q[i].cur_mo = h->mo + payload;
+    }
+}
+
+/* RFC 5041 §4.2: the segments of a tagged message carry contiguous TOs. */
+static void tagged_seq(struct iwarp_ddp_judge *j, unsigned side, uint64_t idx,
+                       const struct iwarp_ddp_hdr *h, uint32_t payload)
+{
+    struct iwarp_ddp_judge_dir *d = &j->d[side];
+    int slot = -1, fresh = -1;
+    for (unsigned i = 0; i < IWARP_MS_MAX_STAGS; i++) {
+        if (d->t[i].used && d->t[i].stag == h->stag)
+            slot = (int)i;
+        else if (!d->t[i].used && fresh < 0)
+            fresh = (int)i;
+    }
+    if (slot >= 0 && h->to != d->t[slot].next_to)
+        report(j, side, idx, true, IWARP_MS_TO,
+               "TO 0x%llx for STag 0x%08x, expected 0x%llx (continues the previous segment, RFC "
+               "5041 §4.2)",
+               (unsigned long long)h->to, h->stag, (unsigned long long)d->t[slot].next_to);
+    if (h->last) {
+        if (slot >= 0)
+            d->t[slot].used = false;
+        return;
+    }
+    if (slot < 0)
+        slot = fresh;
+    if (slot >= 0) {
+        d->t[slot].used = true;
+        d->t[slot].stag = h->stag;
+        d->t[slot].next_to = h->to + payload;
+    }
+}
+
+/* RFC 5040 §4.5: Read Responses answer the peer's Read Requests in order, at the sink STag and
+ * TO, RDMARDSZ octets in all. */
+static void read_resp(struct iwarp_ddp_judge *j, unsigned side, uint64_t idx,
+                      const struct iwarp_ddp_hdr *h, uint32_t payload)
+{
+    struct iwarp_ddp_judge_dir *d = &j->d[side], *peer = &j->d[side ^ 1u];
+    if (!d->resp_open) {
+        if (peer->nreads == 0) {
+            report(j, side, idx, true, IWARP_MS_READ_RESP,
+                   "Read Response without an outstanding Read Request (RFC 5040 §4.5)");
+            return;
+        }
+        d->resp_req.sink_stag = peer->reads[0].sink_stag;
+        d->resp_req.sink_to = peer->reads[0].sink_to;
+        d->resp_req.size = peer->reads[0].size;
+        d->resp_req.index = peer->reads[0].index;
+        memmove(&peer->reads[0], &peer->reads[1], (peer->nreads - 1u) * sizeof peer->reads[0]);
+        peer->nreads--;
+        d->resp_open = true;
+        d->resp_sofar = 0;
+    }
+    if (h->stag != d->resp_req.sink_stag)
+        report(j, side, idx, true, IWARP_MS_READ_RESP,
+               "Read Response STag 0x%08x, Read Request #%llu asked for sink STag 0x%08x (RFC "
+               "5040 §4.5)",
+               h->stag, (unsigned long long)d->resp_req.index, d->resp_req.sink_stag);
+    else if (h->to != d->resp_req.sink_to + d->resp_sofar)
+        report(j, side, idx, true, IWARP_MS_READ_RESP,
+               "Read Response TO 0x%llx, expected 0x%llx (Read Request #%llu, RFC 5040 §4.5)",
+               (unsigned long long)h->to, (unsigned long long)(d->resp_req.sink_to + d->resp_sofar),
+               (unsigned long long)d->resp_req.index);
+    d->resp_sofar += payload;
+    if (h->last) {
+        if (d->resp_sofar != d->resp_req.size)
+            report(j, side, idx, true, IWARP_MS_READ_RESP,
+                   "Read Response carried %llu octets, Read Request #%llu asked for %u (RFC 5040 "
+                   "§4.4 RDMARDSZ)",
+                   (unsigned long long)d->resp_sofar, (unsigned long long)d->resp_req.index,
+                   d->resp_req.size);
+        d->resp_open = false;
+    } else if (d->resp_sofar > d->resp_req.size) {
+        report(j, side, idx, true, IWARP_MS_READ_RESP,
+               "Read Response exceeds the %u octets requested (RFC 5040 §4.4)", d->resp_req.size);
+    }
+}
+
+/* Header rules beyond the first failure iwarp_wire_segment_decode() reports. */
+static void segment_rules(struct iwarp_ddp_judge *j, unsigned side, uint64_t index,
+                          const struct iwarp_ddp_judge_seg *p)
+{
+    struct iwarp_ddp_judge_dir *d = &j->d[side];
+    if (p->seg_rc < 0) {
+        char cs[128];
+        iwarp_term_cause_str(p->cause, cs, sizeof cs);
+        report(j, side, index, true, seg_class(p->seg_rc), "%s; Terminate %u/%u/0x%02x %s",
+               iwarp_strerror(p->seg_rc), p->cause.layer, p->cause.etype, p->cause.ecode, cs);
+    } else {
+        unsigned r = p->seg.rsvd_set;
+        /* RFC 5041 §4.1, RFC 5040 §4.1: reserved fields MUST be zero on send */
+        if (r & IWARP_WIRE_RSVD_DDP)
+            report(j, side, index, true, IWARP_MS_DDP_RSVD,
+                   "DDP reserved bits = 0x%x (RFC 5041 §4.1: MUST be 0)", p->ddp.rsvd);
+        if (r & (IWARP_WIRE_RSVD_RDMAP | IWARP_WIRE_RSVD_ATOMIC))
+            report(j, side, index, true, IWARP_MS_RDMAP_RSVD,
+                   "RDMAP reserved bits set (RFC 5040 §4.1, RFC 7306 §5.2.1: MUST be 0)");
+        if (r & IWARP_WIRE_RSVD_INV_STAG)
+            report(j, side, index, true, IWARP_MS_RSVDULP,
+                   "Invalidate STag slot = 0x%08x, MUST be 0 for %s (RFC 5040 §4.1)",
+                   p->ddp.rsvdulp_word, p->seg.op->name);
+        if (p->seg.opcode == IWARP_RDMAP_OP_TERMINATE) {
+            const struct iwarp_term *t = &p->seg.body.term;
+            if (t->siw_swapped) /* wire-reference §1.5 */
+                report(j, side, index, true, IWARP_MS_TERMINATE,
+                       "Terminate control word in Linux siw's bit-reversed layout (siw's known "
+                       "deviation from RFC 5040 §4.8)");
+            else if (r & IWARP_WIRE_RSVD_TERM)
+                report(j, side, index, true, IWARP_MS_TERMINATE,
+                       "Terminate reserved bits 0x%x (RFC 5040 §4.8: MUST be 0)", t->rsvd);
+            else if (!iwarp_term_cause_defined(t->ctrl.cause))
+                report(j, side, index, true, IWARP_MS_TERMINATE,
+                       "Terminate cause %u/%u/0x%02x is not defined (RFC 5040 §4.8)",
+                       t->ctrl.cause.layer, t->ctrl.cause.etype, t->ctrl.cause.ecode);
+        }
+    }
+    unsigned op = iwarp_rdmap_ctrl_opcode(p->ddp.rsvdulp);
+    if (op == IWARP_RDMAP_OP_TERMINATE && !p->ddp.tagged) {
+        if (d->terminated) /* RFC 5040 §5.4: one Terminate ends the stream */
+            report(j, side, index, true, IWARP_MS_TERMINATE, "second Terminate on this stream");
+        else
+            d->terminated = index;
+    }
+}
+
+void iwarp_ddp_judge_decode(const uint8_t *ulpdu, uint32_t len, struct iwarp_ddp_judge_seg *out)
+{
+    memset(out, 0, sizeof *out);
+    out->ulpdu = ulpdu;
+    out->len = len;
+    out->has_ddp = iwarp_ddp_hdr_decode(ulpdu, len, &out->ddp) > 0;
+    out->seg_rc = iwarp_wire_segment_decode(ulpdu, len, &out->seg, &out->cause);
+}
+
+void iwarp_ddp_judge_init(struct iwarp_ddp_judge *j, iwarp_ddp_judge_report_fn report_fn, void *ctx)
+{
+    memset(j, 0, sizeof *j);
+    j->report = report_fn;
+    j->ctx = ctx;
+}
+
+void iwarp_ddp_judge_segment(struct iwarp_ddp_judge *j, unsigned side, uint64_t index,
+                             const struct iwarp_ddp_judge_seg *p)
+{
+    struct iwarp_ddp_judge_dir *d = &j->d[side];
+    if (!p->has_ddp) {
+        segment_rules(j, side, index, p);
+        return;
+    }
+    unsigned op = iwarp_rdmap_ctrl_opcode(p->ddp.rsvdulp);
+    if (d->terminated) /* RFC 5040 §5.4: nothing follows one's own Terminate */
+        report(j, side, index, true, IWARP_MS_AFTER_TERMINATE,
+               "%s sent after this side's Terminate #%llu (RFC 5040 §5.4)", op_name(op),
+               (unsigned long long)d->terminated);
+    segment_rules(j, side, index, p);
+
+    size_t hdr = iwarp_ddp_hdr_len(p->ulpdu[0]);
+    uint32_t payload = (uint32_t)(p->len - hdr);
+    if (p->ddp.tagged) {
+        if (op == IWARP_RDMAP_OP_WRITE || op == IWARP_RDMAP_OP_READ_RESP)
+            tagged_seq(j, side, index, &p->ddp, payload);
+        if (op == IWARP_RDMAP_OP_READ_RESP)
+            read_resp(j, side, index, &p->ddp, payload);
+        return;
+    }
+    untagged_seq(j, side, index, &p->ddp, payload);
+    struct iwarp_rdmap_read_req rr;
+    if (op == IWARP_RDMAP_OP_READ_REQ && d->nreads < IWARP_MS_MAX_READS &&
+        iwarp_rdmap_read_req_decode(p->ulpdu + hdr, payload, &rr) >= 0) {
+        d->reads[d->nreads].sink_stag = rr.sink_stag;
+        d->reads[d->nreads].sink_to = rr.sink_to;
+        d->reads[d->nreads].size = rr.size;
+        d->reads[d->nreads].index = index;
+        d->nreads++;
+    }
+}
+
+void iwarp_ddp_judge_finish(struct iwarp_ddp_judge *j)
+{
+    for (unsigned i = 0; i < 2; i++) {
+        struct iwarp_ddp_judge_dir *d = &j->d[i];
+        for (unsigned q = 0; q < IWARP_MS_MAX_QN; q++)
+            if (d->q[q].used && d->q[q].open)
+                report(j, i, 0, false, IWARP_MS_MSN,
+                       "QN %u MSN %u has no segment with L=1 by the end of the capture", d->q[q].qn,
+                       d->q[q].cur_msn);
+        if (d->resp_open)
+            report(j, i, 0, false, IWARP_MS_READ_RESP,
+                   "Read Response unfinished at the end of the capture");
+    }
+}
