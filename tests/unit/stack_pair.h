@@ -1,8 +1,8 @@
 /*
- * End-to-end test helpers over real loopback TCP, shared by the test_stack_* files: two sides
- * (a context each, or one shared), N connected QP pairs set up through the public CM, memory
- * advertisements in the MPA private data, and posting/polling with deadlines. Only the public
- * API (include/iwarp) is used here.
+ * End-to-end test helpers over real loopback TCP (or DDP over SCTP: sp_cfg.ps), shared by the
+ * test_stack_* files: two sides (a context each, or one shared), N connected QP pairs set up
+ * through the public CM, memory advertisements in the connection private data, and
+ * posting/polling with deadlines. Only the public API (include/iwarp) is used here.
  *
  * Progress: a side in IWARP_PROGRESS_CALLER mode moves data only while someone calls into it;
  * every wait below drives such sides (iwarp_ctx_progress) while it waits, so either side may be
@@ -78,6 +78,8 @@ struct sp_cfg {
     int sq_sig_all;
     struct iwarp_srq *srv_srq; /* server QPs use this SRQ when not NULL */
     struct iwarp_conn_param param;
+    enum iwarp_port_space ps;      /* 0: IWARP_PS_TCP */
+    const struct sockaddr_in *dst; /* connect here (e.g. a relay); NULL: the listener */
 };
 
 static inline uint64_t sp_now_ms(void)
@@ -128,26 +130,19 @@ static inline void sp_set_nonblock(int fd)
     ASSERT_EQ(fcntl(fd, F_SETFL, fl | O_NONBLOCK), 0);
 }
 
-/* Create a side. with: share its context (NULL: create one in mode with mem hooks (NULL:
- * libc) and max_mr (0: default)). cqe: the CQ size. comp: attach a completion channel. */
-static inline void sp_side_init_full(struct sp_side *s, const struct sp_side *with,
-                                     enum iwarp_progress_mode mode,
-                                     const struct iwarp_mem_hooks *mem, uint32_t max_mr, int cqe,
-                                     bool comp)
+/* Create a side. with: share its context (NULL: create one with attr). cqe: the CQ size.
+ * comp: attach a completion channel. */
+static inline void sp_side_init_attr(struct sp_side *s, const struct sp_side *with,
+                                     const struct iwarp_ctx_attr *attr, int cqe, bool comp)
 {
     memset(s, 0, sizeof *s);
     if (with) {
         s->ctx = with->ctx;
         s->mode = with->mode;
     } else {
-        struct iwarp_ctx_attr a;
-        iwarp_ctx_attr_default(&a);
-        a.progress = mode;
-        a.mem = mem;
-        a.max_mr = max_mr;
-        ASSERT_EQ(iwarp_ctx_create(&a, &s->ctx), 0);
+        ASSERT_EQ(iwarp_ctx_create(attr, &s->ctx), 0);
         s->own_ctx = true;
-        s->mode = mode;
+        s->mode = attr->progress;
     }
     ASSERT_EQ(iwarp_cm_create_channel(s->ctx, &s->ch), 0);
     sp_set_nonblock(s->ch->fd);
@@ -157,6 +152,21 @@ static inline void sp_side_init_full(struct sp_side *s, const struct sp_side *wi
         sp_set_nonblock(s->comp->fd);
     }
     ASSERT_EQ(iwarp_create_cq(s->ctx, cqe, s, s->comp, 0, &s->cq), 0);
+}
+
+/* sp_side_init_attr with a context in mode with mem hooks (NULL: libc) and max_mr (0:
+ * default). */
+static inline void sp_side_init_full(struct sp_side *s, const struct sp_side *with,
+                                     enum iwarp_progress_mode mode,
+                                     const struct iwarp_mem_hooks *mem, uint32_t max_mr, int cqe,
+                                     bool comp)
+{
+    struct iwarp_ctx_attr a;
+    iwarp_ctx_attr_default(&a);
+    a.progress = mode;
+    a.mem = mem;
+    a.max_mr = max_mr;
+    sp_side_init_attr(s, with, &a, cqe, comp);
 }
 
 static inline void sp_side_init(struct sp_side *s, enum iwarp_progress_mode mode, int cqe)
@@ -254,12 +264,13 @@ static inline void sp_loopback4(struct sockaddr_in *a, uint16_t port)
     a->sin_port = htons(port);
 }
 
-/* Listen on 127.0.0.1, port 0; returns the port chosen. */
-static inline uint16_t sp_listen(struct sp_side *srv)
+/* Listen on 127.0.0.1, port 0, in port space ps (TCP, or SCTP: a UDP port, RFC 6951);
+ * returns the port chosen. */
+static inline uint16_t sp_listen_ps(struct sp_side *srv, enum iwarp_port_space ps)
 {
     struct sockaddr_in a;
     sp_loopback4(&a, 0);
-    ASSERT_EQ(iwarp_cm_create_id(srv->ch, &srv->listen, srv, IWARP_PS_TCP), 0);
+    ASSERT_EQ(iwarp_cm_create_id(srv->ch, &srv->listen, srv, ps), 0);
     ASSERT_EQ(iwarp_cm_bind_addr(srv->listen, (struct sockaddr *)&a), 0);
     ASSERT_EQ(iwarp_cm_listen(srv->listen, SP_BACKLOG), 0);
     const struct sockaddr_in *l = (const struct sockaddr_in *)&srv->listen->local_addr;
@@ -267,6 +278,11 @@ static inline uint16_t sp_listen(struct sp_side *srv)
     uint16_t port = ntohs(l->sin_port);
     ASSERT_NE(port, 0);
     return port;
+}
+
+static inline uint16_t sp_listen(struct sp_side *srv)
+{
+    return sp_listen_ps(srv, IWARP_PS_TCP);
 }
 
 static inline void sp_create_qp(struct sp_side *s, struct sp_end *e, const struct sp_cfg *cfg,
@@ -349,20 +365,24 @@ static inline void sp_connect_event(struct sp_side *srv, struct sp_side *cli,
     }
 }
 
-/* Connect n pairs from cli to srv over 127.0.0.1 (srv listens here unless it already does).
+/* Connect n pairs from cli to srv over 127.0.0.1 (srv listens here unless it already does),
+ * in cfg->ps, to cfg->dst when set.
  * pairs[i].cli.mine / .srv.mine must be filled; on return every pair is established on both
  * sides and each end knows its peer's advertisement. At most SP_CONNECT_WINDOW connections are
  * in progress at once. */
 static inline void sp_connect_pairs(struct sp_side *srv, struct sp_side *cli, struct sp_pair *pairs,
                                     uint32_t n, const struct sp_cfg *cfg)
 {
+    enum iwarp_port_space ps = cfg->ps ? cfg->ps : IWARP_PS_TCP;
     uint16_t port;
     if (srv->listen)
         port = ntohs(((const struct sockaddr_in *)&srv->listen->local_addr)->sin_port);
     else
-        port = sp_listen(srv);
+        port = sp_listen_ps(srv, ps);
     struct sockaddr_in dst;
     sp_loopback4(&dst, port);
+    if (cfg->dst)
+        dst = *cfg->dst;
     uint32_t started = 0, up = 0; /* up counts ends: 2 per pair */
     uint64_t deadline = sp_now_ms() + SP_WAIT_MS + 50u * n;
     while (up < 2u * n) {
@@ -370,7 +390,7 @@ static inline void sp_connect_pairs(struct sp_side *srv, struct sp_side *cli, st
             struct sp_pair *p = &pairs[started];
             p->cli.mine.index = started;
             p->srv.mine.index = started;
-            ASSERT_EQ(iwarp_cm_create_id(cli->ch, &p->cli.id, p, IWARP_PS_TCP), 0);
+            ASSERT_EQ(iwarp_cm_create_id(cli->ch, &p->cli.id, p, ps), 0);
             ASSERT_EQ(iwarp_cm_resolve_addr(p->cli.id, NULL, (struct sockaddr *)&dst, 1000), 0);
             started++;
         }

@@ -1,7 +1,10 @@
 /* The connection manager over real TCP (127.0.0.1 and ::1): event channel semantics,
  * connect/accept with private data both ways and swapped IRD/ORD, reject with private data,
  * a refused connection, graceful disconnect from either side, an abortive close, Send, RDMA
- * Write and RDMA Read end to end with verified data, and the same in caller-progress mode. */
+ * Write and RDMA Read end to end with verified data, and the same in caller-progress mode.
+ * At the end, the CM's sessions over DDP over SCTP (RFC 5043 §6, RFC 6581 §7): both families,
+ * a disconnect from either side, a Reject with private data, a port nobody listens on, a QP
+ * destroyed while connected. */
 #define _GNU_SOURCE 1 /* usleep */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -142,12 +145,12 @@ static uint16_t port_of(const struct sockaddr_storage *ss)
     return ntohs(((const struct sockaddr_in *)ss)->sin_port);
 }
 
-/* Server: listen on loopback port 0; returns the port. */
-static uint16_t listen_on(struct side *srv, bool v6)
+/* Server: listen on loopback port 0 in port space ps; returns the port. */
+static uint16_t listen_on_ps(struct side *srv, bool v6, enum iwarp_port_space ps)
 {
     struct sockaddr_storage a;
     set_addr(&a, v6, 0);
-    ASSERT_EQ(iwarp_cm_create_id(srv->ch, &srv->listen, srv, IWARP_PS_TCP), 0);
+    ASSERT_EQ(iwarp_cm_create_id(srv->ch, &srv->listen, srv, ps), 0);
     ASSERT_EQ(iwarp_cm_bind_addr(srv->listen, (struct sockaddr *)&a), 0);
     ASSERT_EQ(iwarp_cm_listen(srv->listen, 8), 0);
     uint16_t port = port_of(&srv->listen->local_addr);
@@ -155,19 +158,30 @@ static uint16_t listen_on(struct side *srv, bool v6)
     return port;
 }
 
-/* Client: resolve and start connecting to port with param. */
-static void connect_to(struct side *cli, bool v6, uint16_t port,
-                       const struct iwarp_conn_param *param)
+static uint16_t listen_on(struct side *srv, bool v6)
+{
+    return listen_on_ps(srv, v6, IWARP_PS_TCP);
+}
+
+/* Client: resolve and start connecting to port with param, in port space ps. */
+static void connect_to_ps(struct side *cli, bool v6, uint16_t port,
+                          const struct iwarp_conn_param *param, enum iwarp_port_space ps)
 {
     struct sockaddr_storage d;
     set_addr(&d, v6, port);
-    ASSERT_EQ(iwarp_cm_create_id(cli->ch, &cli->id, cli, IWARP_PS_TCP), 0);
+    ASSERT_EQ(iwarp_cm_create_id(cli->ch, &cli->id, cli, ps), 0);
     ASSERT_EQ(iwarp_cm_resolve_addr(cli->id, NULL, (struct sockaddr *)&d, 1000), 0);
     expect_ack(cli, IWARP_CM_EVENT_ADDR_RESOLVED);
     ASSERT_EQ(iwarp_cm_resolve_route(cli->id, 1000), 0);
     expect_ack(cli, IWARP_CM_EVENT_ROUTE_RESOLVED);
     create_qp(cli, cli->id);
     ASSERT_EQ(iwarp_cm_connect(cli->id, param), 0);
+}
+
+static void connect_to(struct side *cli, bool v6, uint16_t port,
+                       const struct iwarp_conn_param *param)
+{
+    connect_to_ps(cli, v6, port, param, IWARP_PS_TCP);
 }
 
 /* Poll one completion (caller mode progresses inside poll_cq). */
@@ -204,19 +218,20 @@ struct remote_buf {
     uint32_t rkey;
 };
 
-/* Connect cli to srv with private data both ways and the given MPA options; srv's accept
- * carries its buffer's address and rkey (a common use of private data). */
-static void establish(struct side *srv, struct side *cli, bool v6,
-                      const struct iwarp_conn_param *opts, struct remote_buf *rb)
+/* Connect cli to srv in port space ps with private data both ways and the given MPA options;
+ * srv's accept carries its buffer's address and rkey (a common use of private data). */
+static void establish_ps(struct side *srv, struct side *cli, bool v6,
+                         const struct iwarp_conn_param *opts, struct remote_buf *rb,
+                         enum iwarp_port_space ps)
 {
-    uint16_t port = listen_on(srv, v6);
+    uint16_t port = listen_on_ps(srv, v6, ps);
     static const char cpd[] = "hello from the client";
     struct iwarp_conn_param cp = *opts;
     cp.private_data = cpd;
     cp.private_data_len = sizeof cpd;
     cp.responder_resources = 4; /* client IRD */
     cp.initiator_depth = 8;     /* client ORD */
-    connect_to(cli, v6, port, &cp);
+    connect_to_ps(cli, v6, port, &cp, ps);
 
     struct iwarp_cm_event *ev = expect_event(srv, IWARP_CM_EVENT_CONNECT_REQUEST);
     ASSERT_TRUE(ev->listen_id == srv->listen);
@@ -225,12 +240,13 @@ static void establish(struct side *srv, struct side *cli, bool v6,
     ASSERT_EQ(ev->status, 0);
     ASSERT_EQ(ev->param.private_data_len, sizeof cpd);
     ASSERT_MEM_EQ(ev->param.private_data, cpd, sizeof cpd);
-    /* swapped into our view: what we may answer with (RFC 6581 §9.1); a Rev 1 Request
-     * carries no IRD/ORD, which leaves the device maximum */
-    bool rev1 = opts->mpa_rev == 1;
+    /* swapped into our view: what we may answer with (RFC 6581 §9.1; over SCTP the Enhanced
+     * Initiate carries them, §7); a Rev 1 Request carries no IRD/ORD, which leaves the device
+     * maximum */
+    bool rev1 = opts->mpa_rev == 1 && ps == IWARP_PS_TCP;
     ASSERT_EQ(ev->param.responder_resources, rev1 ? 128 : 8);
     ASSERT_EQ(ev->param.initiator_depth, rev1 ? 128 : 4);
-    ASSERT_EQ(ev->param.mpa_rev, rev1 ? 1 : 2);
+    ASSERT_EQ(ev->param.mpa_rev, ps == IWARP_PS_SCTP ? 0 : rev1 ? 1 : 2); /* no MPA over SCTP */
     ASSERT_EQ(ev->param.peer_to_peer, opts->peer_to_peer);
     ASSERT_EQ(ev->id->peer_addr.ss_family, v6 ? AF_INET6 : AF_INET);
     srv->id = ev->id;
@@ -261,6 +277,12 @@ static void establish(struct side *srv, struct side *cli, bool v6,
     ASSERT_EQ(rb->addr, mine.addr);
     ASSERT_EQ(rb->rkey, mine.rkey);
     ASSERT_EQ(iwarp_cm_ack_event(ev), 0);
+}
+
+static void establish(struct side *srv, struct side *cli, bool v6,
+                      const struct iwarp_conn_param *opts, struct remote_buf *rb)
+{
+    establish_ps(srv, cli, v6, opts, rb, IWARP_PS_TCP);
 }
 
 static void post(struct side *s, enum iwarp_wr_opcode op, uint32_t off, uint32_t len,
@@ -319,13 +341,14 @@ static void exchange(struct side *srv, struct side *cli, const struct remote_buf
     ASSERT_MEM_EQ(srv->buf + 8192, cli->buf + 4096, 40000);
 }
 
-static void full_run(bool v6, const struct iwarp_conn_param *opts, bool srv_disconnects)
+static void full_run_ps(bool v6, const struct iwarp_conn_param *opts, bool srv_disconnects,
+                        enum iwarp_port_space ps)
 {
     struct side srv, cli;
     side_init(&srv, IWARP_PROGRESS_THREAD);
     side_init(&cli, IWARP_PROGRESS_THREAD);
     struct remote_buf rb;
-    establish(&srv, &cli, v6, opts, &rb);
+    establish_ps(&srv, &cli, v6, opts, &rb, ps);
     exchange(&srv, &cli, &rb, false);
 
     struct side *a = srv_disconnects ? &srv : &cli, *b = srv_disconnects ? &cli : &srv;
@@ -342,6 +365,11 @@ static void full_run(bool v6, const struct iwarp_conn_param *opts, bool srv_disc
     ASSERT_EQ(iwarp_cm_destroy_id(a->id), IWARP_ERR_BUSY);
     side_fini(&cli, true);
     side_fini(&srv, true);
+}
+
+static void full_run(bool v6, const struct iwarp_conn_param *opts, bool srv_disconnects)
+{
+    full_run_ps(v6, opts, srv_disconnects, IWARP_PS_TCP);
 }
 
 TEST(connect_accept_send_write_read_disconnect_ipv4)
@@ -768,3 +796,168 @@ TEST(megabyte_write_to_a_stalled_peer_waits_for_writability)
     side_fini(&cli, true);
     side_fini(&srv, true);
 }
+
+#ifdef IWARP_HAVE_SCTP
+/* ---- the same sessions over DDP over SCTP (RFC 5043 §6, RFC 6581 §7) ------------------------ */
+
+/* Short SCTP retransmission timers (read when an endpoint opens): a lost packet or a silent
+ * peer costs tens of milliseconds per try, not seconds. */
+static void sctp_fast_timers(void)
+{
+    setenv("IWARP_SCTP_RTO_MS", "20,40,400", 1);
+}
+
+TEST(sctp_send_write_read_and_the_passive_side_disconnects)
+{
+    sctp_fast_timers();
+    struct iwarp_conn_param opts = {0};
+    full_run_ps(false, &opts, true, IWARP_PS_SCTP);
+}
+
+TEST(sctp_over_ipv6_send_write_read_and_the_active_side_disconnects)
+{
+    sctp_fast_timers();
+    struct iwarp_conn_param opts = {0};
+    full_run_ps(true, &opts, false, IWARP_PS_SCTP);
+}
+
+/* RFC 5043 §6.3: the responder's Reject carries its private data to the initiator; the
+ * stream is free again and the next connection to the same listener is accepted. */
+TEST(sctp_reject_with_private_data_reaches_the_initiator)
+{
+    sctp_fast_timers();
+    struct side srv, cli;
+    side_init(&srv, IWARP_PROGRESS_THREAD);
+    side_init(&cli, IWARP_PROGRESS_THREAD);
+    uint16_t port = listen_on_ps(&srv, false, IWARP_PS_SCTP);
+    struct iwarp_conn_param cp = {.private_data = "x", .private_data_len = 1};
+    connect_to_ps(&cli, false, port, &cp, IWARP_PS_SCTP);
+    struct iwarp_cm_event *ev = expect_event(&srv, IWARP_CM_EVENT_CONNECT_REQUEST);
+    ASSERT_EQ(ev->param.private_data_len, 1);
+    ASSERT_EQ(((const char *)ev->param.private_data)[0], 'x');
+    struct iwarp_cm_id *child = ev->id;
+    ASSERT_EQ(iwarp_cm_ack_event(ev), 0);
+    /* the most a Reject can carry: 512 octets (§5.2.3; no IRD/ORD word in a Reject) */
+    uint8_t why[512];
+    fill(why, sizeof why, 77);
+    uint8_t big[513] = {0};
+    ASSERT_EQ(iwarp_cm_reject(child, big, sizeof big), IWARP_ERR_INVAL);
+    ASSERT_EQ(iwarp_cm_reject(child, why, sizeof why), 0);
+    ASSERT_EQ(iwarp_cm_reject(child, why, sizeof why), IWARP_ERR_STATE);
+
+    ev = expect_event(&cli, IWARP_CM_EVENT_REJECTED);
+    ASSERT_EQ(ev->status, IWARP_ERR_SESSION_REJECTED);
+    ASSERT_EQ(ev->param.private_data_len, sizeof why);
+    ASSERT_MEM_EQ(ev->param.private_data, why, sizeof why);
+    ASSERT_EQ(iwarp_cm_ack_event(ev), 0);
+    ASSERT_EQ(iwarp_cm_disconnect(cli.id), IWARP_ERR_STATE);
+    ASSERT_EQ(iwarp_cm_destroy_id(child), 0);
+    iwarp_cm_destroy_qp(cli.id);
+    ASSERT_EQ(iwarp_cm_destroy_id(cli.id), 0);
+
+    /* a new session to the same listener: accepted, up on both sides */
+    cp.private_data = "y";
+    connect_to_ps(&cli, false, port, &cp, IWARP_PS_SCTP);
+    ev = expect_event(&srv, IWARP_CM_EVENT_CONNECT_REQUEST);
+    ASSERT_EQ(((const char *)ev->param.private_data)[0], 'y');
+    srv.id = ev->id;
+    ASSERT_EQ(iwarp_cm_ack_event(ev), 0);
+    create_qp(&srv, srv.id);
+    ASSERT_EQ(iwarp_cm_accept(srv.id, NULL), 0);
+    expect_ack(&srv, IWARP_CM_EVENT_ESTABLISHED);
+    expect_ack(&cli, IWARP_CM_EVENT_ESTABLISHED);
+    ASSERT_EQ(iwarp_cm_disconnect(cli.id), 0);
+    expect_ack(&srv, IWARP_CM_EVENT_DISCONNECTED);
+    expect_ack(&cli, IWARP_CM_EVENT_DISCONNECTED);
+    side_fini(&cli, true);
+    side_fini(&srv, true);
+}
+
+/* Nobody listens on the UDP port: the INIT goes unanswered (the ICMP error is not SCTP's), so
+ * SCTP gives up after its INIT retransmissions (RFC 4960 §5.1: Max.Init.Retransmits), bounded
+ * by the short timers: UNREACHABLE (or CONNECT_ERROR), never silence. */
+TEST(sctp_connect_to_a_port_nobody_listens_on_fails_in_bounded_time)
+{
+    sctp_fast_timers();
+    int s = socket(AF_INET, SOCK_DGRAM, 0);
+    struct sockaddr_storage a;
+    set_addr(&a, false, 0);
+    ASSERT_EQ(bind(s, (struct sockaddr *)&a, sizeof(struct sockaddr_in)), 0);
+    socklen_t len = sizeof a;
+    ASSERT_EQ(getsockname(s, (struct sockaddr *)&a, &len), 0);
+    close(s);
+
+    struct side cli;
+    side_init(&cli, IWARP_PROGRESS_THREAD);
+    struct iwarp_conn_param cp = {0};
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    connect_to_ps(&cli, false, port_of(&a), &cp, IWARP_PS_SCTP);
+    struct iwarp_cm_event *ev = NULL;
+    ASSERT_EQ(iwarp_cm_get_event_timeout(cli.ch, &ev, 15000), 0);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    int64_t ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+    fprintf(stderr, "  %s (%s) after %" PRId64 " ms\n", iwarp_cm_event_str(ev->event),
+            iwarp_err_name(ev->status), ms);
+    ASSERT_TRUE(ev->event == IWARP_CM_EVENT_UNREACHABLE ||
+                ev->event == IWARP_CM_EVENT_CONNECT_ERROR);
+    ASSERT_TRUE(ev->status < 0);
+    ASSERT_TRUE(ev->id == cli.id);
+    ASSERT_EQ(iwarp_cm_ack_event(ev), 0);
+    ASSERT_EQ(iwarp_cm_disconnect(cli.id), IWARP_ERR_STATE);
+    struct iwarp_qp_attr qa;
+    ASSERT_EQ(iwarp_query_qp(cli.id->qp, &qa), 0);
+    ASSERT_TRUE(qa.qp_state != IWARP_QPS_RTS);
+    side_fini(&cli, true);
+}
+
+/* Destroying a connected QP ends its session abortively (our Terminate, RFC 5043 §6.2): its
+ * own posted receive is flushed, the peer's posted receives are flushed in posting order, the
+ * peer's QP goes to ERR and DISCONNECTED arrives there. */
+TEST(sctp_destroy_qp_while_connected_flushes_the_peer_and_it_disconnects)
+{
+    sctp_fast_timers();
+    struct side srv, cli;
+    side_init(&srv, IWARP_PROGRESS_THREAD);
+    side_init(&cli, IWARP_PROGRESS_THREAD);
+    struct remote_buf rb;
+    struct iwarp_conn_param opts = {0};
+    establish_ps(&srv, &cli, false, &opts, &rb, IWARP_PS_SCTP);
+    exchange(&srv, &cli, &rb, false);
+    for (uint64_t i = 0; i < 3; i++) {
+        struct iwarp_sge sge = {.addr = (uintptr_t)srv.buf, .length = 64, .lkey = srv.mr->lkey};
+        struct iwarp_recv_wr rwr = {.wr_id = 100 + i, .sg_list = &sge, .num_sge = 1};
+        struct iwarp_recv_wr *bad;
+        ASSERT_EQ(iwarp_post_recv(srv.id->qp, &rwr, &bad), 0);
+    }
+    struct iwarp_sge csge = {.addr = (uintptr_t)cli.buf, .length = 64, .lkey = cli.mr->lkey};
+    struct iwarp_recv_wr crwr = {.wr_id = 55, .sg_list = &csge, .num_sge = 1};
+    struct iwarp_recv_wr *cbad;
+    ASSERT_EQ(iwarp_post_recv(cli.id->qp, &crwr, &cbad), 0);
+
+    iwarp_cm_destroy_qp(cli.id);
+    ASSERT_TRUE(cli.id->qp == NULL);
+    expect_ack(&srv, IWARP_CM_EVENT_DISCONNECTED);
+    struct iwarp_qp_attr qa;
+    ASSERT_EQ(iwarp_query_qp(srv.id->qp, &qa), 0);
+    ASSERT_EQ(qa.qp_state, IWARP_QPS_ERR);
+    for (uint64_t i = 0; i < 3; i++) {
+        struct iwarp_wc wc;
+        poll_one(&srv, &wc);
+        ASSERT_EQ(wc.status, IWARP_WC_WR_FLUSH_ERR);
+        ASSERT_EQ_U(wc.wr_id, 100 + i);
+        ASSERT_EQ_U(wc.qp_num, srv.id->qp->qp_num);
+    }
+    struct iwarp_wc wc;
+    ASSERT_EQ(iwarp_poll_cq(srv.cq, 1, &wc), 0);
+    /* the destroyed QP's own receive was flushed to its CQ as it went */
+    ASSERT_EQ(iwarp_poll_cq(cli.cq, 1, &wc), 1);
+    ASSERT_EQ(wc.status, IWARP_WC_WR_FLUSH_ERR);
+    ASSERT_EQ_U(wc.wr_id, 55u);
+    ASSERT_EQ(iwarp_poll_cq(cli.cq, 1, &wc), 0);
+    ASSERT_EQ(iwarp_cm_destroy_id(cli.id), 0);
+    cli.id = NULL;
+    side_fini(&cli, true);
+    side_fini(&srv, true);
+}
+#endif

@@ -1,13 +1,18 @@
 /*
- * The DDP-level interface (include/iwarp/ddp.h) over real loopback TCP: two contexts, DDP-level
- * QPs connected through the CM. Multi-segment untagged messages on several QNs and tagged
- * messages, RsvdULP carried through (RFC 5041 §4.2, §4.3, §5.4), and the receive errors a ULP
- * can provoke through the API (invalid QN, no buffer, message too long, invalid STag, base and
- * bounds, STag of another stream's PD): the local indication (async event with the RFC 5041
- * §7.2 cause, iwarp_ddp_query_error's header decoded with wire_ddp), what the peer sees
- * (nothing: no Terminate, its sends still complete; the ULP's own last message reaches it, §7.1)
- * and the ULP's teardown. The errors a peer must forge (MSN, MO, DDP version, short segment)
+ * The DDP-level interface (include/iwarp/ddp.h) over real loopback TCP (MPA) and over DDP over
+ * SCTP (RFC 5043; every test runs on both): two contexts, DDP-level QPs connected through the
+ * CM. Multi-segment untagged messages on several QNs and tagged messages, RsvdULP carried
+ * through (RFC 5041 §4.2, §4.3, §5.4), and the receive errors a ULP can provoke through the
+ * API (invalid QN, no buffer, message too long, invalid STag, base and bounds, STag of another
+ * stream's PD): the local indication (async event with the RFC 5041 §7.2 cause,
+ * iwarp_ddp_query_error's header decoded with wire_ddp), what the peer sees (nothing: no
+ * Terminate, its sends still complete; the ULP's own last message reaches it, §7.1) and the
+ * ULP's teardown. The errors a peer must forge (MSN, MO, DDP version, short segment)
  * are in test_core_ddp.c.
+ *
+ * What differs over SCTP: RFC 6581 RTRs do not exist there (§7: either side may send first),
+ * so the peer_to_peer refusal, an MPA option, is checked over TCP only; and the server sends
+ * its message before the client has sent anything, which MPA forbids (RFC 5044 §7.1.2 rule 4).
  */
 #define _GNU_SOURCE
 #include "stack_pair.h"
@@ -37,14 +42,16 @@ static void ddp_attr(struct sp_side *s, struct iwarp_ddp_qp_init_attr *a)
                                          .max_recv_sge = 2};
 }
 
-static void connect_pair(struct ddp_pair *p)
+static void connect_pair(struct ddp_pair *p, enum iwarp_port_space ps)
 {
+    if (ps == IWARP_PS_SCTP)
+        setenv("IWARP_SCTP_RTO_MS", "20,40,400", 1); /* a lost packet costs ms, not seconds */
     sp_side_init(&p->srv, IWARP_PROGRESS_THREAD, 256);
     sp_side_init(&p->cli, IWARP_PROGRESS_THREAD, 256);
-    uint16_t port = sp_listen(&p->srv);
+    uint16_t port = sp_listen_ps(&p->srv, ps);
     struct sockaddr_in a;
     sp_loopback4(&a, port);
-    ASSERT_EQ(iwarp_cm_create_id(p->cli.ch, &p->cid, NULL, IWARP_PS_TCP), 0);
+    ASSERT_EQ(iwarp_cm_create_id(p->cli.ch, &p->cid, NULL, ps), 0);
     ASSERT_EQ(iwarp_cm_resolve_addr(p->cid, NULL, (struct sockaddr *)&a, 1000), 0);
     sp_expect_ack(&p->cli, NULL, IWARP_CM_EVENT_ADDR_RESOLVED);
     ASSERT_EQ(iwarp_cm_resolve_route(p->cid, 1000), 0);
@@ -54,10 +61,12 @@ static void connect_pair(struct ddp_pair *p)
     ASSERT_EQ(iwarp_ddp_cm_create_qp(p->cid, p->cli.pd, &qa), 0);
     p->cqp = p->cid->qp;
     struct iwarp_conn_param cp = {0};
-    /* RFC 6581 RTRs are RDMAP messages: refused for a DDP-level QP */
-    cp.peer_to_peer = true;
-    ASSERT_EQ(iwarp_cm_connect(p->cid, &cp), IWARP_ERR_DDP_RTR);
-    cp.peer_to_peer = false;
+    if (ps == IWARP_PS_TCP) {
+        /* RFC 6581 RTRs are RDMAP messages: refused for a DDP-level QP */
+        cp.peer_to_peer = true;
+        ASSERT_EQ(iwarp_cm_connect(p->cid, &cp), IWARP_ERR_DDP_RTR);
+        cp.peer_to_peer = false;
+    }
     ASSERT_EQ(iwarp_cm_connect(p->cid, &cp), 0);
     struct iwarp_cm_event *ev = sp_expect_event(&p->srv, &p->cli, IWARP_CM_EVENT_CONNECT_REQUEST);
     p->sid = ev->id;
@@ -121,10 +130,10 @@ static struct iwarp_wc poll_one(struct sp_side *s, struct sp_side *other)
     return wc;
 }
 
-TEST(multi_segment_tagged_and_untagged_on_several_queues)
+static void multi_segment(enum iwarp_port_space ps)
 {
     struct ddp_pair p;
-    connect_pair(&p);
+    connect_pair(&p, ps);
     uint8_t *src = malloc(BIG), *dst = calloc(1, 3u * BIG);
     ASSERT_TRUE(src && dst);
     sp_fill(src, BIG, 7);
@@ -138,19 +147,39 @@ TEST(multi_segment_tagged_and_untagged_on_several_queues)
     post_recv(p.sqp, 2, 102, dmr, dst + BIG, 70000);
     post_recv(p.sqp, 0, 101, dmr, dst + BIG + 70000, 16);
     const uint8_t r0[5] = {0x01, 0x02, 0x03, 0x04, 0x05}, r2[5] = {0xFF, 0xEE, 0xDD, 0xCC, 0xBB};
-    /* the connector sends first (RFC 5044 §7.1.2 rule 4) */
+    struct iwarp_wc wc;
+    post_recv(p.cqp, 1, 200, smr, src, 64);
+    if (ps == IWARP_PS_SCTP) {
+        /* RFC 6581 §7: over SCTP the passive side may send first: QN 1 of the client (from
+         * past the end of the tagged target below) */
+        sp_fill(dst + 3u * BIG - 64, 64, 9);
+        ASSERT_EQ(send_untagged(p.sqp, 5, 1, dmr, dst + 3u * BIG - 64, 64, r2), 0);
+        wc = poll_one(&p.srv, &p.cli);
+        ASSERT_EQ(wc.opcode, IWARP_WC_DDP_SEND);
+        wc = poll_one(&p.cli, &p.srv);
+        ASSERT_EQ(wc.opcode, IWARP_WC_DDP_RECV);
+        ASSERT_EQ_U(wc.wr_id, 200u);
+        ASSERT_EQ_U(wc.ddp_qn, 1u);
+        ASSERT_EQ_U(wc.ddp_msn, 1u);
+        ASSERT_EQ_U(wc.byte_len, 64u);
+        ASSERT_MEM_EQ(wc.ddp_rsvdulp, r2, 5);
+        SP_ASSERT_PATTERN(src, 64, 9);
+        post_recv(p.cqp, 1, 200, smr, src, 64);
+        sp_fill(src, 64, 7); /* the client's own source again */
+    }
+    /* over TCP the connector sends first (RFC 5044 §7.1.2 rule 4) */
     ASSERT_EQ(send_untagged(p.cqp, 1, 0, smr, src, BIG, r0), 0);       /* ~4 MULPDU segments */
     ASSERT_EQ(send_untagged(p.cqp, 2, 2, smr, src + 5, 70000, r2), 0); /* QN 2, MSN 1 */
     ASSERT_EQ(send_untagged(p.cqp, 3, 0, smr, src + 9, 16, NULL), 0);  /* QN 0, MSN 2 */
     uint64_t to = (uint64_t)(uintptr_t)(dst + 2u * BIG);
     ASSERT_EQ(send_tagged(p.cqp, 4, smr, src + 100, BIG - 100, dmr->rkey, to, 0xA7), 0);
     for (uint64_t i = 1; i <= 4; i++) {
-        struct iwarp_wc wc = poll_one(&p.cli, &p.srv);
+        wc = poll_one(&p.cli, &p.srv);
         ASSERT_EQ(wc.status, IWARP_WC_SUCCESS);
         ASSERT_EQ(wc.opcode, IWARP_WC_DDP_SEND);
         ASSERT_EQ_U(wc.wr_id, i); /* in posting order (RFC 5041 §5.3) */
     }
-    struct iwarp_wc wc = poll_one(&p.srv, &p.cli);
+    wc = poll_one(&p.srv, &p.cli);
     ASSERT_EQ(wc.opcode, IWARP_WC_DDP_RECV);
     ASSERT_EQ_U(wc.wr_id, 100u);
     ASSERT_EQ_U(wc.byte_len, (uint32_t)BIG);
@@ -175,14 +204,16 @@ TEST(multi_segment_tagged_and_untagged_on_several_queues)
     ASSERT_EQ(wc.ddp_rsvdulp[0], 0xA7);
     ASSERT_EQ_U(wc.byte_len, (uint32_t)(BIG - 100));
     ASSERT_MEM_EQ(dst + 2u * BIG, src + 100, BIG - 100);
-    /* and back: the server sends on QN 1 of the client */
-    post_recv(p.cqp, 1, 200, smr, src, 64);
+    /* and back: the server sends on QN 1 of the client (its second message there over SCTP) */
+    memset(src, 0, 64); /* the client's sends are complete: its source is free */
     ASSERT_EQ(send_untagged(p.sqp, 5, 1, dmr, dst, 64, r2), 0);
     wc = poll_one(&p.srv, &p.cli);
     ASSERT_EQ(wc.opcode, IWARP_WC_DDP_SEND);
     wc = poll_one(&p.cli, &p.srv);
     ASSERT_EQ(wc.opcode, IWARP_WC_DDP_RECV);
     ASSERT_EQ_U(wc.ddp_qn, 1u);
+    ASSERT_EQ_U(wc.ddp_msn, ps == IWARP_PS_SCTP ? 2u : 1u);
+    ASSERT_MEM_EQ(src, dst, 64);
     /* graceful teardown (RFC 5041 §6.2.1): later sends fail, both sides see DISCONNECTED */
     ASSERT_EQ(iwarp_cm_disconnect(p.cid), 0);
     ASSERT_EQ(send_untagged(p.cqp, 6, 0, smr, src, 4, NULL), IWARP_ERR_STATE);
@@ -197,6 +228,18 @@ TEST(multi_segment_tagged_and_untagged_on_several_queues)
     close_pair(&p);
 }
 
+TEST(multi_segment_tagged_and_untagged_on_several_queues)
+{
+    multi_segment(IWARP_PS_TCP);
+}
+
+#ifdef IWARP_HAVE_SCTP
+TEST(multi_segment_tagged_and_untagged_on_several_queues_over_sctp)
+{
+    multi_segment(IWARP_PS_SCTP);
+}
+#endif
+
 struct err_case {
     const char *name;
     uint32_t cause;
@@ -204,10 +247,10 @@ struct err_case {
 };
 
 /* One error case: the client's message makes the server's DDP fail. */
-static void run_error(int which, const struct err_case *c)
+static void run_error(enum iwarp_port_space ps, int which, const struct err_case *c)
 {
     struct ddp_pair p;
-    connect_pair(&p);
+    connect_pair(&p, ps);
     static uint8_t cbuf[4096], sbuf[4096];
     sp_fill(cbuf, sizeof cbuf, 3);
     memset(sbuf, 0, sizeof sbuf);
@@ -301,7 +344,7 @@ static void run_error(int which, const struct err_case *c)
     close_pair(&p);
 }
 
-TEST(receive_errors_local_indication_and_peer_view)
+static void receive_errors(enum iwarp_port_space ps)
 {
     const struct err_case cases[] = {
         {"invalid qn", SP_CAUSE(1, 2, 0x01), IWARP_EVENT_QP_FATAL},
@@ -312,5 +355,20 @@ TEST(receive_errors_local_indication_and_peer_view)
         {"not associated", SP_CAUSE(1, 1, 0x02), IWARP_EVENT_QP_ACCESS_ERR},
     };
     for (int i = 0; i < 6; i++)
-        run_error(i, &cases[i]);
+        run_error(ps, i, &cases[i]);
 }
+
+TEST(receive_errors_local_indication_and_peer_view)
+{
+    receive_errors(IWARP_PS_TCP);
+}
+
+#ifdef IWARP_HAVE_SCTP
+/* The same errors over SCTP: the segment reaches DDP whole (one DATA chunk, RFC 5043 §5.2), so
+ * the cause, header and length reported are the same; nothing goes to the peer either (a
+ * session Terminate would be an independent teardown, RFC 5041 §6.2). */
+TEST(receive_errors_local_indication_and_peer_view_over_sctp)
+{
+    receive_errors(IWARP_PS_SCTP);
+}
+#endif

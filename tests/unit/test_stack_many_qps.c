@@ -1,19 +1,29 @@
-/* Many connections at once over 127.0.0.1: 1,000 QP pairs connected through the CM, each pair
- * moving a Send, an RDMA Write and an RDMA Read with its own patterns, all posted before any
+/* Many connections at once over 127.0.0.1: QP pairs connected through the CM, each pair moving
+ * a Send, an RDMA Write and an RDMA Read with its own patterns, all posted before any
  * completion is polled; every octet checked; graceful disconnect of all; teardown with nothing
- * left (LSan checks the process at exit).
+ * left (LSan checks the process at exit). One code path, three transports:
+ *  - 1,000 pairs over MPA/TCP (1,000 sockets);
+ *  - 64 pairs over DDP over SCTP (RFC 5043) as DDP streams of shared associations: 16 SCTP
+ *    streams per association, so 4 associations of 16 sessions each (§5.2: one DDP stream per
+ *    SCTP stream);
+ *  - 128 pairs over SCTP, each on its own association (sctp_own_association).
+ * Over SCTP the client reaches the server through a UDP relay (sctp_relay.h) that reads the
+ * SCTP packets and counts the associations and the streams each one carries: every client id
+ * reports the same local UDP port (one endpoint per context carries all its associations), so
+ * the wire is where sharing shows.
  *
- * Modes: the server side runs the progress thread (the default): it must answer 1,000 RDMA
- * Reads and place Writes while nobody on that side calls in, which is what the thread is for.
+ * Modes: the server side runs the progress thread (the default): it must answer every RDMA
+ * Read and place Writes while nobody on that side calls in, which is what the thread is for.
  * The client side runs IWARP_PROGRESS_CALLER: the test thread moves its data only through
  * iwarp_poll_cq / iwarp_ctx_progress, so one test covers both modes under load and shows that
  * caller mode copes with 1,000 sockets in one epoll set. */
 #define _GNU_SOURCE 1
+#include <stdlib.h>
 #include <sys/resource.h>
 
+#include "sctp_relay.h"
 #include "stack_pair.h"
 
-#define N_PAIRS  1000u
 #define SLICE    32768u /* per pair and side: Send | Write | Read areas */
 #define SEND_AT  0u
 #define WRITE_AT 4096u
@@ -57,26 +67,72 @@ static double secs_since(uint64_t t0)
     return (double)(sp_now_ms() - t0) / 1000.0;
 }
 
-TEST(thousand_qps_move_verified_data_at_once)
+/* One run: n_pairs over TCP, or over SCTP with sctp_streams per association (0: the default)
+ * and each pair on its own association or not; over SCTP the relay must see want_assoc
+ * associations carrying streams_each SCTP streams each. */
+struct run {
+    uint32_t n_pairs;
+    bool sctp;
+    uint16_t sctp_streams;
+    bool own_association;
+    uint32_t want_assoc, streams_each;
+};
+
+static void side_up(struct sp_side *s, const struct run *how, enum iwarp_progress_mode mode,
+                    int cqe)
 {
+    struct iwarp_ctx_attr a;
+    iwarp_ctx_attr_default(&a);
+    a.progress = mode;
+    a.sctp_streams = how->sctp_streams;
+    sp_side_init_attr(s, NULL, &a, cqe, false);
+}
+
+/* What the relay saw: the associations and their streams (RFC 5043 §5.2: each session on its
+ * own SCTP stream), and nothing lost or repeated on a clean loopback. */
+static void check_wire(struct sctp_relay *relay, const struct run *how)
+{
+    static struct sr_assoc as[SR_MAX_ASSOC];
+    static struct sr_dir c2s;
+    uint32_t inits, nassoc;
+    sctp_relay_snapshot(relay, &inits, &nassoc, as, &c2s, NULL);
+    if (inits != how->want_assoc || nassoc != how->want_assoc)
+        harness_fail(__FILE__, __LINE__, "%u pairs: %u INITs, %u associations with data, want %u",
+                     how->n_pairs, inits, nassoc, how->want_assoc);
+    uint32_t sessions = 0;
+    for (uint32_t k = 0; k < nassoc; k++) {
+        if (as[k].nstreams != how->streams_each)
+            harness_fail(__FILE__, __LINE__, "association %u (vtag %08x) used %u streams, want %u",
+                         k, as[k].vtag, as[k].nstreams, how->streams_each);
+        sessions += as[k].nstreams;
+    }
+    ASSERT_EQ(sessions, how->n_pairs);
+    ASSERT_TRUE(c2s.data_chunks > 4u * how->n_pairs);
+}
+
+static void run_many(const struct run *how)
+{
+    const uint32_t n_pairs = how->n_pairs;
     /* two sockets per pair, a listener, eventfds and epoll sets, and room to spare */
-    raise_nofile(2u * N_PAIRS + 256u);
+    raise_nofile(2u * n_pairs + 256u);
+    if (how->sctp)
+        setenv("IWARP_SCTP_RTO_MS", "20,40,400", 1); /* a relay drop costs 40 ms, not 3 s */
     uint64_t t0 = sp_now_ms();
 
     struct sp_side srv, cli;
-    sp_side_init(&srv, IWARP_PROGRESS_THREAD, (int)(N_PAIRS + 64u));
-    sp_side_init(&cli, IWARP_PROGRESS_CALLER, (int)(3u * N_PAIRS + 64u));
-    uint8_t *sbuf = calloc(N_PAIRS, SLICE);
-    uint8_t *cbuf = calloc(N_PAIRS, SLICE);
-    struct iwarp_mr **smr = calloc(N_PAIRS, sizeof *smr);
-    struct iwarp_mr **cmr = calloc(N_PAIRS, sizeof *cmr);
-    struct sp_pair *pairs = calloc(N_PAIRS, sizeof *pairs);
-    struct iwarp_wc *wc = calloc(3u * N_PAIRS, sizeof *wc);
-    uint8_t *seen = calloc(4u * N_PAIRS, 1);
+    side_up(&srv, how, IWARP_PROGRESS_THREAD, (int)(n_pairs + 64u));
+    side_up(&cli, how, IWARP_PROGRESS_CALLER, (int)(3u * n_pairs + 64u));
+    uint8_t *sbuf = calloc(n_pairs, SLICE);
+    uint8_t *cbuf = calloc(n_pairs, SLICE);
+    struct iwarp_mr **smr = calloc(n_pairs, sizeof *smr);
+    struct iwarp_mr **cmr = calloc(n_pairs, sizeof *cmr);
+    struct sp_pair *pairs = calloc(n_pairs, sizeof *pairs);
+    struct iwarp_wc *wc = calloc(3u * n_pairs, sizeof *wc);
+    uint8_t *seen = calloc(4u * n_pairs, 1);
     ASSERT_TRUE(sbuf && cbuf && smr && cmr && pairs && wc && seen);
 
     /* one MR per pair and side, so each pair has its own STags */
-    for (uint32_t i = 0; i < N_PAIRS; i++) {
+    for (uint32_t i = 0; i < n_pairs; i++) {
         uint8_t *s = sbuf + (size_t)i * SLICE, *c = cbuf + (size_t)i * SLICE;
         smr[i] = sp_reg(&srv, s, SLICE, 0);
         cmr[i] = sp_reg(&cli, c, SLICE, 0);
@@ -93,11 +149,28 @@ TEST(thousand_qps_move_verified_data_at_once)
     struct sp_cfg cfg = {
         .cap = {.max_send_wr = 4, .max_recv_wr = 2, .max_send_sge = 1, .max_recv_sge = 1},
         .sq_sig_all = 1,
-        .param = {.responder_resources = 4, .initiator_depth = 4, .crc = true},
+        .param = {.responder_resources = 4,
+                  .initiator_depth = 4,
+                  .crc = !how->sctp, /* MPA's (RFC 5044 §4.4); SCTP has its own CRC32c */
+                  .sctp_own_association = how->own_association},
+        .ps = how->sctp ? IWARP_PS_SCTP : IWARP_PS_TCP,
     };
-    sp_connect_pairs(&srv, &cli, pairs, N_PAIRS, &cfg);
+    static struct sctp_relay relay;
+    if (how->sctp) {
+        sctp_relay_start(&relay, sp_listen_ps(&srv, IWARP_PS_SCTP));
+        cfg.dst = &relay.front_addr;
+    }
+    sp_connect_pairs(&srv, &cli, pairs, n_pairs, &cfg);
     double t_connect = secs_since(t0);
-    for (uint32_t i = 0; i < N_PAIRS; i++) {
+    for (uint32_t i = 0; i < n_pairs && how->sctp; i++) {
+        /* one client endpoint (UDP socket) carries every association of the context */
+        const struct sockaddr_in *l = (const struct sockaddr_in *)&pairs[i].cli.id->local_addr;
+        const struct sockaddr_in *l0 = (const struct sockaddr_in *)&pairs[0].cli.id->local_addr;
+        ASSERT_EQ(pairs[i].cli.id->ps, IWARP_PS_SCTP);
+        ASSERT_EQ(l->sin_port, l0->sin_port);
+        ASSERT_MEM_EQ(&pairs[i].cli.id->peer_addr, &relay.front_addr, sizeof relay.front_addr);
+    }
+    for (uint32_t i = 0; i < n_pairs; i++) {
         /* the advertisements crossed in the MPA private data, to the right pair */
         ASSERT_EQ(pairs[i].cli.peer.index, i);
         ASSERT_EQ(pairs[i].cli.peer.rkey, smr[i]->rkey);
@@ -109,12 +182,12 @@ TEST(thousand_qps_move_verified_data_at_once)
 
     /* everything posted before anything is polled */
     uint64_t t1 = sp_now_ms();
-    for (uint32_t i = 0; i < N_PAIRS; i++) {
+    for (uint32_t i = 0; i < n_pairs; i++) {
         uint8_t *s = sbuf + (size_t)i * SLICE;
         ASSERT_EQ(
             sp_post_recv(pairs[i].srv.qp, seed_of(i, OP_SEND), s + SEND_AT, 4096, smr[i]->lkey), 0);
     }
-    for (uint32_t i = 0; i < N_PAIRS; i++) {
+    for (uint32_t i = 0; i < n_pairs; i++) {
         uint8_t *c = cbuf + (size_t)i * SLICE;
         const struct sp_advert *r = &pairs[i].cli.peer;
         struct iwarp_qp *qp = pairs[i].cli.qp;
@@ -130,14 +203,14 @@ TEST(thousand_qps_move_verified_data_at_once)
     }
 
     /* client: 3 completions per pair, each exactly once, in posting order per QP */
-    sp_poll_n(&cli, &srv, wc, 3u * N_PAIRS);
-    uint32_t *next_op = calloc(N_PAIRS, sizeof *next_op);
+    sp_poll_n(&cli, &srv, wc, 3u * n_pairs);
+    uint32_t *next_op = calloc(n_pairs, sizeof *next_op);
     ASSERT_TRUE(next_op != NULL);
-    for (uint32_t k = 0; k < 3u * N_PAIRS; k++) {
+    for (uint32_t k = 0; k < 3u * n_pairs; k++) {
         ASSERT_EQ(wc[k].status, IWARP_WC_SUCCESS);
         uint32_t i = (uint32_t)(wc[k].wr_id / 4u);
         int op = (int)(wc[k].wr_id % 4u);
-        ASSERT_TRUE(i < N_PAIRS && op >= OP_SEND && op <= OP_READ);
+        ASSERT_TRUE(i < n_pairs && op >= OP_SEND && op <= OP_READ);
         ASSERT_EQ(seen[wc[k].wr_id]++, 0);
         ASSERT_EQ(wc[k].qp_num, pairs[i].cli.qp->qp_num);
         ASSERT_EQ(op, (int)++next_op[i]); /* Send, Write, Read: posting order */
@@ -149,12 +222,12 @@ TEST(thousand_qps_move_verified_data_at_once)
     }
     free(next_op);
     /* server: one receive per pair */
-    sp_poll_n(&srv, &cli, wc, N_PAIRS);
-    for (uint32_t k = 0; k < N_PAIRS; k++) {
+    sp_poll_n(&srv, &cli, wc, n_pairs);
+    for (uint32_t k = 0; k < n_pairs; k++) {
         ASSERT_EQ(wc[k].status, IWARP_WC_SUCCESS);
         ASSERT_EQ(wc[k].opcode, IWARP_WC_RECV);
         uint32_t i = (uint32_t)(wc[k].wr_id / 4u);
-        ASSERT_TRUE(i < N_PAIRS && wc[k].wr_id % 4u == OP_SEND);
+        ASSERT_TRUE(i < n_pairs && wc[k].wr_id % 4u == OP_SEND);
         ASSERT_EQ(seen[wc[k].wr_id]++, 1);
         ASSERT_EQ(wc[k].qp_num, pairs[i].srv.qp->qp_num);
         ASSERT_EQ(wc[k].byte_len, send_len(i));
@@ -162,10 +235,12 @@ TEST(thousand_qps_move_verified_data_at_once)
     sp_expect_no_wc(&cli, &srv);
     sp_expect_no_wc(&srv, &cli);
     double t_data = secs_since(t1);
+    if (how->sctp)
+        check_wire(&relay, how);
 
     /* every octet: the Send and the Write landed on the server, the Read on the client, and
      * nothing was written past any of them */
-    for (uint32_t i = 0; i < N_PAIRS; i++) {
+    for (uint32_t i = 0; i < n_pairs; i++) {
         const uint8_t *s = sbuf + (size_t)i * SLICE, *c = cbuf + (size_t)i * SLICE;
         SP_ASSERT_PATTERN(s + SEND_AT, send_len(i), seed_of(i, OP_SEND));
         SP_ASSERT_PATTERN(s + WRITE_AT, write_len(i), seed_of(i, OP_WRITE));
@@ -176,8 +251,8 @@ TEST(thousand_qps_move_verified_data_at_once)
     }
 
     uint64_t t2 = sp_now_ms();
-    sp_disconnect_pairs(&srv, &cli, pairs, N_PAIRS, true);
-    for (uint32_t i = 0; i < N_PAIRS; i++) {
+    sp_disconnect_pairs(&srv, &cli, pairs, n_pairs, true);
+    for (uint32_t i = 0; i < n_pairs; i++) {
         struct iwarp_qp_attr qa;
         ASSERT_EQ(iwarp_query_qp(pairs[i].srv.qp, &qa), 0);
         ASSERT_EQ(qa.qp_state, IWARP_QPS_ERR);
@@ -185,17 +260,19 @@ TEST(thousand_qps_move_verified_data_at_once)
     /* a graceful close flushes nothing that was not posted */
     sp_expect_no_wc(&cli, &srv);
     sp_expect_no_wc(&srv, &cli);
-    sp_destroy_pairs(pairs, N_PAIRS);
-    for (uint32_t i = 0; i < N_PAIRS; i++) {
+    sp_destroy_pairs(pairs, n_pairs);
+    for (uint32_t i = 0; i < n_pairs; i++) {
         ASSERT_EQ(iwarp_dereg_mr(smr[i]), 0);
         ASSERT_EQ(iwarp_dereg_mr(cmr[i]), 0);
     }
     sp_side_fini(&cli);
     sp_side_fini(&srv);
+    if (how->sctp)
+        sctp_relay_stop(&relay);
     double t_down = secs_since(t2);
     fprintf(stderr,
-            "  %u pairs: connect %.2fs, data %.2fs, disconnect+teardown %.2fs, total %.2fs\n",
-            N_PAIRS, t_connect, t_data, t_down, secs_since(t0));
+            "  %u pairs%s: connect %.2fs, data %.2fs, disconnect+teardown %.2fs, total %.2fs\n",
+            n_pairs, how->sctp ? " (SCTP)" : "", t_connect, t_data, t_down, secs_since(t0));
     free(seen);
     free(wc);
     free(pairs);
@@ -204,3 +281,27 @@ TEST(thousand_qps_move_verified_data_at_once)
     free(cbuf);
     free(sbuf);
 }
+
+TEST(thousand_qps_move_verified_data_at_once)
+{
+    run_many(&(struct run){.n_pairs = 1000});
+}
+
+#ifdef IWARP_HAVE_SCTP
+/* RFC 5043 §5.2: 64 DDP streams on 4 associations of 16 SCTP streams each. */
+TEST(sixty_four_qps_as_streams_of_four_shared_sctp_associations)
+{
+    run_many(&(struct run){
+        .n_pairs = 64, .sctp = true, .sctp_streams = 16, .want_assoc = 4, .streams_each = 16});
+}
+
+/* sctp_own_association: 128 associations, one DDP stream each. */
+TEST(hundred_twenty_eight_qps_each_on_its_own_sctp_association)
+{
+    run_many(&(struct run){.n_pairs = 128,
+                           .sctp = true,
+                           .own_association = true,
+                           .want_assoc = 128,
+                           .streams_each = 1});
+}
+#endif
