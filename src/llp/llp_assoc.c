@@ -7,7 +7,9 @@
 
 /* A held chunk is {ptr, len}; the window never looks inside. Control chunks are told apart
  * from segments by this bit of len (a chunk never comes near 2^63 octets). */
-#define CHUNK_CTL ((size_t)1 << (sizeof(size_t) * 8u - 1u))
+#define CHUNK_CTL     ((size_t)1 << (sizeof(size_t) * 8u - 1u))
+/* A chunk sent ordered (U=0, §10): it holds its DDP-SSN's place and ends the session there. */
+#define CHUNK_ORDERED ((size_t)1 << (sizeof(size_t) * 8u - 2u))
 
 static uint16_t window(const struct iwarp_llp_assoc *a)
 {
@@ -82,23 +84,64 @@ uint32_t iwarp_llp_assoc_take_events(struct iwarp_llp_assoc *a, uint16_t sid)
 }
 
 /* The session ended: OVER (CLOSED reported) once nothing more is to be exchanged: our
- * Terminate handed out and the peer's received, or nothing of ours will be sent. */
-static void settle_end(struct iwarp_llp_assoc_stream *st)
+ * Terminate handed out and the peer's received, or nothing of ours will be sent. Handed out
+ * means given to SCTP (tx_done): a last chunk (Reject, Terminate) still waiting in a->pend for
+ * room would be lost if the owner released the stream on CLOSED (§6.2, §6.3). */
+static void settle_end(const struct iwarp_llp_assoc *a, struct iwarp_llp_assoc_stream *st)
 {
     if (st->state != IWARP_LLP_ASSOC_ENDING)
         return;
     const struct iwarp_sess_result *r = iwarp_sess_ctl_result(&st->ctl);
-    bool ours_done = r->term_sent || !iwarp_sess_ctl_tx_pending(&st->ctl);
-    bool theirs_done = r->term_rcvd || !r->term_sent;
+    bool unsent = a->has_pend && &a->st[a->pend.sid] == st;
+    bool ours_done = (r->term_sent || !iwarp_sess_ctl_tx_pending(&st->ctl)) && !unsent;
+    bool theirs_done = r->term_rcvd || !r->term_sent || st->peer_done;
     if (ours_done && theirs_done) {
         st->state = IWARP_LLP_ASSOC_OVER;
         st->events |= IWARP_LLP_ASSOC_EV_CLOSED;
     }
 }
 
-/* Close the engine once (flush; graceful: no fatal event). */
-static void engine_closed(struct iwarp_llp_assoc_stream *st, bool graceful)
+/* Withdraw the chunk produced for stream sid and not sent (its engine is going away). */
+static void drop_pending(struct iwarp_llp_assoc *a, uint16_t sid)
 {
+    if (!a->has_pend || a->pend.sid != sid)
+        return;
+    a->has_pend = false;
+    iwarp_sess_ssn_tx_untake(&a->st[sid].ssn_tx);
+}
+
+/* The session ended: a REQUEST the owner has not taken yet is withdrawn with it (nothing
+ * awaits accept()/reject() any more); the owner learns of the stream by its CLOSED. */
+static void withdraw_request(struct iwarp_llp_assoc_stream *st)
+{
+    st->events &= ~(uint32_t)IWARP_LLP_ASSOC_EV_REQUEST;
+}
+
+/* §6.4: Initiate, Terminate is a whole sequence. A Terminate of ours that answers the peer's
+ * Initiate (passive, nothing else of ours sent in the session) is not answered: the peer may
+ * start another session on the stream at once (§6.6), so we do not wait for more of it. */
+static void note_initiate_answered(struct iwarp_llp_assoc_stream *st)
+{
+    if (st->ctl.cfg.role == IWARP_SESS_PASSIVE && !st->ctl.tx_any)
+        st->peer_done = true;
+}
+
+/* The peer's Terminate answered our Initiate (its first chunk of the session, §6.4): the
+ * sequence is complete and is not answered. Any later Terminate is answered (§6.2). */
+static bool terminate_answers_our_initiate(const struct iwarp_llp_assoc_stream *st)
+{
+    return st->ctl.cfg.role == IWARP_SESS_ACTIVE && st->ctl.rx_next == 1;
+}
+
+/* Close the engine once (flush; graceful: no fatal event). A segment of it produced and not
+ * yet sent is withdrawn: its payload belongs to a WR the flush just handed back to the ULP,
+ * and its DDP-SSN goes to the next chunk (our Terminate), so the peer sees no gap (§6). */
+static void engine_closed(struct iwarp_llp_assoc *a, struct iwarp_llp_assoc_stream *st,
+                          bool graceful)
+{
+    uint16_t sid = (uint16_t)(st - a->st);
+    if (a->has_pend && a->pend.sid == sid && a->pend.is_seg)
+        drop_pending(a, sid);
     if (iwarp_llp_eng_attached(&st->eng))
         iwarp_llp_eng_llp_closed(&st->eng, graceful);
     st->eng = (struct iwarp_llp_engine){0};
@@ -118,7 +161,7 @@ static int engine_start(struct iwarp_llp_assoc_stream *st)
 }
 
 /* Turn the session machine's events into the stream's (after every session call). */
-static void after_session(struct iwarp_llp_assoc_stream *st)
+static void after_session(struct iwarp_llp_assoc *a, struct iwarp_llp_assoc_stream *st)
 {
     uint32_t ev = iwarp_sess_ctl_events(&st->ctl);
     if (ev & IWARP_SESS_EV_REQUEST)
@@ -135,22 +178,28 @@ static void after_session(struct iwarp_llp_assoc_stream *st)
         /* §6.3: the session is over; there is nothing to answer */
         const struct iwarp_sess_result *r = iwarp_sess_ctl_result(&st->ctl);
         st->err = r->err ? r->err : IWARP_ERR_SESSION_REJECTED;
-        engine_closed(st, true);
-        st->state = IWARP_LLP_ASSOC_OVER;
+        engine_closed(a, st, true);
+        /* Our reject(): the Reject is still to be sent (§6.3), so the stream is ENDING until
+         * it is handed to SCTP; settle_end() then reports CLOSED. */
+        st->state =
+            iwarp_sess_ctl_tx_pending(&st->ctl) ? IWARP_LLP_ASSOC_ENDING : IWARP_LLP_ASSOC_OVER;
         st->events |= IWARP_LLP_ASSOC_EV_REJECTED;
     }
     if ((ev & IWARP_SESS_EV_TERMINATED) && st->state == IWARP_LLP_ASSOC_SESSION) {
         const struct iwarp_sess_result *r = iwarp_sess_ctl_result(&st->ctl);
+        withdraw_request(st);
         st->err = r->err;
         /* The peer's Terminate after its stream drained is its orderly close (§6.2), like a
          * FIN at a message boundary; a failure of the session is not. */
         st->graceful = r->err == 0 || r->err == IWARP_ERR_SESSION_TERMINATED;
-        engine_closed(st, st->graceful);
-        if (r->term_rcvd && !r->term_sent)
+        engine_closed(a, st, st->graceful);
+        if (r->term_rcvd && !r->term_sent && !terminate_answers_our_initiate(st))
             (void)iwarp_sess_ctl_terminate(&st->ctl); /* answer it (§6.2) */
+        else if (!r->term_rcvd)
+            note_initiate_answered(st);
         st->state = IWARP_LLP_ASSOC_ENDING;
     }
-    settle_end(st);
+    settle_end(a, st);
 }
 
 int iwarp_llp_assoc_open(struct iwarp_llp_assoc *a, uint16_t sid, const struct iwarp_sess_cfg *cfg,
@@ -196,7 +245,7 @@ int iwarp_llp_assoc_accept(struct iwarp_llp_assoc *a, uint16_t sid,
         st->eng = (struct iwarp_llp_engine){0};
         return rc;
     }
-    after_session(st); /* ESTABLISHED: the engine starts; RFC 6581 §7: it may send first */
+    after_session(a, st); /* ESTABLISHED: the engine starts; RFC 6581 §7: it may send first */
     return st->started ? 0 : (st->err ? st->err : IWARP_ERR_STATE);
 }
 
@@ -208,18 +257,9 @@ int iwarp_llp_assoc_reject(struct iwarp_llp_assoc *a, uint16_t sid,
         return IWARP_ERR_STATE;
     int rc = iwarp_sess_ctl_reject(&st->ctl, ans);
     if (rc == 0)
-        after_session(st);
+        after_session(a, st);
     st->events &= ~(uint32_t)IWARP_LLP_ASSOC_EV_REJECTED; /* the owner knows: it rejected */
     return rc;
-}
-
-/* Withdraw the chunk produced for stream sid and not sent (its engine is going away). */
-static void drop_pending(struct iwarp_llp_assoc *a, uint16_t sid)
-{
-    if (!a->has_pend || a->pend.sid != sid)
-        return;
-    a->has_pend = false;
-    iwarp_sess_ssn_tx_untake(&a->st[sid].ssn_tx);
 }
 
 void iwarp_llp_assoc_abort(struct iwarp_llp_assoc *a, uint16_t sid)
@@ -235,9 +275,10 @@ void iwarp_llp_assoc_abort(struct iwarp_llp_assoc *a, uint16_t sid)
         return;
     (void)iwarp_sess_ctl_terminate(&st->ctl); /* §6: ends the session from our side */
     (void)iwarp_sess_ctl_events(&st->ctl);
+    note_initiate_answered(st);
     st->err = IWARP_ERR_SESSION_TERMINATED;
     st->state = IWARP_LLP_ASSOC_ENDING;
-    settle_end(st);
+    settle_end(a, st);
 }
 
 void iwarp_llp_assoc_disconnect(struct iwarp_llp_assoc *a, uint16_t sid)
@@ -267,17 +308,34 @@ void iwarp_llp_assoc_release(struct iwarp_llp_assoc *a, uint16_t sid)
 
 /* ---- receive ------------------------------------------------------------------------------ */
 
+static int fail_stream(struct iwarp_llp_assoc *a, struct iwarp_llp_assoc_stream *st, int err);
+
 /* One chunk in DDP-SSN order. Returns 0 or the error that ended the session. */
 static int process(struct iwarp_llp_assoc *a, struct iwarp_llp_assoc_stream *st,
                    struct iwarp_sess_chunk c)
 {
     const uint8_t *p = c.ptr;
-    size_t len = c.len & ~CHUNK_CTL;
+    size_t len = c.len & ~(CHUNK_CTL | CHUNK_ORDERED);
     int rc = 0;
+    if (c.len & CHUNK_ORDERED) {
+        /* §10 "MUST use the Unordered option": no legal pattern has it (§6.1) */
+        give_back(a, c.ptr);
+        return fail_stream(a, st, IWARP_ERR_SCTP_PPID);
+    }
     if (c.len & CHUNK_CTL) {
         rc = iwarp_sess_ctl_rx_ctl(&st->ctl, p, len);
-        if (rc == IWARP_ERR_STATE)
-            rc = 0; /* over already: ignored (a first Terminate is still noted) */
+        if (rc == IWARP_ERR_STATE) {
+            /* over already: ignored (a first Terminate is still noted). A Reject to our
+             * Initiate that crossed our Terminate (abort()) is the peer's final chunk: §6.3's
+             * sequence ends there and no Terminate of the peer's follows. */
+            uint16_t fc = 0;
+            if (len >= IWARP_SCTP_CTL_HDR_LEN)
+                fc = (uint16_t)(p[2] << 8 | p[3]);
+            if (st->ctl.cfg.role == IWARP_SESS_ACTIVE &&
+                (fc == IWARP_SCTP_FC_REJECT || fc == IWARP_SCTP_FC_ENH_REJECT))
+                st->peer_done = true;
+            rc = 0;
+        }
     } else {
         rc = iwarp_sess_ctl_rx_seg(&st->ctl, (uint16_t)((p[0] << 8) | p[1]));
         if (rc == 0 && st->started)
@@ -287,7 +345,7 @@ static int process(struct iwarp_llp_assoc *a, struct iwarp_llp_assoc_stream *st,
             rc = 0; /* §6.2: the peer's segments in flight after the session ended */
     }
     give_back(a, c.ptr);
-    after_session(st);
+    after_session(a, st);
     return rc;
 }
 
@@ -300,18 +358,49 @@ static int open_passive(struct iwarp_llp_assoc *a, struct iwarp_llp_assoc_stream
     return rc;
 }
 
+/* The peer broke the session (§6.1 "the DDP Stream Session MUST be terminated"): our Terminate
+ * goes out, the engine closes abortively. Returns err. */
+static int fail_stream(struct iwarp_llp_assoc *a, struct iwarp_llp_assoc_stream *st, int err)
+{
+    if (st->state != IWARP_LLP_ASSOC_SESSION)
+        return err;
+    withdraw_request(st);
+    (void)iwarp_sess_ctl_terminate(&st->ctl);
+    (void)iwarp_sess_ctl_events(&st->ctl);
+    note_initiate_answered(st);
+    st->err = err;
+    st->graceful = false;
+    engine_closed(a, st, false);
+    st->state = IWARP_LLP_ASSOC_ENDING;
+    settle_end(a, st);
+    return err;
+}
+
 int iwarp_llp_assoc_rx_chunk(struct iwarp_llp_assoc *a, uint16_t sid, uint32_t ppid, bool unordered,
                              void *buf, size_t len)
 {
-    int kind = iwarp_sctp_chunk_kind(ppid, unordered); /* §5.2 PPIDs, §10 U=1 */
+    int kind = iwarp_sctp_chunk_kind(ppid, true); /* §5.2 PPIDs */
     int ssn = iwarp_sctp_ssn_peek(buf, len);
-    if (a->lost || sid >= a->cfg.nstreams || kind < 0 || ssn < 0 ||
-        (kind == IWARP_SCTP_PPID_DDP_SEGMENT && len <= IWARP_SCTP_SSN_LEN)) {
+    struct iwarp_llp_assoc_stream *st = sid < a->cfg.nstreams ? &a->st[sid] : NULL;
+    bool live = st && (st->state == IWARP_LLP_ASSOC_SESSION || st->state == IWARP_LLP_ASSOC_ENDING);
+    if (a->lost || !st || kind < 0 || ssn < 0 || (!unordered && !live)) {
         a->rx_dropped++;
         give_back(a, buf);
-        return kind < 0 ? kind : ssn < 0 ? ssn : IWARP_ERR_INVAL;
+        /* §6.1: a chunk of no legal pattern on a stream with a session (another PPID, whose
+         * octets are no DDP-SSN, or none at all) ends the session; an ordered chunk (§10) where
+         * no session is opens none */
+        int err = kind < 0     ? kind
+                  : ssn < 0    ? ssn
+                  : !unordered ? IWARP_ERR_SCTP_PPID
+                               : IWARP_ERR_INVAL;
+        if (!a->lost && st)
+            (void)fail_stream(a, st, err);
+        return err;
     }
-    struct iwarp_llp_assoc_stream *st = &a->st[sid];
+    /* A segment chunk with no DDP segment after its DDP-SSN takes its place in the sequence:
+     * the engine rejects it as a DDP error (RFC 5041 §7.1) and says so to the peer. So does an
+     * ordered chunk of DDP's PPIDs: the peer counted it (§5.2.1), and its session ends when its
+     * turn comes (process()), while the chunks after it, the peer's Terminate, still arrive. */
     if (st->state == IWARP_LLP_ASSOC_FREE && kind == IWARP_SCTP_PPID_DDP_CONTROL &&
         a->cfg.passive && open_passive(a, st) != 0) {
         a->rx_dropped++;
@@ -323,24 +412,17 @@ int iwarp_llp_assoc_rx_chunk(struct iwarp_llp_assoc *a, uint16_t sid, uint32_t p
         give_back(a, buf);
         return 0;
     }
-    struct iwarp_sess_chunk c = {
-        .ptr = buf, .len = len | (kind == IWARP_SCTP_PPID_DDP_CONTROL ? CHUNK_CTL : 0)};
+    struct iwarp_sess_chunk c = {.ptr = buf,
+                                 .len = len |
+                                        (kind == IWARP_SCTP_PPID_DDP_CONTROL ? CHUNK_CTL : 0) |
+                                        (unordered ? 0 : CHUNK_ORDERED)};
     int v = iwarp_sess_ssn_rx_accept(&st->ssn_rx, (uint16_t)ssn, c);
     if (v < 0) {
         /* §6.1: no repeats, no gaps beyond what we can hold; §10: an invalid DDP-SSN MAY end
          * the stream. The session fails; the peer gets our Terminate. */
         a->rx_dropped++;
         give_back(a, buf);
-        if (st->state == IWARP_LLP_ASSOC_SESSION) {
-            (void)iwarp_sess_ctl_terminate(&st->ctl);
-            (void)iwarp_sess_ctl_events(&st->ctl);
-            st->err = v;
-            st->graceful = false;
-            engine_closed(st, false);
-            st->state = IWARP_LLP_ASSOC_ENDING;
-            settle_end(st);
-        }
-        return v;
+        return fail_stream(a, st, v);
     }
     if (v == IWARP_SESS_SSN_HELD)
         return 0;
@@ -417,7 +499,7 @@ static bool produce_stream(struct iwarp_llp_assoc *a, uint16_t sid)
          * graceful close): our session Terminate follows it */
         (void)iwarp_sess_ctl_terminate(&st->ctl);
         (void)iwarp_sess_ctl_events(&st->ctl);
-        engine_closed(st, st->graceful);
+        engine_closed(a, st, st->graceful);
         st->state = IWARP_LLP_ASSOC_ENDING;
     }
     return false;
@@ -436,7 +518,7 @@ const struct iwarp_llp_assoc_chunk *iwarp_llp_assoc_tx_next(struct iwarp_llp_ass
             a->has_pend = true;
             return &a->pend;
         }
-        settle_end(&a->st[sid]);
+        settle_end(a, &a->st[sid]);
     }
     return NULL;
 }
@@ -451,7 +533,7 @@ void iwarp_llp_assoc_tx_done(struct iwarp_llp_assoc *a)
         if (st->started)
             iwarp_llp_eng_tx_sent(&st->eng, &a->pend.seg);
     } else {
-        after_session(st); /* our Terminate may have ended the exchange */
+        after_session(a, st); /* our Terminate may have ended the exchange */
     }
 }
 
@@ -494,9 +576,10 @@ void iwarp_llp_assoc_lost(struct iwarp_llp_assoc *a, bool graceful)
         if (st->state == IWARP_LLP_ASSOC_FREE)
             continue;
         bool was_live = st->state == IWARP_LLP_ASSOC_SESSION;
+        withdraw_request(st);
         iwarp_sess_ctl_lost(&st->ctl); /* §11.3: the sessions end with the association */
         (void)iwarp_sess_ctl_events(&st->ctl);
-        engine_closed(st, graceful);
+        engine_closed(a, st, graceful);
         struct iwarp_sess_chunk c;
         while (iwarp_sess_ssn_rx_drain(&st->ssn_rx, &c))
             give_back(a, c.ptr);

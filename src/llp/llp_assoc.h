@@ -44,7 +44,9 @@
 
 /* Per-stream events (iwarp_llp_assoc_take_events). */
 enum {
-    IWARP_LLP_ASSOC_EV_REQUEST = 0x1,     /* passive: an Initiate awaits accept()/reject() */
+    IWARP_LLP_ASSOC_EV_REQUEST = 0x1,     /* passive: an Initiate awaits accept()/reject()
+                                             (withdrawn, if not yet taken, when the session
+                                             ends first: CLOSED alone follows) */
     IWARP_LLP_ASSOC_EV_ESTABLISHED = 0x2, /* the session is up and the engine started */
     IWARP_LLP_ASSOC_EV_REJECTED = 0x4,    /* rejected (by the peer, or by us) */
     IWARP_LLP_ASSOC_EV_CLOSED = 0x8,      /* the session is over and the engine closed: the
@@ -68,6 +70,8 @@ struct iwarp_llp_assoc_stream {
     uint32_t ird, ord; /* the engine's IRD/ORD when the session leaves them to the ULP */
     bool started;      /* the engine runs */
     bool graceful;     /* the close was orderly (both Terminates, or a disconnect drained) */
+    bool peer_done;    /* no Terminate of the peer's is awaited: its Reject crossed our
+                          Terminate, or ours answered its Initiate (§6.4) */
     uint32_t events;   /* IWARP_LLP_ASSOC_EV_* not yet taken */
     int err;           /* why it ended (0: orderly) */
     void *user;        /* the owner's (e.g. its CM id) */
@@ -125,7 +129,8 @@ int iwarp_llp_assoc_open(struct iwarp_llp_assoc *a, uint16_t sid, const struct i
                          struct iwarp_llp_engine eng, uint32_t ird, uint32_t ord, void *user);
 
 /* Passive, after EV_REQUEST: accept with engine eng (started at once: it may send first, RFC
- * 6581 §7) or reject. Returns 0, IWARP_ERR_STATE, or a session_ctl error. */
+ * 6581 §7) or reject (no EV_REJECTED for it; EV_CLOSED once the Reject is handed to SCTP, then
+ * release()). Returns 0, IWARP_ERR_STATE, or a session_ctl error. */
 int iwarp_llp_assoc_accept(struct iwarp_llp_assoc *a, uint16_t sid,
                            const struct iwarp_sess_answer *ans, struct iwarp_llp_engine eng,
                            uint32_t ird, uint32_t ord);
@@ -133,7 +138,9 @@ int iwarp_llp_assoc_reject(struct iwarp_llp_assoc *a, uint16_t sid,
                            const struct iwarp_sess_answer *ans);
 
 /* Graceful close of the stream's session: the engine drains (its disconnect), then our
- * Terminate follows its last segment (§6.2). */
+ * Terminate follows its last segment (§6.2). CLOSED follows once our Terminate is handed to
+ * SCTP and the peer's received; a Terminate that answers an Initiate (§6.4: the pending limit,
+ * an error, abort() before accepting) is the end of that exchange and is not answered. */
 void iwarp_llp_assoc_disconnect(struct iwarp_llp_assoc *a, uint16_t sid);
 
 /* Abortive: the engine is detached and flushed now (llp_closed(false) is the owner's call if
@@ -146,7 +153,9 @@ void iwarp_llp_assoc_release(struct iwarp_llp_assoc *a, uint16_t sid);
 
 /*
  * A received message: stream sid, PPID ppid, U bit, buf (len octets; ownership passes in).
- * Returns 0, or the negative error that ended the stream's session (the chunk was dropped).
+ * Returns 0, or the negative error that ended the stream's session (the chunk was dropped). A
+ * chunk with another PPID, U=0 (§5.2, §10), no DDP-SSN, or a DDP-SSN repeated or beyond the
+ * window (§6.1) is dropped with its error, and ends the stream's session if one is alive.
  */
 int iwarp_llp_assoc_rx_chunk(struct iwarp_llp_assoc *a, uint16_t sid, uint32_t ppid, bool unordered,
                              void *buf, size_t len);
