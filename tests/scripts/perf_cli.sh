@@ -3,6 +3,9 @@
 #   every op x (bandwidth, latency) x (events, busy-poll) over the whole size sweep with --verify,
 #   --qps, --mpa-rev 1, --no-crc, -D; --json parses; --plot writes well-formed SVG;
 #   --compare-tcp prints a ratio per size; bad arguments exit 2 with a message; --help;
+#   --transport sctp (DDP over SCTP, RFC 5043): Write bandwidth, Send and Write latency and Read
+#   with --sctp-mtu 9000 and 2 QPs in loopback, and a whole sweep --server / HOST, all with
+#   --verify; its refusals of the MPA options, --compare-tcp and --perftest;
 #   the library's packet trace of a run (IWARP_PCAP; IWARP_TRACE_PCAP, its deprecated alias, for
 #   one op) passes the wire judge with 0 errors; a trace bound (IWARP_PCAP_MAX) stops recording
 #   with one line on stderr and leaves a capture tshark reads.
@@ -92,7 +95,14 @@ bad "--op must be" --op atomic
 bad "--size must be" -s 1
 bad "--size must be" -s 9M
 bad "--size must be" -s 12x
-bad "not supported yet" --transport sctp
+bad "MPA options" --transport sctp --crc
+bad "MPA options" --transport sctp --no-crc
+bad "MPA options" --mpa-rev 2 --transport sctp
+bad "does not apply to --transport sctp" --transport sctp --compare-tcp
+bad "does not apply to --transport sctp" --transport sctp --perftest --server
+bad "needs --transport sctp" --sctp-mtu 9000
+bad "--sctp-mtu must be" --transport sctp --sctp-mtu 595
+bad "--sctp-mtu must be" --transport sctp --sctp-mtu 65536
 bad "--transport must be" --transport udp
 bad "--mpa-rev must be" --mpa-rev 3
 bad "--qd must be" --qd 0
@@ -121,6 +131,52 @@ if "$IWARP" perf 127.0.0.1 -p $port --op send -a -n 2 --verify --compare-tcp --p
 else
   fail "--server / HOST: $(cat "$TMP/err" "$TMP/srv")"
   kill $srv 2>/dev/null
+fi
+
+# 8b. DDP over SCTP (RFC 5043): loopback runs with every octet checked, then --server / HOST
+sctp_run() { # WHAT ARGS...: exit 0, a row for each size, the SCTP transport in the header
+  local what=$1; shift
+  if "$IWARP" perf --transport sctp "$@" --verify >"$TMP/out" 2>"$TMP/err" &&
+    grep -q '^ Transport       : SCTP over UDP' "$TMP/out" && grep -qE '^ [0-9]+ ' "$TMP/out" &&
+    ! grep -q VERIFY "$TMP/out"; then
+    ok "sctp: $what"
+  else
+    fail "sctp: $what: $(cat "$TMP/err")"; cat "$TMP/out"
+  fi
+}
+sctp_run "write bandwidth 64K" --op write -s 64K -n 100
+sctp_run "send latency 64 B, busy-poll" --op send --lat --busy-poll -s 64 -n 200
+sctp_run "write latency 4K" --op write --lat -s 4K -n 100
+if "$IWARP" perf --transport sctp --sctp-mtu 9000 --op read --qps 2 -s 256K -n 20 --verify --json \
+  >"$TMP/s.json" 2>"$TMP/err" && python3 - "$TMP/s.json" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+r = d["results"][0]
+assert d["transport"] == "sctp" and d["sctp_mtu"] == 9000 and d["crc"] is None, d
+assert d["qps"] == 2 and r["bytes"] == 262144 and r["bw_avg_MBps"] > 0, r
+assert r["verify_errors"] == 0, r
+EOF
+then ok "sctp: read --sctp-mtu 9000 --qps 2 --json"; else fail "sctp: read --json: $(cat "$TMP/err")"; fi
+port=$((port + 1))
+"$IWARP" perf --server --transport sctp -p $port >"$TMP/srv" 2>&1 &
+srv=$!
+for _ in $(seq 50); do grep -q listening "$TMP/srv" && break; sleep 0.1; done
+if "$IWARP" perf 127.0.0.1 -p $port --transport sctp --op write -a -n 2 --verify \
+  >"$TMP/out" 2>"$TMP/err" && wait $srv && grep -q 'SCTP over UDP port' "$TMP/srv" &&
+  [ "$(grep -cE '^ [0-9]+ ' "$TMP/out")" -eq 23 ]; then
+  ok "sctp: --server / HOST, write 2 B .. 8 MiB"
+else
+  fail "sctp: --server / HOST: $(cat "$TMP/err" "$TMP/srv")"
+  kill $srv 2>/dev/null
+fi
+# the library's trace of an SCTP run: one association whose DDP traffic `iwarp dump` judges clean
+if "$IWARP" perf --transport sctp --op send -s 4K -n 10 --verify --trace "$TMP/s.pcap" \
+  >/dev/null 2>"$TMP/err" && "$IWARP" dump "$TMP/s.pcap" >"$TMP/dump" 2>&1 &&
+  grep -q 'sctp_associations=1 ' "$TMP/dump" && grep -q ' errors=0 ' "$TMP/dump" &&
+  grep -qE '^a0 i>r .* Send ' "$TMP/dump"; then
+  ok "sctp: --trace, judged by iwarp dump"
+else
+  fail "sctp: --trace: $(cat "$TMP/err"; tail -n 3 "$TMP/dump")"
 fi
 
 # 9. the library's packet trace of a loopback run, judged by the wire checker

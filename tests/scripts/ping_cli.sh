@@ -5,6 +5,8 @@
 #   - loopback: `iwarp ping -s` and `iwarp ping -c -V -v` against each other on 127.0.0.1 and
 #     ::1, -C 100, at sizes 26 (rping's minimum), 64 and 65535 (its maximum); both exit 0 and
 #     both sides print exactly rping's data lines (tests/interop/rping_expected.py);
+#   - --transport sctp (DDP over SCTP, RFC 5043): the same loopback check on 127.0.0.1 (64 B,
+#     and 65535 B with --sctp-mtu 9000) and ::1 (64 B), -C 100;
 #   - -P: one persistent server, three clients at once, each verified;
 #   - failures exit 1: nobody listening; a client larger than the server's -S (both ends).
 # Usage: ping_cli.sh IWARP_BINARY
@@ -65,6 +67,13 @@ done <<'EOF'
 -c -a 127.0.0.1 --first-delay -1|invalid --first-delay
 -c -a no-such-host.invalid|no-such-host.invalid
 -c -a ::1 -I 127.0.0.1|not of the server address's family
+-s --transport udp|invalid --transport 'udp'
+-s --sctp-mtu 9000|--sctp-mtu needs --transport sctp
+-s --transport sctp --sctp-mtu 595|invalid --sctp-mtu '595'
+-s --transport sctp --sctp-mtu 65536|invalid --sctp-mtu '65536'
+-s --transport sctp --crc|MPA options
+-c -a 127.0.0.1 --transport sctp --x-p2p w|MPA options
+-c -a 127.0.0.1 --transport sctp --x-markers|MPA options
 EOF
 
 # ---- runs ----------------------------------------------------------------------------------
@@ -89,14 +98,16 @@ same_data() { # LOG PREFIX COUNT SIZE
     diff <(grep "^$2" "$1") <(python3 "$EXPECTED" "$2" "$3" "$4") >"$1.diff"
 }
 
-loopback() { # ADDR SIZE
+loopback() { # ADDR SIZE [ARGS for both sides...]
     local addr=$1 size=$2 name="loopback $1 -C 100 -S $2" d="$W/lb-$RANDOM"
+    shift 2
+    [ $# = 0 ] || name+=" $*"
     PORT=$((PORT + 1))
-    if ! start_server "$d.srv" -a "$addr" -S "$size" -v; then
+    if ! start_server "$d.srv" -a "$addr" -S "$size" -v "$@"; then
         fail "$name: the server did not start: $(tail -n 3 "$d.srv")"
         return
     fi
-    timeout 60 "$BIN" ping -c -a "$addr" -p "$PORT" -C 100 -S "$size" -V -v >"$d.cli" 2>&1
+    timeout 60 "$BIN" ping -c -d -a "$addr" -p "$PORT" -C 100 -S "$size" -V -v "$@" >"$d.cli" 2>&1
     local crc=$?
     timeout 20 tail --pid="$SRV" -f /dev/null
     wait "$SRV"
@@ -109,6 +120,11 @@ loopback() { # ADDR SIZE
         problems+=" server data: $(head -c 200 "$d.srv.diff");"
     grep -q '^client DISCONNECT EVENT' "$d.cli" || problems+=" no client DISCONNECT EVENT;"
     grep -q '^server DISCONNECT EVENT' "$d.srv" || problems+=" no server DISCONNECT EVENT;"
+    if [[ " $* " == *" --transport sctp "* ]]; then
+        # both ends said which lower layer they ran (-d): DDP over SCTP, not MPA
+        grep -q '^DDP over SCTP: IRD' "$d.cli" || problems+=" client not over SCTP;"
+        grep -q '^DDP over SCTP: IRD' "$d.srv" || problems+=" server not over SCTP;"
+    fi
     if [ -z "$problems" ]; then pass "$name"; else fail "$name:$problems"; fi
 }
 
@@ -117,6 +133,11 @@ for addr in 127.0.0.1 ::1; do
         loopback "$addr" "$size"
     done
 done
+
+# DDP over SCTP (RFC 5043): the same pings and checks; 65535-octet pings with a large MTU
+loopback 127.0.0.1 64 --transport sctp
+loopback 127.0.0.1 65535 --transport sctp --sctp-mtu 9000
+loopback ::1 64 --transport sctp
 
 # -P: three clients at once against one persistent server.
 PORT=$((PORT + 1))

@@ -49,15 +49,19 @@ static void *loop_server_main(void *arg)
 
 static int run_server(const struct perf_opts *o)
 {
-    struct perf_server s = {
-        .busy = o->busy_poll, .crc = o->crc, .crc_given = o->crc_given, .trace = o->trace};
+    struct perf_server s = {.busy = o->busy_poll,
+                            .crc = o->crc,
+                            .crc_given = o->crc_given,
+                            .sctp = o->sctp,
+                            .sctp_mtu = o->sctp_mtu,
+                            .trace = o->trace};
     struct sockaddr_in sin = {.sin_family = AF_INET,
                               .sin_port = htons(o->port ? o->port : PERF_DEFAULT_PORT),
                               .sin_addr.s_addr = htonl(INADDR_ANY)};
     int rc = perf_server_listen(&s, (const struct sockaddr *)&sin);
     if (rc == 0) {
-        printf("iwarp perf: server listening on port %u (%s); waiting for one client\n", s.port,
-               o->busy_poll ? "busy-poll" : "events");
+        printf("iwarp perf: server listening on %s port %u (%s); waiting for one client\n",
+               o->sctp ? "SCTP over UDP" : "TCP", s.port, o->busy_poll ? "busy-poll" : "events");
         fflush(stdout);
         rc = perf_server_serve(&s);
     }
@@ -215,7 +219,11 @@ int iwarp_cli_perf(int argc, char **argv)
 
     static struct loop_server l;
     memset(&l, 0, sizeof l);
-    l.s = (struct perf_server){.busy = o.busy_poll, .crc = o.crc, .crc_given = true};
+    l.s = (struct perf_server){.busy = o.busy_poll,
+                               .crc = o.crc,
+                               .crc_given = true,
+                               .sctp = o.sctp,
+                               .sctp_mtu = o.sctp_mtu};
     l.pin = o.pin;
     pthread_mutex_init(&l.mu, NULL);
     pthread_cond_init(&l.cv, NULL);

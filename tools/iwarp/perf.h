@@ -38,6 +38,7 @@ enum {
     PERF_WELCOME_LEN = 32,
     PERF_LAT_MAX_SAMPLES = 1000000, /* latency samples kept per pass (-D stops when full) */
     PERF_TIMEOUT_MS = 30000,        /* a silent peer fails the run after this long */
+    PERF_SCTP_MIN_MTU = 596,        /* llp_sctp's least network MTU (IPv4: 576 + IP header) */
 };
 
 enum perf_op { PERF_OP_WRITE = 0, PERF_OP_READ = 1, PERF_OP_SEND = 2 };
@@ -74,6 +75,8 @@ struct perf_opts {
     const char *plot;  /* --plot FILE.svg */
     const char *trace; /* --trace FILE.pcap (default: $IWARP_TRACE_PCAP) */
     bool perftest;     /* --perftest: perftest's -R protocol (perf_perftest.c) */
+    bool sctp;         /* --transport sctp: DDP over SCTP (IWARP_PS_SCTP) */
+    uint32_t sctp_mtu; /* --sctp-mtu; 0: the library's default (1500) */
 };
 
 /* Parse the perf command line (argv[0] is "perf"). Returns 0 to run, 1 when --help was printed
@@ -169,6 +172,7 @@ uint64_t perf_pattern_check(const uint8_t *p, size_t len, uint64_t seed);
 
 struct perf_ep {
     bool busy; /* caller-driven progress and spinning; else progress thread + completion channel */
+    enum iwarp_port_space ps; /* IWARP_PS_TCP (MPA) or IWARP_PS_SCTP */
     struct iwarp_ctx *ctx;
     struct iwarp_cm_channel *cmch;
     struct iwarp_comp_channel *cch;
@@ -210,7 +214,7 @@ static inline uint32_t perf_wr_slot(uint64_t id)
     return (uint32_t)id;
 }
 
-int perf_ep_open(struct perf_ep *e, bool busy, const char *trace);
+int perf_ep_open(struct perf_ep *e, bool busy, const char *trace, bool sctp, uint32_t sctp_mtu);
 int perf_ep_alloc(struct perf_ep *e, const struct perf_params *p, bool server);
 int perf_ep_create_qp(struct perf_ep *e, struct iwarp_cm_id *id);
 int perf_ep_post_recv(struct perf_ep *e, uint32_t q, uint32_t slot);
@@ -305,6 +309,8 @@ void perf_client_close(struct perf_client *c);
 
 struct perf_server {
     bool busy, crc, crc_given;
+    bool sctp;         /* listen for DDP over SCTP (IWARP_PS_SCTP) */
+    uint32_t sctp_mtu; /* 0: the library's default */
     const char *trace;
     struct perf_ep ep;
     struct perf_params p;
@@ -343,6 +349,8 @@ struct perf_report {
     uint32_t nrows;
 };
 
+/* The lower layer in words: "TCP, MPA rev 2, CRC on" or "SCTP over UDP, MTU 1500". */
+void perf_out_transport(const struct perf_opts *o, char *buf, size_t len);
 void perf_out_header(FILE *f, const struct perf_report *r);
 void perf_out_row(FILE *f, const struct perf_report *r, const struct perf_row *row);
 void perf_out_footer(FILE *f, const struct perf_report *r);

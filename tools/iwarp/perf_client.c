@@ -33,7 +33,7 @@ static int connect_qp(struct perf_client *c, uint32_t q, const struct sockaddr *
 {
     struct perf_ep *e = &c->ep;
     struct iwarp_cm_event *ev;
-    int rc = iwarp_cm_create_id(e->cmch, &e->ids[q], NULL, IWARP_PS_TCP);
+    int rc = iwarp_cm_create_id(e->cmch, &e->ids[q], NULL, e->ps);
     if (rc < 0)
         return perf_ep_fail(e, rc, "iwarp_cm_create_id");
     if ((rc = iwarp_cm_resolve_addr(e->ids[q], NULL, peer, 2000)) < 0)
@@ -67,8 +67,15 @@ static int connect_qp(struct perf_client *c, uint32_t q, const struct sockaddr *
                                  .mpa_rev = c->o->mpa_rev};
     if ((rc = iwarp_cm_connect(e->ids[q], &p)) < 0)
         return perf_ep_fail(e, rc, "iwarp_cm_connect");
-    if ((rc = perf_ep_cm_event(e, IWARP_CM_EVENT_ESTABLISHED, &ev, PERF_TIMEOUT_MS)) < 0)
+    if ((rc = perf_ep_cm_event(e, IWARP_CM_EVENT_ESTABLISHED, &ev, PERF_TIMEOUT_MS)) < 0) {
+        /* UDP has no refusal: a port nobody serves over SCTP only ever times out */
+        if (rc == IWARP_ERR_TIMEDOUT && e->ps == IWARP_PS_SCTP)
+            snprintf(e->err, sizeof e->err,
+                     "no SCTP association within %d s: is `iwarp perf --server --transport "
+                     "sctp` running on that UDP port?",
+                     PERF_TIMEOUT_MS / 1000);
         return rc;
+    }
     struct perf_welcome w;
     rc = perf_welcome_decode(&w, ev->param.private_data, ev->param.private_data_len);
     iwarp_cm_ack_event(ev);
@@ -105,7 +112,7 @@ int perf_client_connect(struct perf_client *c, const struct perf_opts *o,
                                 .max_size = max};
     memcpy(&c->peer, peer,
            peer->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in));
-    int rc = perf_ep_open(&c->ep, o->busy_poll, o->trace);
+    int rc = perf_ep_open(&c->ep, o->busy_poll, o->trace, o->sctp, o->sctp_mtu);
     if (rc < 0)
         return rc;
     if ((rc = perf_ep_alloc(&c->ep, &c->p, false)) < 0)

@@ -22,18 +22,21 @@ static void trace_log(void *user, enum iwarp_log_level level, const char *msg)
 /*
  * Create e's context (caller progress when busy, a progress thread otherwise), CM channel,
  * completion channel (event mode) and PD. trace: a capture file for the context's connections
- * or NULL (then the context logs nothing; with a trace, warnings go to stderr). The caller pins
- * the thread first: the progress thread inherits its CPU set.
+ * or NULL (then the context logs nothing; with a trace, warnings go to stderr). sctp: its CM
+ * ids run DDP over SCTP (IWARP_PS_SCTP) with network MTU sctp_mtu (0: the library's default),
+ * else MPA over TCP. The caller pins the thread first: the progress thread inherits its CPU set.
  * Returns 0 or a negative IWARP_ERR_* (e->err says what failed).
  */
-int perf_ep_open(struct perf_ep *e, bool busy, const char *trace)
+int perf_ep_open(struct perf_ep *e, bool busy, const char *trace, bool sctp, uint32_t sctp_mtu)
 {
     memset(e, 0, sizeof *e);
     e->busy = busy;
+    e->ps = sctp ? IWARP_PS_SCTP : IWARP_PS_TCP;
     struct iwarp_ctx_attr a;
     iwarp_ctx_attr_default(&a);
     a.progress = busy ? IWARP_PROGRESS_CALLER : IWARP_PROGRESS_THREAD;
     a.trace_pcap = trace;
+    a.sctp_mtu = sctp_mtu;
     if (trace)
         a.log = trace_log; /* log_level: IWARP_LOG_WARN */
     int rc = iwarp_ctx_create(&a, &e->ctx);

@@ -16,19 +16,21 @@ static void usage(FILE *f)
         "usage: iwarp perf [--server | HOST] [-p|--port N] [--op write|read|send]\n"
         "                  [-s|--size BYTES | -a|--all-sizes] [-n|--iters N | -D|--duration SEC]\n"
         "                  [--qd N] [--qps N] [--crc | --no-crc] [--mpa-rev 1|2]\n"
-        "                  [--transport tcp|sctp] [--lat] [--busy-poll] [--verify]\n"
-        "                  [--compare-tcp] [--passes N] [--no-pin] [--json] [--plot FILE.svg]\n"
-        "                  [--trace FILE.pcap] [--perftest]\n"
+        "                  [--transport tcp|sctp] [--sctp-mtu BYTES] [--lat] [--busy-poll]\n"
+        "                  [--verify] [--compare-tcp] [--passes N] [--no-pin] [--json]\n"
+        "                  [--plot FILE.svg] [--trace FILE.pcap] [--perftest]\n"
         "\n"
         "Bandwidth or latency of RDMA Write, RDMA Read or Send through libiwarp (RDMAP/DDP/MPA\n"
-        "over kernel TCP), in the manner of perftest's ib_write_bw / ib_send_lat.\n"
+        "over kernel TCP, or RDMAP/DDP over SCTP with --transport sctp), in the manner of\n"
+        "perftest's ib_write_bw / ib_send_lat.\n"
         "\n"
         "Where:\n"
         "  (no peer)            loopback: server and client in this process on 127.0.0.1, an\n"
         "                       ephemeral port; client thread on CPU 0, server on CPU 1\n"
         "  --server             wait for one client on port N (all addresses), serve it, exit\n"
         "  HOST                 run the test against `iwarp perf --server` on HOST\n"
-        "  -p, --port N         TCP port (default %d)\n"
+        "  -p, --port N         TCP port; with --transport sctp the UDP port SCTP runs over\n"
+        "                       (RFC 6951) (default %d)\n"
         "\n"
         "What:\n"
         "  --op write|read|send operation (default write)\n"
@@ -48,7 +50,16 @@ static void usage(FILE *f)
         "  --crc, --no-crc      MPA CRC32C on or off (default on; a server without either\n"
         "                       follows the client)\n"
         "  --mpa-rev 1|2        MPA revision of the Request (default 2, RFC 6581)\n"
-        "  --transport tcp|sctp lower layer (sctp: not supported yet)\n"
+        "  --transport tcp|sctp lower layer (default tcp). sctp: DDP over SCTP (RFC 5043,\n"
+        "                       RFC 6581 §7), usrsctp over UDP; give it to the server and the\n"
+        "                       client alike. There is no MPA over SCTP (SCTP's CRC32c covers\n"
+        "                       every packet), so --crc, --no-crc and --mpa-rev are refused\n"
+        "                       with it (exit 2), as are --compare-tcp (a plain-TCP baseline\n"
+        "                       says nothing about SCTP; bench/bench_usrsctp compares with raw\n"
+        "                       usrsctp) and --perftest (perftest's protocol is TCP's)\n"
+        "  --sctp-mtu BYTES     with --transport sctp: the network MTU the SCTP packets mimic,\n"
+        "                       %u .. 65535 (default 1500; IPv6 needs at least 616); DDP\n"
+        "                       segments are sized so that nothing fragments\n"
         "  --busy-poll          both sides drive progress themselves and spin on the CQ;\n"
         "                       default: a progress thread per side and completion-channel\n"
         "                       events (iwarp_req_notify_cq + iwarp_get_cq_event)\n"
@@ -68,14 +79,17 @@ static void usage(FILE *f)
         "  --json               one JSON document on stdout instead of the table\n"
         "  --plot FILE.svg      a chart of bandwidth (or latency) against message size\n"
         "  --trace FILE.pcap    capture the client's connections (loopback: both directions of\n"
-        "                       each) as the library's packet trace; default $IWARP_PCAP\n"
+        "                       each) as the library's packet trace (SCTP: its packets in\n"
+        "                       UDP, RFC 6951); default $IWARP_PCAP\n"
         "\n"
         "Across machines the client learns everything over the connection itself. Each MPA\n"
         "Request carries the client's hello as private data (%d octets, big-endian):\n"
         "  \"IWPF\", version 1, op, flags (1 latency, 2 verify, 4 CRC), QP index, QPs, depth,\n"
         "  largest size, the client's buffer address, STag and length.\n"
         "The MPA Reply carries the server's welcome (%d octets): \"IWPF\", version, status,\n"
-        "receive depth, its buffer address, STag and length. Then, on QP 0, %d-octet Sends:\n"
+        "receive depth, its buffer address, STag and length. Over SCTP the Session Initiate\n"
+        "and Accept (RFC 5043 §6, RFC 6581 §7) carry them instead. Then, on QP 0, %d-octet\n"
+        "Sends:\n"
         "  PHASE(kind, size, iterations, number) -> READY (TCP port for a baseline)\n"
         "  ... the phase's traffic; a zero-length Send on every QP ends it ...\n"
         "  -> RESULT(messages, octets, octets wrong); finally PHASE(quit).\n"
@@ -92,7 +106,8 @@ static void usage(FILE *f)
         "\n"
         "Exit status: 0 success, 1 failure (connection, protocol, --verify mismatch), 2 usage.\n",
         PERF_DEFAULT_PORT, (unsigned)PERF_MIN_SIZE, (unsigned)PERF_MAX_SIZE, PERF_MAX_QD,
-        PERF_MAX_QPS, PERF_MAX_PASSES, PERF_HELLO_LEN, PERF_WELCOME_LEN, PERF_CTL_LEN);
+        PERF_MAX_QPS, (unsigned)PERF_SCTP_MIN_MTU, PERF_MAX_PASSES, PERF_HELLO_LEN,
+        PERF_WELCOME_LEN, PERF_CTL_LEN);
 }
 
 /* Returns 0 or -1; accepts decimal with an optional K/M (binary) suffix. */
@@ -125,6 +140,13 @@ static int bad(const char *fmt_what, const char *arg)
     return 2;
 }
 
+/* A combination of options that does not apply: the reason on stderr; returns 2. */
+static int refuse(const char *why)
+{
+    fprintf(stderr, "iwarp perf: %s\nRun `iwarp perf --help` for the options.\n", why);
+    return 2;
+}
+
 /* The sizes of -a: powers of two from 2 B to 8 MiB (perftest's -a). */
 static void all_sizes(struct perf_opts *o)
 {
@@ -142,6 +164,7 @@ enum {
     OPT_NO_CRC,
     OPT_MPA_REV,
     OPT_TRANSPORT,
+    OPT_SCTP_MTU,
     OPT_LAT,
     OPT_BUSY,
     OPT_VERIFY,
@@ -175,6 +198,7 @@ int perf_opts_parse(int argc, char **argv, struct perf_opts *o)
         {"no-crc", no_argument, NULL, OPT_NO_CRC},
         {"mpa-rev", required_argument, NULL, OPT_MPA_REV},
         {"transport", required_argument, NULL, OPT_TRANSPORT},
+        {"sctp-mtu", required_argument, NULL, OPT_SCTP_MTU},
         {"lat", no_argument, NULL, OPT_LAT},
         {"busy-poll", no_argument, NULL, OPT_BUSY},
         {"verify", no_argument, NULL, OPT_VERIFY},
@@ -193,6 +217,7 @@ int perf_opts_parse(int argc, char **argv, struct perf_opts *o)
     o->sizes[0] = 65536;
     o->nsizes = 1;
     bool size_given = false, all = false, iters_given = false, passes_given = false;
+    bool mpa_rev_given = false;
     uint64_t v;
     optind = 1;
     opterr = 0;
@@ -260,15 +285,17 @@ int perf_opts_parse(int argc, char **argv, struct perf_opts *o)
             if (strcmp(optarg, "1") && strcmp(optarg, "2"))
                 return bad("--mpa-rev must be 1 or 2, not", optarg);
             o->mpa_rev = (uint8_t)(optarg[0] - '0');
+            mpa_rev_given = true;
             break;
         case OPT_TRANSPORT:
-            if (!strcmp(optarg, "sctp")) {
-                fprintf(stderr, "iwarp perf: --transport sctp is not supported yet (the SCTP "
-                                "lower layer, RFC 5043, is not in libiwarp); use tcp\n");
-                return 2;
-            }
-            if (strcmp(optarg, "tcp"))
+            if (strcmp(optarg, "tcp") && strcmp(optarg, "sctp"))
                 return bad("--transport must be tcp or sctp, not", optarg);
+            o->sctp = !strcmp(optarg, "sctp");
+            break;
+        case OPT_SCTP_MTU:
+            if (parse_u64(optarg, 65535, &v, false) || v < PERF_SCTP_MIN_MTU)
+                return bad("--sctp-mtu must be 596 .. 65535 octets, not", optarg);
+            o->sctp_mtu = (uint32_t)v;
             break;
         case OPT_LAT:
             o->lat = true;
@@ -333,6 +360,23 @@ int perf_opts_parse(int argc, char **argv, struct perf_opts *o)
         return bad("--perftest needs --server or a HOST running perftest's server", "");
     if (o->perftest && (all || o->qps > 1 || o->duration > 0 || o->compare_tcp || passes_given))
         return bad("--perftest runs one size, one QP and one pass by iterations", "");
+    if (o->sctp_mtu && !o->sctp)
+        return refuse("--sctp-mtu needs --transport sctp");
+    if (o->sctp) {
+        /* RFC 5043 runs DDP straight on SCTP: no MPA framing, CRC or markers (SCTP's CRC32c,
+         * RFC 4960 §6.8, covers every packet), and either side may send first (RFC 6581 §7) */
+        if (o->crc_given || mpa_rev_given)
+            return refuse("--crc, --no-crc and --mpa-rev are MPA options; DDP over SCTP "
+                          "(--transport sctp) has no MPA: leave them out");
+        if (o->compare_tcp)
+            return refuse("--compare-tcp compares libiwarp over TCP with plain TCP; it does not "
+                          "apply to --transport sctp (bench/bench_usrsctp measures libiwarp "
+                          "over SCTP next to raw usrsctp)");
+        if (o->perftest)
+            return refuse("--perftest speaks perftest's protocol over TCP (MPA) only; it does "
+                          "not apply to --transport sctp");
+        o->crc = false;
+    }
     if (all)
         all_sizes(o);
     if (!passes_given)

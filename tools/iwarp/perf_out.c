@@ -16,6 +16,15 @@ static const char *mode_name(const struct perf_opts *o)
                         : "events (progress thread, completion channel)";
 }
 
+/* The lower layer in words (the header, the plot's title). */
+void perf_out_transport(const struct perf_opts *o, char *buf, size_t len)
+{
+    if (o->sctp)
+        snprintf(buf, len, "SCTP over UDP, MTU %u", o->sctp_mtu ? o->sctp_mtu : 1500u);
+    else
+        snprintf(buf, len, "TCP, MPA rev %u, CRC %s", o->mpa_rev, o->crc ? "on" : "off");
+}
+
 /* Print the test's banner and the column titles. */
 void perf_out_header(FILE *f, const struct perf_report *r)
 {
@@ -25,7 +34,7 @@ void perf_out_header(FILE *f, const struct perf_report *r)
             o->lat ? "Latency" : "BW");
     fprintf(f, " Connection      : %-34s Number of qps : %u\n", r->connection, o->qps);
     char t[64];
-    snprintf(t, sizeof t, "TCP, MPA rev %u, CRC %s", o->mpa_rev, o->crc ? "on" : "off");
+    perf_out_transport(o, t, sizeof t);
     fprintf(f, " Transport       : %-34s TX depth      : %u\n", t, o->lat ? 1 : o->qd);
     fprintf(f, " Completion      : %s\n", mode_name(o));
     const char *pin = o->host  ? "not pinned (remote)"
@@ -123,14 +132,20 @@ void perf_out_json(FILE *f, const struct perf_report *r)
     fprintf(f, "{\n  \"tool\": \"iwarp perf\",\n  \"libiwarp\": \"%s\",\n", iwarp_version());
     fprintf(f, "  \"test\": \"%s\",\n  \"op\": \"%s\",\n  \"measure\": \"%s\",\n",
             perf_op_title(o->op), perf_op_name(o->op), o->lat ? "latency" : "bandwidth");
-    fprintf(f, "  \"connection\": \"%s\",\n  \"transport\": \"tcp\",\n", r->connection);
+    fprintf(f, "  \"connection\": \"%s\",\n  \"transport\": \"%s\",\n", r->connection,
+            o->sctp ? "sctp" : "tcp");
+    if (o->sctp) /* no MPA over SCTP: its revision and CRC are null */
+        fprintf(f, "  \"sctp_mtu\": %u,\n  \"mpa_rev\": null,\n  \"crc\": null,\n",
+                o->sctp_mtu ? o->sctp_mtu : 1500u);
+    else
+        fprintf(f, "  \"mpa_rev\": %u,\n  \"crc\": %s,\n", o->mpa_rev, o->crc ? "true" : "false");
     fprintf(f,
-            "  \"mpa_rev\": %u,\n  \"crc\": %s,\n  \"qps\": %u,\n  \"qd\": %u,\n"
+            "  \"qps\": %u,\n  \"qd\": %u,\n"
             "  \"completion\": \"%s\",\n  \"pinned\": %s,\n  \"verify\": %s,\n"
             "  \"passes\": %u,\n  \"duration_s\": %.6g,\n",
-            o->mpa_rev, o->crc ? "true" : "false", o->qps, o->qd,
-            o->busy_poll ? "busy-poll" : "events", !o->host && o->pin ? "true" : "false",
-            o->verify ? "true" : "false", o->passes, o->duration);
+            o->qps, o->qd, o->busy_poll ? "busy-poll" : "events",
+            !o->host && o->pin ? "true" : "false", o->verify ? "true" : "false", o->passes,
+            o->duration);
     fprintf(f, "  \"units\": {\"MBps\": \"10^6 octets per second\", \"us\": \"%s\"},\n",
             o->op == PERF_OP_READ ? "microseconds, whole Read" : "microseconds, RTT/2");
     fprintf(f, "  \"results\": [");

@@ -17,10 +17,10 @@
  */
 int perf_server_listen(struct perf_server *s, const struct sockaddr *addr)
 {
-    int rc = perf_ep_open(&s->ep, s->busy, s->trace);
+    int rc = perf_ep_open(&s->ep, s->busy, s->trace, s->sctp, s->sctp_mtu);
     if (rc < 0)
         return rc;
-    if ((rc = iwarp_cm_create_id(s->ep.cmch, &s->ep.listen, NULL, IWARP_PS_TCP)) < 0)
+    if ((rc = iwarp_cm_create_id(s->ep.cmch, &s->ep.listen, NULL, s->ep.ps)) < 0)
         return perf_ep_fail(&s->ep, rc, "iwarp_cm_create_id");
     if ((rc = iwarp_cm_bind_addr(s->ep.listen, addr)) < 0)
         return perf_ep_fail(&s->ep, rc, "bind");

@@ -63,6 +63,8 @@ static void size_label(char *out, size_t n, uint32_t s)
 int perf_svg_write(const char *path, const struct perf_report *r)
 {
     const struct perf_opts *o = r->o;
+    char transport[64];
+    perf_out_transport(o, transport, sizeof transport);
     struct series s[NSERIES];
     int ns = 0;
     memset(s, 0, sizeof s);
@@ -112,10 +114,9 @@ int perf_svg_write(const char *path, const struct perf_report *r)
             W, H, W, H, perf_op_title(o->op), o->lat ? "latency" : "bandwidth");
     fprintf(f,
             "<text x=\"%d\" y=\"24\" font-size=\"15\" font-weight=\"bold\">%s %s, libiwarp "
-            "(MPA rev %u, CRC %s, %s, %u pass%s, medians)</text>\n",
-            ML, perf_op_title(o->op), o->lat ? "latency" : "bandwidth", o->mpa_rev,
-            o->crc ? "on" : "off", o->busy_poll ? "busy-poll" : "events", o->passes,
-            o->passes > 1 ? "es" : "");
+            "(%s, %s, %u pass%s, medians)</text>\n",
+            ML, perf_op_title(o->op), o->lat ? "latency" : "bandwidth", transport,
+            o->busy_poll ? "busy-poll" : "events", o->passes, o->passes > 1 ? "es" : "");
     /* axes and grid */
     for (int t = 0; t <= 5; t++) {
         double y = ymax * t / 5;

@@ -2,7 +2,8 @@
  * iwarp ping: rping (rdma-core librdmacm/examples/rping.c) over libiwarp's public API (verbs and
  * CM over MPA/TCP). It speaks rping's upper-layer protocol, so `iwarp ping -s` serves a real
  * `rping -c` and `iwarp ping -c` works against a real `rping -s` (tests/interop/siw_rping.sh runs
- * both against Linux siw).
+ * both against Linux siw). With --transport sctp both sides run DDP over SCTP instead (RFC 5043,
+ * IWARP_PS_SCTP: usrsctp over UDP), libiwarp to libiwarp; the MPA options are refused then.
  *
  * One ping (rping's loop):
  *   client: Send {start buffer TO, STag, size}   (16 octets: be64 address, be32 rkey, be32 size)
@@ -52,6 +53,7 @@
 #include "iwarp/iwarp.h"
 
 #define PING_PORT      7174u  /* rping's default port */
+#define SCTP_MIN_MTU   596u   /* llp_sctp's least network MTU (IPv4: 576 + IP header) */
 #define PING_SIZE      64u    /* rping's default -S */
 #define PING_MIN_SIZE  26u    /* rping: sizeof "2147483647" + sizeof "rdma-ping-%d: " */
 #define PING_MAX_SIZE  65535u /* rping: RPING_BUFSIZE - 1 */
@@ -71,6 +73,8 @@
 
 struct opts {
     bool server, client, persistent, validate, crc;
+    bool sctp;         /* --transport sctp: DDP over SCTP (IWARP_PS_SCTP) */
+    uint32_t sctp_mtu; /* --sctp-mtu; 0: the library's default (1500) */
     bool x_markers, x_markers_fallback, x_bad_rkey, x_bad_sink,
         x_audit;   /* hidden test options (see above) */
     uint8_t x_p2p; /* IWARP_CM_RTR_* offered; 0: no P2P */
@@ -247,6 +251,11 @@ static int err(const char *what, int rc)
 static const char *role(const struct ping *p)
 {
     return p->o.server ? "server" : "client";
+}
+
+static enum iwarp_port_space port_space(const struct ping *p)
+{
+    return p->o.sctp ? IWARP_PS_SCTP : IWARP_PS_TCP;
 }
 
 /* The address as text ("10.0.2.15", "::1") and its port. */
@@ -517,7 +526,7 @@ static void client_recv(struct session *s)
 
 static int client_dial(struct ping *p, struct session *s)
 {
-    int rc = iwarp_cm_create_id(p->ch, &s->id, s, IWARP_PS_TCP);
+    int rc = iwarp_cm_create_id(p->ch, &s->id, s, port_space(p));
     if (rc < 0)
         return err("creating a CM id", rc);
     rc = iwarp_cm_resolve_addr(s->id, p->o.have_src ? (struct sockaddr *)&p->o.src : NULL,
@@ -792,14 +801,17 @@ static void run_async(struct ping *p)
 
 static void on_established(struct ping *p, struct session *s, const struct iwarp_conn_param *cp)
 {
-    dbg(p, "MPA: rev %u, CRC %s, markers %s, IRD %u ORD %u%s\n", cp->mpa_rev,
-        cp->crc ? "on" : "off", cp->markers ? "on" : "off", cp->responder_resources,
-        cp->initiator_depth,
-        !cp->peer_to_peer                     ? ""
-        : cp->rtr_types == IWARP_CM_RTR_WRITE ? ", peer-to-peer, Write RTR"
-        : cp->rtr_types == IWARP_CM_RTR_READ  ? ", peer-to-peer, Read RTR"
-        : cp->rtr_types == IWARP_CM_RTR_SEND  ? ", peer-to-peer, Send RTR"
-                                              : ", peer-to-peer");
+    if (p->o.sctp)
+        dbg(p, "DDP over SCTP: IRD %u ORD %u\n", cp->responder_resources, cp->initiator_depth);
+    else
+        dbg(p, "MPA: rev %u, CRC %s, markers %s, IRD %u ORD %u%s\n", cp->mpa_rev,
+            cp->crc ? "on" : "off", cp->markers ? "on" : "off", cp->responder_resources,
+            cp->initiator_depth,
+            !cp->peer_to_peer                     ? ""
+            : cp->rtr_types == IWARP_CM_RTR_WRITE ? ", peer-to-peer, Write RTR"
+            : cp->rtr_types == IWARP_CM_RTR_READ  ? ", peer-to-peer, Read RTR"
+            : cp->rtr_types == IWARP_CM_RTR_SEND  ? ", peer-to-peer, Send RTR"
+                                                  : ", peer-to-peer");
     if (p->o.server)
         return; /* the server moves when the first advertisement arrives */
     dbg(p, "rdma_connect successful\n");
@@ -937,6 +949,7 @@ static int setup(struct ping *p)
     struct iwarp_ctx_attr a;
     iwarp_ctx_attr_default(&a);
     a.trace_pcap = p->o.pcap;
+    a.sctp_mtu = p->o.sctp_mtu;
     int rc = iwarp_ctx_create(&a, &p->ctx);
     if (rc < 0)
         return err("creating the context", rc);
@@ -957,7 +970,7 @@ static int start_server(struct ping *p)
 {
     char host[INET6_ADDRSTRLEN];
     unsigned port;
-    int rc = iwarp_cm_create_id(p->ch, &p->listen, NULL, IWARP_PS_TCP);
+    int rc = iwarp_cm_create_id(p->ch, &p->listen, NULL, port_space(p));
     if (rc < 0)
         return err("creating a CM id", rc);
     addr_str(&p->o.addr, host, sizeof host, &port);
@@ -1014,7 +1027,8 @@ static void usage(FILE *out)
             "  -a, --addr ADDR     server: address to listen on (default 0.0.0.0; -a ::0 for\n"
             "                      IPv6); client: the server's address. IPv4, IPv6 or a name\n"
             "  -I, --source ADDR   client: local address to connect from\n"
-            "  -p, --port PORT     TCP port (default %u)\n"
+            "  -p, --port PORT     TCP port; with --transport sctp the UDP port SCTP runs\n"
+            "                      over (RFC 6951) (default %u)\n"
             "  -C, --count N       client: pings to do (default 0: until interrupted); the\n"
             "                      server, as rping's, serves until the client disconnects\n"
             "  -S, --size N        ping size in octets, %u..%u (default %u); a server reads\n"
@@ -1026,18 +1040,27 @@ static void usage(FILE *out)
             "  -P, --persistent    server: serve clients (several at once) until killed\n"
             "  -q                  accepted for rping compatibility (the QP is always the CM's)\n"
             "options (libiwarp's):\n"
+            "  --transport tcp|sctp  lower layer (default tcp: MPA over TCP, as rping). sctp:\n"
+            "                      DDP over SCTP (RFC 5043, RFC 6581 §7) on usrsctp over UDP,\n"
+            "                      libiwarp to libiwarp; give it to the server and the client\n"
+            "                      alike. There is no MPA over SCTP, so --crc is refused with\n"
+            "                      it (exit 2); SCTP's CRC32c checks every packet\n"
+            "  --sctp-mtu BYTES    with --transport sctp: the network MTU the packets mimic,\n"
+            "                      %u..65535 (default 1500; IPv6 needs at least 616); DDP\n"
+            "                      segments are sized so that nothing fragments\n"
             "  --crc               ask for MPA CRC32C (RFC 5044 §4.4; siw's default is off)\n"
             "  --first-delay MS    client: wait MS ms after ESTABLISHED before the first Send.\n"
             "                      siw 6.1 as responder sends its MPA Reply before it installs\n"
             "                      its socket callbacks; an FPDU arriving in between can stall\n"
             "  --retry SECS        client: redial a refused or dropped connection attempt for\n"
             "                      up to SECS seconds (a listener that is not up yet)\n"
-            "  --pcap FILE         record the connection's MPA stream to FILE (pcap)\n"
+            "  --pcap FILE         record the connection's MPA stream (SCTP: its packets in\n"
+            "                      UDP) to FILE (pcap)\n"
             "  -h, --help          this text\n\n"
             "Exit status: 0 when every ping completed (and verified, with -V) and the connection\n"
             "closed; 1 on a connection failure, an error completion, a Terminate, a data\n"
             "mismatch or a connection that ended early; 2 for bad options.\n",
-            PING_PORT, PING_MIN_SIZE, PING_MAX_SIZE, PING_SIZE);
+            PING_PORT, PING_MIN_SIZE, PING_MAX_SIZE, PING_SIZE, SCTP_MIN_MTU);
 }
 
 static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -1089,6 +1112,8 @@ static void set_port(struct sockaddr_storage *a, unsigned port)
 
 enum {
     OPT_CRC = 256,
+    OPT_TRANSPORT,
+    OPT_SCTP_MTU,
     OPT_FIRST_DELAY,
     OPT_RETRY,
     OPT_PCAP,
@@ -1115,6 +1140,8 @@ static int parse(int argc, char **argv, struct opts *o)
         {"debug", no_argument, NULL, 'd'},
         {"persistent", no_argument, NULL, 'P'},
         {"crc", no_argument, NULL, OPT_CRC},
+        {"transport", required_argument, NULL, OPT_TRANSPORT},
+        {"sctp-mtu", required_argument, NULL, OPT_SCTP_MTU},
         {"first-delay", required_argument, NULL, OPT_FIRST_DELAY},
         {"retry", required_argument, NULL, OPT_RETRY},
         {"pcap", required_argument, NULL, OPT_PCAP},
@@ -1176,6 +1203,16 @@ static int parse(int argc, char **argv, struct opts *o)
             break;
         case OPT_CRC:
             o->crc = true;
+            break;
+        case OPT_TRANSPORT:
+            if (strcmp(optarg, "tcp") && strcmp(optarg, "sctp"))
+                return bad("invalid --transport '%s' (tcp or sctp)", optarg);
+            o->sctp = !strcmp(optarg, "sctp");
+            break;
+        case OPT_SCTP_MTU:
+            o->sctp_mtu = (uint32_t)number(optarg, SCTP_MIN_MTU, 65535, &ok);
+            if (!ok)
+                return bad("invalid --sctp-mtu '%s' (%u..65535)", optarg, SCTP_MIN_MTU);
             break;
         case OPT_FIRST_DELAY:
             o->first_delay_ms = (int)number(optarg, 0, 600000, &ok);
@@ -1242,6 +1279,13 @@ static int parse(int argc, char **argv, struct opts *o)
         return bad("%s", "-I, --first-delay and --retry are client options");
     if (o->client && o->persistent)
         return bad("%s", "-P is a server option");
+    if (o->sctp_mtu && !o->sctp)
+        return bad("%s", "--sctp-mtu needs --transport sctp");
+    /* RFC 5043: DDP runs on SCTP directly, without MPA's CRC, markers or RTR (RFC 6581 §7:
+     * either side may send first) */
+    if (o->sctp && (o->crc || o->x_markers || o->x_p2p))
+        return bad("%s", "--crc, --x-markers and --x-p2p are MPA options; DDP over SCTP "
+                         "(--transport sctp) has no MPA: leave them out");
     if (o->addr_arg && resolve(o->addr_arg, &o->addr) < 0)
         return -1;
     if (!o->addr_arg)
