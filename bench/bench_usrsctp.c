@@ -1,13 +1,16 @@
 /*
- * DDP-over-SCTP transport baseline: raw usrsctp 0.9.5 in no-threads AF_CONN mode over UDP on
- * 127.0.0.1, set up exactly as src/llp/llp_sctp.c sets it up (same socket options, path MTU,
- * receive callback, 4 MiB UDP receive buffers), next to the same traffic through llp_sctp
- * itself, in one invocation (../shared/docs/performance.md method: several passes, medians,
+ * DDP-over-SCTP baseline: raw usrsctp 0.9.5 in no-threads AF_CONN mode over UDP on 127.0.0.1,
+ * set up exactly as src/llp/llp_sctp.c sets it up (same socket options, path MTU, receive
+ * callback, 4 MiB UDP receive buffers), next to the same traffic through llp_sctp itself and
+ * through the whole of libiwarp (verbs and CM over IWARP_PS_SCTP), in one invocation
+ * (../shared/docs/performance.md method: several passes, the three alternating, medians,
  * ratios whose two sides come from one run).
  *
  * One process, ONE thread pinned to CPU 0 drives both endpoints, busy-polling (non-blocking
  * recvfrom on both UDP sockets, then the timers): that is how libiwarp runs SCTP, one progress
- * loop owning the process-wide usrsctp stack (llp_sctp.h, "Locking and threads").
+ * loop owning the process-wide usrsctp stack (llp_sctp.h, "Locking and threads"). The libiwarp
+ * run is two contexts in IWARP_PROGRESS_CALLER mode, driven by the same thread through
+ * iwarp_poll_cq / iwarp_ctx_progress, with the same MTU, streams and headroom.
  *
  * Traffic: messages the size of libiwarp's DDP segments over SCTP, DDP-SSN included (2 +
  * max segment, max segment = fragmentation point - 2 - headroom, RFC 5043 §9), always
@@ -15,10 +18,16 @@
  *  write_bw: 64 KiB "writes" split into max-segment chunks, the receiver acks every
  *            --ack-every writes (an 8-byte message back), at most 2 x ack-every writes in
  *            flight; MB/s of write payload, clock stopped at the last ack.
- *  send_lat: 64-byte ping-pong; one-way latency = RTT / 2 (median of --lat-iters).
+ *            libiwarp: 64 KiB RDMA Writes, at most 2 x ack-every outstanding (a Write
+ *            completes once its last segment is in SCTP's send queue), then a Send; the clock
+ *            stops when the target's receive of that Send completes (every Write placed).
+ *  send_lat: ping-pong of 64-octet Sends (raw and llp_sctp: messages of the octets such a Send
+ *            puts on SCTP, DDP-SSN + untagged DDP header + 64); one-way latency = RTT / 2
+ *            (median of --lat-iters).
  *
  *   bench_usrsctp [--passes N] [--ms MS] [--mtu BYTES] [--headroom B] [--ack-every N]
- *                 [--lat-iters N]
+ *                 [--lat-iters N] [--no-llp] [--only raw|llp|iwarp] [--bw-only | --lat-only]
+ * (--only: one transport, for a profiler; no ratios)
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -37,15 +46,27 @@
 #include <unistd.h>
 #include <usrsctp.h>
 
-#include "iwarp/errors.h"
+#include "iwarp/iwarp.h"
 #include "llp/llp_sctp.h"
 
-enum { MAX_PASSES = 32, MAX_LAT = 200000, WRITE = 65536, PPID_DDP = 16 };
+enum { MAX_PASSES = 32, MAX_LAT = 200000, WRITE = 65536, PPID_DDP = 16, LAT_PAYLOAD = 64 };
+/* What a 64-octet Send puts in one SCTP message: DDP-SSN (RFC 5043 §5.2.2), the untagged DDP
+ * header with RDMAP's fields (RFC 5041 §4.3, 18 octets), the payload. */
+enum { LAT_MSG = 2 + 18 + LAT_PAYLOAD };
 
 static double now_s(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* CPU time of the calling thread: the machine may be shared, and a busy-polling thread that is
+ * descheduled loses wall-clock time but not CPU time. */
+static double cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
@@ -369,6 +390,250 @@ static void llp_close(void)
     iwarp_llp_sctp_ep_close(L_ep[1]);
 }
 
+/* ---- transport 3: libiwarp (verbs + CM over IWARP_PS_SCTP) ------------------------------- */
+
+/* Side 0 is the client (writer, pinger), side 1 the server; one registered buffer each: the
+ * Write slots, then the receive buffers. */
+enum { IW_SLOTS = 64, IW_RQ = 32, IW_RECV_LEN = 256, IW_SQ = IW_SLOTS + 16 };
+enum { IW_RECV_OFF = IW_SLOTS * WRITE, IW_BUF = IW_RECV_OFF + IW_RQ * IW_RECV_LEN };
+
+struct iw_side {
+    struct iwarp_ctx *ctx;
+    struct iwarp_cm_channel *ch;
+    struct iwarp_pd *pd;
+    struct iwarp_cq *cq;
+    struct iwarp_mr *mr;
+    struct iwarp_cm_id *id, *listen;
+    uint8_t *buf;
+};
+
+static struct iw_side I[2];
+
+static void iw_check(int rc, const char *what)
+{
+    if (rc < 0)
+        die(what, rc);
+}
+
+/* One turn of each context's progress engine (caller mode: nothing else moves data). */
+static void iw_progress(void)
+{
+    iwarp_ctx_progress(I[0].ctx, 0);
+    iwarp_ctx_progress(I[1].ctx, 0);
+}
+
+/* The next CM event of side s, which must be `want` (acked here unless ev is wanted). */
+static void iw_event(int s, enum iwarp_cm_event_type want, struct iwarp_cm_event **out)
+{
+    double end = now_s() + 5;
+    struct iwarp_cm_event *ev;
+    while (iwarp_cm_get_event_timeout(I[s].ch, &ev, 0) != 0) {
+        if (now_s() > end)
+            die(iwarp_cm_event_str(want), IWARP_ERR_TIMEDOUT);
+        iw_progress();
+    }
+    if (ev->event != want || ev->status != 0) {
+        fprintf(stderr, "bench_usrsctp: %s (%d) where %s was expected\n",
+                iwarp_cm_event_str(ev->event), ev->status, iwarp_cm_event_str(want));
+        exit(1);
+    }
+    if (out)
+        *out = ev;
+    else
+        iwarp_cm_ack_event(ev);
+}
+
+static void iw_post_recv(int s, uint32_t slot)
+{
+    struct iwarp_sge sge = {(uint64_t)(uintptr_t)(I[s].buf + IW_RECV_OFF + slot * IW_RECV_LEN),
+                            IW_RECV_LEN, I[s].mr->lkey};
+    struct iwarp_recv_wr wr = {.wr_id = slot, .sg_list = &sge, .num_sge = 1};
+    iw_check(iwarp_post_recv(I[s].id->qp, &wr, NULL), "iwarp_post_recv");
+}
+
+static void iw_qp(int s)
+{
+    struct iwarp_qp_init_attr qa = {.send_cq = I[s].cq,
+                                    .recv_cq = I[s].cq,
+                                    .cap = {.max_send_wr = IW_SQ,
+                                            .max_recv_wr = IW_RQ,
+                                            .max_send_sge = 1,
+                                            .max_recv_sge = 1,
+                                            .max_inline_data = LAT_PAYLOAD},
+                                    .qp_type = IWARP_QPT_RC};
+    iw_check(iwarp_cm_create_qp(I[s].id, I[s].pd, &qa), "iwarp_cm_create_qp");
+    for (uint32_t k = 0; k < IW_RQ; k++)
+        iw_post_recv(s, k);
+}
+
+/* Two caller-progress contexts with the raw test's settings, one QP pair over SCTP. */
+static void iw_open(void)
+{
+    memset(I, 0, sizeof I);
+    for (int s = 0; s < 2; s++) {
+        struct iwarp_ctx_attr a;
+        iwarp_ctx_attr_default(&a);
+        a.progress = IWARP_PROGRESS_CALLER;
+        a.sctp_mtu = opt_mtu;
+        a.sctp_streams = 8; /* raw_socket's INITMSG */
+        iw_check(iwarp_ctx_create(&a, &I[s].ctx), "iwarp_ctx_create");
+        iw_check(iwarp_cm_create_channel(I[s].ctx, &I[s].ch), "iwarp_cm_create_channel");
+        iw_check(iwarp_alloc_pd(I[s].ctx, &I[s].pd), "iwarp_alloc_pd");
+        I[s].buf = aligned_alloc(4096, IW_BUF);
+        if (!I[s].buf)
+            die("buffer", IWARP_ERR_NOMEM);
+        memset(I[s].buf, 0, IW_BUF);
+        iw_check(iwarp_reg_mr(I[s].pd, I[s].buf, IW_BUF,
+                              IWARP_ACCESS_LOCAL_WRITE | IWARP_ACCESS_REMOTE_WRITE, &I[s].mr),
+                 "iwarp_reg_mr");
+        iw_check(iwarp_create_cq(I[s].ctx, IW_SQ + IW_RQ + 16, NULL, NULL, 0, &I[s].cq),
+                 "iwarp_create_cq");
+    }
+    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    iw_check(iwarp_cm_create_id(I[1].ch, &I[1].listen, NULL, IWARP_PS_SCTP), "create_id");
+    iw_check(iwarp_cm_bind_addr(I[1].listen, (struct sockaddr *)&sin), "bind");
+    iw_check(iwarp_cm_listen(I[1].listen, 4), "listen");
+    iw_check(iwarp_cm_create_id(I[0].ch, &I[0].id, NULL, IWARP_PS_SCTP), "create_id");
+    iw_check(
+        iwarp_cm_resolve_addr(I[0].id, NULL, (struct sockaddr *)&I[1].listen->local_addr, 1000),
+        "resolve_addr");
+    iw_event(0, IWARP_CM_EVENT_ADDR_RESOLVED, NULL);
+    iw_check(iwarp_cm_resolve_route(I[0].id, 1000), "resolve_route");
+    iw_event(0, IWARP_CM_EVENT_ROUTE_RESOLVED, NULL);
+    iw_qp(0);
+    struct iwarp_conn_param cp = {.responder_resources = 1, .initiator_depth = 1};
+    iw_check(iwarp_cm_connect(I[0].id, &cp), "connect");
+    struct iwarp_cm_event *ev;
+    iw_event(1, IWARP_CM_EVENT_CONNECT_REQUEST, &ev);
+    I[1].id = ev->id;
+    iwarp_cm_ack_event(ev);
+    iw_qp(1);
+    iw_check(iwarp_cm_accept(I[1].id, &cp), "accept");
+    iw_event(1, IWARP_CM_EVENT_ESTABLISHED, NULL);
+    iw_event(0, IWARP_CM_EVENT_ESTABLISHED, NULL);
+}
+
+/* Graceful disconnect, then everything destroyed: the last endpoint finishes usrsctp, so the
+ * raw test can initialise it again. */
+static void iw_close(void)
+{
+    iw_check(iwarp_cm_disconnect(I[0].id), "disconnect");
+    iw_event(0, IWARP_CM_EVENT_DISCONNECTED, NULL);
+    iw_event(1, IWARP_CM_EVENT_DISCONNECTED, NULL);
+    for (int s = 0; s < 2; s++) {
+        struct iwarp_wc wc[16];
+        while (iwarp_poll_cq(I[s].cq, 16, wc) > 0) /* flushed receives */
+            ;
+        iwarp_cm_destroy_qp(I[s].id);
+        iw_check(iwarp_cm_destroy_id(I[s].id), "destroy_id");
+    }
+    iw_check(iwarp_cm_destroy_id(I[1].listen), "destroy_id");
+    for (int s = 0; s < 2; s++) {
+        iw_check(iwarp_dereg_mr(I[s].mr), "dereg_mr");
+        iw_check(iwarp_destroy_cq(I[s].cq), "destroy_cq");
+        iw_check(iwarp_dealloc_pd(I[s].pd), "dealloc_pd");
+        iw_check(iwarp_cm_destroy_channel(I[s].ch), "destroy_channel");
+        iw_check(iwarp_ctx_destroy(I[s].ctx), "ctx_destroy");
+        free(I[s].buf);
+    }
+}
+
+/* Post a signaled work request of side s: a Write of len octets from slot to the peer's slot,
+ * or a Send (inline up to LAT_PAYLOAD). */
+static void iw_post(int s, enum iwarp_wr_opcode op, uint32_t slot, uint32_t len)
+{
+    struct iwarp_sge sge = {(uint64_t)(uintptr_t)(I[s].buf + (size_t)slot * WRITE), len,
+                            I[s].mr->lkey};
+    struct iwarp_send_wr wr = {.wr_id = slot,
+                               .sg_list = len ? &sge : NULL,
+                               .num_sge = len ? 1 : 0,
+                               .opcode = op,
+                               .send_flags = IWARP_SEND_SIGNALED};
+    if (op == IWARP_WR_SEND && len <= LAT_PAYLOAD)
+        wr.send_flags |= IWARP_SEND_INLINE;
+    if (op == IWARP_WR_RDMA_WRITE) {
+        wr.wr.rdma.remote_addr = (uint64_t)(uintptr_t)(I[1 - s].buf + (size_t)slot * WRITE);
+        wr.wr.rdma.rkey = I[1 - s].mr->rkey;
+    }
+    iw_check(iwarp_post_send(I[s].id->qp, &wr, NULL), "iwarp_post_send");
+}
+
+/* Poll side s's CQ once (progressing its context when empty); counts completed Writes and
+ * receives (reposting each receive). Returns the receives. */
+static uint32_t iw_poll(int s, uint64_t *writes_done)
+{
+    struct iwarp_wc wc[32];
+    int n = iwarp_poll_cq(I[s].cq, 32, wc);
+    iw_check(n, "iwarp_poll_cq");
+    uint32_t recvs = 0;
+    for (int i = 0; i < n; i++) {
+        if (wc[i].status != IWARP_WC_SUCCESS) {
+            fprintf(stderr, "bench_usrsctp: completion error %s\n",
+                    iwarp_wc_status_str(wc[i].status));
+            exit(1);
+        }
+        if (wc[i].opcode == IWARP_WC_RDMA_WRITE && writes_done)
+            (*writes_done)++;
+        if (wc[i].opcode == IWARP_WC_RECV) {
+            recvs++;
+            iw_post_recv(s, (uint32_t)wc[i].wr_id);
+        }
+    }
+    return recvs;
+}
+
+/* MB/s of 64 KiB RDMA Writes for `seconds`, at most `window` outstanding; the clock stops when
+ * the Send that follows the last Write has arrived (RFC 5040 §5.5: its receive completes
+ * after every earlier Write is placed). *per_cpu: MB per second of the thread's CPU time. */
+static double iw_bw_pass(double seconds, uint32_t window, double *per_cpu)
+{
+    iw_open();
+    if (window > IW_SLOTS)
+        window = IW_SLOTS;
+    uint64_t posted = 0, done = 0;
+    double c0 = cpu_s(), t0 = now_s(), end = t0 + seconds;
+    while (now_s() < end) {
+        while (posted - done < window) {
+            iw_post(0, IWARP_WR_RDMA_WRITE, (uint32_t)(posted % window), WRITE);
+            posted++;
+        }
+        iw_poll(0, &done);
+        iwarp_ctx_progress(I[1].ctx, 0);
+    }
+    iw_post(0, IWARP_WR_SEND, 0, 8);
+    while (iw_poll(1, NULL) == 0) {
+        iw_poll(0, &done);
+        if (now_s() > end + 30)
+            die("bandwidth pass did not drain", IWARP_ERR_TIMEDOUT);
+    }
+    double el = now_s() - t0;
+    *per_cpu = (double)posted * WRITE / (cpu_s() - c0) / 1e6;
+    while (done < posted)
+        iw_poll(0, &done);
+    iw_close();
+    return (double)posted * WRITE / el / 1e6;
+}
+
+/* Median one-way latency (RTT / 2, us) of iters ping-pongs of 64-octet Sends. */
+static double iw_lat_pass(int iters, double *samples)
+{
+    iw_open();
+    for (int k = -100; k < iters; k++) { /* 100 warm-up round trips */
+        double t0 = now_s();
+        iw_post(0, IWARP_WR_SEND, 0, LAT_PAYLOAD);
+        for (;;) {
+            if (iw_poll(1, NULL))
+                iw_post(1, IWARP_WR_SEND, 0, LAT_PAYLOAD); /* the pong */
+            if (iw_poll(0, NULL))
+                break;
+        }
+        if (k >= 0)
+            samples[k] = (now_s() - t0) / 2 * 1e6;
+    }
+    iw_close();
+    return median(samples, iters);
+}
+
 /* ---- measurements ----------------------------------------------------------------------- */
 
 struct transport {
@@ -383,8 +648,10 @@ static const struct transport T_llp = {llp_open, llp_close, llp_pump, llp_send};
 
 static uint8_t payload[65536];
 
-/* MB/s of 64 KiB writes for `seconds`; the clock stops when the last write is acknowledged. */
-static double bw_pass(const struct transport *t, double seconds, uint32_t ack_every)
+/* MB/s of 64 KiB writes for `seconds`; the clock stops when the last write is acknowledged.
+ * *per_cpu: MB per second of the thread's CPU time. */
+static double bw_pass(const struct transport *t, double seconds, uint32_t ack_every,
+                      double *per_cpu)
 {
     memset(&A, 0, sizeof A);
     A.mode = 0;
@@ -393,7 +660,7 @@ static double bw_pass(const struct transport *t, double seconds, uint32_t ack_ev
     uint64_t writes = 0;
     size_t off = 0; /* octets of the current write sent */
     uint64_t window = 2u * ack_every;
-    double t0 = now_s(), end = t0 + seconds;
+    double c0 = cpu_s(), t0 = now_s(), end = t0 + seconds;
     for (;;) {
         bool more = now_s() < end || writes % ack_every != 0 || off != 0;
         while (more && writes - A.acked_writes < window) {
@@ -420,11 +687,12 @@ static double bw_pass(const struct transport *t, double seconds, uint32_t ack_ev
             die("bandwidth pass did not drain", IWARP_ERR_TIMEDOUT);
     }
     double el = now_s() - t0;
+    *per_cpu = (double)writes * WRITE / (cpu_s() - c0) / 1e6;
     t->close();
     return (double)writes * WRITE / el / 1e6;
 }
 
-/* Median one-way latency (RTT / 2, us) of iters 64-byte ping-pongs. */
+/* Median one-way latency (RTT / 2, us) of iters ping-pongs of LAT_MSG-octet messages. */
 static double lat_pass(const struct transport *t, int iters, double *samples)
 {
     memset(&A, 0, sizeof A);
@@ -433,11 +701,11 @@ static double lat_pass(const struct transport *t, int iters, double *samples)
     for (int k = -100; k < iters; k++) { /* 100 warm-up round trips */
         double t0 = now_s();
         int seen = A.pongs_seen;
-        while (t->send(0, payload, 64) != 0)
+        while (t->send(0, payload, LAT_MSG) != 0)
             t->pump();
         while (A.pongs_seen == seen) {
             t->pump();
-            while (A.pongs_due && t->send(1, payload, 64) == 0)
+            while (A.pongs_due && t->send(1, payload, LAT_MSG) == 0)
                 A.pongs_due--;
         }
         if (k >= 0)
@@ -447,10 +715,42 @@ static double lat_pass(const struct transport *t, int iters, double *samples)
     return median(samples, iters);
 }
 
+/* Medians of the passes of one test: wall clock, CPU-time based (bandwidth), and the median
+ * of the per-pass ratios to raw usrsctp. */
+struct column {
+    double v[MAX_PASSES], cpu[MAX_PASSES], ratio[MAX_PASSES];
+};
+
+static void print_row(const char *test, unsigned size, const char *unit, int passes,
+                      struct column *c, bool cpu)
+{
+    static const char *const names[3] = {"raw usrsctp", "llp_sctp", "libiwarp"};
+    double m[3], mc[3];
+    for (int t = 0; t < 3; t++) {
+        m[t] = median(c[t].v, passes);
+        mc[t] = median(c[t].cpu, passes);
+    }
+    for (int t = 0; t < 3; t++) {
+        if (m[t] == 0)
+            continue;
+        printf("%-9s %6u  %-12s %9.2f %s", test, size, names[t], m[t], unit);
+        if (cpu)
+            printf("  %9.1f MB/cpu-s", mc[t]);
+        if (t > 0 && m[0] > 0) {
+            printf("  ratio %.3f (per pass %.3f)", m[t] / m[0], median(c[t].ratio, passes));
+            if (cpu)
+                printf("  cpu ratio %.3f", mc[t] / mc[0]);
+        }
+        printf("\n");
+    }
+}
+
 int main(int argc, char **argv)
 {
     int passes = 5, ms = 1000, lat_iters = 20000;
     uint32_t ack_every = 8;
+    bool with_raw = true, with_llp = true, do_bw = true, do_lat = true, only_iw = false;
+    bool only = false;
     for (int k = 1; k < argc; k++) {
         if (!strcmp(argv[k], "--passes") && k + 1 < argc)
             passes = atoi(argv[++k]);
@@ -464,15 +764,37 @@ int main(int argc, char **argv)
             opt_headroom = (uint32_t)strtoul(argv[++k], NULL, 0);
         else if (!strcmp(argv[k], "--ack-every") && k + 1 < argc)
             ack_every = (uint32_t)strtoul(argv[++k], NULL, 0);
+        else if (!strcmp(argv[k], "--no-llp"))
+            with_llp = false;
+        else if (!strcmp(argv[k], "--only") && k + 1 < argc) { /* for a profiler */
+            const char *t = argv[++k];
+            with_raw = !strcmp(t, "raw");
+            with_llp = !strcmp(t, "llp");
+            only_iw = !strcmp(t, "iwarp");
+            only = true;
+            if (!with_raw && !with_llp && !only_iw)
+                return 2;
+        } else if (!strcmp(argv[k], "--bw-only"))
+            do_lat = false;
+        else if (!strcmp(argv[k], "--lat-only"))
+            do_bw = false;
         else {
-            fprintf(stderr, "usage: bench_usrsctp [--passes N] [--ms MS] [--mtu BYTES] "
-                            "[--headroom B] [--ack-every N] [--lat-iters N]\n");
+            fprintf(stderr,
+                    "usage: bench_usrsctp [--passes N] [--ms MS] [--mtu BYTES] "
+                    "[--headroom B] [--ack-every N] [--lat-iters N] [--no-llp]\n"
+                    "                     [--only raw|llp|iwarp] [--bw-only | --lat-only]\n");
             return 2;
         }
     }
     if (passes < 1 || passes > MAX_PASSES || lat_iters < 1 || lat_iters > MAX_LAT || ms < 1 ||
-        opt_mtu < 640 || opt_mtu > 65535 || opt_headroom < 1 || ack_every < 1)
+        opt_mtu < 640 || opt_mtu > 65535 || opt_headroom < 1 || ack_every < 1 ||
+        2 * ack_every > IW_SLOTS || (!do_bw && !do_lat))
         return 2;
+    /* libiwarp keeps llp_sctp's default headroom (no knob above the LLP) */
+    bool with_iw = opt_headroom == IWARP_LLP_SCTP_DEFAULT_HEADROOM && (!only || only_iw);
+    if (opt_headroom != IWARP_LLP_SCTP_DEFAULT_HEADROOM)
+        fprintf(stderr, "bench_usrsctp: --headroom %u: libiwarp keeps %u; not measured\n",
+                opt_headroom, IWARP_LLP_SCTP_DEFAULT_HEADROOM);
     cpu_set_t set;
     CPU_ZERO(&set);
     CPU_SET(0, &set);
@@ -492,25 +814,48 @@ int main(int argc, char **argv)
     uint32_t seg = max_msg - 2;
     printf("# bench_usrsctp: usrsctp nothreads AF_CONN over UDP 127.0.0.1, MTU %u (frag point "
            "%u, max DDP segment %u, %u chunks per 64 KiB write), one thread on CPU 0 drives both "
-           "ends, busy-poll, ack every %u writes; %d passes x %d ms; medians\n",
-           opt_mtu, max_msg + opt_headroom, seg, (WRITE + seg - 1) / seg, ack_every, passes, ms);
-    double bl[MAX_PASSES], br[MAX_PASSES], ll[MAX_PASSES], lr[MAX_PASSES];
+           "ends, busy-poll, ack every %u writes (libiwarp: %u Writes outstanding); send_lat "
+           "messages %u octets (a %u-octet Send); %d passes x %d ms, alternating; medians\n",
+           opt_mtu, max_msg + opt_headroom, seg, (WRITE + seg - 1) / seg, ack_every, 2 * ack_every,
+           (unsigned)LAT_MSG, (unsigned)LAT_PAYLOAD, passes, ms);
+    static struct column bw[3], lat[3]; /* raw, llp_sctp, libiwarp */
+    const bool on[3] = {with_raw, with_llp, with_iw};
     for (int p = 0; p < passes; p++) {
-        br[p] = bw_pass(&T_raw, ms / 1000.0, ack_every);
-        bl[p] = bw_pass(&T_llp, ms / 1000.0, ack_every);
-        lr[p] = lat_pass(&T_raw, lat_iters, samples);
-        ll[p] = lat_pass(&T_llp, lat_iters, samples);
-        printf("pass %-2d  write_bw %6d  llp_sctp %8.1f MB/s  raw %8.1f MB/s   "
-               "send_lat %3d  llp_sctp %6.2f us  raw %6.2f us\n",
-               p + 1, WRITE, bl[p], br[p], 64, ll[p], lr[p]);
+        double secs = ms / 1000.0;
+        for (int t = 0; do_bw && t < 3; t++) {
+            if (on[t])
+                bw[t].v[p] = t == 0   ? bw_pass(&T_raw, secs, ack_every, &bw[t].cpu[p])
+                             : t == 1 ? bw_pass(&T_llp, secs, ack_every, &bw[t].cpu[p])
+                                      : iw_bw_pass(secs, 2 * ack_every, &bw[t].cpu[p]);
+            if (with_raw)
+                bw[t].ratio[p] = bw[t].v[p] / bw[0].v[p];
+        }
+        for (int t = 0; do_lat && t < 3; t++) {
+            if (on[t])
+                lat[t].v[p] = t == 0   ? lat_pass(&T_raw, lat_iters, samples)
+                              : t == 1 ? lat_pass(&T_llp, lat_iters, samples)
+                                       : iw_lat_pass(lat_iters, samples);
+            if (with_raw)
+                lat[t].ratio[p] = lat[t].v[p] / lat[0].v[p];
+        }
+        printf("pass %-2d", p + 1);
+        if (do_bw)
+            printf("  write_bw %d: raw %7.1f  llp_sctp %7.1f  libiwarp %7.1f MB/s", WRITE,
+                   bw[0].v[p], bw[1].v[p], bw[2].v[p]);
+        if (do_lat)
+            printf("  send_lat %d: raw %6.2f  llp_sctp %6.2f  libiwarp %6.2f us", LAT_PAYLOAD,
+                   lat[0].v[p], lat[1].v[p], lat[2].v[p]);
+        printf("\n");
         fflush(stdout);
     }
-    double mbl = median(bl, passes), mbr = median(br, passes);
-    double mll = median(ll, passes), mlr = median(lr, passes);
-    printf("%-14s %10s %12s %12s %8s\n", "test", "size", "llp_sctp", "raw usrsctp", "ratio");
-    printf("%-14s %10u %7.1f MB/s %7.1f MB/s %8.2f\n", "write_bw", (unsigned)WRITE, mbl, mbr,
-           mbl / mbr);
-    printf("%-14s %10u %9.2f us %9.2f us %8.2f\n", "send_lat", 64u, mll, mlr, mll / mlr);
+    if (do_bw)
+        print_row("write_bw", WRITE, "MB/s", passes, bw, true);
+    if (do_lat)
+        print_row("send_lat", LAT_PAYLOAD, "us  ", passes, lat, false);
+    printf("# medians of %d passes; ratio = libiwarp (or llp_sctp) / raw usrsctp: > 1 is faster "
+           "for bandwidth, slower for latency. MB/cpu-s: write payload per second of the "
+           "thread's CPU time (robust when the machine is shared).\n",
+           passes);
     free(samples);
     return 0;
 }
