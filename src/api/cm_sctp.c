@@ -113,7 +113,9 @@ struct cm_assoc {
     bool la_ready; /* up: la initialised */
     struct iwarp_llp_assoc_stream *streams;
     struct iwarp_sess_ssn_slot *slots;
-    struct cm_id **ids; /* per stream: the id whose session it carries, or NULL */
+    struct cm_id **ids;     /* per stream: the id whose session it carries, or NULL */
+    uint64_t *ending_until; /* per stream: ENDING (our Terminate out) at most until then: §6.2
+                               does not oblige the peer to answer it */
     uint16_t nstreams;
     struct cm_id *waiting;   /* active ids waiting for the association to come up */
     struct cm_id *listen_id; /* passive: the listener (NULL once it is gone) */
@@ -210,6 +212,9 @@ static void on_up(void *user, uint16_t nstreams, uint32_t max_seg)
     ca->streams = iwarp_api_calloc(ctx, nstreams, sizeof *ca->streams);
     ca->slots = iwarp_api_calloc(ctx, (size_t)nstreams * w, sizeof *ca->slots);
     ca->ids = iwarp_api_calloc(ctx, nstreams, sizeof *ca->ids);
+    ca->ending_until = iwarp_api_calloc(ctx, nstreams, sizeof *ca->ending_until);
+    for (uint16_t i = 0; ca->ending_until && i < nstreams; i++)
+        ca->ending_until[i] = UINT64_MAX;
     struct iwarp_llp_assoc_cfg cfg = {.nstreams = nstreams,
                                       .max_seg = max_seg,
                                       .passive = ca->passive,
@@ -217,7 +222,7 @@ static void on_up(void *user, uint16_t nstreams, uint32_t max_seg)
                                       .window = w};
     iwarp_sess_cfg_default(&cfg.passive_sess, IWARP_SESS_PASSIVE);
     cfg.passive_sess.pending = &ca->pending;
-    if (!ca->streams || !ca->slots || !ca->ids ||
+    if (!ca->streams || !ca->slots || !ca->ids || !ca->ending_until ||
         iwarp_llp_assoc_init(&ca->la, &cfg, ca->streams, ca->slots) != 0) {
         ca->down = true;
         ca->down_err = IWARP_ERR_NOMEM;
@@ -440,10 +445,14 @@ static struct cm_sctp_ctx *sctp_ctx(struct iwarp_ctx *ctx)
 static uint64_t next_linger(struct cm_sctp_ctx *sc)
 {
     uint64_t t = UINT64_MAX;
-    for (struct cm_assoc *ca = sc->assocs; ca; ca = ca->next)
-        for (uint16_t i = 0; ca->ids && i < ca->nstreams; i++)
+    for (struct cm_assoc *ca = sc->assocs; ca; ca = ca->next) {
+        for (uint16_t i = 0; ca->ids && i < ca->nstreams; i++) {
             if (ca->ids[i] && ca->ids[i]->sctp->linger_deadline < t)
                 t = ca->ids[i]->sctp->linger_deadline;
+            if (ca->ending_until[i] < t)
+                t = ca->ending_until[i];
+        }
+    }
     return t;
 }
 
@@ -501,6 +510,7 @@ static void assoc_free(struct cm_assoc *ca, bool abortive)
     iwarp_api_free(ctx, ca->streams);
     iwarp_api_free(ctx, ca->slots);
     iwarp_api_free(ctx, ca->ids);
+    iwarp_api_free(ctx, ca->ending_until);
     struct cm_sctp_ep *e = ca->ep;
     iwarp_api_free(ctx, ca);
     ep_unref(e);
@@ -729,6 +739,12 @@ static bool assoc_service(struct cm_assoc *ca)
                 any = true;
                 stream_events(ca, sid, ev);
             }
+            /* how long a stream may wait for the peer's answering Terminate */
+            bool ending = ca->la.st[sid].state == IWARP_LLP_ASSOC_ENDING;
+            if (!ending)
+                ca->ending_until[sid] = UINT64_MAX;
+            else if (ca->ending_until[sid] == UINT64_MAX)
+                ca->ending_until[sid] = iwarp_loop_now() + CM_LINGER_NS;
             /* a stream nobody owns any more is free again once its session is over and
              * nothing of it waits to be sent (a Reject, our Terminate) */
             if (!ca->ids[sid] && ca->la.st[sid].state == IWARP_LLP_ASSOC_OVER &&
@@ -789,16 +805,30 @@ static void wake_on_io(struct iwarp_loop_src *src, uint32_t events, uint64_t now
 static void timer_on(struct iwarp_loop_src *src, uint64_t now_ns)
 {
     struct cm_sctp_ctx *sc = src->user;
-    /* lingers: a peer that never answered our Terminate (§6.2) loses the stream */
+    /* lingers: a disconnect that did not drain, or a Terminate of ours the peer did not
+     * answer (§6.2 does not oblige it to): the session is over for us, the stream freed */
     for (struct cm_assoc *ca = sc->assocs; ca; ca = ca->next) {
         for (uint16_t i = 0; ca->ids && i < ca->nstreams; i++) {
             struct cm_id *id = ca->ids[i];
-            if (!id || id->sctp->linger_deadline > now_ns)
+            bool late =
+                ca->ending_until[i] <= now_ns || (id && id->sctp->linger_deadline <= now_ns);
+            if (!late)
                 continue;
-            id->state = CM_CLOSED;
-            iwarp_api_cm_emit(id, true, IWARP_CM_EVENT_DISCONNECTED, 0, NULL, NULL, 0);
-            unlink_stream(id);
+            ca->ending_until[i] = UINT64_MAX;
+            if (id) {
+                if (id->state == CM_CONNECTING) {
+                    active_failed(id, IWARP_ERR_TIMEDOUT);
+                } else {
+                    if (id->state == CM_ESTABLISHED || id->state == CM_CLOSING)
+                        iwarp_api_cm_emit(id, true, IWARP_CM_EVENT_DISCONNECTED, 0, NULL, NULL, 0);
+                    id->state = CM_CLOSED;
+                }
+                struct iwarp_llp_engine eng = id_engine(id);
+                unlink_stream(id);
+                iwarp_llp_eng_llp_closed(&eng, false); /* whatever is left is flushed */
+            }
             iwarp_llp_assoc_release(&ca->la, i);
+            mark(ca);
         }
     }
     service(sc);
