@@ -1129,8 +1129,8 @@ int iwarp_cm_connect(struct iwarp_cm_id *pub, const struct iwarp_conn_param *par
     if (param->private_data_len > IWARP_MPA_PD_MAX ||
         (param->private_data_len && !param->private_data))
         return IWARP_ERR_INVAL;
-    struct iwarp_llp_conn_cfg cfg;
-    int rc = initiator_cfg(param, &cfg);
+    struct iwarp_llp_conn_cfg cfg = {0};
+    int rc = pub->ps == IWARP_PS_SCTP ? 0 : initiator_cfg(param, &cfg); /* MPA options */
     if (rc != 0)
         return rc;
     struct cm_id *id = cm_id_of(pub);
@@ -1142,15 +1142,17 @@ int iwarp_cm_connect(struct iwarp_cm_id *pub, const struct iwarp_conn_param *par
         pthread_mutex_unlock(&ctx->lock);
         return IWARP_ERR_STATE;
     }
+    if (pub->ps == IWARP_PS_SCTP) {
+        /* the MPA options (peer_to_peer among them) do not apply: either side may send
+         * first over SCTP (RFC 6581 §7) */
+        rc = iwarp_api_sctp_connect(id, param);
+        pthread_mutex_unlock(&ctx->lock);
+        return rc;
+    }
     /* RFC 6581 RTR messages are RDMAP messages: a DDP-level stream cannot send them. */
     if (param->peer_to_peer && iwarp_api_qp(pub->qp)->ddp) {
         pthread_mutex_unlock(&ctx->lock);
         return IWARP_ERR_DDP_RTR;
-    }
-    if (pub->ps == IWARP_PS_SCTP) {
-        rc = iwarp_api_sctp_connect(id, param);
-        pthread_mutex_unlock(&ctx->lock);
-        return rc;
     }
     /* Check the MPA configuration before any socket exists. */
     struct iwarp_mpa_neg probe;

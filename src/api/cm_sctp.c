@@ -87,6 +87,8 @@ void iwarp_api_sctp_ctx_fini(struct iwarp_ctx *ctx)
 #include "trace/trace_sctp.h"
 
 #define SCTP_DEFAULT_STREAMS 16u
+/* A connect without iwarp_conn_param.timeout_ms gives up after this long (MPA's Reply wait). */
+#define CM_SCTP_CONNECT_MS   10000u
 /* Services of a context in a row before the loop gets control back (each sends what it can). */
 #define SERVICE_ROUNDS       64
 /* DATA chunks of an association unacknowledged at most. The peer's DDP-SSN window holds
@@ -188,6 +190,8 @@ static void mark(struct cm_assoc *ca)
 }
 
 static void service(struct cm_sctp_ctx *sc);
+static struct cm_assoc *find_assoc(struct cm_sctp_ctx *sc, struct cm_sctp_ep *e,
+                                   const struct sockaddr_storage *peer);
 static void rearm(struct cm_sctp_ctx *sc, uint64_t now);
 
 /* ---- llp_sctp callbacks (dom_lock held) --------------------------------------------------- */
@@ -446,6 +450,9 @@ static uint64_t next_linger(struct cm_sctp_ctx *sc)
 {
     uint64_t t = UINT64_MAX;
     for (struct cm_assoc *ca = sc->assocs; ca; ca = ca->next) {
+        for (struct cm_id *w = ca->waiting; w; w = w->sctp->next_wait)
+            if (w->sctp->linger_deadline < t)
+                t = w->sctp->linger_deadline;
         for (uint16_t i = 0; ca->ids && i < ca->nstreams; i++) {
             if (ca->ids[i] && ca->ids[i]->sctp->linger_deadline < t)
                 t = ca->ids[i]->sctp->linger_deadline;
@@ -638,6 +645,7 @@ static void stream_events(struct cm_assoc *ca, uint16_t sid, uint32_t ev)
         result_param(r, false, lk->ird, lk->ord, &p);
         id->state = CM_ESTABLISHED;
         lk->ever_up = true;
+        lk->linger_deadline = UINT64_MAX; /* the connect deadline */
         iwarp_api_cm_emit(id, true, IWARP_CM_EVENT_ESTABLISHED, 0, &p, r->peer_pd, r->peer_pd_len);
     }
     if (ev & IWARP_LLP_ASSOC_EV_REJECTED) {
@@ -664,6 +672,43 @@ static void stream_events(struct cm_assoc *ca, uint16_t sid, uint32_t ev)
     }
 }
 
+/* A new active association of sc from endpoint e to peer (own: never shared). */
+static int assoc_new(struct cm_sctp_ctx *sc, struct cm_sctp_ep *e,
+                     const struct sockaddr_storage *peer, bool own, struct cm_assoc **out)
+{
+    struct iwarp_ctx *ctx = sc->ctx;
+    struct cm_assoc *ca = iwarp_api_calloc(ctx, 1, sizeof *ca);
+    if (!ca)
+        return IWARP_ERR_NOMEM;
+    ca->sc = sc;
+    ca->ep = e;
+    ca->own = own;
+    memcpy(&ca->peer, peer, sizeof ca->peer);
+    dom_enter(ctx);
+    int rc =
+        iwarp_llp_sctp_connect(e->ep, (const struct sockaddr *)peer, 0, &assoc_ops, ca, &ca->sa);
+    dom_leave();
+    if (rc != 0) {
+        iwarp_api_free(ctx, ca);
+        return rc;
+    }
+    e->refs++;
+    ca->next = sc->assocs;
+    sc->assocs = ca;
+    *out = ca;
+    return 0;
+}
+
+/* id waits for a session on ca (opened once ca is up). */
+static void wait_on(struct cm_assoc *ca, struct cm_id *id)
+{
+    struct cm_sctp_link *lk = link_of(id);
+    lk->ca = ca;
+    lk->next_wait = ca->waiting;
+    ca->waiting = id;
+    mark(ca);
+}
+
 /* Open sessions for the ids waiting on a freshly up association. */
 static void open_waiting(struct cm_assoc *ca)
 {
@@ -673,6 +718,14 @@ static void open_waiting(struct cm_assoc *ca)
         int sid = iwarp_llp_assoc_free_stream(&ca->la);
         ca->waiting = lk->next_wait;
         lk->next_wait = NULL;
+        struct cm_assoc *other = NULL;
+        if (sid < 0 && !ca->own &&
+            ((other = find_assoc(ca->sc, ca->ep, &ca->peer)) != NULL ||
+             assoc_new(ca->sc, ca->ep, &ca->peer, false, &other) == 0)) {
+            /* the peer granted fewer streams than we counted on: another association */
+            wait_on(other, id);
+            continue;
+        }
         int rc = sid < 0 ? IWARP_ERR_SCTP_STREAMS
                          : iwarp_llp_assoc_open(&ca->la, (uint16_t)sid, &lk->cfg, id_engine(id),
                                                 lk->ird, lk->ord, id);
@@ -755,10 +808,10 @@ static bool assoc_service(struct cm_assoc *ca)
             break;
     }
     bool idle = !ca->waiting && (!ca->la_ready || iwarp_llp_assoc_in_use(&ca->la) == 0);
-    if (idle && (ca->down || (!ca->passive && ca->la_ready))) {
-        /* the active side ends an association it no longer uses (gracefully); a dead one
-         * is closed by either side */
-        assoc_free(ca, false);
+    if (idle && (ca->down || !ca->passive)) {
+        /* the active side ends an association it no longer uses (gracefully; abortively
+         * before it is up: nobody waits for it any more); a dead one is closed by either side */
+        assoc_free(ca, !ca->la_ready && !ca->down);
         return false;
     }
     return true;
@@ -808,6 +861,15 @@ static void timer_on(struct iwarp_loop_src *src, uint64_t now_ns)
     /* lingers: a disconnect that did not drain, or a Terminate of ours the peer did not
      * answer (§6.2 does not oblige it to): the session is over for us, the stream freed */
     for (struct cm_assoc *ca = sc->assocs; ca; ca = ca->next) {
+        for (struct cm_id *id = ca->waiting, *next; id; id = next) {
+            next = id->sctp->next_wait;
+            if (id->sctp->linger_deadline > now_ns)
+                continue;
+            struct iwarp_llp_engine eng = id_engine(id);
+            unlink_stream(id); /* off the waiting list */
+            iwarp_llp_eng_llp_closed(&eng, false);
+            active_failed(id, IWARP_ERR_TIMEDOUT);
+        }
         for (uint16_t i = 0; ca->ids && i < ca->nstreams; i++) {
             struct cm_id *id = ca->ids[i];
             bool late =
@@ -815,6 +877,16 @@ static void timer_on(struct iwarp_loop_src *src, uint64_t now_ns)
             if (!late)
                 continue;
             ca->ending_until[i] = UINT64_MAX;
+            if (id && id->state == CM_CONNECTING && ca->la.st[i].state == IWARP_LLP_ASSOC_SESSION) {
+                /* our Initiate was not answered in time: withdraw it with a Terminate (§6.2);
+                 * the stream is freed once that is settled */
+                struct iwarp_llp_engine eng = id_engine(id);
+                iwarp_llp_assoc_abort(&ca->la, i);
+                unlink_stream(id);
+                iwarp_llp_eng_llp_closed(&eng, false);
+                active_failed(id, IWARP_ERR_TIMEDOUT);
+                continue;
+            }
             if (id) {
                 if (id->state == CM_CONNECTING) {
                     active_failed(id, IWARP_ERR_TIMEDOUT);
@@ -1004,10 +1076,16 @@ static bool same_peer(const struct sockaddr_storage *a, const struct sockaddr_st
     return la && la == iwarp_llp_tcp_addrlen((const struct sockaddr *)b) && !memcmp(a, b, la);
 }
 
-/* An association of sc to peer through e with room for one more session, or NULL. */
+/* An association of sc to peer through e with room for one more session, or NULL. One not up
+ * yet is counted with the streams an association to that peer came up with, if any (the peer
+ * may grant fewer than we ask, RFC 4960 §5.1.1), else with ours. */
 static struct cm_assoc *find_assoc(struct cm_sctp_ctx *sc, struct cm_sctp_ep *e,
                                    const struct sockaddr_storage *peer)
 {
+    uint32_t learned = 0;
+    for (struct cm_assoc *ca = sc->assocs; ca && !learned; ca = ca->next)
+        if (ca->la_ready && !ca->passive && ca->ep == e && same_peer(&ca->peer, peer))
+            learned = ca->nstreams;
     for (struct cm_assoc *ca = sc->assocs; ca; ca = ca->next) {
         if (ca->passive || ca->own || ca->down || !ca->sa || ca->ep != e ||
             !same_peer(&ca->peer, peer))
@@ -1015,7 +1093,7 @@ static struct cm_assoc *find_assoc(struct cm_sctp_ctx *sc, struct cm_sctp_ep *e,
         uint32_t used = 0;
         for (struct cm_id *w = ca->waiting; w; w = w->sctp->next_wait)
             used++;
-        uint32_t cap = ctx_streams(sc->ctx);
+        uint32_t cap = learned ? learned : ctx_streams(sc->ctx);
         if (ca->la_ready) {
             used += iwarp_llp_assoc_in_use(&ca->la);
             cap = ca->nstreams;
@@ -1061,35 +1139,20 @@ int iwarp_api_sctp_connect(struct cm_id *id, const struct iwarp_conn_param *para
     struct cm_assoc *ca =
         param->sctp_own_association ? NULL : find_assoc(sc, e, &id->pub.peer_addr);
     if (!ca) {
-        ca = iwarp_api_calloc(ctx, 1, sizeof *ca);
-        if (!ca) {
-            if (e->refs == 0)
-                ep_close(e);
-            return IWARP_ERR_NOMEM;
-        }
-        ca->sc = sc;
-        ca->ep = e;
-        ca->own = param->sctp_own_association;
-        memcpy(&ca->peer, &id->pub.peer_addr, sizeof ca->peer);
-        dom_enter(ctx);
-        rc = iwarp_llp_sctp_connect(e->ep, (const struct sockaddr *)&id->pub.peer_addr, 0,
-                                    &assoc_ops, ca, &ca->sa);
-        dom_leave();
+        rc = assoc_new(sc, e, &id->pub.peer_addr, param->sctp_own_association, &ca);
         if (rc != 0) {
-            iwarp_api_free(ctx, ca);
             if (e->refs == 0)
                 ep_close(e);
             return rc;
         }
-        e->refs++;
-        ca->next = sc->assocs;
-        sc->assocs = ca;
     }
-    lk->ca = ca;
-    lk->next_wait = ca->waiting;
-    ca->waiting = id;
+    wait_on(ca, id);
     (void)iwarp_llp_sctp_ep_local(e->ep, &id->pub.local_addr);
     id->state = CM_CONNECTING;
+    /* like MPA's Reply timeout: no answer (an unreachable peer, a peer that does not answer
+     * the Initiate) fails the connect with UNREACHABLE */
+    lk->linger_deadline = iwarp_loop_now() +
+                          (param->timeout_ms ? param->timeout_ms : CM_SCTP_CONNECT_MS) * 1000000ull;
     attach_hooks(id);
     mark(ca);
     service(sc);

@@ -911,6 +911,40 @@ TEST(sctp_connect_to_a_port_nobody_listens_on_fails_in_bounded_time)
     side_fini(&cli, true);
 }
 
+/* iwarp_conn_param.timeout_ms bounds an SCTP connect too (as MPA's Reply wait): long before
+ * SCTP's own INIT retransmissions give up, the connect fails with UNREACHABLE / TIMEDOUT, and
+ * its QP never reaches RTS. */
+TEST(sctp_connect_timeout_is_unreachable)
+{
+    sctp_fast_timers();
+    int s = socket(AF_INET, SOCK_DGRAM, 0);
+    struct sockaddr_storage a;
+    set_addr(&a, false, 0);
+    ASSERT_EQ(bind(s, (struct sockaddr *)&a, sizeof(struct sockaddr_in)), 0);
+    socklen_t len = sizeof a;
+    ASSERT_EQ(getsockname(s, (struct sockaddr *)&a, &len), 0);
+    close(s);
+
+    struct side cli;
+    side_init(&cli, IWARP_PROGRESS_THREAD);
+    struct iwarp_conn_param cp = {.timeout_ms = 300};
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    connect_to_ps(&cli, false, port_of(&a), &cp, IWARP_PS_SCTP);
+    struct iwarp_cm_event *ev = NULL;
+    ASSERT_EQ(iwarp_cm_get_event_timeout(cli.ch, &ev, 15000), 0);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    int64_t ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+    ASSERT_EQ(ev->event, IWARP_CM_EVENT_UNREACHABLE);
+    ASSERT_EQ(ev->status, IWARP_ERR_TIMEDOUT);
+    ASSERT_TRUE(ms >= 250 && ms < 1500);
+    ASSERT_EQ(iwarp_cm_ack_event(ev), 0);
+    struct iwarp_qp_attr qa;
+    ASSERT_EQ(iwarp_query_qp(cli.id->qp, &qa), 0);
+    ASSERT_TRUE(qa.qp_state != IWARP_QPS_RTS);
+    side_fini(&cli, true);
+}
+
 /* Destroying a connected QP ends its session abortively (our Terminate, RFC 5043 §6.2): its
  * own posted receive is flushed, the peer's posted receives are flushed in posting order, the
  * peer's QP goes to ERR and DISCONNECTED arrives there. */

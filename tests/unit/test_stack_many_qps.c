@@ -67,24 +67,24 @@ static double secs_since(uint64_t t0)
     return (double)(sp_now_ms() - t0) / 1000.0;
 }
 
-/* One run: n_pairs over TCP, or over SCTP with sctp_streams per association (0: the default)
- * and each pair on its own association or not; over SCTP the relay must see want_assoc
- * associations carrying streams_each SCTP streams each. */
+/* One run: n_pairs over TCP, or over SCTP with sctp_streams per association (0: the default;
+ * srv_streams: the server's when not 0) and each pair on its own association or not; over
+ * SCTP the relay must see want_assoc associations carrying streams_each SCTP streams each. */
 struct run {
     uint32_t n_pairs;
     bool sctp;
-    uint16_t sctp_streams;
+    uint16_t sctp_streams, srv_streams;
     bool own_association;
     uint32_t want_assoc, streams_each;
 };
 
-static void side_up(struct sp_side *s, const struct run *how, enum iwarp_progress_mode mode,
-                    int cqe)
+static void side_up(struct sp_side *s, const struct run *how, bool srv,
+                    enum iwarp_progress_mode mode, int cqe)
 {
     struct iwarp_ctx_attr a;
     iwarp_ctx_attr_default(&a);
     a.progress = mode;
-    a.sctp_streams = how->sctp_streams;
+    a.sctp_streams = srv && how->srv_streams ? how->srv_streams : how->sctp_streams;
     sp_side_init_attr(s, NULL, &a, cqe, false);
 }
 
@@ -120,8 +120,8 @@ static void run_many(const struct run *how)
     uint64_t t0 = sp_now_ms();
 
     struct sp_side srv, cli;
-    side_up(&srv, how, IWARP_PROGRESS_THREAD, (int)(n_pairs + 64u));
-    side_up(&cli, how, IWARP_PROGRESS_CALLER, (int)(3u * n_pairs + 64u));
+    side_up(&srv, how, true, IWARP_PROGRESS_THREAD, (int)(n_pairs + 64u));
+    side_up(&cli, how, false, IWARP_PROGRESS_CALLER, (int)(3u * n_pairs + 64u));
     uint8_t *sbuf = calloc(n_pairs, SLICE);
     uint8_t *cbuf = calloc(n_pairs, SLICE);
     struct iwarp_mr **smr = calloc(n_pairs, sizeof *smr);
@@ -303,5 +303,18 @@ TEST(hundred_twenty_eight_qps_each_on_its_own_sctp_association)
                            .own_association = true,
                            .want_assoc = 128,
                            .streams_each = 1});
+}
+
+/* The server allows fewer streams than the client asks for: SCTP settles on the smaller
+ * count both ways (RFC 4960 §5.1.1; RFC 5043 §8 wants them equal), and connections beyond it
+ * go to further associations: 32 pairs, 8 streams each, 4 associations. */
+TEST(qps_beyond_the_streams_the_server_allows_open_more_associations)
+{
+    run_many(&(struct run){.n_pairs = 32,
+                           .sctp = true,
+                           .sctp_streams = 16,
+                           .srv_streams = 8,
+                           .want_assoc = 4,
+                           .streams_each = 8});
 }
 #endif
