@@ -128,6 +128,10 @@ void iwarp_api_log(struct iwarp_ctx *ctx, enum iwarp_log_level level, const char
 /* Queue an async event (lock held). */
 void iwarp_api_async_push_locked(struct iwarp_ctx *ctx, const struct iwarp_async_event *ev);
 
+/* iwarp_destroy_qp: drop the queued events that name qp (lock held); nobody may be handed a
+ * pointer to a freed QP. */
+void iwarp_api_async_drop_qp_locked(struct iwarp_ctx *ctx, const struct iwarp_qp *qp);
+
 /* iwarp_destroy_qp of a QP a CM id owns (lock held, after llp.abort): the id lets go of it,
  * as if iwarp_cm_destroy_qp had been called (cm.c). */
 void iwarp_api_cm_qp_destroyed(struct iwarp_qp_impl *qp);

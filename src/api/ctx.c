@@ -244,6 +244,29 @@ void iwarp_api_async_push_locked(struct iwarp_ctx *ctx, const struct iwarp_async
         (void)eventfd_write(ctx->async_fd, 1);
 }
 
+/* Whether an event of this type names a QP (element.qp). */
+static bool names_qp(enum iwarp_event_type t)
+{
+    return (t >= IWARP_EVENT_QP_FATAL && t <= IWARP_EVENT_PATH_MIG_ERR) ||
+           t == IWARP_EVENT_QP_LAST_WQE_REACHED;
+}
+
+void iwarp_api_async_drop_qp_locked(struct iwarp_ctx *ctx, const struct iwarp_qp *qp)
+{
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < ctx->async_count; i++) {
+        struct iwarp_async_event ev = ctx->async_ring[(ctx->async_head + i) % IWARP_API_ASYNC_MAX];
+        if (names_qp(ev.event_type) && ev.element.qp == qp)
+            continue;
+        ctx->async_ring[(ctx->async_head + kept++) % IWARP_API_ASYNC_MAX] = ev;
+    }
+    if (ctx->async_count && kept == 0) {
+        eventfd_t v;
+        (void)eventfd_read(ctx->async_fd, &v); /* counter > 0: does not block */
+    }
+    ctx->async_count = kept;
+}
+
 int iwarp_async_fd(struct iwarp_ctx *ctx)
 {
     return ctx ? ctx->async_fd : IWARP_ERR_INVAL;

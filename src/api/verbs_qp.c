@@ -135,6 +135,8 @@ int iwarp_destroy_qp(struct iwarp_qp *qp)
     else
         iwarp_core_qp_set_error(&q->core);
     iwarp_core_qp_fini(&q->core);
+    /* closing its transport may have queued an event for it (QP_FATAL): it goes with the QP */
+    iwarp_api_async_drop_qp_locked(ctx, qp);
     qp->pd->n_obj--;
     qp->send_cq->n_users--;
     qp->recv_cq->n_users--;

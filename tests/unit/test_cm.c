@@ -740,6 +740,9 @@ TEST(destroy_qp_directly_detaches_it_from_its_id)
     exchange(&srv, &cli, &rb, false);
     ASSERT_EQ(iwarp_destroy_qp(cli.id->qp), 0);
     ASSERT_TRUE(cli.id->qp == NULL);
+    /* no async event names the freed QP (rdma_destroy_qp: destroying is not an error) */
+    struct iwarp_async_event aev;
+    ASSERT_EQ(iwarp_get_async_event(cli.ctx, &aev), IWARP_ERR_BUSY);
     expect_ack(&srv, IWARP_CM_EVENT_DISCONNECTED);
     iwarp_cm_destroy_qp(cli.id); /* nothing left to destroy: a no-op */
     side_fini(&cli, true);
