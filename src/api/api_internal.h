@@ -25,6 +25,9 @@
 /* Largest CQ. */
 #define IWARP_API_MAX_CQE (1u << 22)
 
+/* Random words drawn from the rng hook at once. */
+#define IWARP_API_RNG_POOL 256u
+
 /* Pending async events, at most (further ones are counted as lost and logged). */
 #define IWARP_API_ASYNC_MAX 1024u
 
@@ -48,6 +51,9 @@ struct iwarp_ctx {
     /* the context's packet trace file (attr.trace_pcap / IWARP_PCAP; shared per path per
      * process, one reference held), or NULL (then the process-wide one, if started) */
     struct iwarp_trace_sink *trace;
+    /* the STag table's random words, drawn from attr.rng in batches (lock held) */
+    uint32_t rng_pool[IWARP_API_RNG_POOL];
+    uint32_t rng_left;
     /* DDP over SCTP: the context's endpoints and associations (cm_sctp.c), or NULL */
     struct cm_sctp_ctx *sctp;
 };

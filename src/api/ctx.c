@@ -83,9 +83,13 @@ static void getrandom_rng(void *user, void *buf, size_t len)
 static uint32_t stag_rng(void *user)
 {
     struct iwarp_ctx *ctx = user;
-    uint32_t v;
-    ctx->attr.rng(ctx->attr.rng_user, &v, sizeof v);
-    return v;
+    /* drawn in batches: the table's set-up takes one word per entry (65,536 by default), and
+     * one getrandom() call each made iwarp_ctx_create cost tens of milliseconds */
+    if (ctx->rng_left == 0) {
+        ctx->attr.rng(ctx->attr.rng_user, ctx->rng_pool, sizeof ctx->rng_pool);
+        ctx->rng_left = IWARP_API_RNG_POOL;
+    }
+    return ctx->rng_pool[--ctx->rng_left];
 }
 
 static void *loop_alloc(void *user, size_t size)
