@@ -876,10 +876,11 @@ TEST(sctp_reject_with_private_data_reaches_the_initiator)
     side_fini(&srv, true);
 }
 
-/* Nobody listens on the UDP port: the INIT goes unanswered (the ICMP error is not SCTP's), so
- * SCTP gives up after its INIT retransmissions (RFC 4960 §5.1: Max.Init.Retransmits), bounded
- * by the short timers: UNREACHABLE (or CONNECT_ERROR), never silence. */
-TEST(sctp_connect_to_a_port_nobody_listens_on_fails_in_bounded_time)
+/* An SCTP connect with cp from a new client side to a UDP port of 127.0.0.1 nobody listens on
+ * (bound, noted, closed), with the short timers. Returns its first event (not acked) and the
+ * milliseconds it took. */
+static struct iwarp_cm_event *sctp_connect_nowhere(struct side *cli,
+                                                   const struct iwarp_conn_param *cp, int64_t *ms)
 {
     sctp_fast_timers();
     int s = socket(AF_INET, SOCK_DGRAM, 0);
@@ -890,16 +891,25 @@ TEST(sctp_connect_to_a_port_nobody_listens_on_fails_in_bounded_time)
     ASSERT_EQ(getsockname(s, (struct sockaddr *)&a, &len), 0);
     close(s);
 
-    struct side cli;
-    side_init(&cli, IWARP_PROGRESS_THREAD);
-    struct iwarp_conn_param cp = {0};
+    side_init(cli, IWARP_PROGRESS_THREAD);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    connect_to_ps(&cli, false, port_of(&a), &cp, IWARP_PS_SCTP);
+    connect_to_ps(cli, false, port_of(&a), cp, IWARP_PS_SCTP);
     struct iwarp_cm_event *ev = NULL;
-    ASSERT_EQ(iwarp_cm_get_event_timeout(cli.ch, &ev, 15000), 0);
+    ASSERT_EQ(iwarp_cm_get_event_timeout(cli->ch, &ev, 15000), 0);
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    int64_t ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+    *ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+    return ev;
+}
+
+/* Nobody listens on the UDP port: the INIT goes unanswered (the ICMP error is not SCTP's), so
+ * SCTP gives up after its INIT retransmissions (RFC 4960 §5.1: Max.Init.Retransmits), bounded
+ * by the short timers: UNREACHABLE (or CONNECT_ERROR), never silence. */
+TEST(sctp_connect_to_a_port_nobody_listens_on_fails_in_bounded_time)
+{
+    struct side cli;
+    int64_t ms;
+    struct iwarp_cm_event *ev = sctp_connect_nowhere(&cli, &(struct iwarp_conn_param){0}, &ms);
     fprintf(stderr, "  %s (%s) after %" PRId64 " ms\n", iwarp_cm_event_str(ev->event),
             iwarp_err_name(ev->status), ms);
     ASSERT_TRUE(ev->event == IWARP_CM_EVENT_UNREACHABLE ||
@@ -919,25 +929,10 @@ TEST(sctp_connect_to_a_port_nobody_listens_on_fails_in_bounded_time)
  * its QP never reaches RTS. */
 TEST(sctp_connect_timeout_is_unreachable)
 {
-    sctp_fast_timers();
-    int s = socket(AF_INET, SOCK_DGRAM, 0);
-    struct sockaddr_storage a;
-    set_addr(&a, false, 0);
-    ASSERT_EQ(bind(s, (struct sockaddr *)&a, sizeof(struct sockaddr_in)), 0);
-    socklen_t len = sizeof a;
-    ASSERT_EQ(getsockname(s, (struct sockaddr *)&a, &len), 0);
-    close(s);
-
     struct side cli;
-    side_init(&cli, IWARP_PROGRESS_THREAD);
-    struct iwarp_conn_param cp = {.timeout_ms = 300};
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    connect_to_ps(&cli, false, port_of(&a), &cp, IWARP_PS_SCTP);
-    struct iwarp_cm_event *ev = NULL;
-    ASSERT_EQ(iwarp_cm_get_event_timeout(cli.ch, &ev, 15000), 0);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    int64_t ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+    int64_t ms;
+    struct iwarp_cm_event *ev =
+        sctp_connect_nowhere(&cli, &(struct iwarp_conn_param){.timeout_ms = 300}, &ms);
     ASSERT_EQ(ev->event, IWARP_CM_EVENT_UNREACHABLE);
     ASSERT_EQ(ev->status, IWARP_ERR_TIMEDOUT);
     ASSERT_TRUE(ms >= 250 && ms < 1500);
