@@ -1214,10 +1214,6 @@ int iwarp_cm_accept(struct iwarp_cm_id *pub, const struct iwarp_conn_param *para
         .crc = param && param->crc,
         .markers = param && param->markers,
     };
-    if (param && param->responder_resources == 0)
-        ans.ird = 0;
-    if (param && param->initiator_depth == 0)
-        ans.ord = 0;
     attach_qp(id);
     rc = iwarp_llp_conn_accept(&t->conn, &ans);
     if (rc != 0) {

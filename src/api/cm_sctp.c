@@ -1118,10 +1118,6 @@ int iwarp_api_sctp_connect(struct cm_id *id, const struct iwarp_conn_param *para
     iwarp_sess_cfg_default(&lk->cfg, IWARP_SESS_ACTIVE);
     lk->ird = iwarp_api_cm_ird_ord(param->responder_resources);
     lk->ord = iwarp_api_cm_ird_ord(param->initiator_depth);
-    if (param->responder_resources == 0)
-        lk->ird = 0;
-    if (param->initiator_depth == 0)
-        lk->ord = 0;
     lk->cfg.ird = (uint16_t)lk->ird;
     lk->cfg.ord = (uint16_t)lk->ord;
     lk->cfg.pd_len = param->private_data_len;
@@ -1171,10 +1167,6 @@ int iwarp_api_sctp_accept(struct cm_id *id, const struct iwarp_conn_param *param
     uint16_t pd_len = param ? param->private_data_len : 0;
     uint32_t ird = iwarp_api_cm_ird_ord(param ? param->responder_resources : 0);
     uint32_t ord = iwarp_api_cm_ird_ord(param ? param->initiator_depth : 0);
-    if (param && param->responder_resources == 0)
-        ird = 0;
-    if (param && param->initiator_depth == 0)
-        ord = 0;
     struct iwarp_sess_answer ans = {.ird = (uint16_t)ird,
                                     .ord = (uint16_t)ord,
                                     .pd = pd_len ? param->private_data : NULL,
