@@ -145,7 +145,6 @@ struct cm_sctp_link {
     struct iwarp_sess_cfg cfg;
     uint8_t pd[IWARP_SCTP_PD_MAX];
     uint32_t ird, ord;
-    bool ever_up;
     struct cm_id *next_wait;
     uint64_t linger_deadline;
 };
@@ -157,7 +156,6 @@ struct cm_sctp_ctx {
     struct cm_sctp_ep *eps;
     struct cm_assoc *assocs;
     struct cm_assoc *dirty;
-    bool foreign; /* some association has f_* notes (dom_lock) */
 };
 
 static pthread_mutex_t dom_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -199,7 +197,6 @@ static void rearm(struct cm_sctp_ctx *sc, uint64_t now);
 /* Another context's association: note it and wake its loop. */
 static void foreign(struct cm_assoc *ca)
 {
-    ca->sc->foreign = true;
     uint64_t one = 1;
     ssize_t n = write(ca->sc->wake.fd, &one, sizeof one);
     (void)n;
@@ -644,7 +641,6 @@ static void stream_events(struct cm_assoc *ca, uint16_t sid, uint32_t ev)
         struct iwarp_conn_param p;
         result_param(r, false, lk->ird, lk->ord, &p);
         id->state = CM_ESTABLISHED;
-        lk->ever_up = true;
         lk->linger_deadline = UINT64_MAX; /* the connect deadline */
         iwarp_api_cm_emit(id, true, IWARP_CM_EVENT_ESTABLISHED, 0, &p, r->peer_pd, r->peer_pd_len);
     }
@@ -835,7 +831,6 @@ static void wake_on_io(struct iwarp_loop_src *src, uint32_t events, uint64_t now
     ssize_t n = read(sc->wake.fd, &v, sizeof v);
     (void)n;
     dom_enter(sc->ctx);
-    sc->foreign = false;
     for (struct cm_assoc *ca = sc->assocs; ca; ca = ca->next) {
         if (ca->f_down) {
             ca->f_down = false;
@@ -1183,7 +1178,6 @@ int iwarp_api_sctp_accept(struct cm_id *id, const struct iwarp_conn_param *param
     struct iwarp_conn_param p;
     result_param(r, false, ird, ord, &p);
     id->state = CM_ESTABLISHED;
-    lk->ever_up = true;
     iwarp_api_cm_emit(id, true, IWARP_CM_EVENT_ESTABLISHED, 0, &p, r->peer_pd, r->peer_pd_len);
     mark(ca);
     service(ca->sc);
