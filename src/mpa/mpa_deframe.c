@@ -244,6 +244,12 @@ size_t iwarp_mpa_rx_want(const struct iwarp_mpa_rx *rx, struct iwarp_mpa_rx_want
     return len;
 }
 
+uint32_t iwarp_mpa_rx_crc_expected(const struct iwarp_mpa_rx *rx)
+{
+    /* take_trailer() leaves the running CRC as it was when the comparison failed */
+    return iwarp_crc32c_final(rx->crc_state);
+}
+
 bool iwarp_mpa_rx_term_cause(int err, struct iwarp_term_cause *cause)
 {
     uint8_t ecode;

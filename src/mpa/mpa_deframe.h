@@ -150,6 +150,13 @@ iwarp_ssize iwarp_mpa_rx_feed(struct iwarp_mpa_rx *rx, const uint8_t *data, size
 size_t iwarp_mpa_rx_want(const struct iwarp_mpa_rx *rx, struct iwarp_mpa_rx_want *want);
 
 /*
+ * After iwarp_mpa_rx_feed() returned IWARP_ERR_FPDU_CRC: the CRC32C value the failed FPDU should
+ * have carried (RFC 5044 §4.4; sent least-significant octet first), for diagnostics such as
+ * telling a byte-swapped CRC from a damaged FPDU. Meaningless in any other state.
+ */
+uint32_t iwarp_mpa_rx_crc_expected(const struct iwarp_mpa_rx *rx);
+
+/*
  * The Terminate cause for a deframer error (RFC 5044 §8: layer LLP, EType MPA): CRC 0x02,
  * marker or length 0x03. Returns false if err is not a deframer error.
  */

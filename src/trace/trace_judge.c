@@ -187,6 +187,16 @@ static void read_resp(struct iwarp_ddp_judge *j, unsigned side, uint64_t idx,
                       const struct iwarp_ddp_hdr *h, uint32_t payload)
 {
     struct iwarp_ddp_judge_dir *d = &j->d[side], *peer = &j->d[side ^ 1u];
+    if (peer->lost) {
+        /* The Read Requests may be among the peer's octets that could not be decoded: pairing
+         * Responses with the Requests seen would accuse this side of the peer's damage. */
+        if (!d->resp_unjudged)
+            report(j, side, idx, false, IWARP_MS_READ_RESP,
+                   "Read Responses from here on are not checked: the Read Requests they answer "
+                   "may be in the other direction's octets that could not be decoded");
+        d->resp_unjudged = true;
+        return;
+    }
     if (!d->resp_open) {
         if (peer->nreads == 0) {
             report(j, side, idx, true, IWARP_MS_READ_RESP,
@@ -324,6 +334,12 @@ void iwarp_ddp_judge_segment(struct iwarp_ddp_judge *j, unsigned side, uint64_t 
         d->reads[d->nreads].index = index;
         d->nreads++;
     }
+}
+
+void iwarp_ddp_judge_lost(struct iwarp_ddp_judge *j, unsigned side)
+{
+    if (side < 2u)
+        j->d[side].lost = true;
 }
 
 void iwarp_ddp_judge_finish(struct iwarp_ddp_judge *j)

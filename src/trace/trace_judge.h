@@ -94,6 +94,8 @@ struct iwarp_ddp_judge_dir {
         uint64_t sink_to, index;
     } resp_req;
     uint64_t resp_sofar;
+    bool lost;          /* this side's later segments cannot be decoded (iwarp_ddp_judge_lost) */
+    bool resp_unjudged; /* this side's Read Responses are no longer checked (peer lost) */
 };
 
 /* Receives each finding: the side whose segment it concerns, the segment's index (0: none),
@@ -129,6 +131,13 @@ void iwarp_ddp_judge_init(struct iwarp_ddp_judge *j, iwarp_ddp_judge_report_fn r
 /* Judges the next segment sent by side (0 or 1), numbered index (> 0) by the caller. */
 void iwarp_ddp_judge_segment(struct iwarp_ddp_judge *j, unsigned side, uint64_t index,
                              const struct iwarp_ddp_judge_seg *s);
+
+/*
+ * What side sends can no longer be decoded (its framing was lost, octets are missing): from now
+ * on the other side's Read Responses are not checked against the Read Requests seen, since the
+ * ones they answer may be among the octets not decoded (one warning says so).
+ */
+void iwarp_ddp_judge_lost(struct iwarp_ddp_judge *j, unsigned side);
 
 /* The end of the capture: warns about messages without their last segment and Read Responses
  * still under way. */

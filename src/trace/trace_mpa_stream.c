@@ -282,11 +282,40 @@ static const char *op_name(unsigned op)
     return oi ? oi->name : "reserved opcode";
 }
 
+/* Names the RTR types in bits (IWARP_MPA_RTR_*), e.g. "Send Write ". */
+static const char *rtr_names(uint8_t bits, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%s%s%s", bits & IWARP_MPA_RTR_SEND ? "Send " : "",
+             bits & IWARP_MPA_RTR_WRITE ? "Write " : "", bits & IWARP_MPA_RTR_READ ? "Read " : "");
+    return buf;
+}
+
+/* Whether p is a Terminate with the cause 2/0/0x07, No matching RTR option (RFC 6581 §8). */
+static bool rtr_mismatch_term(const struct iwarp_mpa_stream_pdu *p)
+{
+    if (!p->seg || p->seg->opcode != IWARP_RDMAP_OP_TERMINATE)
+        return false;
+    const struct iwarp_term_cause *c = &iwarp_term_layout(&p->seg->body.term)->cause;
+    return c->layer == IWARP_TERM_LAYER_LLP && c->etype == IWARP_TERM_LLP_ETYPE_MPA &&
+           c->ecode == IWARP_TERM_MPA_NO_RTR;
+}
+
 /* RFC 6581 §9.2: in peer-to-peer mode the initiator's first FPDU is a zero-length RTR of a
- * type the Reply offered. */
+ * type the Reply offered; an initiator that can generate none of them "MUST send a TERM message
+ * ... Layer 2, Error Type 0, Error Code 7" instead. */
 static void rtr_rule(struct iwarp_mpa_stream *s, unsigned side,
                      const struct iwarp_mpa_stream_pdu *p)
 {
+    char offered[24], common[24];
+    if (rtr_mismatch_term(p)) {
+        uint8_t both = s->rtr_offered & s->req_v2.rtr;
+        if (both)
+            report(s, side, p->index, true, IWARP_MS_RTR,
+                   "Terminate 2/0/0x07 (no matching RTR option) although the Reply offered %s"
+                   "which the Request listed (RFC 6581 §9.2)",
+                   rtr_names(both, common, sizeof common));
+        return;
+    }
     unsigned op = iwarp_rdmap_ctrl_opcode(p->ddp.rsvdulp);
     size_t hdr = iwarp_ddp_hdr_len(p->ulpdu[0]);
     size_t payload = p->ulpdu_len - hdr;
@@ -298,20 +327,40 @@ static void rtr_rule(struct iwarp_mpa_stream *s, unsigned side,
     if (!ok)
         report(s, side, p->index, true, IWARP_MS_RTR,
                "peer-to-peer connection: the initiator's first FPDU must be a zero-length RTR "
-               "the Reply offered (%s%s%s), not %s with %zu payload octets (RFC 6581 §9.2)",
-               s->rtr_offered & IWARP_MPA_RTR_SEND ? "Send " : "",
-               s->rtr_offered & IWARP_MPA_RTR_WRITE ? "Write " : "",
-               s->rtr_offered & IWARP_MPA_RTR_READ ? "Read " : "", op_name(op), payload);
+               "the Reply offered (%s), not %s with %zu payload octets (RFC 6581 §9.2)",
+               rtr_names(s->rtr_offered, offered, sizeof offered), op_name(op), payload);
 }
 
-/* A complete FPDU of side (its ULPDU staged in d->ulpdu). */
-static void fpdu_done(struct iwarp_mpa_stream *s, unsigned side, uint32_t ulpdu_len,
-                      enum iwarp_mpa_stream_crc crc, bool marker_bad)
+/* The direction's framing is lost: says why once, and nothing more of it is decoded. The other
+ * side's Read Responses are then not judged (their Requests may be in what is lost). */
+static void framing_lost(struct iwarp_mpa_stream *s, unsigned side, uint64_t index, const char *why)
+{
+    report(s, side, index, true, IWARP_MS_UNDISSECTED,
+           "MPA framing lost: %s; the rest of this direction is not decoded", why);
+    s->d[side].raw_reported = true;
+    iwarp_ddp_judge_lost(&s->judge, side);
+}
+
+static uint32_t bswap32(uint32_t v)
+{
+    return (v >> 24) | ((v >> 8) & 0xff00u) | ((v << 8) & 0xff0000u) | (v << 24);
+}
+
+/* A complete FPDU of side (its ULPDU staged in d->ulpdu). crc_want: the CRC32C it should carry
+ * (when crc is IWARP_MS_CRC_BAD). Returns false when the direction's framing is now lost. */
+static bool fpdu_done(struct iwarp_mpa_stream *s, unsigned side, uint32_t ulpdu_len,
+                      enum iwarp_mpa_stream_crc crc, uint32_t crc_want, bool marker_bad)
 {
     struct iwarp_mpa_stream_dir *d = &s->d[side];
     uint32_t pad = iwarp_mpa_pad_len(ulpdu_len);
+    uint32_t crc_field = iwarp_load_le32(d->trailer + pad);
+    bool swapped = crc == IWARP_MS_CRC_BAD && crc_field == bswap32(crc_want);
+    /* A byte-swapped CRC is a sender's mistake in an FPDU framed right; any other bad CRC may
+     * come from a damaged ULPDU_Length, which misplaces the next FPDU (RFC 5044 §4.4, §8). */
+    d->bad_run = crc == IWARP_MS_CRC_BAD && !swapped ? (uint8_t)(d->bad_run + 1u) : 0u;
+    bool doubt = d->bad_run >= 2u;
     struct iwarp_ddp_judge_seg js;
-    iwarp_ddp_judge_decode(d->ulpdu, ulpdu_len, &js);
+    iwarp_ddp_judge_decode(d->ulpdu, doubt ? 0u : ulpdu_len, &js);
     struct iwarp_mpa_stream_pdu p = {.kind = IWARP_MS_PDU_FPDU,
                                      .side = side,
                                      .from_initiator = from_init(s, side),
@@ -321,7 +370,10 @@ static void fpdu_done(struct iwarp_mpa_stream *s, unsigned side, uint32_t ulpdu_
                                      .pad_len = pad,
                                      .markers = d->marker_oct / IWARP_MPA_MARKER_LEN,
                                      .crc = crc,
-                                     .crc_field = iwarp_load_le32(d->trailer + pad),
+                                     .crc_field = crc_field,
+                                     .crc_want = crc_want,
+                                     .crc_swapped = swapped,
+                                     .in_doubt = doubt,
                                      .ulpdu = d->ulpdu,
                                      .has_ddp = js.has_ddp,
                                      .ddp = js.ddp,
@@ -333,7 +385,17 @@ static void fpdu_done(struct iwarp_mpa_stream *s, unsigned side, uint32_t ulpdu_
 
     if (crc == IWARP_MS_CRC_BAD) /* RFC 5044 §4.4, §8 code 2 */
         report(s, side, p.index, true, IWARP_MS_BAD_CRC,
-               "MPA CRC field 0x%08x does not match the FPDU (RFC 5044 §4.4)", p.crc_field);
+               "MPA CRC field 0x%08x does not match the FPDU, whose CRC32C is 0x%08x (RFC 5044 "
+               "§4.4)%s",
+               crc_field, crc_want,
+               swapped ? ": the CRC is BYTE-SWAPPED (it travels least-significant octet first)"
+                       : "");
+    if (d->bad_run >= 3u) {
+        framing_lost(s, side, p.index, "3 FPDUs in a row with a bad CRC (a wrong ULPDU_Length?)");
+        return false;
+    }
+    if (doubt) /* delimited by a length that may be garbage: nothing in it is judged */
+        return true;
     if (marker_bad) /* RFC 5044 §4.3, §8 code 3 */
         report(s, side, p.index, true, IWARP_MS_MARKER,
                "a marker's FPDUPTR does not point at this FPDU's ULPDU_Length (RFC 5044 §4.3)");
@@ -350,6 +412,7 @@ static void fpdu_done(struct iwarp_mpa_stream *s, unsigned side, uint32_t ulpdu_
     if (js.has_ddp && first && from_init(s, side) && s->p2p)
         rtr_rule(s, side, &p);
     iwarp_ddp_judge_segment(&s->judge, side, p.index, &js);
+    return true;
 }
 
 /* The direction stops being decodable: the rest is counted as raw octets. */
@@ -358,6 +421,32 @@ static void to_raw(struct iwarp_mpa_stream_dir *d)
     d->raw += d->partial;
     d->partial = 0;
     d->phase = PH_RAW;
+}
+
+/* The current FPDU is over (complete or failed): the next one starts from scratch. */
+static void fpdu_reset(struct iwarp_mpa_stream_dir *d)
+{
+    d->partial = d->marker_oct = d->trailer_got = d->ulpdu_got = d->cur_ulen = 0;
+    d->len_known = false;
+}
+
+/* The deframer failed in the middle of an FPDU: it cannot be delimited. */
+static void undelimited(struct iwarp_mpa_stream *s, unsigned side, iwarp_ssize r)
+{
+    struct iwarp_mpa_stream_dir *d = &s->d[side];
+    if (r == IWARP_ERR_FPDU_LEN && d->bad_run > 0u)
+        framing_lost(s, side, 0,
+                     "after an FPDU with a bad CRC, the next ULPDU_Length is 0 or over 64768");
+    else if (r == IWARP_ERR_FPDU_LEN)
+        report(s, side, 0, true, IWARP_MS_LENGTH,
+               "ULPDU_Length is 0 or over 64768 (RFC 5044 §3): the FPDU cannot be "
+               "delimited; the rest of this direction is not decoded");
+    else
+        report(s, side, 0, true, IWARP_MS_MARKER,
+               "a marker's FPDUPTR does not point at the current FPDU (RFC 5044 §4.3); "
+               "the rest of this direction is not decoded");
+    d->raw_reported = true;
+    to_raw(d);
 }
 
 /* Full operation: feeds side's octets to its deframer one part at a time, so the end of each
@@ -377,44 +466,45 @@ static size_t fpdu_feed(struct iwarp_mpa_stream *s, unsigned side, const uint8_t
         } else if (w.part == IWARP_MPA_RX_PART_MARKER) {
             d->marker_oct += (uint32_t)k;
         }
+        if (w.part == IWARP_MPA_RX_PART_ULPDU || w.part == IWARP_MPA_RX_PART_TRAILER) {
+            d->cur_ulen = w.ulpdu_len;
+            d->len_known = true;
+        }
         struct iwarp_mpa_rx_ev ev;
         iwarp_ssize r = iwarp_mpa_rx_feed(&d->rx, p + used, k, &ev);
         if (r < 0) {
             bool fpdu_end = w.part == IWARP_MPA_RX_PART_TRAILER && k == w.len;
-            if (fpdu_end && (r == IWARP_ERR_FPDU_CRC || r == IWARP_ERR_FPDU_MARKER)) {
-                /* The FPDU is delimited: report it and restart after it. */
-                d->pos += (uint32_t)k;
-                used += k;
-                fpdu_done(s, side, w.ulpdu_len,
-                          r == IWARP_ERR_FPDU_CRC ? IWARP_MS_CRC_BAD : IWARP_MS_CRC_GOOD,
-                          r == IWARP_ERR_FPDU_MARKER);
-                d->partial = d->marker_oct = d->trailer_got = 0;
-                start_fpdus(s, side);
-                continue;
-            }
-            d->partial += (uint32_t)k;
-            if (r == IWARP_ERR_FPDU_LEN)
-                report(s, side, 0, true, IWARP_MS_LENGTH,
-                       "ULPDU_Length is 0 or over 64768 (RFC 5044 §3): the FPDU cannot be "
-                       "delimited; the rest of this direction is not decoded");
-            else
-                report(s, side, 0, true, IWARP_MS_MARKER,
-                       "a marker's FPDUPTR does not point at the current FPDU (RFC 5044 §4.3); "
-                       "the rest of this direction is not decoded");
             used += k;
-            to_raw(d);
-            break;
+            if (!fpdu_end || (r != IWARP_ERR_FPDU_CRC && r != IWARP_ERR_FPDU_MARKER)) {
+                d->partial += (uint32_t)k;
+                undelimited(s, side, r);
+                break;
+            }
+            /* The FPDU is delimited: report it and restart after it. */
+            d->pos += (uint32_t)k;
+            uint32_t want = iwarp_mpa_rx_crc_expected(&d->rx);
+            bool framed = fpdu_done(s, side, w.ulpdu_len,
+                                    r == IWARP_ERR_FPDU_CRC ? IWARP_MS_CRC_BAD : IWARP_MS_CRC_GOOD,
+                                    want, r == IWARP_ERR_FPDU_MARKER);
+            fpdu_reset(d);
+            if (framed)
+                start_fpdus(s, side);
+            else
+                d->phase = PH_RAW;
+            continue;
         }
         k = (size_t)r;
-        if (ev.kind == IWARP_MPA_RX_EV_ULPDU && ev.ulpdu_off + ev.len <= sizeof d->ulpdu)
+        if (ev.kind == IWARP_MPA_RX_EV_ULPDU && ev.ulpdu_off + ev.len <= sizeof d->ulpdu) {
             memcpy(d->ulpdu + ev.ulpdu_off, ev.data, ev.len);
+            d->ulpdu_got = ev.ulpdu_off + (uint32_t)ev.len;
+        }
         d->pos += (uint32_t)k;
         d->partial += (uint32_t)k;
         used += k;
         if (ev.kind == IWARP_MPA_RX_EV_FPDU) {
-            fpdu_done(s, side, ev.ulpdu_len, ev.crc_checked ? IWARP_MS_CRC_GOOD : IWARP_MS_CRC_NONE,
-                      false);
-            d->partial = d->marker_oct = d->trailer_got = 0;
+            (void)fpdu_done(s, side, ev.ulpdu_len,
+                            ev.crc_checked ? IWARP_MS_CRC_GOOD : IWARP_MS_CRC_NONE, 0, false);
+            fpdu_reset(d);
         }
     }
     return used;
@@ -446,6 +536,27 @@ void iwarp_mpa_stream_feed(struct iwarp_mpa_stream *s, unsigned side, const uint
     }
 }
 
+void iwarp_mpa_stream_reset(struct iwarp_mpa_stream *s, unsigned side)
+{
+    if (side < 2u)
+        s->d[side].reset = true;
+}
+
+/* Whether the start of an FPDU that a reset cut short looks like one: a ULPDU_Length that holds
+ * a DDP header, DDP Version 1, RDMAP Version 1, as far as they were captured (RFC 5041 §4.1,
+ * RFC 5040 §4.1). */
+static bool plausible_cut(const struct iwarp_mpa_stream_dir *d)
+{
+    if (!d->len_known)
+        return true;
+    if (d->cur_ulen < IWARP_DDP_TAGGED_HDR_LEN)
+        return false;
+    if (d->ulpdu_got >= 1u && (d->cur_ulen < iwarp_ddp_hdr_len(d->ulpdu[0]) ||
+                               (d->ulpdu[0] & IWARP_DDP_MASK_DV) != IWARP_DDP_VERSION))
+        return false;
+    return d->ulpdu_got < 2u || iwarp_rdmap_ctrl_rv(d->ulpdu[1]) == IWARP_RDMAP_VERSION;
+}
+
 void iwarp_mpa_stream_finish(struct iwarp_mpa_stream *s)
 {
     if (s->state != ST_MPA)
@@ -453,8 +564,20 @@ void iwarp_mpa_stream_finish(struct iwarp_mpa_stream *s)
     s->tag = 0;
     for (unsigned i = 0; i < 2; i++) {
         struct iwarp_mpa_stream_dir *d = &s->d[i];
+        if (d->phase == PH_FPDU && d->partial > 0 && d->raw == 0 && s->d[i ^ 1u].reset &&
+            plausible_cut(d)) {
+            struct iwarp_mpa_stream_pdu cut = {.kind = IWARP_MS_PDU_CUT,
+                                               .side = i,
+                                               .from_initiator = from_init(s, i),
+                                               .index = ++s->pdus,
+                                               .ulpdu_len = d->cur_ulen,
+                                               .cut_octets = d->partial,
+                                               .cut_len_known = d->len_known};
+            s->ops->pdu(s->ctx, &cut);
+            continue;
+        }
         uint64_t left = d->raw + d->partial + d->frame_len;
-        if (left > 0)
+        if (left > 0 && !d->raw_reported)
             report(s, i, 0, true, IWARP_MS_UNDISSECTED,
                    "%llu octets are not part of a complete MPA frame or FPDU (garbage, a lost "
                    "framing, data before the Reply or after a Reject, or a capture that ends "

@@ -16,8 +16,18 @@
  * ../shared/tools/wire-check so the two can be compared.
  *
  * After a CRC or marker error the deframer is restarted at the end of the failed FPDU (as a
- * dissector would), so one damaged FPDU does not hide the rest; a ULPDU_Length that cannot be
- * delimited ends the direction's decoding. No allocation: the state embeds its buffers.
+ * dissector would), so one damaged FPDU does not hide the rest. A bad CRC that is not merely
+ * byte-swapped puts the next FPDU's position in doubt (the failed FPDU's ULPDU_Length may be what
+ * was damaged): an FPDU that follows one and fails its CRC too is listed but not decoded or
+ * judged, and a third in a row, or a ULPDU_Length that cannot be delimited after a bad CRC,
+ * means the framing is lost: one [undissected] finding, and the rest of the direction is not
+ * decoded (the same rule as the wire-check judge). A ULPDU_Length that cannot be delimited
+ * otherwise is a [length] error and also ends the direction's decoding.
+ *
+ * The end of a direction must be an FPDU boundary, except that an FPDU cut short after which the
+ * receiver reset the connection (iwarp_mpa_stream_reset(); its header plausible) is listed as
+ * cut, not as an error: a receiver may abort a connection at any time. No allocation: the state
+ * embeds its buffers.
  */
 #ifndef IWARP_TRACE_TRACE_MPA_STREAM_H
 #define IWARP_TRACE_TRACE_MPA_STREAM_H
@@ -37,6 +47,7 @@ enum iwarp_mpa_stream_pdu_kind {
     IWARP_MS_PDU_REQUEST, /* MPA Request */
     IWARP_MS_PDU_REPLY,   /* MPA Reply (or Reject) */
     IWARP_MS_PDU_FPDU,
+    IWARP_MS_PDU_CUT, /* the start of an FPDU, cut short by the receiver's reset (at finish) */
 };
 
 enum iwarp_mpa_stream_crc {
@@ -59,7 +70,13 @@ struct iwarp_mpa_stream_pdu {
     /* FPDU */
     uint32_t ulpdu_len, pad_len, markers; /* markers: octets of marker / 4 in front of/in it */
     enum iwarp_mpa_stream_crc crc;
-    uint32_t crc_field;   /* the CRC field (least-significant octet first) */
+    uint32_t crc_field; /* the CRC field (least-significant octet first) */
+    uint32_t crc_want;  /* CRC_BAD: the CRC32C the FPDU should carry */
+    bool crc_swapped;   /* CRC_BAD: the field holds crc_want's octets in reverse order */
+    bool in_doubt;      /* framing in doubt (after a bad CRC): the ULPDU is not decoded */
+    /* CUT: octets of the FPDU in the capture (markers included); ulpdu_len when known */
+    uint32_t cut_octets;
+    bool cut_len_known;
     const uint8_t *ulpdu; /* the ULPDU (the DDP segment) */
     bool has_ddp;         /* ddp is valid (the ULPDU holds a DDP header) */
     struct iwarp_ddp_hdr ddp;
@@ -95,7 +112,13 @@ struct iwarp_mpa_stream_dir {
     uint32_t marker_oct; /* marker octets in it */
     uint8_t trailer[8];  /* PAD and CRC */
     uint32_t trailer_got;
-    uint64_t raw; /* octets not decoded */
+    uint64_t raw;      /* octets not decoded */
+    bool raw_reported; /* why the rest is not decoded was reported: nothing more at finish */
+    bool reset;        /* this side sent a TCP RST (iwarp_mpa_stream_reset) */
+    uint8_t bad_run;   /* FPDUs in a row with a bad CRC that is not merely byte-swapped */
+    bool len_known;    /* cur_ulen holds the current FPDU's ULPDU_Length */
+    uint32_t cur_ulen;
+    uint32_t ulpdu_got; /* ULPDU octets of the current FPDU staged in ulpdu[] */
     uint64_t fpdus;
     uint8_t ulpdu[IWARP_MPA_MULPDU_MAX];
 };
@@ -142,6 +165,12 @@ void iwarp_mpa_stream_init(struct iwarp_mpa_stream *s, const struct iwarp_mpa_st
  */
 void iwarp_mpa_stream_feed(struct iwarp_mpa_stream *s, unsigned side, const uint8_t *p, size_t n,
                            uint64_t tag);
+
+/*
+ * side sent a TCP RST (at any point of the capture): an FPDU of the other side that the capture
+ * ends inside of is then taken as cut by that reset, not as an error.
+ */
+void iwarp_mpa_stream_reset(struct iwarp_mpa_stream *s, unsigned side);
 
 /*
  * The capture has ended: reports what is unfinished (octets inside a frame or FPDU, messages

@@ -690,3 +690,20 @@ TEST(init_and_empty_feed)
     ASSERT_EQ(iwarp_mpa_rx_want(&rx, &w), 4);
     ASSERT_EQ(w.part, IWARP_MPA_RX_PART_MARKER);
 }
+
+/* After a CRC mismatch the deframer says which CRC the FPDU should have carried: the first §1.9
+ * vector with its CRC field zeroed expects 0x5f4cd3eb (sent as eb d3 4c 5f, RFC 5044 §4.4). */
+TEST(crc_expected_after_a_mismatch)
+{
+    uint8_t wire[64];
+    size_t n = harness_hex("000e c140 00000001 0000000000000000 00000000", wire, sizeof wire);
+    struct iwarp_mpa_rx rx;
+    struct iwarp_mpa_rx_cfg cfg = {.crc = true};
+    ASSERT_EQ(iwarp_mpa_rx_init(&rx, &cfg), 0);
+    struct iwarp_mpa_rx_ev ev;
+    iwarp_ssize r = 0;
+    for (size_t off = 0; off < n && r >= 0; off += (size_t)r)
+        r = iwarp_mpa_rx_feed(&rx, wire + off, n - off, &ev);
+    ASSERT_EQ(r, IWARP_ERR_FPDU_CRC);
+    ASSERT_EQ_U(iwarp_mpa_rx_crc_expected(&rx), 0x5f4cd3ebu);
+}

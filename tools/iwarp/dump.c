@@ -84,8 +84,12 @@ static void usage(FILE *out)
             "each TCP connection is reassembled in both directions (retransmitted and\n"
             "out-of-order segments included); its MPA Request/Reply, then every FPDU with its\n"
             "DDP/RDMAP headers, is printed one line per PDU, and everything that violates\n"
-            "RFC 5040/5041/5044/6581/7306 is reported as ERROR [category] (the categories of\n"
-            "../shared/tools/wire-check), with the Terminate cause our stack would send.\n"
+            "RFC 5040/5041/5044/6581/7306 is reported as ERROR [category] (the category\n"
+            "names of the Wireshark-based wire-check judge), with the Terminate cause our\n"
+            "stack would send. After a CRC that fails (not merely byte-swapped) the next\n"
+            "FPDU's position is in doubt: a second bad CRC in a row is listed but not decoded,\n"
+            "a third (or a ULPDU_Length that cannot be delimited) means the framing is lost.\n"
+            "An FPDU cut short by the receiver's TCP reset is listed as cut, not as an error.\n"
             "A TCP connection is taken as MPA when a side's first octets are the MPA Request key.\n"
             "DDP over SCTP (RFC 5043) is decoded too: SCTP over IP, and SCTP over UDP (RFC 6951)\n"
             "on port 9899, on --sctp-udp ports, and on any port where the payload's CRC32c\n"
@@ -234,7 +238,10 @@ static void print_fpdu(const struct conn *c, const struct iwarp_mpa_stream_pdu *
     static const char *const crc[] = {"off", "good", "BAD"};
     printf("s%u %s #%-4llu FPDU ulpdu=%-5u crc=%-4s |", c->id, dir_label(c, p->side),
            (unsigned long long)p->index, p->ulpdu_len, crc[p->crc]);
-    print_ddp(p->has_ddp, &p->ddp, p->seg, p->seg_rc, p->ulpdu_len);
+    if (p->in_doubt)
+        printf(" (not decoded: framing in doubt after a bad CRC)");
+    else
+        print_ddp(p->has_ddp, &p->ddp, p->seg, p->seg_rc, p->ulpdu_len);
     if (g.verbose) {
         printf(" (frame %llu) pad=%u markers=%u crc_field=0x%08x", (unsigned long long)p->tag,
                p->pad_len, p->markers, p->crc_field);
@@ -243,9 +250,23 @@ static void print_fpdu(const struct conn *c, const struct iwarp_mpa_stream_pdu *
     putchar('\n');
 }
 
+/* The start of an FPDU the receiver's reset cut short: listed, not judged. */
+static void print_cut(const struct conn *c, const struct iwarp_mpa_stream_pdu *p)
+{
+    printf("s%u %s #%-4llu FPDU cut after %u octets", c->id, dir_label(c, p->side),
+           (unsigned long long)p->index, p->cut_octets);
+    if (p->cut_len_known)
+        printf(" (ulpdu=%u)", p->ulpdu_len);
+    printf(": the receiver reset the connection; not judged\n");
+}
+
 static void on_pdu(void *ctx, const struct iwarp_mpa_stream_pdu *p)
 {
     const struct conn *c = ctx;
+    if (p->kind == IWARP_MS_PDU_CUT) {
+        print_cut(c, p);
+        return;
+    }
     g.pdus++;
     if (p->kind == IWARP_MS_PDU_FPDU)
         print_fpdu(c, p);
@@ -361,6 +382,8 @@ static void tcp_packet(const struct iwarp_pcap_packet *pk)
         return;
     }
     c->cur_frame = pk->index;
+    if (pkt->tcp_flags & IWARP_PKT_TCP_RST)
+        iwarp_mpa_stream_reset(&c->ms, side);
     uint32_t seq = pkt->seq;
     if (pkt->tcp_flags & IWARP_PKT_TCP_SYN) {
         iwarp_tcp_reasm_syn(&c->rs[side], seq);
