@@ -419,7 +419,7 @@ static void send_segment(struct demo *d, struct peer *from, uint8_t *hdr, size_t
     if (damage && d->o.corrupt == CORRUPT_MARKER)
         scratch.markers[0][3] ^= 0x04;
     d->fpdus++;
-    /* One FPDU = one TCP segment: Wireshark locates markers from segment starts. */
+    /* One FPDU = one TCP segment, as a stack sends them (RFC 5044 §4.5: an FPDU fits the EMSS). */
     if (d->w && iwarp_pcap_tcp_send(&d->tcp, from->side, out, (size_t)niov, 0) < 0) {
         fprintf(stderr, "demo: pcap: %s\n", iwarp_pcap_writer_errtext(d->w));
         exit(1);
