@@ -48,7 +48,9 @@ static uint64_t clock_ns(clockid_t id)
 static uint64_t wall_of(uint64_t mono_ns)
 {
     uint64_t real = clock_ns(CLOCK_REALTIME), mono = clock_ns(CLOCK_MONOTONIC);
-    if (mono_ns > mono) /* from the future: take it as now */
+    /* 0: not known (llp_sctp had no time yet: an INIT sent before its first poll); from the
+     * future: either way, now */
+    if (mono_ns == 0 || mono_ns > mono)
         mono_ns = mono;
     uint64_t ago = mono - mono_ns;
     return real > ago ? real - ago : 0;

@@ -33,9 +33,9 @@
  *   local, peer - the UDP socket's own and the remote address: AF_INET or AF_INET6, the same
  *                 family (as the capture hook hands them out).
  *   pkt/len     - the SCTP packet (the UDP payload).
- *   now_ns      - when it was seen, CLOCK_MONOTONIC in ns (what the capture hook passes). The
- *                 record gets the wall-clock time of that moment, never earlier than the file's
- *                 previous record (the file is shared).
+ *   now_ns      - when it was seen, CLOCK_MONOTONIC in ns (what the capture hook passes; 0:
+ *                 not known, taken as now). The record gets the wall-clock time of that moment,
+ *                 never earlier than the file's previous record (the file is shared).
  * Takes the sink lock (lock order: the owner's lock, then the sink's).
  * Ownership: everything is copied; nothing is kept.
  * Returns 0 (written); IWARP_TRACE_SCTP_STOPPED (nothing written: recording stopped at the bound

@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
-# DDP over SCTP through the whole library, judged on the wire: `iwarp ping --transport sctp`
-# (rping's protocol: Send, RDMA Read, RDMA Write, Send per ping, then both Stream Session
-# Terminates) recorded by the client's packet trace (IWARP_PCAP: each SCTP packet as its UDP
-# datagram), then judged by the wire checker (check.sh --sctp-udp: zero errors) and by
-# `iwarp dump` (zero errors), which must agree. 64-octet pings keep every DATA chunk in its
-# own packet: the checker maps DATA chunk fields to DDP segments per packet and misreads two
-# chunks bundled into one packet (see docs/design.md §9).
+# DDP over SCTP through the whole library, judged on the wire. Each capture is the library's own
+# packet trace (each SCTP packet as its UDP datagram) and must be clean for the wire checker
+# (check.sh --sctp-udp: zero errors) and for `iwarp dump` (zero errors, zero warnings), the two
+# counting the same PDUs:
+#   ping   `iwarp ping --transport sctp`, 20 pings of 65535 octets (rping's protocol: Send, RDMA
+#          Read, RDMA Write, Send per ping, each message in many segments, then both Stream
+#          Session Terminates): the exact message counts;
+#   sends  `iwarp perf --op send` with 8 QPs as 8 streams of one association, 128 small Sends
+#          in flight each, busy-polled: usrsctp bundles DATA chunks of several streams into one
+#          packet (asserted: over 100 such packets), so MSNs and DDP-SSNs are judged per stream;
+#   writes, reads  64 KiB RDMA Writes (16 in flight) and Reads (8 in flight): long runs of
+#          full-size segments and multi-segment Read Responses.
 #   sctp_judge.sh IWARP_BIN CHECK_SH
 set -u
 BIN=$1
@@ -14,32 +19,76 @@ W=$(mktemp -d)
 SRV=
 trap '[ -n "$SRV" ] && kill "$SRV" 2>/dev/null; rm -rf "$W"' EXIT
 command -v tshark >/dev/null || { echo "FAIL: tshark is not installed"; exit 1; }
+rc=0
+fail() { echo "FAIL: $*"; rc=1; }
+
+# judge NAME PCAP UDPPORT: both judges on one capture; the listings stay in $W/NAME.*
+judge() {
+    local name=$1 pcap=$2 port=$3 jp dp
+    bash "$CHECK" -q --sctp-udp "$port" "$pcap" >"$W/$name.judge" 2>&1
+    if ! grep -q '^RESULT: PASS' "$W/$name.judge" || ! grep -q 'errors=0 ' "$W/$name.judge"; then
+        fail "$name: check.sh:"
+        grep -E 'ERROR|SUMMARY|RESULT' "$W/$name.judge" | head -20
+    fi
+    "$BIN" dump "$pcap" >"$W/$name.dump" 2>&1
+    if ! grep -q 'errors=0 warnings=0 sctp_associations=1 ddp=1' "$W/$name.dump" ||
+        ! grep -q '^RESULT: PASS' "$W/$name.dump"; then
+        fail "$name: iwarp dump:"
+        grep -E 'ERROR|WARN' "$W/$name.dump" | head -10
+        tail -n 2 "$W/$name.dump"
+    fi
+    jp=$(grep -o 'iwarp_pdus=[0-9]*' "$W/$name.judge" | grep -o '[0-9]*')
+    dp=$(grep -o ' pdus=[0-9]*' "$W/$name.dump" | grep -o '[0-9]*')
+    [ -n "$jp" ] && [ "$jp" = "$dp" ] || fail "$name: check.sh saw ${jp:-no} PDUs, iwarp dump ${dp:-no}"
+    echo "$name: $(grep '^SUMMARY: rdmap' "$W/$name.judge" | sed 's/SUMMARY: //'); ${jp:-?} PDUs"
+}
+
+# ping: our server and client on a fixed UDP port
 PORT=$((20000 + RANDOM % 20000))
-"$BIN" ping -s -a 127.0.0.1 -p "$PORT" --transport sctp -S 64 >"$W/srv.log" 2>&1 &
+"$BIN" ping -s -a 127.0.0.1 -p "$PORT" --transport sctp -S 65535 >"$W/srv.log" 2>&1 &
 SRV=$!
 for _ in $(seq 100); do
     grep -q '^listening on' "$W/srv.log" 2>/dev/null && break
     sleep 0.05
 done
-IWARP_PCAP="$W/c.pcap" timeout 60 "$BIN" ping -c -a 127.0.0.1 -p "$PORT" --transport sctp \
-    -C 20 -S 64 -V >"$W/cli.log" 2>&1 || { echo "FAIL: client: $(tail -n 3 "$W/cli.log")"; exit 1; }
-timeout 20 tail --pid="$SRV" -f /dev/null
-wait "$SRV" || { echo "FAIL: server: $(tail -n 3 "$W/srv.log")"; exit 1; }
-SRV=
-rc=0
-bash "$CHECK" -q --sctp-udp "$PORT" "$W/c.pcap" >"$W/judge.txt" 2>&1
-if ! grep -q '^RESULT: PASS' "$W/judge.txt" || ! grep -q 'errors=0 ' "$W/judge.txt"; then
-    echo "FAIL: check.sh:"; grep -E 'ERROR|SUMMARY|RESULT' "$W/judge.txt" | head -20; rc=1
+if IWARP_PCAP="$W/ping.pcap" timeout 60 "$BIN" ping -c -a 127.0.0.1 -p "$PORT" \
+    --transport sctp -C 20 -S 65535 -V >"$W/cli.log" 2>&1; then
+    timeout 20 tail --pid="$SRV" -f /dev/null
+    wait "$SRV" || fail "ping server: $(tail -n 3 "$W/srv.log")"
+    SRV=
+    judge ping "$W/ping.pcap" "$PORT"
+    # 20 pings: 20 Read Requests, 80 Sends, and the Read Responses and Writes of 65535 octets
+    # in 47 segments each (1410 octets at MTU 1500); session Initiate/Accept and both Terminates
+    grep -q 'ReadReq=20, ReadResp=940, Send=80, Write=940' "$W/ping.judge" ||
+        fail "ping: unexpected messages: $(grep rdmap_messages "$W/ping.judge")"
+    grep -q 'sctp-ctl=4' "$W/ping.judge" || fail "ping: not 4 session control chunks"
+else
+    fail "ping client: $(tail -n 3 "$W/cli.log")"
 fi
-# 20 pings: 20 Read Requests and Responses, 20 Writes, 80 Sends; session Initiate/Accept and
-# both Terminates
-grep -q 'ReadReq=20, ReadResp=20, Send=80, Write=20' "$W/judge.txt" ||
-    { echo "FAIL: unexpected messages: $(grep rdmap_messages "$W/judge.txt")"; rc=1; }
-grep -q 'sctp-ctl=4' "$W/judge.txt" || { echo "FAIL: not 4 session control chunks"; rc=1; }
-"$BIN" dump "$W/c.pcap" >"$W/dump.txt" 2>&1
-if ! grep -q 'errors=0 warnings=0 sctp_associations=1' "$W/dump.txt" ||
-    ! grep -q '^RESULT: PASS' "$W/dump.txt"; then
-    echo "FAIL: iwarp dump:"; tail -n 5 "$W/dump.txt"; rc=1
+
+# perf NAME PERF-OPTIONS...: a loopback run (server and client in one process) traced; its UDP
+# port is the first packet's destination.
+perf() {
+    local name=$1 port
+    shift
+    timeout 120 "$BIN" perf --transport sctp --verify --trace "$W/$name.pcap" "$@" \
+        >"$W/$name.log" 2>&1 || { fail "$name: iwarp perf $*: $(tail -n 3 "$W/$name.log")"; return 1; }
+    port=$(tshark -r "$W/$name.pcap" -T fields -e udp.dstport -c 1 2>/dev/null)
+    judge "$name" "$W/$name.pcap" "$port"
+    PERF_PORT=$port
+}
+
+if perf sends --op send -s 64 --qps 8 --qd 128 -n 3000 --busy-poll; then
+    bundled=$(tshark -r "$W/sends.pcap" -d "udp.port==$PERF_PORT,sctp" -T fields \
+        -e sctp.chunk_type 2>/dev/null | grep -c '^0,0')
+    echo "sends: $bundled packets carry more than one DATA chunk"
+    [ "$bundled" -gt 100 ] || fail "sends: only $bundled packets with bundled DATA chunks"
+    n=$(grep -o 'Send=[0-9]*' "$W/sends.judge" | grep -o '[0-9]*')
+    [ "${n:-0}" -ge 24000 ] || fail "sends: ${n:-no} Sends judged, 8 x 3000 posted"
 fi
-[ $rc = 0 ] && echo "PASS: the client's SCTP capture is clean for check.sh and iwarp dump"
+perf writes --op write -s 65536 --qd 16 -n 200 &&
+    { grep -qE 'Write=([0-9]{4,})' "$W/writes.judge" || fail "writes: too few Write segments"; }
+perf reads --op read -s 65536 --qd 8 -n 50 &&
+    { grep -q 'ReadReq=50,' "$W/reads.judge" || fail "reads: not 50 Read Requests"; }
+[ $rc = 0 ] && echo "PASS: every SCTP capture is clean for check.sh and iwarp dump"
 exit $rc

@@ -274,6 +274,32 @@ TEST(packets_read_back_with_every_field)
     unlink(path);
 }
 
+/* now_ns 0 (llp_sctp before its first poll: the INIT of a connect) is stamped as now, not as the
+ * wall-clock time of the monotonic clock's zero (the boot). */
+TEST(an_unknown_time_is_stamped_now)
+{
+    char path[64];
+    tmp_path(path, sizeof path);
+    struct iwarp_trace_sink *s = NULL;
+    ASSERT_EQ(iwarp_trace_sink_open(&s, path, 0, NULL, 0), 0);
+    struct sockaddr_in l4 = v4("127.0.0.1", 40001), p4 = v4("127.0.0.2", 9899);
+    uint8_t *pl = pattern(48, 1);
+    uint64_t lo = clock_ns(CLOCK_REALTIME);
+    ASSERT_EQ(iwarp_trace_sctp_pkt(s, true, (const struct sockaddr *)&l4,
+                                   (const struct sockaddr *)&p4, pl, 48, 0),
+              0);
+    uint64_t hi = clock_ns(CLOCK_REALTIME);
+    free(pl);
+    ASSERT_EQ(iwarp_trace_sink_release(s), 0);
+    struct iwarp_pcap_reader *r = open_reader(path);
+    struct iwarp_pcap_packet pk;
+    ASSERT_EQ(iwarp_pcap_reader_next(r, &pk), 0);
+    ASSERT_TRUE(pk.ts_ns + 1000000u >= lo); /* pcap keeps microseconds */
+    ASSERT_TRUE(pk.ts_ns <= hi);
+    iwarp_pcap_reader_close(r);
+    unlink(path);
+}
+
 TEST(argument_errors_write_nothing)
 {
     char path[64];
