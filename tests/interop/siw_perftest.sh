@@ -18,12 +18,11 @@
 #     property of the connection, not a deviation;
 #   - in siw's direction only, SIW_KNOWN: [pad] (siw's non-zero PAD octets, see SIW_KNOWN below).
 #     Add a category only with a reason.
-# The judge's lost-sync weakness on long runs is worked around in judge_lib.sh (mpa_walk.py).
 # One abrupt ending is expected: perftest's ib_write_bw server destroys its QP once the final
 # report has come in on the other connection, and siw then resets the data connection while
 # our last RDMA Writes may still be on the way (a Write completes at its source when TCP has
-# it, RFC 5040 §5.1; on siw too). The judge reports that cut-off FPDU as [undissected]; the
-# walk accepts it only when the guest sent a RST and the cut FPDU's header is well-formed.
+# it, RFC 5040 §5.1; on siw too). The judge lists that FPDU as cut by the receiver's reset, not
+# as a finding (it still checks that the cut FPDU's header is well-formed).
 # Not run: g2h ib_write_lat. perftest's ib_write_lat makes its SERVER (the MPA Responder) send
 # the first FPDU, which RFC 5044 §7.1.2 forbids before the Initiator's first FPDU has arrived
 # (RFC 6581's RTR would solve it; siw sends none without peer-to-peer). siw does not enforce the
