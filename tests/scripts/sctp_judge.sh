@@ -11,14 +11,15 @@
 #          packet (asserted: over 100 such packets), so MSNs and DDP-SSNs are judged per stream;
 #   writes, reads  64 KiB RDMA Writes (16 in flight) and Reads (8 in flight): long runs of
 #          full-size segments and multi-segment Read Responses.
-#   sctp_judge.sh IWARP_BIN CHECK_SH
+#   sctp_judge.sh IWARP_BIN CHECK_SH     (exit 77, SKIP, without tshark or the checker)
 set -u
 BIN=$1
 CHECK=$2
 W=$(mktemp -d)
 SRV=
 trap '[ -n "$SRV" ] && kill "$SRV" 2>/dev/null; rm -rf "$W"' EXIT
-command -v tshark >/dev/null || { echo "FAIL: tshark is not installed"; exit 1; }
+command -v tshark >/dev/null || { echo "SKIP: tshark is not installed (scripts/install-deps.sh installs it)"; exit 77; }
+[ -x "$CHECK" ] || { echo "SKIP: $CHECK not found (the shared folder must sit beside the checkout)"; exit 77; }
 rc=0
 fail() { echo "FAIL: $*"; rc=1; }
 
