@@ -276,14 +276,20 @@ TEST(a_second_bad_crc_in_a_row_is_listed_in_doubt_and_a_good_one_ends_the_doubt)
     ASSERT_EQ(errors(&c.seen), 3);
 }
 
+/* The initiator's n Sends (MSN 1..n), every one with a CRC of kind crc, then the end. */
+static void sends_with(struct conn *c, uint32_t n, enum crc_kind crc)
+{
+    start(c);
+    uint8_t b[256];
+    for (uint32_t m = 1; m <= n; m++)
+        feed(c, INIT, b, send_fpdu(b, m, 20, crc));
+    iwarp_mpa_stream_finish(&c->ms);
+}
+
 TEST(three_bad_crcs_in_a_row_lose_the_framing_once)
 {
     struct conn c;
-    start(&c);
-    uint8_t b[256];
-    for (uint32_t m = 1; m <= 5; m++)
-        feed(&c, INIT, b, send_fpdu(b, m, 20, CRC_WRONG));
-    iwarp_mpa_stream_finish(&c.ms);
+    sends_with(&c, 5, CRC_WRONG);
     ASSERT_EQ(c.seen.npdu, 5); /* frames, then three FPDUs: nothing after the loss */
     ASSERT_EQ(count(&c.seen, IWARP_MS_BAD_CRC, true), 3);
     ASSERT_EQ(count(&c.seen, IWARP_MS_UNDISSECTED, true), 1);
@@ -293,19 +299,16 @@ TEST(three_bad_crcs_in_a_row_lose_the_framing_once)
 TEST(byte_swapped_crcs_keep_the_framing)
 {
     struct conn c;
-    start(&c);
-    uint8_t b[256];
-    for (uint32_t m = 1; m <= 4; m++)
-        feed(&c, INIT, b, send_fpdu(b, m, 20, CRC_SWAPPED));
-    iwarp_mpa_stream_finish(&c.ms);
+    sends_with(&c, 4, CRC_SWAPPED);
     ASSERT_EQ(c.seen.npdu, 6);
     for (unsigned i = 2; i < 6; i++) {
-        ASSERT_TRUE(c.seen.pdu[i].crc_swapped);
-        ASSERT_FALSE(c.seen.pdu[i].in_doubt);
-        ASSERT_EQ_U(c.seen.pdu[i].crc_field, (c.seen.pdu[i].crc_want >> 24) |
-                                                 (c.seen.pdu[i].crc_want << 24) |
-                                                 ((c.seen.pdu[i].crc_want >> 8) & 0xff00u) |
-                                                 ((c.seen.pdu[i].crc_want << 8) & 0xff0000u));
+        const struct iwarp_mpa_stream_pdu *p = &c.seen.pdu[i];
+        ASSERT_TRUE(p->crc_swapped);
+        ASSERT_FALSE(p->in_doubt);
+        uint8_t field[4], want[4];
+        iwarp_store_le32(field, p->crc_field);
+        iwarp_store_be32(want, p->crc_want); /* the value's octets, most significant first */
+        ASSERT_MEM_EQ(field, want, 4);
     }
     ASSERT_EQ(count(&c.seen, IWARP_MS_BAD_CRC, true), 4);
     ASSERT_EQ(errors(&c.seen), 4);
