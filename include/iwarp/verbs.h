@@ -160,7 +160,7 @@ IWARP_EXTERN int iwarp_reg_mr(struct iwarp_pd *pd, void *addr, size_t length, in
 /* IWARP_ERR_BUSY while memory windows are bound to it. */
 IWARP_EXTERN int iwarp_dereg_mr(struct iwarp_mr *mr);
 
-/* Allocate an STag with no memory behind it (seed 001 §5.2 "allocate STag"); it becomes a
+/* Allocate an STag with no memory behind it (the RDMA verbs' "Allocate STag"); it becomes a
  * region through an IWARP_WR_REG_MR work request (fast registration). */
 IWARP_EXTERN int iwarp_alloc_mr(struct iwarp_pd *pd, struct iwarp_mr **mr);
 
@@ -318,7 +318,7 @@ IWARP_EXTERN int iwarp_get_cq_event(struct iwarp_comp_channel *channel, struct i
                                     void **cq_context);
 IWARP_EXTERN void iwarp_ack_cq_events(struct iwarp_cq *cq, unsigned int nevents);
 
-/* Wait up to timeout_ms (-1: forever) until the CQ has a completion (seed 001 §5.4 "wait with
+/* Wait up to timeout_ms (-1: forever) until the CQ has a completion (a "wait with
  * timeout"). Independent of iwarp_req_notify_cq: it neither consumes nor creates completion-
  * channel events. Returns 0 when the CQ has completions to poll, IWARP_ERR_TIMEDOUT otherwise. */
 IWARP_EXTERN int iwarp_cq_wait(struct iwarp_cq *cq, int timeout_ms);
@@ -345,7 +345,7 @@ struct iwarp_qp_init_attr {
     int sq_sig_all;
 };
 
-/* QP states, libibverbs numbering; the iWARP stream states of seed 001 §6 map onto them:
+/* QP states, libibverbs numbering; the iWARP stream states map onto them:
  * IDLE = INIT/RTR, RUNNING = RTS, TERMINATING = SQE (Terminate sent or received),
  * CLOSING = SQD (graceful disconnect), ERROR/CLOSED = ERR. */
 enum iwarp_qp_state {
@@ -408,7 +408,7 @@ enum iwarp_wr_opcode {
     IWARP_WR_SEND_WITH_INV = 9,
     IWARP_WR_TSO = 10,
     IWARP_WR_DRIVER1 = 11,
-    /* libiwarp: fast-register an STag from iwarp_alloc_mr (seed 001 §5.2; IB_WR_REG_MR). */
+    /* libiwarp: fast-register an STag from iwarp_alloc_mr (libibverbs: IB_WR_REG_MR). */
     IWARP_WR_REG_MR = 12,
 };
 
