@@ -331,6 +331,14 @@ static void rtr_rule(struct iwarp_mpa_stream *s, unsigned side,
                rtr_names(s->rtr_offered, offered, sizeof offered), op_name(op), payload);
 }
 
+/* The direction stops being decodable: the rest is counted as raw octets. */
+static void to_raw(struct iwarp_mpa_stream_dir *d)
+{
+    d->raw += d->partial;
+    d->partial = 0;
+    d->phase = PH_RAW;
+}
+
 /* The direction's framing is lost: says why once, and nothing more of it is decoded. The other
  * side's Read Responses are then not judged (their Requests may be in what is lost). */
 static void framing_lost(struct iwarp_mpa_stream *s, unsigned side, uint64_t index, const char *why)
@@ -338,6 +346,7 @@ static void framing_lost(struct iwarp_mpa_stream *s, unsigned side, uint64_t ind
     report(s, side, index, true, IWARP_MS_UNDISSECTED,
            "MPA framing lost: %s; the rest of this direction is not decoded", why);
     s->d[side].raw_reported = true;
+    to_raw(&s->d[side]);
     iwarp_ddp_judge_lost(&s->judge, side);
 }
 
@@ -347,8 +356,8 @@ static uint32_t bswap32(uint32_t v)
 }
 
 /* A complete FPDU of side (its ULPDU staged in d->ulpdu). crc_want: the CRC32C it should carry
- * (when crc is IWARP_MS_CRC_BAD). Returns false when the direction's framing is now lost. */
-static bool fpdu_done(struct iwarp_mpa_stream *s, unsigned side, uint32_t ulpdu_len,
+ * (when crc is IWARP_MS_CRC_BAD). The direction leaves PH_FPDU when its framing is now lost. */
+static void fpdu_done(struct iwarp_mpa_stream *s, unsigned side, uint32_t ulpdu_len,
                       enum iwarp_mpa_stream_crc crc, uint32_t crc_want, bool marker_bad)
 {
     struct iwarp_mpa_stream_dir *d = &s->d[side];
@@ -392,10 +401,10 @@ static bool fpdu_done(struct iwarp_mpa_stream *s, unsigned side, uint32_t ulpdu_
                        : "");
     if (d->bad_run >= 3u) {
         framing_lost(s, side, p.index, "3 FPDUs in a row with a bad CRC (a wrong ULPDU_Length?)");
-        return false;
+        return;
     }
     if (doubt) /* delimited by a length that may be garbage: nothing in it is judged */
-        return true;
+        return;
     if (marker_bad) /* RFC 5044 §4.3, §8 code 3 */
         report(s, side, p.index, true, IWARP_MS_MARKER,
                "a marker's FPDUPTR does not point at this FPDU's ULPDU_Length (RFC 5044 §4.3)");
@@ -412,15 +421,6 @@ static bool fpdu_done(struct iwarp_mpa_stream *s, unsigned side, uint32_t ulpdu_
     if (js.has_ddp && first && from_init(s, side) && s->p2p)
         rtr_rule(s, side, &p);
     iwarp_ddp_judge_segment(&s->judge, side, p.index, &js);
-    return true;
-}
-
-/* The direction stops being decodable: the rest is counted as raw octets. */
-static void to_raw(struct iwarp_mpa_stream_dir *d)
-{
-    d->raw += d->partial;
-    d->partial = 0;
-    d->phase = PH_RAW;
 }
 
 /* The current FPDU is over (complete or failed): the next one starts from scratch. */
@@ -483,14 +483,12 @@ static size_t fpdu_feed(struct iwarp_mpa_stream *s, unsigned side, const uint8_t
             /* The FPDU is delimited: report it and restart after it. */
             d->pos += (uint32_t)k;
             uint32_t want = iwarp_mpa_rx_crc_expected(&d->rx);
-            bool framed = fpdu_done(s, side, w.ulpdu_len,
-                                    r == IWARP_ERR_FPDU_CRC ? IWARP_MS_CRC_BAD : IWARP_MS_CRC_GOOD,
-                                    want, r == IWARP_ERR_FPDU_MARKER);
+            fpdu_done(s, side, w.ulpdu_len,
+                      r == IWARP_ERR_FPDU_CRC ? IWARP_MS_CRC_BAD : IWARP_MS_CRC_GOOD, want,
+                      r == IWARP_ERR_FPDU_MARKER);
             fpdu_reset(d);
-            if (framed)
+            if (d->phase == PH_FPDU) /* still framed: restart after the failed FPDU */
                 start_fpdus(s, side);
-            else
-                d->phase = PH_RAW;
             continue;
         }
         k = (size_t)r;
@@ -502,8 +500,8 @@ static size_t fpdu_feed(struct iwarp_mpa_stream *s, unsigned side, const uint8_t
         d->partial += (uint32_t)k;
         used += k;
         if (ev.kind == IWARP_MPA_RX_EV_FPDU) {
-            (void)fpdu_done(s, side, ev.ulpdu_len,
-                            ev.crc_checked ? IWARP_MS_CRC_GOOD : IWARP_MS_CRC_NONE, 0, false);
+            fpdu_done(s, side, ev.ulpdu_len, ev.crc_checked ? IWARP_MS_CRC_GOOD : IWARP_MS_CRC_NONE,
+                      0, false);
             fpdu_reset(d);
         }
     }

@@ -82,7 +82,7 @@ check_lines() { # LOG WHO PREFIX COUNT SIZE
 run() {
     local dir=$1 count=$2 size=$3 crc=$4 gv=$5
     local name="$dir-${count}x$size-crc-$crc" port=$((PORT++))
-    local d="$W/$name" copt=() vopt=() ov=no ovopt=() t=$SECONDS problems
+    local d="$W/$name" copt=() vopt=() ov=no ovopt=() t=$SECONDS
     # shellcheck disable=SC2053 # SIW_RPING_ONLY is a glob
     [[ -z "${SIW_RPING_ONLY:-}" || "$name" == $SIW_RPING_ONLY ]] || return 0
     mkdir -p "$d/share"
@@ -120,8 +120,7 @@ run() {
     # The verdict (the data checks and the wire judge, minutes for the 65535-octet captures)
     # runs beside the next guest: one at a time, the guest and it each on a core of their own.
     wait_verdict
-    verdict "$d" "$name" "$t" "$ours" "$guest" "$count" "$size" "$gv" "$ov" "$side" "$prefix" \
-        "$oprefix" "$port" "$crc" >"$d/verdict" 2>&1 &
+    verdict >"$d/verdict" 2>&1 &
     VERDICT=$!
     KIDS+=("$VERDICT")
     NAMES+=("$name")
@@ -130,10 +129,11 @@ run() {
 VERDICT= NAMES=()
 wait_verdict() { [ -z "$VERDICT" ] || wait "$VERDICT"; VERDICT=; }
 
-# The checks of one run, done; prints PASS or FAIL with the problems (into DIR/verdict).
-verdict() { # DIR NAME T0 OURS GUEST COUNT SIZE GV OV SIDE PREFIX OPREFIX PORT CRC
-    local d=$1 name=$2 t=$3 ours=$4 guest=$5 count=$6 size=$7 gv=$8 ov=$9 side=${10}
-    local prefix=${11} oprefix=${12} port=${13} crc=${14} problems j0 js
+# The checks of one run, done; prints PASS or FAIL with the problems. Called by run() only: it
+# reads run()'s locals (d, name, t, ours, guest, count, size, gv, ov, side, prefix, oprefix,
+# port, crc), which bash's dynamic scope hands to it (and to its background subshell).
+verdict() {
+    local problems j0 js
     problems=$(
         [ "$ours" = 0 ] || echo "    iwarp ping exit $ours: $(grep -E '^iwarp ping' "$d/ours.log" | tail -n 3)"
         grep -q ": $count pings of $size octets done" "$d/ours.log" ||
