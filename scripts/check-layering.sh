@@ -37,5 +37,22 @@ for f in $(find src -name '*.[ch]' | sort); do
     echo "layering: $f calls malloc/free directly in a sans-I/O layer"; fail=1
   fi
 done
+# The transport seam (docs/design.md §2): above src/llp, only a file that implements a CM
+# transport (defines a `const struct cm_transport`) may include an LLP header, and only the CM's
+# transport_for() in src/api/cm.c may test a port space (IWARP_PS_*).
+for f in $(find src -name '*.[ch]' ! -path 'src/llp/*' | sort); do
+  if grep -qE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"llp/' "$f" &&
+     ! grep -qE '^const struct cm_transport [a-z_]+ = ' "$f"; then
+    echo "layering: $f includes an LLP header but is not a CM transport"; fail=1
+  fi
+  # lines naming a port space, outside transport_for()'s body in src/api/cm.c
+  bad=$(awk -v f="$f" '
+    f == "src/api/cm.c" && /^static int transport_for\(/ { inside = 1 }
+    inside && /^}/ { inside = 0; next }
+    !inside && /IWARP_PS_(TCP|SCTP)/ && !/^[[:space:]]*(\/\*|\*)/ { print FNR }' "$f")
+  if [ -n "$bad" ]; then
+    echo "layering: $f:$(echo $bad | tr ' ' ,) tests a port space outside the CM's transport_for()"; fail=1
+  fi
+done
 if [ "$fail" = 0 ]; then echo "layering: OK ($(find src -name '*.[ch]' | wc -l) files)"; fi
 exit $fail

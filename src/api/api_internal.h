@@ -32,6 +32,7 @@
 #define IWARP_API_ASYNC_MAX 1024u
 
 struct iwarp_cm_channel; /* cm.c */
+struct cm_transport;     /* cm_internal.h */
 struct cm_sctp_ctx;      /* cm_sctp.c */
 struct iwarp_trace_sink; /* trace/trace_sink.h */
 
@@ -54,6 +55,9 @@ struct iwarp_ctx {
     /* the STag table's random words, drawn from attr.rng in batches (lock held) */
     uint32_t rng_pool[IWARP_API_RNG_POOL];
     uint32_t rng_left;
+    /* the CM's transports (cm_internal.h), installed at create; cm_sctp NULL when the
+     * library was built without usrsctp */
+    const struct cm_transport *cm_tcp, *cm_sctp;
     /* DDP over SCTP: the context's endpoints and associations (cm_sctp.c), or NULL */
     struct cm_sctp_ctx *sctp;
 };
@@ -97,13 +101,11 @@ struct iwarp_srq {
 
 struct iwarp_qp_impl;
 
-/* How a connected QP reaches its transport (set by the CM when it attaches a connection). */
+/* How a connected QP reaches its transport (set while a transport carries it). */
 struct iwarp_qp_llp {
-    void *conn;                                   /* the transport's connection */
-    void (*kick)(struct iwarp_qp_impl *qp);       /* new TX work: send what can be sent now */
-    void (*disconnect)(struct iwarp_qp_impl *qp); /* graceful close requested */
-    /* abortive close (modify to ERR, destroy): when it returns, the transport no longer
-     * references the QP and llp is cleared */
+    void (*kick)(struct iwarp_qp_impl *qp); /* new TX work: send what can be sent now */
+    /* abortive close (modify to ERR): when it returns, the transport no longer references the
+     * QP and llp is cleared */
     void (*abort)(struct iwarp_qp_impl *qp);
 };
 
@@ -114,8 +116,11 @@ struct iwarp_qp_impl {
     struct iwarp_qp_llp llp;
     struct iwarp_qp_cap cap;
     void *cm_id; /* the CM id that owns the connection, or NULL */
+    /* iwarp_destroy_qp of a QP a CM id owns: the id lets go of it first (cm.c), or NULL */
+    void (*cm_release)(struct iwarp_qp_impl *qp);
     /* A DDP-level QP (iwarp/ddp.h, api/ddp.c): its engine, used instead of core; else NULL */
     struct iwarp_core_ddp *ddp;
+    void (*ddp_free)(struct iwarp_qp_impl *qp); /* frees ddp and its memory (ddp.c) */
 };
 
 static inline struct iwarp_qp_impl *iwarp_api_qp(struct iwarp_qp *qp)
@@ -137,13 +142,6 @@ void iwarp_api_async_push_locked(struct iwarp_ctx *ctx, const struct iwarp_async
 /* iwarp_destroy_qp: drop the queued events that name qp (lock held); nobody may be handed a
  * pointer to a freed QP. */
 void iwarp_api_async_drop_qp_locked(struct iwarp_ctx *ctx, const struct iwarp_qp *qp);
-
-/* iwarp_destroy_qp of a QP a CM id owns (lock held, after llp.abort): the id lets go of it,
- * as if iwarp_cm_destroy_qp had been called (cm.c). */
-void iwarp_api_cm_qp_destroyed(struct iwarp_qp_impl *qp);
-
-/* Free a DDP-level QP's engine and its memory (ddp.c); nothing for a verbs QP. */
-void iwarp_api_ddp_free(struct iwarp_qp_impl *q);
 
 /* Give a CM id its QP as iwarp_cm_create_qp does (cm.c; takes the lock). IWARP_ERR_BUSY when
  * the id has one. */

@@ -1,6 +1,6 @@
 /*
- * The connection manager over SCTP (IWARP_PS_SCTP): DDP streams (QPs) as sessions on the SCTP
- * streams of associations (RFC 5043), run by llp_assoc, carried by llp_sctp (usrsctp).
+ * The CM's SCTP transport (struct cm_transport): DDP streams (QPs) as sessions on
+ * the SCTP streams of associations (RFC 5043), run by llp_assoc, carried by llp_sctp (usrsctp).
  *
  * Who drives usrsctp: its stack, timers and callbacks are process-wide, so one process-wide
  * mutex (dom_lock) is the owner lock of llp_sctp for every context. A context's progress loop
@@ -35,56 +35,11 @@
 #include "api/cm_internal.h"
 #include "iwarp/errors.h"
 
-#ifndef IWARP_HAVE_SCTP
-
-int iwarp_api_sctp_listen(struct cm_id *id, int backlog)
-{
-    (void)id, (void)backlog;
-    return IWARP_ERR_NOTSUP;
-}
-void iwarp_api_sctp_listen_close(struct cm_id *id)
-{
-    (void)id;
-}
-int iwarp_api_sctp_connect(struct cm_id *id, const struct iwarp_conn_param *param)
-{
-    (void)id, (void)param;
-    return IWARP_ERR_NOTSUP;
-}
-int iwarp_api_sctp_accept(struct cm_id *id, const struct iwarp_conn_param *param)
-{
-    (void)id, (void)param;
-    return IWARP_ERR_NOTSUP;
-}
-int iwarp_api_sctp_reject(struct cm_id *id, const void *pd, uint16_t pd_len)
-{
-    (void)id, (void)pd, (void)pd_len;
-    return IWARP_ERR_NOTSUP;
-}
-int iwarp_api_sctp_disconnect(struct cm_id *id)
-{
-    (void)id;
-    return IWARP_ERR_NOTSUP;
-}
-void iwarp_api_sctp_abort(struct cm_id *id, bool report)
-{
-    (void)id, (void)report;
-}
-void iwarp_api_sctp_free(struct cm_id *id)
-{
-    (void)id;
-}
-void iwarp_api_sctp_ctx_fini(struct iwarp_ctx *ctx)
-{
-    (void)ctx;
-}
-
-#else
-
 #include "llp/llp_assoc.h"
 #include "llp/llp_sctp.h"
-#include "llp/llp_tcp.h"
+#include "loop/loop.h"
 #include "trace/trace_sctp.h"
+#include "trace/trace_sink.h"
 
 #define SCTP_DEFAULT_STREAMS 16u
 /* A connect without iwarp_conn_param.timeout_ms gives up after this long (MPA's Reply wait). */
@@ -175,7 +130,7 @@ static void dom_leave(void)
 
 static struct cm_sctp_link *link_of(struct cm_id *id)
 {
-    return id->sctp;
+    return id->conn;
 }
 
 static void mark(struct cm_assoc *ca)
@@ -447,12 +402,12 @@ static uint64_t next_linger(struct cm_sctp_ctx *sc)
 {
     uint64_t t = UINT64_MAX;
     for (struct cm_assoc *ca = sc->assocs; ca; ca = ca->next) {
-        for (struct cm_id *w = ca->waiting; w; w = w->sctp->next_wait)
-            if (w->sctp->linger_deadline < t)
-                t = w->sctp->linger_deadline;
+        for (struct cm_id *w = ca->waiting; w; w = link_of(w)->next_wait)
+            if (link_of(w)->linger_deadline < t)
+                t = link_of(w)->linger_deadline;
         for (uint16_t i = 0; ca->ids && i < ca->nstreams; i++) {
-            if (ca->ids[i] && ca->ids[i]->sctp->linger_deadline < t)
-                t = ca->ids[i]->sctp->linger_deadline;
+            if (ca->ids[i] && link_of(ca->ids[i])->linger_deadline < t)
+                t = link_of(ca->ids[i])->linger_deadline;
             if (ca->ending_until[i] < t)
                 t = ca->ending_until[i];
         }
@@ -520,24 +475,6 @@ static void assoc_free(struct cm_assoc *ca, bool abortive)
     ep_unref(e);
 }
 
-static void qp_kick(struct iwarp_qp_impl *q);
-static void qp_disconnect(struct iwarp_qp_impl *q);
-static void qp_abort(struct iwarp_qp_impl *q);
-
-static void attach_hooks(struct cm_id *id)
-{
-    struct iwarp_qp_impl *q = iwarp_api_qp(id->pub.qp);
-    q->cm_id = id;
-    q->llp = (struct iwarp_qp_llp){
-        .conn = id->sctp, .kick = qp_kick, .disconnect = qp_disconnect, .abort = qp_abort};
-}
-
-static void detach_hooks(struct cm_id *id)
-{
-    if (id->pub.qp)
-        iwarp_api_qp(id->pub.qp)->llp = (struct iwarp_qp_llp){0};
-}
-
 /* The id's stream is over: let go of it (the stream is released by the association). */
 static void unlink_stream(struct cm_id *id)
 {
@@ -547,7 +484,7 @@ static void unlink_stream(struct cm_id *id)
         ca->ids[lk->sid] = NULL;
         mark(ca);
     } else if (ca) {
-        for (struct cm_id **p = &ca->waiting; *p; p = &(*p)->sctp->next_wait) {
+        for (struct cm_id **p = &ca->waiting; *p; p = &link_of(*p)->next_wait) {
             if (*p == id) {
                 *p = lk->next_wait;
                 break;
@@ -558,34 +495,24 @@ static void unlink_stream(struct cm_id *id)
     lk->ca = NULL;
     lk->sid = -1;
     lk->linger_deadline = UINT64_MAX;
-    detach_hooks(id);
+    iwarp_cm_unhook_qp(id);
 }
 
-static void active_failed(struct cm_id *id, int status)
+/* What the session exchange said, for the CM: the peer's side (an Initiate, a Reject), or
+ * the negotiated IRD/ORD (ours, ird and ord, when the peer's frames carried none). */
+static struct cm_setup setup_of(const struct iwarp_sess_result *r, bool peer, uint32_t ird,
+                                uint32_t ord)
 {
-    enum iwarp_cm_event_type type = IWARP_CM_EVENT_CONNECT_ERROR;
-    if (status == IWARP_ERR_UNREACHABLE || status == IWARP_ERR_TIMEDOUT)
-        type = IWARP_CM_EVENT_UNREACHABLE;
-    id->state = CM_CLOSED;
-    iwarp_api_cm_emit(id, true, type, status, NULL, NULL, 0);
-}
-
-/* The connection parameters reported with ESTABLISHED / CONNECT_REQUEST. */
-static void result_param(const struct iwarp_sess_result *r, bool request, uint32_t ird,
-                         uint32_t ord, struct iwarp_conn_param *p)
-{
-    memset(p, 0, sizeof *p);
-    if (request) {
-        /* librdmacm swaps the peer's IRD/ORD into our view (cm.h) */
-        p->responder_resources = iwarp_api_cm_ird_ord_report(r->peer_ord);
-        p->initiator_depth = iwarp_api_cm_ird_ord_report(r->peer_ird);
-        p->peer_to_peer = r->peer_p2p;
+    struct cm_setup s = {.pd = r->peer_pd, .pd_len = r->peer_pd_len};
+    if (peer) {
+        s.ird = r->peer_ird;
+        s.ord = r->peer_ord;
+        s.peer_to_peer = r->peer_p2p;
     } else {
-        p->responder_resources = iwarp_api_cm_ird_ord_report(
-            (uint16_t)(r->ird == IWARP_MPA_IRD_ORD_NONE ? ird : r->ird));
-        p->initiator_depth = iwarp_api_cm_ird_ord_report(
-            (uint16_t)(r->ord == IWARP_MPA_IRD_ORD_NONE ? ord : r->ord));
+        s.ird = (uint16_t)(r->ird == IWARP_MPA_IRD_ORD_NONE ? ird : r->ird);
+        s.ord = (uint16_t)(r->ord == IWARP_MPA_IRD_ORD_NONE ? ord : r->ord);
     }
+    return s;
 }
 
 /* A passive session was requested on stream sid: announce it on a new id. */
@@ -593,36 +520,23 @@ static void stream_request(struct cm_assoc *ca, uint16_t sid)
 {
     struct iwarp_ctx *ctx = ca->sc->ctx;
     struct cm_id *lid = ca->listen_id;
-    struct cm_id *id = lid ? iwarp_api_calloc(ctx, 1, sizeof *id) : NULL;
-    struct cm_sctp_link *lk = id ? iwarp_api_calloc(ctx, 1, sizeof *lk) : NULL;
-    if (!lk) {
-        iwarp_api_free(ctx, id);
+    struct cm_sctp_link *lk = lid ? iwarp_api_calloc(ctx, 1, sizeof *lk) : NULL;
+    struct cm_id *id = lk ? iwarp_cm_passive_id(lid) : NULL;
+    if (!id) {
+        iwarp_api_free(ctx, lk);
         /* §6.3/§6.4: nobody listens (or no memory): the session is refused */
         (void)iwarp_llp_assoc_reject(&ca->la, sid, NULL);
         return;
     }
-    id->pub = (struct iwarp_cm_id){.context = ctx,
-                                   .channel = lid->pub.channel,
-                                   .context_user = lid->pub.context_user,
-                                   .ps = IWARP_PS_SCTP};
-    id->ch = lid->ch;
-    id->passive = true;
-    id->listen_id = lid;
-    id->linger_deadline = UINT64_MAX;
-    id->sctp = lk;
+    id->conn = lk;
     lk->ca = ca;
     lk->sid = sid;
     lk->linger_deadline = UINT64_MAX;
     (void)iwarp_llp_sctp_ep_local(ca->ep->ep, &id->pub.local_addr);
     memcpy(&id->pub.peer_addr, &ca->peer, sizeof ca->peer);
     ca->ids[sid] = id;
-    id->ch->n_ids++;
-    ctx->n_cm++;
-    id->state = CM_REQUEST;
-    const struct iwarp_sess_result *r = iwarp_sess_ctl_result(&ca->la.st[sid].ctl);
-    struct iwarp_conn_param p;
-    result_param(r, true, 0, 0, &p);
-    iwarp_api_cm_emit(id, true, IWARP_CM_EVENT_CONNECT_REQUEST, 0, &p, r->peer_pd, r->peer_pd_len);
+    struct cm_setup setup = setup_of(iwarp_sess_ctl_result(&ca->la.st[sid].ctl), true, 0, 0);
+    iwarp_cm_on_request(id, &setup);
 }
 
 static void stream_events(struct cm_assoc *ca, uint16_t sid, uint32_t ev)
@@ -638,32 +552,19 @@ static void stream_events(struct cm_assoc *ca, uint16_t sid, uint32_t ev)
         return; /* an orphan stream: released below once over */
     struct cm_sctp_link *lk = link_of(id);
     if ((ev & IWARP_LLP_ASSOC_EV_ESTABLISHED) && !id->passive && id->state == CM_CONNECTING) {
-        struct iwarp_conn_param p;
-        result_param(r, false, lk->ird, lk->ord, &p);
-        id->state = CM_ESTABLISHED;
+        struct cm_setup setup = setup_of(r, false, lk->ird, lk->ord);
         lk->linger_deadline = UINT64_MAX; /* the connect deadline */
-        iwarp_api_cm_emit(id, true, IWARP_CM_EVENT_ESTABLISHED, 0, &p, r->peer_pd, r->peer_pd_len);
+        iwarp_cm_on_established(id, &setup);
     }
     if (ev & IWARP_LLP_ASSOC_EV_REJECTED) {
         /* §6.3: the peer's Reject ends the session; its private data goes up */
-        struct iwarp_conn_param p;
-        result_param(r, true, 0, 0, &p);
-        id->state = CM_CLOSED;
-        iwarp_api_cm_emit(id, true, IWARP_CM_EVENT_REJECTED,
-                          st->err ? st->err : IWARP_ERR_SESSION_REJECTED, &p, r->peer_pd,
-                          r->peer_pd_len);
+        struct cm_setup setup = setup_of(r, true, 0, 0);
+        iwarp_cm_on_rejected(id, st->err ? st->err : IWARP_ERR_SESSION_REJECTED, &setup);
         unlink_stream(id);
         return;
     }
     if (ev & IWARP_LLP_ASSOC_EV_CLOSED) {
-        if (id->state == CM_ESTABLISHED || id->state == CM_CLOSING) {
-            id->state = CM_CLOSED;
-            iwarp_api_cm_emit(id, true, IWARP_CM_EVENT_DISCONNECTED, 0, NULL, NULL, 0);
-        } else if (id->state == CM_CONNECTING) {
-            active_failed(id, st->err ? st->err : IWARP_ERR_CONN_RESET);
-        } else {
-            id->state = CM_CLOSED; /* a request withdrawn before accept/reject */
-        }
+        iwarp_cm_on_closed(id, st->err);
         unlink_stream(id);
     }
 }
@@ -727,8 +628,8 @@ static void open_waiting(struct cm_assoc *ca)
                                                 lk->ird, lk->ord, id);
         if (rc != 0) {
             lk->ca = NULL;
-            detach_hooks(id);
-            active_failed(id, rc);
+            iwarp_cm_unhook_qp(id);
+            iwarp_cm_on_failed(id, rc);
             continue;
         }
         lk->sid = sid;
@@ -773,10 +674,10 @@ static bool assoc_service(struct cm_assoc *ca)
         /* never came up: every connect waiting on it fails */
         while (ca->waiting) {
             struct cm_id *id = ca->waiting;
-            ca->waiting = id->sctp->next_wait;
-            id->sctp->ca = NULL;
-            detach_hooks(id);
-            active_failed(id, ca->down_err ? ca->down_err : IWARP_ERR_UNREACHABLE);
+            ca->waiting = link_of(id)->next_wait;
+            link_of(id)->ca = NULL;
+            iwarp_cm_unhook_qp(id);
+            iwarp_cm_on_failed(id, ca->down_err ? ca->down_err : IWARP_ERR_UNREACHABLE);
         }
     }
     for (int round = 0; ca->la_ready && round < 4; round++) {
@@ -857,18 +758,18 @@ static void timer_on(struct iwarp_loop_src *src, uint64_t now_ns)
      * answer (§6.2 does not oblige it to): the session is over for us, the stream freed */
     for (struct cm_assoc *ca = sc->assocs; ca; ca = ca->next) {
         for (struct cm_id *id = ca->waiting, *next; id; id = next) {
-            next = id->sctp->next_wait;
-            if (id->sctp->linger_deadline > now_ns)
+            next = link_of(id)->next_wait;
+            if (link_of(id)->linger_deadline > now_ns)
                 continue;
             struct iwarp_llp_engine eng = id_engine(id);
             unlink_stream(id); /* off the waiting list */
             iwarp_llp_eng_llp_closed(&eng, false);
-            active_failed(id, IWARP_ERR_TIMEDOUT);
+            iwarp_cm_on_failed(id, IWARP_ERR_TIMEDOUT);
         }
         for (uint16_t i = 0; ca->ids && i < ca->nstreams; i++) {
             struct cm_id *id = ca->ids[i];
             bool late =
-                ca->ending_until[i] <= now_ns || (id && id->sctp->linger_deadline <= now_ns);
+                ca->ending_until[i] <= now_ns || (id && link_of(id)->linger_deadline <= now_ns);
             if (!late)
                 continue;
             ca->ending_until[i] = UINT64_MAX;
@@ -879,17 +780,14 @@ static void timer_on(struct iwarp_loop_src *src, uint64_t now_ns)
                 iwarp_llp_assoc_abort(&ca->la, i);
                 unlink_stream(id);
                 iwarp_llp_eng_llp_closed(&eng, false);
-                active_failed(id, IWARP_ERR_TIMEDOUT);
+                iwarp_cm_on_failed(id, IWARP_ERR_TIMEDOUT);
                 continue;
             }
             if (id) {
-                if (id->state == CM_CONNECTING) {
-                    active_failed(id, IWARP_ERR_TIMEDOUT);
-                } else {
-                    if (id->state == CM_ESTABLISHED || id->state == CM_CLOSING)
-                        iwarp_api_cm_emit(id, true, IWARP_CM_EVENT_DISCONNECTED, 0, NULL, NULL, 0);
-                    id->state = CM_CLOSED;
-                }
+                if (id->state == CM_CONNECTING)
+                    iwarp_cm_on_failed(id, IWARP_ERR_TIMEDOUT);
+                else
+                    iwarp_cm_on_closed(id, 0);
                 struct iwarp_llp_engine eng = id_engine(id);
                 unlink_stream(id);
                 iwarp_llp_eng_llp_closed(&eng, false); /* whatever is left is flushed */
@@ -902,46 +800,19 @@ static void timer_on(struct iwarp_loop_src *src, uint64_t now_ns)
     rearm(sc, now_ns);
 }
 
-/* ---- QP hooks ------------------------------------------------------------------------------ */
-
-static void qp_kick(struct iwarp_qp_impl *q)
-{
-    struct cm_id *id = q->cm_id;
-    if (!id || !id->sctp || !id->sctp->ca)
-        return;
-    struct cm_sctp_ctx *sc = id->sctp->ca->sc;
-    mark(id->sctp->ca);
-    service(sc);
-    rearm(sc, iwarp_loop_now());
-}
-
-static void qp_disconnect(struct iwarp_qp_impl *q)
-{
-    struct cm_id *id = q->cm_id;
-    if (id && id->state == CM_ESTABLISHED)
-        (void)iwarp_api_sctp_disconnect(id);
-}
-
-static void qp_abort(struct iwarp_qp_impl *q)
-{
-    struct cm_id *id = q->cm_id;
-    if (id)
-        iwarp_api_sctp_abort(id, true);
-    q->llp = (struct iwarp_qp_llp){0};
-}
-
 /* ---- the CM's SCTP functions ---------------------------------------------------------------- */
 
 static struct cm_sctp_link *link_alloc(struct cm_id *id)
 {
-    if (!id->sctp) {
-        id->sctp = iwarp_api_calloc(id->pub.context, 1, sizeof *id->sctp);
-        if (id->sctp) {
-            id->sctp->sid = -1;
-            id->sctp->linger_deadline = UINT64_MAX;
+    if (!id->conn) {
+        struct cm_sctp_link *lk = iwarp_api_calloc(id->pub.context, 1, sizeof *lk);
+        if (lk) {
+            lk->sid = -1;
+            lk->linger_deadline = UINT64_MAX;
         }
+        id->conn = lk;
     }
-    return id->sctp;
+    return id->conn;
 }
 
 static void accept_cb(void *user, struct iwarp_llp_sctp_assoc *a, int err)
@@ -953,7 +824,7 @@ static void accept_cb(void *user, struct iwarp_llp_sctp_assoc *a, int err)
                       iwarp_err_name(err));
         return;
     }
-    struct cm_sctp_lsn *l = lid->sctp_lsn;
+    struct cm_sctp_lsn *l = lid->lsn;
     struct cm_assoc *ca = iwarp_api_calloc(ctx, 1, sizeof *ca);
     if (!ca) {
         iwarp_llp_sctp_close(a, true);
@@ -972,7 +843,7 @@ static void accept_cb(void *user, struct iwarp_llp_sctp_assoc *a, int err)
     iwarp_llp_sctp_set_ops(a, &assoc_ops, ca); /* on_up follows at once */
 }
 
-int iwarp_api_sctp_listen(struct cm_id *id, int backlog)
+static int sctp_listen(struct cm_id *id, int backlog)
 {
     struct iwarp_ctx *ctx = id->pub.context;
     struct cm_sctp_ctx *sc = sctp_ctx(ctx);
@@ -986,12 +857,12 @@ int iwarp_api_sctp_listen(struct cm_id *id, int backlog)
     }
     l->ep->refs = 1;
     l->backlog = backlog;
-    id->sctp_lsn = l;
+    id->lsn = l;
     dom_enter(ctx);
     rc = iwarp_llp_sctp_listen(l->ep->ep, 0, backlog > 0 ? backlog : 1, accept_cb, id, &l->lsn);
     dom_leave();
     if (rc != 0) {
-        id->sctp_lsn = NULL;
+        id->lsn = NULL;
         ep_unref(l->ep);
         iwarp_api_free(ctx, l);
         return rc;
@@ -1001,9 +872,9 @@ int iwarp_api_sctp_listen(struct cm_id *id, int backlog)
     return 0;
 }
 
-void iwarp_api_sctp_listen_close(struct cm_id *id)
+static void sctp_listen_close(struct cm_id *id)
 {
-    struct cm_sctp_lsn *l = id->sctp_lsn;
+    struct cm_sctp_lsn *l = id->lsn;
     struct iwarp_ctx *ctx = id->pub.context;
     struct cm_sctp_ctx *sc = l->ep->sc;
     dom_enter(ctx);
@@ -1012,7 +883,7 @@ void iwarp_api_sctp_listen_close(struct cm_id *id)
     for (struct cm_assoc *ca = sc->assocs; ca; ca = ca->next)
         if (ca->listen_id == id)
             ca->listen_id = NULL;
-    id->sctp_lsn = NULL;
+    id->lsn = NULL;
     ep_unref(l->ep);
     iwarp_api_free(ctx, l);
     service(sc);
@@ -1022,7 +893,7 @@ void iwarp_api_sctp_listen_close(struct cm_id *id)
  * that its packets carry a real source (captures, and peers that check it). */
 static int source_for(const struct sockaddr_storage *peer, struct sockaddr_storage *out)
 {
-    socklen_t len = iwarp_llp_tcp_addrlen((const struct sockaddr *)peer);
+    socklen_t len = iwarp_cm_addrlen((const struct sockaddr *)peer);
     int fd = socket(peer->ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return IWARP_ERR_IO;
@@ -1067,8 +938,8 @@ static int client_ep(struct cm_sctp_ctx *sc, const struct sockaddr_storage *peer
 
 static bool same_peer(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
 {
-    socklen_t la = iwarp_llp_tcp_addrlen((const struct sockaddr *)a);
-    return la && la == iwarp_llp_tcp_addrlen((const struct sockaddr *)b) && !memcmp(a, b, la);
+    socklen_t la = iwarp_cm_addrlen((const struct sockaddr *)a);
+    return la && la == iwarp_cm_addrlen((const struct sockaddr *)b) && !memcmp(a, b, la);
 }
 
 /* An association of sc to peer through e with room for one more session, or NULL. One not up
@@ -1086,7 +957,7 @@ static struct cm_assoc *find_assoc(struct cm_sctp_ctx *sc, struct cm_sctp_ep *e,
             !same_peer(&ca->peer, peer))
             continue;
         uint32_t used = 0;
-        for (struct cm_id *w = ca->waiting; w; w = w->sctp->next_wait)
+        for (struct cm_id *w = ca->waiting; w; w = link_of(w)->next_wait)
             used++;
         uint32_t cap = learned ? learned : ctx_streams(sc->ctx);
         if (ca->la_ready) {
@@ -1099,7 +970,7 @@ static struct cm_assoc *find_assoc(struct cm_sctp_ctx *sc, struct cm_sctp_ep *e,
     return NULL;
 }
 
-int iwarp_api_sctp_connect(struct cm_id *id, const struct iwarp_conn_param *param)
+static int sctp_connect(struct cm_id *id, const struct iwarp_conn_param *param)
 {
     struct iwarp_ctx *ctx = id->pub.context;
     struct cm_sctp_ctx *sc = sctp_ctx(ctx);
@@ -1111,8 +982,8 @@ int iwarp_api_sctp_connect(struct cm_id *id, const struct iwarp_conn_param *para
     /* RFC 6581 §7: the Enhanced Initiate carries IRD/ORD; no RTR is needed over SCTP since
      * either side may send first. Its private data shares the 512 octets with the word. */
     iwarp_sess_cfg_default(&lk->cfg, IWARP_SESS_ACTIVE);
-    lk->ird = iwarp_api_cm_ird_ord(param->responder_resources);
-    lk->ord = iwarp_api_cm_ird_ord(param->initiator_depth);
+    lk->ird = iwarp_cm_ird_ord(param->responder_resources);
+    lk->ord = iwarp_cm_ird_ord(param->initiator_depth);
     lk->cfg.ird = (uint16_t)lk->ird;
     lk->cfg.ord = (uint16_t)lk->ord;
     lk->cfg.pd_len = param->private_data_len;
@@ -1139,57 +1010,53 @@ int iwarp_api_sctp_connect(struct cm_id *id, const struct iwarp_conn_param *para
     }
     wait_on(ca, id);
     (void)iwarp_llp_sctp_ep_local(e->ep, &id->pub.local_addr);
-    id->state = CM_CONNECTING;
     /* like MPA's Reply timeout: no answer (an unreachable peer, a peer that does not answer
      * the Initiate) fails the connect with UNREACHABLE */
     lk->linger_deadline = iwarp_loop_now() +
                           (param->timeout_ms ? param->timeout_ms : CM_SCTP_CONNECT_MS) * 1000000ull;
-    attach_hooks(id);
+    iwarp_cm_hook_qp(id);
     mark(ca);
     service(sc);
     rearm(sc, iwarp_loop_now());
     return 0;
 }
 
-int iwarp_api_sctp_accept(struct cm_id *id, const struct iwarp_conn_param *param)
+static int sctp_accept(struct cm_id *id, const struct iwarp_conn_param *param)
 {
     struct cm_sctp_link *lk = link_of(id);
     struct cm_assoc *ca = lk ? lk->ca : NULL;
     if (!ca || lk->sid < 0 || ca->down) {
-        id->state = CM_CLOSED;
+        iwarp_cm_on_closed(id, 0);
         return IWARP_ERR_CONN_RESET; /* the peer gave up while we were deciding */
     }
     uint16_t pd_len = param ? param->private_data_len : 0;
-    uint32_t ird = iwarp_api_cm_ird_ord(param ? param->responder_resources : 0);
-    uint32_t ord = iwarp_api_cm_ird_ord(param ? param->initiator_depth : 0);
+    uint32_t ird = iwarp_cm_ird_ord(param ? param->responder_resources : 0);
+    uint32_t ord = iwarp_cm_ird_ord(param ? param->initiator_depth : 0);
     struct iwarp_sess_answer ans = {.ird = (uint16_t)ird,
                                     .ord = (uint16_t)ord,
                                     .pd = pd_len ? param->private_data : NULL,
                                     .pd_len = pd_len};
     lk->ird = ird;
     lk->ord = ord;
-    attach_hooks(id);
+    iwarp_cm_hook_qp(id);
     int rc = iwarp_llp_assoc_accept(&ca->la, (uint16_t)lk->sid, &ans, id_engine(id), ird, ord);
     if (rc != 0) {
-        detach_hooks(id);
+        iwarp_cm_unhook_qp(id);
         return rc;
     }
-    const struct iwarp_sess_result *r = iwarp_sess_ctl_result(&ca->la.st[lk->sid].ctl);
-    struct iwarp_conn_param p;
-    result_param(r, false, ird, ord, &p);
-    id->state = CM_ESTABLISHED;
-    iwarp_api_cm_emit(id, true, IWARP_CM_EVENT_ESTABLISHED, 0, &p, r->peer_pd, r->peer_pd_len);
+    struct cm_setup setup =
+        setup_of(iwarp_sess_ctl_result(&ca->la.st[lk->sid].ctl), false, ird, ord);
+    iwarp_cm_on_established(id, &setup);
     mark(ca);
     service(ca->sc);
     rearm(ca->sc, iwarp_loop_now());
     return 0;
 }
 
-int iwarp_api_sctp_reject(struct cm_id *id, const void *pd, uint16_t pd_len)
+static int sctp_reject(struct cm_id *id, const void *pd, uint16_t pd_len)
 {
     struct cm_sctp_link *lk = link_of(id);
     struct cm_assoc *ca = lk ? lk->ca : NULL;
-    id->state = CM_CLOSED;
     if (!ca || lk->sid < 0)
         return 0; /* withdrawn already */
     struct iwarp_sess_answer ans = {.pd = pd, .pd_len = pd_len};
@@ -1201,18 +1068,13 @@ int iwarp_api_sctp_reject(struct cm_id *id, const void *pd, uint16_t pd_len)
     return rc;
 }
 
-int iwarp_api_sctp_disconnect(struct cm_id *id)
+static int sctp_disconnect(struct cm_id *id)
 {
     struct cm_sctp_link *lk = link_of(id);
-    if (id->state == CM_CONNECTING) {
-        iwarp_api_sctp_abort(id, true); /* not up yet: abortive, CONNECT_ERROR */
-        return 0;
-    }
-    if (id->state != CM_ESTABLISHED || !lk || !lk->ca || lk->sid < 0)
+    if (!lk || !lk->ca || lk->sid < 0)
         return IWARP_ERR_STATE;
     struct cm_assoc *ca = lk->ca;
     uint64_t now = iwarp_loop_now();
-    id->state = CM_CLOSING;
     lk->linger_deadline = now + CM_LINGER_NS;
     if (id->pub.qp)
         iwarp_llp_assoc_disconnect(&ca->la, (uint16_t)lk->sid); /* drain, then Terminate */
@@ -1224,41 +1086,45 @@ int iwarp_api_sctp_disconnect(struct cm_id *id)
     return 0;
 }
 
-void iwarp_api_sctp_abort(struct cm_id *id, bool report)
+static bool sctp_abort(struct cm_id *id)
 {
     struct cm_sctp_link *lk = link_of(id);
     if (!lk || !lk->ca)
-        return;
+        return false;
     struct cm_assoc *ca = lk->ca;
-    bool was_up = id->state == CM_ESTABLISHED || id->state == CM_CLOSING;
-    bool was_connecting = id->state == CM_CONNECTING;
-    if (lk->sid >= 0 && ca->la_ready) {
-        struct iwarp_llp_engine eng = id_engine(id);
+    struct iwarp_llp_engine eng = id_engine(id);
+    if (lk->sid >= 0 && ca->la_ready)
         iwarp_llp_assoc_abort(&ca->la, (uint16_t)lk->sid); /* our Terminate (§6) */
-        iwarp_llp_eng_llp_closed(&eng, false);             /* flush the QP */
-    } else if (id->pub.qp) {
-        struct iwarp_llp_engine eng = id_engine(id);
-        iwarp_llp_eng_llp_closed(&eng, false);
-    }
+    iwarp_llp_eng_llp_closed(&eng, false);                 /* flush the QP */
     struct cm_sctp_ctx *sc = ca->sc;
     unlink_stream(id);
-    id->state = CM_CLOSED;
-    if (report && was_up)
-        iwarp_api_cm_emit(id, true, IWARP_CM_EVENT_DISCONNECTED, 0, NULL, NULL, 0);
-    else if (report && was_connecting)
-        iwarp_api_cm_emit(id, true, IWARP_CM_EVENT_CONNECT_ERROR, IWARP_ERR_CONN_RESET, NULL, NULL,
-                          0);
+    service(sc);
+    rearm(sc, iwarp_loop_now());
+    return true;
+}
+
+/* The QP has new work: produce and send its chunks now. */
+static void sctp_kick(struct iwarp_qp_impl *q)
+{
+    struct cm_id *id = q->cm_id;
+    struct cm_sctp_link *lk = id ? link_of(id) : NULL;
+    if (!lk || !lk->ca)
+        return;
+    struct cm_sctp_ctx *sc = lk->ca->sc;
+    mark(lk->ca);
     service(sc);
     rearm(sc, iwarp_loop_now());
 }
 
-void iwarp_api_sctp_free(struct cm_id *id)
+static void sctp_free(struct cm_id *id, bool live)
 {
-    iwarp_api_free(id->pub.context, id->sctp);
-    id->sctp = NULL;
+    (void)live; /* a session still on a stream ends with our Terminate either way */
+    (void)sctp_abort(id);
+    iwarp_api_free(id->pub.context, id->conn);
+    id->conn = NULL;
 }
 
-void iwarp_api_sctp_ctx_fini(struct iwarp_ctx *ctx)
+static void sctp_ctx_fini(struct iwarp_ctx *ctx)
 {
     pthread_mutex_lock(&ctx->lock);
     struct cm_sctp_ctx *sc = ctx->sctp;
@@ -1278,4 +1144,15 @@ void iwarp_api_sctp_ctx_fini(struct iwarp_ctx *ctx)
     iwarp_api_free(ctx, sc);
 }
 
-#endif
+const struct cm_transport iwarp_cm_sctp = {
+    .listen = sctp_listen,
+    .listen_close = sctp_listen_close,
+    .connect = sctp_connect,
+    .accept = sctp_accept,
+    .reject = sctp_reject,
+    .disconnect = sctp_disconnect,
+    .abort = sctp_abort,
+    .kick = sctp_kick,
+    .free = sctp_free,
+    .ctx_fini = sctp_ctx_fini,
+};

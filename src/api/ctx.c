@@ -14,6 +14,7 @@
 
 #include "api/api_internal.h"
 #include "api/cm_internal.h"
+#include "loop/loop.h"
 #include "iwarp/errors.h"
 
 static void *libc_malloc(size_t size, void *user)
@@ -35,29 +36,6 @@ static void libc_free(void *p, void *user)
 }
 
 static const struct iwarp_mem_hooks libc_hooks = {libc_malloc, libc_calloc, libc_free, NULL};
-
-void *iwarp_api_calloc(struct iwarp_ctx *ctx, size_t n, size_t size)
-{
-    return ctx->mem_hooks.calloc_fn(n, size, ctx->mem_hooks.user);
-}
-
-void iwarp_api_free(struct iwarp_ctx *ctx, void *p)
-{
-    if (p)
-        ctx->mem_hooks.free_fn(p, ctx->mem_hooks.user);
-}
-
-void iwarp_api_log(struct iwarp_ctx *ctx, enum iwarp_log_level level, const char *fmt, ...)
-{
-    if (!ctx->attr.log || level > ctx->attr.log_level)
-        return;
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    ctx->attr.log(ctx->attr.log_user, level, msg);
-}
 
 static void getrandom_rng(void *user, void *buf, size_t len)
 {
@@ -139,6 +117,10 @@ int iwarp_ctx_create(const struct iwarp_ctx_attr *attr, struct iwarp_ctx **out)
     ctx->attr.mem = &ctx->mem_hooks;
     ctx->async_fd = -1;
     ctx->next_handle = 1;
+    ctx->cm_tcp = &iwarp_cm_tcp;
+#ifdef IWARP_HAVE_SCTP
+    ctx->cm_sctp = &iwarp_cm_sctp;
+#endif
     int rc = IWARP_ERR_NOMEM;
     ctx->mem_entries = iwarp_api_calloc(ctx, a.max_mr, sizeof *ctx->mem_entries);
     if (!ctx->mem_entries)
@@ -189,7 +171,11 @@ int iwarp_ctx_destroy(struct iwarp_ctx *ctx)
     pthread_mutex_unlock(&ctx->lock);
     if (busy)
         return IWARP_ERR_BUSY;
-    iwarp_api_sctp_ctx_fini(ctx); /* associations still shutting down are aborted */
+    /* the transports' context-wide state (SCTP associations still shutting down abort) */
+    const struct cm_transport *tps[] = {ctx->cm_tcp, ctx->cm_sctp};
+    for (size_t i = 0; i < sizeof tps / sizeof tps[0]; i++)
+        if (tps[i] && tps[i]->ctx_fini)
+            tps[i]->ctx_fini(ctx);
     iwarp_loop_fini(&ctx->loop);
     pthread_mutex_destroy(&ctx->lock);
     close(ctx->async_fd);
@@ -208,12 +194,6 @@ int iwarp_ctx_progress(struct iwarp_ctx *ctx, int timeout_ms)
     return 0;
 }
 
-void iwarp_api_progress_locked(struct iwarp_ctx *ctx)
-{
-    if (ctx->attr.progress == IWARP_PROGRESS_CALLER)
-        iwarp_loop_poll_locked(&ctx->loop);
-}
-
 int iwarp_query_device(struct iwarp_ctx *ctx, struct iwarp_device_attr *attr)
 {
     if (!ctx || !attr)
@@ -230,102 +210,4 @@ int iwarp_query_device(struct iwarp_ctx *ctx, struct iwarp_device_attr *attr)
         .max_inline_data = IWARP_CORE_MAX_INLINE,
     };
     return 0;
-}
-
-/* ---- async events ------------------------------------------------------------------------ */
-
-void iwarp_api_async_push_locked(struct iwarp_ctx *ctx, const struct iwarp_async_event *ev)
-{
-    if (ctx->async_count == IWARP_API_ASYNC_MAX) {
-        ctx->async_lost++;
-        iwarp_api_log(ctx, IWARP_LOG_ERROR, "async event queue full: %s lost",
-                      iwarp_event_type_str(ev->event_type));
-        return;
-    }
-    ctx->async_ring[(ctx->async_head + ctx->async_count) % IWARP_API_ASYNC_MAX] = *ev;
-    ctx->async_count++;
-    if (ctx->async_count == 1)
-        (void)eventfd_write(ctx->async_fd, 1);
-}
-
-/* Whether an event of this type names a QP (element.qp). */
-static bool names_qp(enum iwarp_event_type t)
-{
-    return (t >= IWARP_EVENT_QP_FATAL && t <= IWARP_EVENT_PATH_MIG_ERR) ||
-           t == IWARP_EVENT_QP_LAST_WQE_REACHED;
-}
-
-void iwarp_api_async_drop_qp_locked(struct iwarp_ctx *ctx, const struct iwarp_qp *qp)
-{
-    uint32_t kept = 0;
-    for (uint32_t i = 0; i < ctx->async_count; i++) {
-        struct iwarp_async_event ev = ctx->async_ring[(ctx->async_head + i) % IWARP_API_ASYNC_MAX];
-        if (names_qp(ev.event_type) && ev.element.qp == qp)
-            continue;
-        ctx->async_ring[(ctx->async_head + kept++) % IWARP_API_ASYNC_MAX] = ev;
-    }
-    if (ctx->async_count && kept == 0) {
-        eventfd_t v;
-        (void)eventfd_read(ctx->async_fd, &v); /* counter > 0: does not block */
-    }
-    ctx->async_count = kept;
-}
-
-int iwarp_async_fd(struct iwarp_ctx *ctx)
-{
-    return ctx ? ctx->async_fd : IWARP_ERR_INVAL;
-}
-
-int iwarp_get_async_event(struct iwarp_ctx *ctx, struct iwarp_async_event *event)
-{
-    if (!ctx || !event)
-        return IWARP_ERR_INVAL;
-    pthread_mutex_lock(&ctx->lock);
-    int rc = IWARP_ERR_BUSY;
-    if (ctx->async_count) {
-        *event = ctx->async_ring[ctx->async_head];
-        ctx->async_head = (ctx->async_head + 1u) % IWARP_API_ASYNC_MAX;
-        ctx->async_count--;
-        if (ctx->async_count == 0) {
-            eventfd_t v;
-            (void)eventfd_read(ctx->async_fd, &v); /* counter > 0: does not block */
-        }
-        rc = 0;
-    }
-    pthread_mutex_unlock(&ctx->lock);
-    return rc;
-}
-
-void iwarp_ack_async_event(struct iwarp_async_event *event)
-{
-    (void)event; /* events carry no reference that needs releasing */
-}
-
-const char *iwarp_event_type_str(enum iwarp_event_type type)
-{
-    static const char *const names[] = {
-        [IWARP_EVENT_CQ_ERR] = "CQ error",
-        [IWARP_EVENT_QP_FATAL] = "local work queue catastrophic error",
-        [IWARP_EVENT_QP_REQ_ERR] = "invalid request local work queue error",
-        [IWARP_EVENT_QP_ACCESS_ERR] = "local access violation work queue error",
-        [IWARP_EVENT_COMM_EST] = "communication established",
-        [IWARP_EVENT_SQ_DRAINED] = "send queue drained",
-        [IWARP_EVENT_PATH_MIG] = "path migrated",
-        [IWARP_EVENT_PATH_MIG_ERR] = "path migration request error",
-        [IWARP_EVENT_DEVICE_FATAL] = "local catastrophic error",
-        [IWARP_EVENT_PORT_ACTIVE] = "port active",
-        [IWARP_EVENT_PORT_ERR] = "port error",
-        [IWARP_EVENT_LID_CHANGE] = "LID change",
-        [IWARP_EVENT_PKEY_CHANGE] = "P_Key change",
-        [IWARP_EVENT_SM_CHANGE] = "SM change",
-        [IWARP_EVENT_SRQ_ERR] = "SRQ catastrophic error",
-        [IWARP_EVENT_SRQ_LIMIT_REACHED] = "SRQ limit reached",
-        [IWARP_EVENT_QP_LAST_WQE_REACHED] = "last WQE reached",
-        [IWARP_EVENT_CLIENT_REREGISTER] = "client reregistration",
-        [IWARP_EVENT_GID_CHANGE] = "GID table change",
-        [IWARP_EVENT_WQ_FATAL] = "WQ fatal",
-    };
-    if ((unsigned)type < sizeof names / sizeof names[0] && names[type])
-        return names[type];
-    return "unknown";
 }

@@ -25,7 +25,8 @@ static void ddp_event(void *user, int event_type, uint32_t cause)
                   (cause >> 8) & 0xFFu, cause & 0xFFu);
 }
 
-void iwarp_api_ddp_free(struct iwarp_qp_impl *q)
+/* The QP's ddp_free: its engine and the memory it borrows. */
+static void ddp_free(struct iwarp_qp_impl *q)
 {
     if (!q->ddp)
         return;
@@ -70,13 +71,14 @@ int iwarp_ddp_create_qp(struct iwarp_pd *pd, struct iwarp_ddp_qp_init_attr *attr
     }
     q->pub.context = ctx;
     q->ddp = &d->core;
+    q->ddp_free = ddp_free;
     size_t nrq = (size_t)a.num_queues * a.max_recv_wr;
     d->mem.sq = iwarp_api_calloc(ctx, a.max_send_wr, sizeof *d->mem.sq);
     d->mem.uq = iwarp_api_calloc(ctx, a.num_queues, sizeof *d->mem.uq);
     d->mem.rqe = iwarp_api_calloc(ctx, nrq, sizeof *d->mem.rqe);
     d->mem.lens = iwarp_api_calloc(ctx, nrq, sizeof *d->mem.lens);
     if (!d->mem.sq || !d->mem.uq || !d->mem.rqe || !d->mem.lens) {
-        iwarp_api_ddp_free(q);
+        ddp_free(q);
         iwarp_api_free(ctx, q);
         return IWARP_ERR_NOMEM;
     }
@@ -103,7 +105,7 @@ int iwarp_ddp_create_qp(struct iwarp_pd *pd, struct iwarp_ddp_qp_init_attr *attr
     }
     pthread_mutex_unlock(&ctx->lock);
     if (rc != 0) {
-        iwarp_api_ddp_free(q);
+        ddp_free(q);
         iwarp_api_free(ctx, q);
         return rc;
     }

@@ -126,8 +126,8 @@ int iwarp_destroy_qp(struct iwarp_qp *qp)
     pthread_mutex_lock(&ctx->lock);
     /* The transport and the CM id let go of the QP before it is freed (no event: destroying
      * is not a disconnect the application must be told about, as rdma_destroy_qp). */
-    if (q->cm_id)
-        iwarp_api_cm_qp_destroyed(q);
+    if (q->cm_release)
+        q->cm_release(q);
     else if (q->llp.abort)
         q->llp.abort(q);
     if (q->ddp)
@@ -143,7 +143,8 @@ int iwarp_destroy_qp(struct iwarp_qp *qp)
     if (qp->srq)
         qp->srq->n_users--;
     pthread_mutex_unlock(&ctx->lock);
-    iwarp_api_ddp_free(q);
+    if (q->ddp_free)
+        q->ddp_free(q);
     free_qp_mem(ctx, q);
     return 0;
 }

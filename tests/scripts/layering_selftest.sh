@@ -27,5 +27,26 @@ expect fail "sans-I/O layer calls malloc"
 rm "$tmp/src/util/alloc.c"
 mkdir -p "$tmp/src/bogus"; printf '\n' > "$tmp/src/bogus/x.c"
 expect fail "unknown layer directory"
+rm -rf "$tmp/src/bogus"
+# the transport seam: LLP headers only in CM transports, port spaces only in transport_for()
+mkdir -p "$tmp/src/api"
+printf '#include "llp/llp_tcp.h"\nconst struct cm_transport iwarp_cm_x = {0};\n' > "$tmp/src/api/cm_x.c"
+printf 'static int transport_for(int ps)\n{\n    return ps == IWARP_PS_TCP;\n}\n' > "$tmp/src/api/cm.c"
+expect pass "a transport includes an LLP header; transport_for tests a port space"
+printf '#include "llp/llp_conn.h"\n' > "$tmp/src/api/verbs.c"
+expect fail "a non-transport API file includes an LLP header"
+rm "$tmp/src/api/verbs.c"
+printf 'int f(int ps) { return ps == IWARP_PS_SCTP; }\n' > "$tmp/src/api/cm_x.c"
+expect fail "a port-space test outside transport_for"
+rm -rf "$tmp/src/api"
+# module cycles from object symbols
+cyc=$(cd "$(dirname "$0")/../../scripts" && pwd)/check-api-cycles.py
+printf 'void b(void);\nvoid a(void) { b(); }\n' > "$tmp/a.c"
+printf 'void c(void) {}\nvoid b(void) { c(); }\n' > "$tmp/b.c"
+cc -c -o "$tmp/a.o" "$tmp/a.c" && cc -c -o "$tmp/b.o" "$tmp/b.c"
+if python3 "$cyc" "$tmp/a.o" "$tmp/b.o" >/dev/null; then echo "PASS acyclic objects"; else echo "FAIL acyclic objects"; fails=$((fails+1)); fi
+printf 'void a(void);\nvoid c(void) { a(); }\nvoid b(void) { c(); }\n' > "$tmp/b.c"
+cc -c -o "$tmp/b.o" "$tmp/b.c"
+if python3 "$cyc" "$tmp/a.o" "$tmp/b.o" >/dev/null; then echo "FAIL a <-> b cycle not found"; fails=$((fails+1)); else echo "PASS a <-> b cycle found"; fi
 echo "$(( fails == 0 ? 1 : 0 )) suites, $fails failures"
 [ "$fails" = 0 ]

@@ -992,4 +992,134 @@ TEST(sctp_destroy_qp_while_connected_flushes_the_peer_and_it_disconnects)
     side_fini(&cli, true);
     side_fini(&srv, true);
 }
+/* ---- one failure, one event, on both transports (docs/design.md, "Connection events") ---- */
+
+/* A peer that takes packets and never answers: a TCP listener that never speaks MPA, or a UDP
+ * socket that never answers SCTP's INIT. Returns its port; *fd is closed by the caller. */
+static uint16_t silent_peer(enum iwarp_port_space ps, int *fd)
+{
+    bool tcp = ps == IWARP_PS_TCP;
+    *fd = socket(AF_INET, tcp ? SOCK_STREAM : SOCK_DGRAM, 0);
+    struct sockaddr_storage a;
+    set_addr(&a, false, 0);
+    ASSERT_EQ(bind(*fd, (struct sockaddr *)&a, sizeof(struct sockaddr_in)), 0);
+    if (tcp)
+        ASSERT_EQ(listen(*fd, 4), 0);
+    socklen_t len = sizeof a;
+    ASSERT_EQ(getsockname(*fd, (struct sockaddr *)&a, &len), 0);
+    return port_of(&a);
+}
+
+/* No answer within timeout_ms: UNREACHABLE, TIMEDOUT. */
+static void failure_timeout(enum iwarp_port_space ps)
+{
+    int fd;
+    uint16_t port = silent_peer(ps, &fd);
+    struct side cli;
+    side_init(&cli, IWARP_PROGRESS_THREAD);
+    connect_to_ps(&cli, false, port, &(struct iwarp_conn_param){.timeout_ms = 200}, ps);
+    struct iwarp_cm_event *ev = expect_event(&cli, IWARP_CM_EVENT_UNREACHABLE);
+    ASSERT_EQ(ev->status, IWARP_ERR_TIMEDOUT);
+    ASSERT_EQ(iwarp_cm_ack_event(ev), 0);
+    ASSERT_EQ(iwarp_cm_disconnect(cli.id), IWARP_ERR_STATE);
+    side_fini(&cli, true);
+    close(fd);
+}
+
+/* The application gives up while connecting: CONNECT_ERROR, CONN_RESET. */
+static void failure_local_abort(enum iwarp_port_space ps)
+{
+    int fd;
+    uint16_t port = silent_peer(ps, &fd);
+    struct side cli;
+    side_init(&cli, IWARP_PROGRESS_THREAD);
+    connect_to_ps(&cli, false, port, &(struct iwarp_conn_param){.timeout_ms = 5000}, ps);
+    ASSERT_EQ(iwarp_cm_disconnect(cli.id), 0);
+    struct iwarp_cm_event *ev = expect_event(&cli, IWARP_CM_EVENT_CONNECT_ERROR);
+    ASSERT_EQ(ev->status, IWARP_ERR_CONN_RESET);
+    ASSERT_EQ(iwarp_cm_ack_event(ev), 0);
+    ASSERT_EQ(iwarp_cm_disconnect(cli.id), IWARP_ERR_STATE);
+    side_fini(&cli, true);
+    close(fd);
+}
+
+/* Two new sides, cli connecting to srv in port space ps; returns srv's request's id. */
+static struct iwarp_cm_id *request_pending(struct side *srv, struct side *cli,
+                                           enum iwarp_port_space ps)
+{
+    side_init(srv, IWARP_PROGRESS_THREAD);
+    side_init(cli, IWARP_PROGRESS_THREAD);
+    uint16_t port = listen_on_ps(srv, false, ps);
+    connect_to_ps(cli, false, port, &(struct iwarp_conn_param){0}, ps);
+    struct iwarp_cm_event *ev = expect_event(srv, IWARP_CM_EVENT_CONNECT_REQUEST);
+    struct iwarp_cm_id *child = ev->id;
+    ASSERT_EQ(iwarp_cm_ack_event(ev), 0);
+    return child;
+}
+
+/* The peer refuses (MPA Reject, session Reject): REJECTED with the transport's Reject code and
+ * the peer's private data. */
+static void failure_peer_rejects(enum iwarp_port_space ps)
+{
+    struct side srv, cli;
+    struct iwarp_cm_id *child = request_pending(&srv, &cli, ps);
+    ASSERT_EQ(iwarp_cm_reject(child, "no", 2), 0);
+    struct iwarp_cm_event *ev = expect_event(&cli, IWARP_CM_EVENT_REJECTED);
+    ASSERT_EQ(ev->status, ps == IWARP_PS_TCP ? IWARP_ERR_MPA_REJECTED : IWARP_ERR_SESSION_REJECTED);
+    ASSERT_EQ(ev->param.private_data_len, 2);
+    ASSERT_MEM_EQ(ev->param.private_data, "no", 2);
+    ASSERT_EQ(iwarp_cm_ack_event(ev), 0);
+    ASSERT_EQ(iwarp_cm_destroy_id(child), 0);
+    side_fini(&cli, true);
+    side_fini(&srv, true);
+}
+
+/* The peer drops a request unanswered (destroys its id: abortive, as rdma_destroy_id): the
+ * connection was reset, REJECTED (the kernel's cma_iw_handler), with TCP's reset or the
+ * session's Terminate (RFC 5043 §6.2). */
+static void failure_peer_drops_request(enum iwarp_port_space ps)
+{
+    struct side srv, cli;
+    ASSERT_EQ(iwarp_cm_destroy_id(request_pending(&srv, &cli, ps)), 0);
+    struct iwarp_cm_event *ev = expect_event(&cli, IWARP_CM_EVENT_REJECTED);
+    ASSERT_EQ(ev->status, ps == IWARP_PS_TCP ? IWARP_ERR_CONN_RESET : IWARP_ERR_SESSION_TERMINATED);
+    ASSERT_EQ(iwarp_cm_ack_event(ev), 0);
+    side_fini(&cli, true);
+    side_fini(&srv, true);
+}
+
+/* The peer ends an established connection, gracefully or abortively (its QP to ERR):
+ * DISCONNECTED on both sides. */
+static void failure_peer_ends(enum iwarp_port_space ps, bool abortive)
+{
+    struct side srv, cli;
+    side_init(&srv, IWARP_PROGRESS_THREAD);
+    side_init(&cli, IWARP_PROGRESS_THREAD);
+    struct remote_buf rb;
+    establish_ps(&srv, &cli, false, &(struct iwarp_conn_param){0}, &rb, ps);
+    if (abortive)
+        ASSERT_EQ(iwarp_modify_qp_err(srv.id->qp), 0);
+    else
+        ASSERT_EQ(iwarp_cm_disconnect(srv.id), 0);
+    struct iwarp_cm_event *ev = expect_event(&cli, IWARP_CM_EVENT_DISCONNECTED);
+    ASSERT_EQ(ev->status, 0);
+    ASSERT_EQ(iwarp_cm_ack_event(ev), 0);
+    expect_ack(&srv, IWARP_CM_EVENT_DISCONNECTED);
+    side_fini(&cli, true);
+    side_fini(&srv, true);
+}
+
+TEST(each_failure_gives_the_same_event_over_tcp_and_sctp)
+{
+    sctp_fast_timers();
+    const enum iwarp_port_space both[] = {IWARP_PS_TCP, IWARP_PS_SCTP};
+    for (int i = 0; i < 2; i++) {
+        failure_timeout(both[i]);
+        failure_local_abort(both[i]);
+        failure_peer_rejects(both[i]);
+        failure_peer_drops_request(both[i]);
+        failure_peer_ends(both[i], false);
+        failure_peer_ends(both[i], true);
+    }
+}
 #endif

@@ -1,0 +1,799 @@
+/*
+ * The CM's MPA/TCP transport (struct cm_transport, cm_internal.h): a kernel TCP connection
+ * (llp_tcp) carrying an MPA connection (llp_conn), driven by the progress loop.
+ *
+ * Each connection is a loop source whose callbacks move octets (llp_tcp) and then run
+ * conn_update(), which turns the TCP and MPA state into the CM's iwarp_cm_on_*() reports. An
+ * accepted TCP connection waits on its listener, without a CM id, until its MPA Request has
+ * arrived; then it gets an id and is announced (CONNECT_REQUEST). One whose negotiation fails
+ * before that is freed silently: nobody was told of it.
+ *
+ * Every function runs with ctx->lock held.
+ */
+#define _GNU_SOURCE 1
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include "api/api_internal.h"
+#include "api/cm_internal.h"
+#include "iwarp/errors.h"
+#include "llp/llp_tcp.h"
+#include "loop/loop.h"
+#include "trace/trace_sink.h"
+
+/* Where a connection is, as this transport sees it. */
+enum tcp_phase {
+    TC_CONNECTING = 0, /* active: TCP connect in progress */
+    TC_MPA,            /* MPA negotiation (passive: not announced yet) */
+    TC_REQUEST,        /* passive: announced, the ULP decides */
+    TC_UP,             /* full operation */
+    TC_CLOSING,        /* graceful disconnect: the QP drains, FIN, then the peer's FIN */
+    TC_DONE,           /* over (or rejected, with our Reject and FIN still leaving) */
+};
+
+struct tcp_lsn;
+
+struct tcp_conn {
+    struct iwarp_loop_src src;
+    struct iwarp_llp_tcp tcp;
+    struct iwarp_ctx *ctx;
+    struct cm_id *id;             /* NULL until a passive connection is announced */
+    struct tcp_lsn *lsn;          /* passive and not announced: the listener it waits on */
+    struct tcp_conn *next_hidden; /* in lsn's list while not announced */
+    enum tcp_phase phase;
+    bool passive;
+    bool markers_fallback;    /* active: on a Reject of our markers, retry once without */
+    uint64_t linger_deadline; /* UINT64_MAX: none */
+    uint8_t *bounce;
+    struct iwarp_llp_conn_txf *txf;
+    struct iwarp_trace_conn *trace; /* the packet trace (holds its sink's reference), or NULL */
+    uint8_t *trace_buf;             /* its 2 * IWARP_TRACE_CONN_BUF octets */
+    /* active side: the MPA configuration and private data kept from connect() until TCP is
+     * up and the negotiation starts (it copies them then) */
+    struct iwarp_llp_conn_cfg cfg;
+    uint8_t pd[IWARP_MPA_PD_MAX];
+};
+
+struct tcp_lsn {
+    struct iwarp_loop_src src;
+    struct iwarp_llp_tcp_listener tcp;
+    struct cm_id *id;
+    struct tcp_conn *hidden; /* accepted connections not yet announced */
+};
+
+static struct tcp_conn *conn_of(struct cm_id *id)
+{
+    return id->conn;
+}
+
+/* ---- MPA parameters ---------------------------------------------------------------------- */
+
+static uint8_t rtr_to_mpa(uint8_t cm)
+{
+    uint8_t m = 0;
+    if (cm & IWARP_CM_RTR_WRITE)
+        m |= IWARP_MPA_RTR_WRITE;
+    if (cm & IWARP_CM_RTR_READ)
+        m |= IWARP_MPA_RTR_READ;
+    if (cm & IWARP_CM_RTR_SEND)
+        m |= IWARP_MPA_RTR_SEND;
+    return m;
+}
+
+static uint8_t rtr_to_cm(uint8_t mpa)
+{
+    uint8_t c = 0;
+    if (mpa & IWARP_MPA_RTR_WRITE)
+        c |= IWARP_CM_RTR_WRITE;
+    if (mpa & IWARP_MPA_RTR_READ)
+        c |= IWARP_CM_RTR_READ;
+    if (mpa & IWARP_MPA_RTR_SEND)
+        c |= IWARP_CM_RTR_SEND;
+    return c;
+}
+
+/* The initiator's MPA configuration from connect()'s param. */
+static int initiator_cfg(const struct iwarp_conn_param *p, struct iwarp_llp_conn_cfg *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    struct iwarp_mpa_neg_cfg *n = &cfg->neg;
+    iwarp_mpa_neg_cfg_default(n, IWARP_MPA_INITIATOR);
+    uint8_t rev = p->mpa_rev ? p->mpa_rev : IWARP_MPA_REV2;
+    if (rev != IWARP_MPA_REV1 && rev != IWARP_MPA_REV2)
+        return IWARP_ERR_INVAL;
+    /* RFC 6581 §6: IRD/ORD and peer-to-peer exist only in Rev 2 frames. */
+    if (p->peer_to_peer && rev != IWARP_MPA_REV2)
+        return IWARP_ERR_INVAL;
+    n->revision = rev;
+    n->enhanced = rev == IWARP_MPA_REV2;
+    n->crc = p->crc;
+    n->markers = p->markers;
+    n->ird = iwarp_cm_ird_ord(p->responder_resources);
+    n->ord = iwarp_cm_ird_ord(p->initiator_depth);
+    n->peer2peer = p->peer_to_peer;
+    n->rtr = p->rtr_types ? rtr_to_mpa(p->rtr_types) : (uint8_t)IWARP_MPA_RTR_ALL;
+    if (n->rtr == 0)
+        return IWARP_ERR_INVAL;
+    n->rtr_pref = 0;
+    n->pd = p->private_data;
+    n->pd_len = p->private_data_len;
+    if (p->timeout_ms)
+        n->timeout_ns = (uint64_t)p->timeout_ms * 1000000u;
+    cfg->first_fpdu_delay_ns = (uint64_t)p->first_fpdu_delay_ms * 1000000u;
+    return 0;
+}
+
+/* The responder's MPA configuration for accepted connections: Rev 2, CRC and markers only
+ * when the initiator asks (RFC 5044 §7.1.1: CRC is on if either frame has C=1; §4.3: we
+ * insert markers when asked), every RTR type so any peer-to-peer initiator is served. */
+static void responder_cfg(struct iwarp_llp_conn_cfg *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    iwarp_mpa_neg_cfg_default(&cfg->neg, IWARP_MPA_RESPONDER);
+    cfg->neg.crc = false;
+    cfg->neg.markers = false;
+    cfg->neg.rtr = IWARP_MPA_RTR_ALL;
+}
+
+/* What the MPA exchange said, for the CM: the peer's side (a Request, a Reject) or the
+ * negotiated one. */
+static struct cm_setup setup_of(const struct iwarp_mpa_neg_result *r, bool peer)
+{
+    return (struct cm_setup){
+        .ird = peer ? r->peer_ird : r->ird,
+        .ord = peer ? r->peer_ord : r->ord,
+        .mpa_rev = peer ? r->peer_rev : r->rev,
+        .peer_to_peer = peer ? r->peer_p2p : r->p2p,
+        .rtr_types = rtr_to_cm(peer ? r->peer_rtr : r->rtr),
+        .crc = r->crc,
+        .markers = r->markers_rx,
+        .pd = r->peer_pd,
+        .pd_len = r->peer_pd_len,
+    };
+}
+
+/* ---- connections ------------------------------------------------------------------------- */
+
+static void conn_on_io(struct iwarp_loop_src *src, uint32_t events, uint64_t now_ns);
+static void conn_on_timer(struct iwarp_loop_src *src, uint64_t now_ns);
+static void conn_update(struct tcp_conn *cc, uint64_t now_ns);
+
+static void conn_free(struct tcp_conn *cc)
+{
+    if (!cc)
+        return;
+    struct iwarp_ctx *ctx = cc->ctx;
+    if (cc->trace) {
+        if (cc->trace->err)
+            iwarp_api_log(ctx, IWARP_LOG_ERROR, "trace: writing the capture failed (%s)",
+                          iwarp_err_name(cc->trace->err));
+        (void)iwarp_trace_sink_release(cc->trace->sink); /* a failure was logged above */
+    }
+    iwarp_api_free(ctx, cc->trace);
+    iwarp_api_free(ctx, cc->trace_buf);
+    iwarp_api_free(ctx, cc->bounce);
+    iwarp_api_free(ctx, cc->txf);
+    iwarp_api_free(ctx, cc);
+}
+
+/* Per-connection memory, from the context allocator (never on the data path). */
+static struct tcp_conn *conn_alloc(struct iwarp_ctx *ctx)
+{
+    struct tcp_conn *cc = iwarp_api_calloc(ctx, 1, sizeof *cc);
+    if (!cc)
+        return NULL;
+    cc->ctx = ctx;
+    cc->linger_deadline = UINT64_MAX;
+    cc->bounce = iwarp_api_calloc(ctx, 1, IWARP_LLP_CONN_BOUNCE);
+    cc->txf = iwarp_api_calloc(ctx, IWARP_LLP_CONN_TX_SEGS, sizeof *cc->txf);
+    if (!cc->bounce || !cc->txf) {
+        conn_free(cc);
+        return NULL;
+    }
+    struct iwarp_trace_sink *sink = iwarp_api_trace_sink(ctx); /* NULL: tracing is off */
+    if (sink) {
+        cc->trace = iwarp_api_calloc(ctx, 1, sizeof *cc->trace);
+        cc->trace_buf = iwarp_api_calloc(ctx, 2, IWARP_TRACE_CONN_BUF);
+        if (!cc->trace || !cc->trace_buf) {
+            (void)iwarp_trace_sink_release(sink);
+            iwarp_api_free(ctx, cc->trace);
+            cc->trace = NULL;
+            conn_free(cc);
+            return NULL;
+        }
+        iwarp_trace_conn_init(cc->trace, sink, cc->trace_buf, iwarp_api_trace_bound, ctx);
+        cc->tcp.trace = cc->trace;
+    }
+    cc->tcp.fd = -1;
+    cc->src.fd = -1;
+    cc->src.deadline = UINT64_MAX;
+    cc->src.heap_index = UINT32_MAX;
+    cc->src.on_io = conn_on_io;
+    cc->src.on_timer = conn_on_timer;
+    cc->src.user = cc;
+    return cc;
+}
+
+/* Register the connection's socket with the loop. */
+static int conn_watch(struct tcp_conn *cc)
+{
+    cc->src.fd = cc->tcp.fd;
+    cc->src.events = 0;
+    cc->src.deadline = UINT64_MAX;
+    return iwarp_loop_add(&cc->ctx->loop, &cc->src);
+}
+
+/* Stop watching and close the socket (abortive: RST). The MPA connection learns of the end
+ * (and through it the QP, which flushes). Memory stays until the id is destroyed. */
+static void conn_release(struct tcp_conn *cc, bool abortive)
+{
+    iwarp_loop_del(&cc->ctx->loop, &cc->src);
+    iwarp_llp_tcp_close(&cc->tcp, abortive);
+    cc->linger_deadline = UINT64_MAX;
+}
+
+/* Hand the id's QP to the MPA connection and take its kicks (the engine it runs: RDMAP or
+ * DDP-level). */
+static void attach_qp(struct tcp_conn *cc)
+{
+    struct iwarp_qp_impl *q = iwarp_api_qp(cc->id->pub.qp);
+    if (q->ddp)
+        iwarp_llp_conn_attach_ddp(&cc->tcp.conn, q->ddp);
+    else
+        iwarp_llp_conn_attach(&cc->tcp.conn, &q->core);
+    iwarp_cm_hook_qp(cc->id);
+}
+
+/* Free a passive connection that was never announced (its negotiation failed, or its
+ * listener went away). */
+static void hidden_free(struct tcp_conn *cc)
+{
+    for (struct tcp_conn **p = &cc->lsn->hidden; *p; p = &(*p)->next_hidden) {
+        if (*p == cc) {
+            *p = cc->next_hidden;
+            break;
+        }
+    }
+    conn_release(cc, true);
+    conn_free(cc);
+}
+
+/* The epoll interest and the timer the connection needs now. */
+static void conn_rearm(struct tcp_conn *cc)
+{
+    struct iwarp_loop *loop = &cc->ctx->loop;
+    uint32_t want = iwarp_llp_tcp_interest(&cc->tcp);
+    uint32_t ev = ((want & IWARP_LLP_TCP_WANT_READ) ? (uint32_t)EPOLLIN : 0u) |
+                  ((want & IWARP_LLP_TCP_WANT_WRITE) ? (uint32_t)EPOLLOUT : 0u);
+    iwarp_loop_mod(loop, &cc->src, ev);
+    uint64_t deadline = cc->linger_deadline;
+    if (cc->tcp.conn_ready) {
+        uint64_t t = iwarp_llp_conn_next_timeout(&cc->tcp.conn);
+        if (t < deadline)
+            deadline = t;
+    }
+    if (deadline != cc->src.deadline)
+        iwarp_loop_set_timer(loop, &cc->src, deadline);
+}
+
+/* Active side: TCP is up; start MPA as the initiator with the QP attached. */
+static int start_initiator(struct tcp_conn *cc, const struct iwarp_llp_conn_cfg *cfg, uint64_t now)
+{
+    struct iwarp_llp_tcp *t = &cc->tcp;
+    int rc = iwarp_llp_tcp_start(t, cfg, cc->bounce, cc->txf, now);
+    if (rc != 0)
+        return rc;
+    memcpy(&cc->id->pub.local_addr, &t->local, sizeof t->local);
+    attach_qp(cc);
+    cc->phase = TC_MPA;
+    iwarp_llp_tcp_on_writable(t, now); /* the MPA Request */
+    return 0;
+}
+
+/* Active: the connection failed before it was up. */
+static void active_failed(struct tcp_conn *cc, int status)
+{
+    cc->phase = TC_DONE;
+    iwarp_cm_on_failed(cc->id, status);
+}
+
+/* Whether the MPA exchange has reached full operation on this side. */
+static bool mpa_up(const struct iwarp_llp_conn *c)
+{
+    enum iwarp_mpa_neg_state s = iwarp_mpa_neg_state(&c->neg);
+    return c->state == IWARP_LLP_CONN_ESTABLISHED || s == IWARP_MPA_NEG_SEND_FIRST ||
+           s == IWARP_MPA_NEG_WAIT_FIRST_FPDU || s == IWARP_MPA_NEG_ESTABLISHED;
+}
+
+static int active_open(struct cm_id *id, const struct iwarp_llp_conn_cfg *cfg, const void *pd,
+                       bool fallback, uint64_t now);
+
+/* Active side: the peer rejected our Request for markers and the ULP allowed a fallback
+ * (iwarp_conn_param.markers_fallback): close this connection, its QP untouched, and connect
+ * again asking for none. A responder that cannot insert markers can only refuse them with a
+ * Reject (RFC 5044 §7.1.2 rule 3; Linux siw does). */
+static void markers_fallback(struct tcp_conn *cc, uint64_t now)
+{
+    struct cm_id *id = cc->id;
+    struct iwarp_llp_conn_cfg cfg = cc->cfg;
+    uint8_t pd[IWARP_MPA_PD_MAX];
+    if (cfg.neg.pd_len)
+        memcpy(pd, cc->pd, cfg.neg.pd_len);
+    cfg.neg.markers = false;
+    /* the QP never started (RFC 5044 §7.1.2: no full operation): detach it before the close
+     * so it is not flushed, and so the new connection can take it */
+    iwarp_llp_conn_attach(&cc->tcp.conn, NULL);
+    iwarp_llp_conn_attach_ddp(&cc->tcp.conn, NULL);
+    iwarp_cm_unhook_qp(id);
+    conn_release(cc, false);
+    conn_free(cc);
+    id->conn = NULL;
+    iwarp_api_log(id->pub.context, IWARP_LOG_INFO,
+                  "cm: the peer rejected MPA markers; connecting again without them");
+    int rc = active_open(id, &cfg, pd, false, now);
+    if (rc != 0)
+        iwarp_cm_on_failed(id, rc);
+}
+
+/* Active side, MPA in progress. Returns false when the connection was released. */
+static bool update_active_mpa(struct tcp_conn *cc, uint64_t now)
+{
+    struct iwarp_llp_tcp *t = &cc->tcp;
+    struct iwarp_llp_conn *c = &t->conn;
+    const struct iwarp_mpa_neg_result *r = iwarp_mpa_neg_result(&c->neg);
+    if (c->state == IWARP_LLP_CONN_REJECTED && r->err == IWARP_ERR_MPA_MARKERS &&
+        cc->markers_fallback) {
+        markers_fallback(cc, now);
+        return false;
+    }
+    if (c->state == IWARP_LLP_CONN_REJECTED) {
+        /* RFC 5044 §7.1.2 rule 3: a Reject ends MPA; the peer's private data goes up. */
+        struct cm_setup s = setup_of(r, true);
+        cc->phase = TC_DONE;
+        iwarp_cm_on_rejected(cc->id, r->err ? r->err : IWARP_ERR_MPA_REJECTED, &s);
+        conn_release(cc, false);
+        return false;
+    }
+    if (c->state != IWARP_LLP_CONN_FAILED && c->state != IWARP_LLP_CONN_CLOSE && mpa_up(c)) {
+        struct cm_setup s = setup_of(r, false);
+        cc->phase = TC_UP;
+        iwarp_cm_on_established(cc->id, &s);
+        return true;
+    }
+    if (c->state == IWARP_LLP_CONN_FAILED || c->state == IWARP_LLP_CONN_CLOSE ||
+        t->phase == IWARP_LLP_TCP_DONE || t->rx_eof) {
+        /* the transport's own error first: an MPA connection closed under its negotiation
+         * only knows the stream ended (IWARP_ERR_IO), TCP knows it was reset */
+        int status = t->err ? t->err : c->err ? c->err : r->err ? r->err : IWARP_ERR_CONN_RESET;
+        active_failed(cc, status);
+        /* a Terminate or Reject may still be queued: let TCP deliver it */
+        iwarp_llp_tcp_shutdown(t, now);
+        conn_release(cc, false);
+        return false;
+    }
+    return true;
+}
+
+/* Passive side: the MPA Request is in; announce the connection on a new id (RFC 5044
+ * §7.1.2: the ULP decides). Returns false when there was no memory for the id (freed). */
+static bool announce(struct tcp_conn *cc)
+{
+    struct cm_id *id = iwarp_cm_passive_id(cc->lsn->id);
+    if (!id) {
+        hidden_free(cc);
+        return false;
+    }
+    for (struct tcp_conn **p = &cc->lsn->hidden; *p; p = &(*p)->next_hidden) {
+        if (*p == cc) {
+            *p = cc->next_hidden;
+            break;
+        }
+    }
+    cc->next_hidden = NULL;
+    cc->lsn = NULL;
+    cc->id = id;
+    id->conn = cc;
+    memcpy(&id->pub.local_addr, &cc->tcp.local, sizeof id->pub.local_addr);
+    memcpy(&id->pub.peer_addr, &cc->tcp.peer, sizeof id->pub.peer_addr);
+    cc->phase = TC_REQUEST;
+    struct cm_setup s = setup_of(iwarp_mpa_neg_result(&cc->tcp.conn.neg), true);
+    iwarp_cm_on_request(id, &s);
+    return true;
+}
+
+/* Whether the QP's graceful close has drained (its engine: RDMAP or DDP-level). */
+static bool qp_tx_close(struct iwarp_qp_impl *q)
+{
+    return q->ddp ? iwarp_core_ddp_tx_close(q->ddp) : iwarp_core_qp_tx_close(&q->core);
+}
+
+/* Turn the TCP and MPA state into the CM's reports and into interest. May free cc. */
+static void conn_update(struct tcp_conn *cc, uint64_t now)
+{
+    struct iwarp_llp_tcp *t = &cc->tcp;
+    struct iwarp_llp_conn *c = &t->conn;
+
+    switch (cc->phase) {
+    case TC_CONNECTING: {
+        if (t->phase == IWARP_LLP_TCP_CONNECTING)
+            break;
+        if (!iwarp_llp_tcp_connected(t)) {
+            active_failed(cc, t->err ? t->err : IWARP_ERR_CONN_RESET);
+            conn_release(cc, false);
+            return;
+        }
+        /* TCP is up: start MPA with the configuration connect() checked and kept */
+        int rc = start_initiator(cc, &cc->cfg, now);
+        if (rc != 0) {
+            active_failed(cc, rc);
+            conn_release(cc, true);
+            return;
+        }
+        if (!update_active_mpa(cc, now))
+            return;
+        break;
+    }
+    case TC_MPA:
+        if (!cc->passive) {
+            if (!update_active_mpa(cc, now))
+                return;
+            break;
+        }
+        if (c->state == IWARP_LLP_CONN_REQUEST) {
+            if (!announce(cc))
+                return;
+        } else if (c->state != IWARP_LLP_CONN_NEGOTIATING || t->phase == IWARP_LLP_TCP_DONE ||
+                   t->rx_eof) {
+            hidden_free(cc); /* never announced: nobody to tell */
+            return;
+        }
+        break;
+    case TC_REQUEST:
+        break; /* accept()/reject() see a dead connection */
+    case TC_UP:
+    case TC_CLOSING: {
+        struct cm_id *id = cc->id;
+        if (cc->phase == TC_CLOSING && id->pub.qp && !t->fin_wanted &&
+            qp_tx_close(iwarp_api_qp(id->pub.qp)))
+            iwarp_llp_tcp_shutdown(t, now); /* drained: our FIN */
+        if (t->fin_sent && !t->rx_eof && cc->linger_deadline == UINT64_MAX)
+            cc->linger_deadline = now + CM_LINGER_NS;
+        if (t->rx_eof || t->phase == IWARP_LLP_TCP_DONE) {
+            /* the peer closed (FIN or reset), or both FINs are exchanged: answer the FIN */
+            iwarp_llp_tcp_shutdown(t, now);
+            cc->phase = TC_DONE;
+            iwarp_cm_on_closed(id, 0);
+            conn_release(cc, false);
+            return;
+        }
+        break;
+    }
+    default:
+        break;
+    }
+    if (!cc->src.registered)
+        return;
+    if (t->phase == IWARP_LLP_TCP_DONE && cc->phase != TC_CLOSING && cc->phase != TC_UP) {
+        conn_release(cc, false); /* e.g. reset while a decision was pending */
+        return;
+    }
+    conn_rearm(cc);
+}
+
+static void conn_on_io(struct iwarp_loop_src *src, uint32_t events, uint64_t now_ns)
+{
+    struct tcp_conn *cc = src->user;
+    struct iwarp_llp_tcp *t = &cc->tcp;
+    if (events & (EPOLLIN | EPOLLERR | EPOLLHUP | EPOLLRDHUP))
+        iwarp_llp_tcp_on_readable(t, now_ns);
+    if (events & (EPOLLOUT | EPOLLERR | EPOLLHUP))
+        iwarp_llp_tcp_on_writable(t, now_ns);
+    conn_update(cc, now_ns);
+}
+
+static void conn_on_timer(struct iwarp_loop_src *src, uint64_t now_ns)
+{
+    struct tcp_conn *cc = src->user;
+    struct iwarp_llp_tcp *t = &cc->tcp;
+    if (cc->linger_deadline <= now_ns) {
+        /* the peer did not answer our FIN in time: reset (the end is reported next) */
+        cc->linger_deadline = UINT64_MAX;
+        iwarp_llp_tcp_close(t, true);
+        conn_update(cc, now_ns);
+        return;
+    }
+    if (t->conn_ready) {
+        iwarp_llp_conn_handle_timeout(&t->conn, now_ns);
+        iwarp_llp_tcp_on_writable(t, now_ns);
+    }
+    conn_update(cc, now_ns);
+}
+
+/* ---- the transport's ops ------------------------------------------------------------------ */
+
+/* The QP has new work: write what it can send now (from the posting thread: a hop to the
+ * progress thread would cost a cross-core wakeup). */
+static void tcp_kick(struct iwarp_qp_impl *q)
+{
+    struct cm_id *id = q->cm_id;
+    struct tcp_conn *cc = id ? conn_of(id) : NULL;
+    if (!cc || !cc->src.registered)
+        return;
+    uint64_t now = iwarp_loop_now();
+    iwarp_llp_tcp_on_writable(&cc->tcp, now);
+    conn_update(cc, now);
+}
+
+static bool tcp_abort(struct cm_id *id)
+{
+    struct tcp_conn *cc = conn_of(id);
+    if (!cc->src.registered)
+        return false;
+    conn_release(cc, true);
+    cc->phase = TC_DONE;
+    return true;
+}
+
+/* A connection arrived on the listener: it runs the responder side of MPA unannounced. */
+static void accept_one(struct tcp_lsn *l, int fd, uint64_t now)
+{
+    struct iwarp_ctx *ctx = l->id->pub.context;
+    struct tcp_conn *cc = conn_alloc(ctx);
+    struct iwarp_llp_conn_cfg cfg;
+    responder_cfg(&cfg);
+    if (!cc || iwarp_llp_tcp_adopt(&cc->tcp, fd) != 0 ||
+        iwarp_llp_tcp_start(&cc->tcp, &cfg, cc->bounce, cc->txf, now) != 0) {
+        if (!cc)
+            close(fd);
+        else
+            iwarp_llp_tcp_close(&cc->tcp, true);
+        conn_free(cc);
+        return;
+    }
+    cc->passive = true;
+    cc->phase = TC_MPA;
+    cc->lsn = l;
+    cc->next_hidden = l->hidden;
+    l->hidden = cc;
+    if (conn_watch(cc) != 0) {
+        hidden_free(cc);
+        return;
+    }
+    conn_update(cc, now);
+}
+
+static void listen_on_io(struct iwarp_loop_src *src, uint32_t events, uint64_t now_ns)
+{
+    (void)events;
+    struct tcp_lsn *l = src->user;
+    for (int budget = 64; budget > 0; budget--) {
+        int fd = iwarp_llp_tcp_accept(&l->tcp);
+        if (fd < 0)
+            break;
+        accept_one(l, fd, now_ns);
+    }
+}
+
+static int tcp_listen(struct cm_id *id, int backlog)
+{
+    struct iwarp_ctx *ctx = id->pub.context;
+    struct tcp_lsn *l = iwarp_api_calloc(ctx, 1, sizeof *l);
+    if (!l)
+        return IWARP_ERR_NOMEM;
+    l->id = id;
+    int rc = iwarp_llp_tcp_listen(&l->tcp, (const struct sockaddr *)&id->pub.local_addr, backlog);
+    if (rc == 0) {
+        l->src = (struct iwarp_loop_src){.fd = l->tcp.fd,
+                                         .events = EPOLLIN,
+                                         .deadline = UINT64_MAX,
+                                         .on_io = listen_on_io,
+                                         .user = l,
+                                         .heap_index = UINT32_MAX};
+        rc = iwarp_loop_add(&ctx->loop, &l->src);
+        if (rc != 0)
+            iwarp_llp_tcp_listener_close(&l->tcp);
+    }
+    if (rc != 0) {
+        iwarp_api_free(ctx, l);
+        return rc;
+    }
+    memcpy(&id->pub.local_addr, &l->tcp.local, sizeof id->pub.local_addr); /* the bound port */
+    id->lsn = l;
+    return 0;
+}
+
+static void tcp_listen_close(struct cm_id *id)
+{
+    struct tcp_lsn *l = id->lsn;
+    iwarp_loop_del(&id->pub.context->loop, &l->src);
+    iwarp_llp_tcp_listener_close(&l->tcp);
+    while (l->hidden)
+        hidden_free(l->hidden);
+    iwarp_api_free(id->pub.context, l);
+    id->lsn = NULL;
+}
+
+/*
+ * Active side: a new connection object, the non-blocking TCP connect and, when TCP is already
+ * up, the MPA Request (id->conn is NULL). cfg and pd (cfg->neg.pd_len octets) are copied.
+ * fallback: a Reject of our markers connects once more without them. Returns 0 (a refusal at
+ * once is reported as its event), or the error of a local failure (nothing is left
+ * allocated).
+ */
+static int active_open(struct cm_id *id, const struct iwarp_llp_conn_cfg *cfg, const void *pd,
+                       bool fallback, uint64_t now)
+{
+    struct tcp_conn *cc = conn_alloc(id->pub.context);
+    if (!cc)
+        return IWARP_ERR_NOMEM;
+    cc->id = id;
+    cc->phase = TC_CONNECTING;
+    cc->markers_fallback = fallback;
+    struct iwarp_llp_tcp *t = &cc->tcp;
+    if (cfg->neg.pd_len)
+        memcpy(cc->pd, pd, cfg->neg.pd_len);
+    cc->cfg = *cfg;
+    cc->cfg.neg.pd = cc->pd;
+    const struct sockaddr *src =
+        id->bind_src.ss_family ? (const struct sockaddr *)&id->bind_src : NULL;
+    int rc = iwarp_llp_tcp_connect(t, (const struct sockaddr *)&id->pub.peer_addr, src);
+    if (rc == IWARP_ERR_INVAL || rc == IWARP_ERR_ADDR || rc == IWARP_ERR_IO) {
+        conn_free(cc);
+        return rc;
+    }
+    id->conn = cc;
+    if (rc != 0) {
+        /* refused or unreachable at once: reported as the event would be */
+        active_failed(cc, rc);
+        return 0;
+    }
+    rc = conn_watch(cc);
+    if (rc == 0 && iwarp_llp_tcp_connected(t)) {
+        rc = start_initiator(cc, &cc->cfg, now);
+        if (rc != 0)
+            conn_release(cc, true);
+    }
+    if (rc != 0) {
+        iwarp_llp_tcp_close(t, true);
+        conn_free(cc);
+        id->conn = NULL;
+        return rc;
+    }
+    conn_update(cc, now);
+    return 0;
+}
+
+static int tcp_check_param(const struct iwarp_conn_param *param)
+{
+    struct iwarp_llp_conn_cfg cfg;
+    return initiator_cfg(param, &cfg);
+}
+
+static int tcp_connect(struct cm_id *id, const struct iwarp_conn_param *param)
+{
+    struct iwarp_llp_conn_cfg cfg;
+    int rc = initiator_cfg(param, &cfg); /* MPA options */
+    if (rc != 0)
+        return rc;
+    /* RFC 6581 RTR messages are RDMAP messages: a DDP-level stream cannot send them. */
+    if (param->peer_to_peer && iwarp_api_qp(id->pub.qp)->ddp)
+        return IWARP_ERR_DDP_RTR;
+    /* Check the MPA configuration before any socket exists. */
+    uint64_t now = iwarp_loop_now();
+    struct iwarp_mpa_neg probe;
+    rc = iwarp_mpa_neg_init(&probe, &cfg.neg, now);
+    if (rc != 0)
+        return rc;
+    return active_open(id, &cfg, param->private_data, param->markers && param->markers_fallback,
+                       now);
+}
+
+static int tcp_accept(struct cm_id *id, const struct iwarp_conn_param *param)
+{
+    struct tcp_conn *cc = conn_of(id);
+    struct iwarp_llp_tcp *t = &cc->tcp;
+    if (t->phase != IWARP_LLP_TCP_OPEN || t->conn.state != IWARP_LLP_CONN_REQUEST) {
+        /* the initiator gave up while we were deciding */
+        conn_release(cc, false);
+        cc->phase = TC_DONE;
+        iwarp_cm_on_closed(id, 0);
+        return t->err ? t->err : IWARP_ERR_CONN_RESET;
+    }
+    /* RFC 6581 §9.2: a peer-to-peer initiator will send an RTR, an RDMAP message a DDP-level
+     * stream cannot take: reject it instead. */
+    if (iwarp_api_qp(id->pub.qp)->ddp && iwarp_mpa_neg_result(&t->conn.neg)->peer_p2p)
+        return IWARP_ERR_DDP_RTR;
+    uint16_t pd_len = param ? param->private_data_len : 0;
+    struct iwarp_mpa_neg_answer ans = {
+        .ird = iwarp_cm_ird_ord(param ? param->responder_resources : 0),
+        .ord = iwarp_cm_ird_ord(param ? param->initiator_depth : 0),
+        .pd = pd_len ? param->private_data : NULL,
+        .pd_len = pd_len,
+        /* the passive side's MPA choices: CRC (either side's C=1 turns it on) and markers in
+         * what we receive; revision and RTR follow the Request (RFC 6581 §6, §9.2) */
+        .crc = param && param->crc,
+        .markers = param && param->markers,
+    };
+    attach_qp(cc);
+    int rc = iwarp_llp_conn_accept(&t->conn, &ans);
+    if (rc != 0) {
+        iwarp_cm_unhook_qp(id);
+        return rc;
+    }
+    uint64_t now = iwarp_loop_now();
+    iwarp_llp_tcp_on_writable(t, now); /* the MPA Reply */
+    /* Like siw (siw_accept -> IW_CM_EVENT_ESTABLISHED once the Reply is queued): the ULP may
+     * post now; RFC 5044 §7.1.2 rule 4 holds our FPDUs until the initiator's first one. */
+    struct cm_setup s = setup_of(iwarp_mpa_neg_result(&t->conn.neg), false);
+    cc->phase = TC_UP;
+    iwarp_cm_on_established(id, &s);
+    conn_update(cc, now);
+    return 0;
+}
+
+static int tcp_reject(struct cm_id *id, const void *pd, uint16_t pd_len)
+{
+    struct tcp_conn *cc = conn_of(id);
+    struct iwarp_llp_tcp *t = &cc->tcp;
+    cc->phase = TC_DONE;
+    if (t->phase != IWARP_LLP_TCP_OPEN || t->conn.state != IWARP_LLP_CONN_REQUEST) {
+        conn_release(cc, false);
+        return 0;
+    }
+    /* RFC 5044 §7.1.2 rule 2 / RFC 6581 §9.1: R=1, our private data, IRD/ORD unset. */
+    struct iwarp_mpa_neg_answer ans = {
+        .ird = IWARP_MPA_IRD_ORD_NONE, .ord = IWARP_MPA_IRD_ORD_NONE, .pd = pd, .pd_len = pd_len};
+    int rc = iwarp_llp_conn_reject(&t->conn, &ans);
+    if (rc != 0)
+        return rc;
+    uint64_t now = iwarp_loop_now();
+    iwarp_llp_tcp_shutdown(t, now); /* the Reject, then our FIN */
+    cc->linger_deadline = now + CM_LINGER_NS;
+    if (t->phase == IWARP_LLP_TCP_DONE)
+        conn_release(cc, false);
+    else
+        conn_rearm(cc);
+    return 0;
+}
+
+static int tcp_disconnect(struct cm_id *id)
+{
+    struct tcp_conn *cc = conn_of(id);
+    uint64_t now = iwarp_loop_now();
+    cc->phase = TC_CLOSING;
+    cc->linger_deadline = now + CM_LINGER_NS;
+    struct iwarp_llp_tcp *t = &cc->tcp;
+    struct iwarp_qp_impl *q = id->pub.qp ? iwarp_api_qp(id->pub.qp) : NULL;
+    if (q && q->ddp)
+        iwarp_core_ddp_disconnect(q->ddp); /* RFC 5041 §6.2.1: drain, then close */
+    else if (q)
+        iwarp_core_qp_disconnect(&q->core); /* drain, then close */
+    else
+        iwarp_llp_tcp_shutdown(t, now);
+    iwarp_llp_tcp_on_writable(t, now);
+    conn_update(cc, now);
+    return 0;
+}
+
+static void tcp_free(struct cm_id *id, bool live)
+{
+    struct tcp_conn *cc = conn_of(id);
+    if (cc->src.registered || cc->tcp.fd >= 0)
+        conn_release(cc, live);
+    conn_free(cc);
+    id->conn = NULL;
+}
+
+const struct cm_transport iwarp_cm_tcp = {
+    .listen = tcp_listen,
+    .listen_close = tcp_listen_close,
+    .check_param = tcp_check_param,
+    .connect = tcp_connect,
+    .accept = tcp_accept,
+    .reject = tcp_reject,
+    .disconnect = tcp_disconnect,
+    .abort = tcp_abort,
+    .kick = tcp_kick,
+    .free = tcp_free,
+};

@@ -1,0 +1,39 @@
+/*
+ * The context's services every module of the API layer uses: allocation through the
+ * application's hooks, logging through its log hook, and progress in caller mode. They
+ * depend on no other API module, so the modules above them form no cycle.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "api/api_internal.h"
+#include "loop/loop.h"
+
+void *iwarp_api_calloc(struct iwarp_ctx *ctx, size_t n, size_t size)
+{
+    return ctx->mem_hooks.calloc_fn(n, size, ctx->mem_hooks.user);
+}
+
+void iwarp_api_free(struct iwarp_ctx *ctx, void *p)
+{
+    if (p)
+        ctx->mem_hooks.free_fn(p, ctx->mem_hooks.user);
+}
+
+void iwarp_api_log(struct iwarp_ctx *ctx, enum iwarp_log_level level, const char *fmt, ...)
+{
+    if (!ctx->attr.log || level > ctx->attr.log_level)
+        return;
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    ctx->attr.log(ctx->attr.log_user, level, msg);
+}
+
+void iwarp_api_progress_locked(struct iwarp_ctx *ctx)
+{
+    if (ctx->attr.progress == IWARP_PROGRESS_CALLER)
+        iwarp_loop_poll_locked(&ctx->loop);
+}
