@@ -192,7 +192,7 @@ static void answer(uint16_t sid, bool accept)
     }
     struct qpe *e = qp_fresh(sid);
     struct iwarp_sess_answer ans = {.ird = 4, .ord = 4};
-    int rc = iwarp_llp_assoc_accept(&A, sid, &ans, (struct iwarp_llp_engine){.qp = &e->qp}, 4, 4);
+    int rc = iwarp_llp_assoc_accept(&A, sid, &ans, &e->qp.eng, 4, 4);
     FUZZ_CHECK(rc == 0 || iwarp_err_name(rc) != NULL);
 }
 

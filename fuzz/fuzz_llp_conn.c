@@ -218,7 +218,7 @@ static void maybe_accept(void)
 {
     if (C.state != IWARP_LLP_CONN_REQUEST)
         return;
-    iwarp_llp_conn_attach(&C, &Q);
+    iwarp_llp_conn_attach(&C, &Q.eng);
     struct iwarp_mpa_neg_answer a = {.ird = 4, .ord = 4};
     (void)iwarp_llp_conn_accept(&C, &a);
 }
@@ -274,7 +274,7 @@ static void setup(uint8_t cfgb, uint32_t seed)
     }
     FUZZ_CHECK(iwarp_llp_conn_init(&C, &cc, bounce, txf, 0) == 0);
     if (!resp)
-        iwarp_llp_conn_attach(&C, &Q);
+        iwarp_llp_conn_attach(&C, &Q.eng);
     /* receives of several sizes before anything arrives */
     post_recv(0, 64);
     post_recv(4096, 4000);

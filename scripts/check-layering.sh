@@ -6,7 +6,7 @@ set -euo pipefail
 cd "${1:-$(dirname "$0")/..}"
 
 declare -A level=(
-  [util]=0 [wire]=1 [mpa]=2 [session]=2 [mem]=2 [ddp]=3 [rdmap]=4 [core]=5 [cm]=5
+  [util]=0 [wire]=1 [mpa]=2 [session]=2 [mem]=2 [ddp]=3 [core]=5
   [llp]=6 [trace]=6 [loop]=7 [api]=8
 )
 # Headers no sans-I/O layer may use: sockets, polling, threads, clocks, usrsctp, stdio.

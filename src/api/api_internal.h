@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #include "core/core_cq.h"
-#include "core/core_ddp.h"
+#include "core/core_engine.h"
 #include "core/core_qp.h"
 #include "core/core_srq.h"
 #include "iwarp/verbs.h"
@@ -111,16 +111,17 @@ struct iwarp_qp_llp {
 
 struct iwarp_qp_impl {
     struct iwarp_qp pub; /* first: the public handle points here */
-    struct iwarp_core_qp core;
-    struct iwarp_core_qp_mem mem;
+    /* Its engine (core_engine.h): an RDMAP queue pair (verbs_qp.c) or a DDP-level stream
+     * (iwarp/ddp.h, ddp.c); eng->rdmap is NULL for the latter. */
+    struct iwarp_core_engine *eng;
     struct iwarp_qp_llp llp;
     struct iwarp_qp_cap cap;
     void *cm_id; /* the CM id that owns the connection, or NULL */
     /* iwarp_destroy_qp of a QP a CM id owns: the id lets go of it first (cm.c), or NULL */
     void (*cm_release)(struct iwarp_qp_impl *qp);
-    /* A DDP-level QP (iwarp/ddp.h, api/ddp.c): its engine, used instead of core; else NULL */
-    struct iwarp_core_ddp *ddp;
-    void (*ddp_free)(struct iwarp_qp_impl *qp); /* frees ddp and its memory (ddp.c) */
+    /* iwarp_destroy_qp (lock held), after the engine's teardown: frees the QP, its engine and
+     * the memory they borrow (its creator's: verbs_qp.c, ddp.c) */
+    void (*free)(struct iwarp_qp_impl *qp);
 };
 
 static inline struct iwarp_qp_impl *iwarp_api_qp(struct iwarp_qp *qp)

@@ -434,13 +434,10 @@ static void rearm(struct cm_sctp_ctx *sc, uint64_t now)
 
 /* ---- associations ------------------------------------------------------------------------- */
 
-static struct iwarp_llp_engine id_engine(struct cm_id *id)
+/* The engine of id's QP, or NULL when it has none. */
+static struct iwarp_core_engine *id_engine(struct cm_id *id)
 {
-    struct iwarp_qp_impl *q = id->pub.qp ? iwarp_api_qp(id->pub.qp) : NULL;
-    if (!q)
-        return (struct iwarp_llp_engine){0};
-    return q->ddp ? (struct iwarp_llp_engine){.ddp = q->ddp}
-                  : (struct iwarp_llp_engine){.qp = &q->core};
+    return id->pub.qp ? iwarp_api_qp(id->pub.qp)->eng : NULL;
 }
 
 static void assoc_free(struct cm_assoc *ca, bool abortive)
@@ -761,9 +758,9 @@ static void timer_on(struct iwarp_loop_src *src, uint64_t now_ns)
             next = link_of(id)->next_wait;
             if (link_of(id)->linger_deadline > now_ns)
                 continue;
-            struct iwarp_llp_engine eng = id_engine(id);
+            struct iwarp_core_engine *eng = id_engine(id);
             unlink_stream(id); /* off the waiting list */
-            iwarp_llp_eng_llp_closed(&eng, false);
+            iwarp_core_eng_llp_closed(eng, false);
             iwarp_cm_on_failed(id, IWARP_ERR_TIMEDOUT);
         }
         for (uint16_t i = 0; ca->ids && i < ca->nstreams; i++) {
@@ -776,10 +773,10 @@ static void timer_on(struct iwarp_loop_src *src, uint64_t now_ns)
             if (id && id->state == CM_CONNECTING && ca->la.st[i].state == IWARP_LLP_ASSOC_SESSION) {
                 /* our Initiate was not answered in time: withdraw it with a Terminate (§6.2);
                  * the stream is freed once that is settled */
-                struct iwarp_llp_engine eng = id_engine(id);
+                struct iwarp_core_engine *eng = id_engine(id);
                 iwarp_llp_assoc_abort(&ca->la, i);
                 unlink_stream(id);
-                iwarp_llp_eng_llp_closed(&eng, false);
+                iwarp_core_eng_llp_closed(eng, false);
                 iwarp_cm_on_failed(id, IWARP_ERR_TIMEDOUT);
                 continue;
             }
@@ -788,9 +785,9 @@ static void timer_on(struct iwarp_loop_src *src, uint64_t now_ns)
                     iwarp_cm_on_failed(id, IWARP_ERR_TIMEDOUT);
                 else
                     iwarp_cm_on_closed(id, 0);
-                struct iwarp_llp_engine eng = id_engine(id);
+                struct iwarp_core_engine *eng = id_engine(id);
                 unlink_stream(id);
-                iwarp_llp_eng_llp_closed(&eng, false); /* whatever is left is flushed */
+                iwarp_core_eng_llp_closed(eng, false); /* whatever is left is flushed */
             }
             iwarp_llp_assoc_release(&ca->la, i);
             mark(ca);
@@ -1092,10 +1089,10 @@ static bool sctp_abort(struct cm_id *id)
     if (!lk || !lk->ca)
         return false;
     struct cm_assoc *ca = lk->ca;
-    struct iwarp_llp_engine eng = id_engine(id);
+    struct iwarp_core_engine *eng = id_engine(id);
     if (lk->sid >= 0 && ca->la_ready)
         iwarp_llp_assoc_abort(&ca->la, (uint16_t)lk->sid); /* our Terminate (§6) */
-    iwarp_llp_eng_llp_closed(&eng, false);                 /* flush the QP */
+    iwarp_core_eng_llp_closed(eng, false);                 /* flush the QP */
     struct cm_sctp_ctx *sc = ca->sc;
     unlink_stream(id);
     service(sc);

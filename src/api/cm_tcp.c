@@ -233,15 +233,10 @@ static void conn_release(struct tcp_conn *cc, bool abortive)
     cc->linger_deadline = UINT64_MAX;
 }
 
-/* Hand the id's QP to the MPA connection and take its kicks (the engine it runs: RDMAP or
- * DDP-level). */
+/* Hand the id's QP's engine to the MPA connection and take the QP's kicks. */
 static void attach_qp(struct tcp_conn *cc)
 {
-    struct iwarp_qp_impl *q = iwarp_api_qp(cc->id->pub.qp);
-    if (q->ddp)
-        iwarp_llp_conn_attach_ddp(&cc->tcp.conn, q->ddp);
-    else
-        iwarp_llp_conn_attach(&cc->tcp.conn, &q->core);
+    iwarp_llp_conn_attach(&cc->tcp.conn, iwarp_api_qp(cc->id->pub.qp)->eng);
     iwarp_cm_hook_qp(cc->id);
 }
 
@@ -324,7 +319,6 @@ static void markers_fallback(struct tcp_conn *cc, uint64_t now)
     /* the QP never started (RFC 5044 §7.1.2: no full operation): detach it before the close
      * so it is not flushed, and so the new connection can take it */
     iwarp_llp_conn_attach(&cc->tcp.conn, NULL);
-    iwarp_llp_conn_attach_ddp(&cc->tcp.conn, NULL);
     iwarp_cm_unhook_qp(id);
     conn_release(cc, false);
     conn_free(cc);
@@ -402,12 +396,6 @@ static bool announce(struct tcp_conn *cc)
     return true;
 }
 
-/* Whether the QP's graceful close has drained (its engine: RDMAP or DDP-level). */
-static bool qp_tx_close(struct iwarp_qp_impl *q)
-{
-    return q->ddp ? iwarp_core_ddp_tx_close(q->ddp) : iwarp_core_qp_tx_close(&q->core);
-}
-
 /* Turn the TCP and MPA state into the CM's reports and into interest. May free cc. */
 static void conn_update(struct tcp_conn *cc, uint64_t now)
 {
@@ -455,7 +443,7 @@ static void conn_update(struct tcp_conn *cc, uint64_t now)
     case TC_CLOSING: {
         struct cm_id *id = cc->id;
         if (cc->phase == TC_CLOSING && id->pub.qp && !t->fin_wanted &&
-            qp_tx_close(iwarp_api_qp(id->pub.qp)))
+            iwarp_core_eng_tx_close(iwarp_api_qp(id->pub.qp)->eng))
             iwarp_llp_tcp_shutdown(t, now); /* drained: our FIN */
         if (t->fin_sent && !t->rx_eof && cc->linger_deadline == UINT64_MAX)
             cc->linger_deadline = now + CM_LINGER_NS;
@@ -677,7 +665,7 @@ static int tcp_connect(struct cm_id *id, const struct iwarp_conn_param *param)
     if (rc != 0)
         return rc;
     /* RFC 6581 RTR messages are RDMAP messages: a DDP-level stream cannot send them. */
-    if (param->peer_to_peer && iwarp_api_qp(id->pub.qp)->ddp)
+    if (param->peer_to_peer && !iwarp_api_qp(id->pub.qp)->eng->rdmap)
         return IWARP_ERR_DDP_RTR;
     /* Check the MPA configuration before any socket exists. */
     uint64_t now = iwarp_loop_now();
@@ -702,7 +690,7 @@ static int tcp_accept(struct cm_id *id, const struct iwarp_conn_param *param)
     }
     /* RFC 6581 §9.2: a peer-to-peer initiator will send an RTR, an RDMAP message a DDP-level
      * stream cannot take: reject it instead. */
-    if (iwarp_api_qp(id->pub.qp)->ddp && iwarp_mpa_neg_result(&t->conn.neg)->peer_p2p)
+    if (!iwarp_api_qp(id->pub.qp)->eng->rdmap && iwarp_mpa_neg_result(&t->conn.neg)->peer_p2p)
         return IWARP_ERR_DDP_RTR;
     uint16_t pd_len = param ? param->private_data_len : 0;
     struct iwarp_mpa_neg_answer ans = {
@@ -765,10 +753,8 @@ static int tcp_disconnect(struct cm_id *id)
     cc->linger_deadline = now + CM_LINGER_NS;
     struct iwarp_llp_tcp *t = &cc->tcp;
     struct iwarp_qp_impl *q = id->pub.qp ? iwarp_api_qp(id->pub.qp) : NULL;
-    if (q && q->ddp)
-        iwarp_core_ddp_disconnect(q->ddp); /* RFC 5041 §6.2.1: drain, then close */
-    else if (q)
-        iwarp_core_qp_disconnect(&q->core); /* drain, then close */
+    if (q)
+        iwarp_core_eng_disconnect(q->eng); /* drain (RFC 5041 §6.2.1), then close */
     else
         iwarp_llp_tcp_shutdown(t, now);
     iwarp_llp_tcp_on_writable(t, now);

@@ -6,11 +6,18 @@
 
 #include <string.h>
 
-/* The engine and the memory it borrows, allocated at create. */
+/* A DDP-level QP: the common part, its engine and the memory the engine borrows. */
 struct ddp_qp {
+    struct iwarp_qp_impl impl; /* first */
     struct iwarp_core_ddp core;
     struct iwarp_core_ddp_mem mem;
 };
+
+/* The DDP-level engine of q, or NULL when q is a verbs (RDMAP) QP. */
+static struct iwarp_core_ddp *ddp_of(struct iwarp_qp_impl *q)
+{
+    return q->eng->rdmap ? NULL : &((struct ddp_qp *)q)->core;
+}
 
 /* The engine's async event hook (lock held): queue the verbs event for the QP. */
 static void ddp_event(void *user, int event_type, uint32_t cause)
@@ -25,19 +32,16 @@ static void ddp_event(void *user, int event_type, uint32_t cause)
                   (cause >> 8) & 0xFFu, cause & 0xFFu);
 }
 
-/* The QP's ddp_free: its engine and the memory it borrows. */
-static void ddp_free(struct iwarp_qp_impl *q)
+/* The QP's free hook (and a failed create's): the engine's memory, then the QP. */
+static void ddp_qp_free(struct iwarp_qp_impl *q)
 {
-    if (!q->ddp)
-        return;
+    struct ddp_qp *d = (struct ddp_qp *)q;
     struct iwarp_ctx *ctx = q->pub.context;
-    struct ddp_qp *d = (struct ddp_qp *)q->ddp; /* core is the first member */
     iwarp_api_free(ctx, d->mem.sq);
     iwarp_api_free(ctx, d->mem.uq);
     iwarp_api_free(ctx, d->mem.rqe);
     iwarp_api_free(ctx, d->mem.lens);
     iwarp_api_free(ctx, d);
-    q->ddp = NULL;
 }
 
 static uint32_t or1(uint32_t v)
@@ -62,24 +66,20 @@ int iwarp_ddp_create_qp(struct iwarp_pd *pd, struct iwarp_ddp_qp_init_attr *attr
         a.max_recv_sge > IWARP_CORE_MAX_SGE)
         return IWARP_ERR_INVAL;
     struct iwarp_ctx *ctx = pd->ctx;
-    struct iwarp_qp_impl *q = iwarp_api_calloc(ctx, 1, sizeof *q);
     struct ddp_qp *d = iwarp_api_calloc(ctx, 1, sizeof *d);
-    if (!q || !d) {
-        iwarp_api_free(ctx, q);
-        iwarp_api_free(ctx, d);
+    if (!d)
         return IWARP_ERR_NOMEM;
-    }
+    struct iwarp_qp_impl *q = &d->impl;
     q->pub.context = ctx;
-    q->ddp = &d->core;
-    q->ddp_free = ddp_free;
+    q->eng = &d->core.eng;
+    q->free = ddp_qp_free;
     size_t nrq = (size_t)a.num_queues * a.max_recv_wr;
     d->mem.sq = iwarp_api_calloc(ctx, a.max_send_wr, sizeof *d->mem.sq);
     d->mem.uq = iwarp_api_calloc(ctx, a.num_queues, sizeof *d->mem.uq);
     d->mem.rqe = iwarp_api_calloc(ctx, nrq, sizeof *d->mem.rqe);
     d->mem.lens = iwarp_api_calloc(ctx, nrq, sizeof *d->mem.lens);
     if (!d->mem.sq || !d->mem.uq || !d->mem.rqe || !d->mem.lens) {
-        ddp_free(q);
-        iwarp_api_free(ctx, q);
+        ddp_qp_free(q);
         return IWARP_ERR_NOMEM;
     }
     pthread_mutex_lock(&ctx->lock);
@@ -105,8 +105,7 @@ int iwarp_ddp_create_qp(struct iwarp_pd *pd, struct iwarp_ddp_qp_init_attr *attr
     }
     pthread_mutex_unlock(&ctx->lock);
     if (rc != 0) {
-        ddp_free(q);
-        iwarp_api_free(ctx, q);
+        ddp_qp_free(q);
         return rc;
     }
     q->cap = (struct iwarp_qp_cap){.max_send_wr = a.max_send_wr,
@@ -156,8 +155,9 @@ int iwarp_ddp_post_send(struct iwarp_qp *qp, struct iwarp_ddp_send_wr *wr,
     int rc = 0;
     bool posted = false;
     pthread_mutex_lock(&qp->context->lock);
+    struct iwarp_core_ddp *ddp = ddp_of(q);
     for (; wr; wr = wr->next) {
-        if (!q->ddp) {
+        if (!ddp) {
             rc = IWARP_ERR_DDP_QP_MODE;
             break;
         }
@@ -174,7 +174,7 @@ int iwarp_ddp_post_send(struct iwarp_qp *qp, struct iwarp_ddp_send_wr *wr,
                                         .stag = wr->stag,
                                         .to = wr->to,
                                         .rsvdulp = wr->rsvdulp};
-        rc = iwarp_core_ddp_post_send(q->ddp, &s);
+        rc = iwarp_core_ddp_post_send(ddp, &s);
         if (rc < 0)
             break;
         posted = true;
@@ -199,8 +199,9 @@ int iwarp_ddp_post_recv(struct iwarp_qp *qp, uint32_t qn, struct iwarp_recv_wr *
     struct iwarp_qp_impl *q = iwarp_api_qp(qp);
     int rc = 0;
     pthread_mutex_lock(&qp->context->lock);
+    struct iwarp_core_ddp *ddp = ddp_of(q);
     for (; wr; wr = wr->next) {
-        rc = q->ddp ? iwarp_core_ddp_post_recv(q->ddp, qn, wr) : IWARP_ERR_DDP_QP_MODE;
+        rc = ddp ? iwarp_core_ddp_post_recv(ddp, qn, wr) : IWARP_ERR_DDP_QP_MODE;
         if (rc < 0)
             break;
     }
@@ -215,10 +216,11 @@ int iwarp_ddp_query_error(struct iwarp_qp *qp, struct iwarp_ddp_error *err)
     if (!qp || !err)
         return IWARP_ERR_INVAL;
     struct iwarp_qp_impl *q = iwarp_api_qp(qp);
-    if (!q->ddp)
+    struct iwarp_core_ddp *ddp = ddp_of(q);
+    if (!ddp)
         return IWARP_ERR_DDP_QP_MODE;
     pthread_mutex_lock(&qp->context->lock);
-    const struct iwarp_core_ddp_err *e = &q->ddp->err;
+    const struct iwarp_core_ddp_err *e = &ddp->err;
     *err =
         (struct iwarp_ddp_error){.cause = e->cause, .seg_len = e->seg_len, .hdr_len = e->hdr_len};
     memcpy(err->hdr, e->hdr, e->hdr_len);

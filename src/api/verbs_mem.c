@@ -171,7 +171,8 @@ int iwarp_bind_mw(struct iwarp_qp *qp, struct iwarp_mw *mw, const struct iwarp_m
     int rc = iwarp_mem_bind_mw(&ctx->mem, mw->rkey, qp->pd->handle, qp->qp_num, &b, &stag);
     if (rc == 0)
         mw->rkey = stag;
-    bool signaled = q->core.cfg.sq_sig_all || (bind->send_flags & IWARP_SEND_SIGNALED);
+    bool sig_all = q->eng->rdmap && q->eng->rdmap->cfg.sq_sig_all;
+    bool signaled = sig_all || (bind->send_flags & IWARP_SEND_SIGNALED);
     if (rc == 0 && signaled) {
         struct iwarp_wc wc = {.wr_id = bind->wr_id,
                               .status = IWARP_WC_SUCCESS,

@@ -24,15 +24,30 @@ static void qp_event(void *user, struct iwarp_core_qp *core, int event_type, uin
                       cause & 0xFFu, from_peer ? "from the peer" : "sent");
 }
 
-static void free_qp_mem(struct iwarp_ctx *ctx, struct iwarp_qp_impl *q)
+/* A verbs QP: the common part, its RDMAP engine and the memory the engine borrows. */
+struct rdmap_qp {
+    struct iwarp_qp_impl impl; /* first */
+    struct iwarp_core_qp core;
+    struct iwarp_core_qp_mem mem;
+};
+
+static void free_qp_mem(struct iwarp_ctx *ctx, struct rdmap_qp *r)
 {
-    iwarp_api_free(ctx, q->mem.sq);
-    iwarp_api_free(ctx, q->mem.rq);
-    iwarp_api_free(ctx, q->mem.rq_lens);
-    iwarp_api_free(ctx, q->mem.orq);
-    iwarp_api_free(ctx, q->mem.irq);
-    iwarp_api_free(ctx, q->mem.irq_lens);
-    iwarp_api_free(ctx, q);
+    iwarp_api_free(ctx, r->mem.sq);
+    iwarp_api_free(ctx, r->mem.rq);
+    iwarp_api_free(ctx, r->mem.rq_lens);
+    iwarp_api_free(ctx, r->mem.orq);
+    iwarp_api_free(ctx, r->mem.irq);
+    iwarp_api_free(ctx, r->mem.irq_lens);
+    iwarp_api_free(ctx, r);
+}
+
+/* The QP's free hook: whatever never completed lets go of its MRs, then the memory goes. */
+static void rdmap_qp_free(struct iwarp_qp_impl *q)
+{
+    struct rdmap_qp *r = (struct rdmap_qp *)q;
+    iwarp_core_qp_fini(&r->core);
+    free_qp_mem(q->pub.context, r);
 }
 
 int iwarp_create_qp(struct iwarp_pd *pd, struct iwarp_qp_init_attr *attr, struct iwarp_qp **out)
@@ -55,19 +70,21 @@ int iwarp_create_qp(struct iwarp_pd *pd, struct iwarp_qp_init_attr *attr, struct
     else if (cap.max_recv_wr == 0)
         cap.max_recv_wr = 1;
     struct iwarp_ctx *ctx = pd->ctx;
-    struct iwarp_qp_impl *q = iwarp_api_calloc(ctx, 1, sizeof *q);
-    if (!q)
+    struct rdmap_qp *r = iwarp_api_calloc(ctx, 1, sizeof *r);
+    if (!r)
         return IWARP_ERR_NOMEM;
+    struct iwarp_qp_impl *q = &r->impl;
+    struct iwarp_core_qp_mem *m = &r->mem;
     uint32_t rq_lens = attr->srq ? IWARP_CORE_SRQ_WINDOW : cap.max_recv_wr;
-    q->mem.sq = iwarp_api_calloc(ctx, cap.max_send_wr, sizeof *q->mem.sq);
-    q->mem.rq = cap.max_recv_wr ? iwarp_api_calloc(ctx, cap.max_recv_wr, sizeof *q->mem.rq) : NULL;
-    q->mem.rq_lens = iwarp_api_calloc(ctx, rq_lens, sizeof *q->mem.rq_lens);
-    q->mem.orq = iwarp_api_calloc(ctx, IWARP_CORE_MAX_ORD, sizeof *q->mem.orq);
-    q->mem.irq = iwarp_api_calloc(ctx, IWARP_CORE_MAX_IRD, sizeof *q->mem.irq);
-    q->mem.irq_lens = iwarp_api_calloc(ctx, IWARP_CORE_MAX_IRD, sizeof *q->mem.irq_lens);
-    if (!q->mem.sq || (cap.max_recv_wr && !q->mem.rq) || !q->mem.rq_lens || !q->mem.orq ||
-        !q->mem.irq || !q->mem.irq_lens) {
-        free_qp_mem(ctx, q);
+    m->sq = iwarp_api_calloc(ctx, cap.max_send_wr, sizeof *m->sq);
+    m->rq = cap.max_recv_wr ? iwarp_api_calloc(ctx, cap.max_recv_wr, sizeof *m->rq) : NULL;
+    m->rq_lens = iwarp_api_calloc(ctx, rq_lens, sizeof *m->rq_lens);
+    m->orq = iwarp_api_calloc(ctx, IWARP_CORE_MAX_ORD, sizeof *m->orq);
+    m->irq = iwarp_api_calloc(ctx, IWARP_CORE_MAX_IRD, sizeof *m->irq);
+    m->irq_lens = iwarp_api_calloc(ctx, IWARP_CORE_MAX_IRD, sizeof *m->irq_lens);
+    if (!m->sq || (cap.max_recv_wr && !m->rq) || !m->rq_lens || !m->orq || !m->irq ||
+        !m->irq_lens) {
+        free_qp_mem(ctx, r);
         return IWARP_ERR_NOMEM;
     }
     pthread_mutex_lock(&ctx->lock);
@@ -88,7 +105,7 @@ int iwarp_create_qp(struct iwarp_pd *pd, struct iwarp_qp_init_attr *attr, struct
         .event = qp_event,
         .event_user = q,
     };
-    int rc = iwarp_core_qp_init(&q->core, &cfg, &q->mem);
+    int rc = iwarp_core_qp_init(&r->core, &cfg, &r->mem);
     if (rc == 0) {
         pd->n_obj++;
         attr->send_cq->n_users++;
@@ -98,9 +115,11 @@ int iwarp_create_qp(struct iwarp_pd *pd, struct iwarp_qp_init_attr *attr, struct
     }
     pthread_mutex_unlock(&ctx->lock);
     if (rc < 0) {
-        free_qp_mem(ctx, q);
+        free_qp_mem(ctx, r);
         return rc;
     }
+    q->eng = &r->core.eng;
+    q->free = rdmap_qp_free;
     q->cap = cap;
     attr->cap = cap;
     q->pub = (struct iwarp_qp){.context = ctx,
@@ -130,11 +149,7 @@ int iwarp_destroy_qp(struct iwarp_qp *qp)
         q->cm_release(q);
     else if (q->llp.abort)
         q->llp.abort(q);
-    if (q->ddp)
-        iwarp_core_ddp_set_error(q->ddp);
-    else
-        iwarp_core_qp_set_error(&q->core);
-    iwarp_core_qp_fini(&q->core);
+    iwarp_core_eng_set_error(q->eng);
     /* closing its transport may have queued an event for it (QP_FATAL): it goes with the QP */
     iwarp_api_async_drop_qp_locked(ctx, qp);
     qp->pd->n_obj--;
@@ -142,10 +157,8 @@ int iwarp_destroy_qp(struct iwarp_qp *qp)
     qp->recv_cq->n_users--;
     if (qp->srq)
         qp->srq->n_users--;
+    q->free(q);
     pthread_mutex_unlock(&ctx->lock);
-    if (q->ddp_free)
-        q->ddp_free(q);
-    free_qp_mem(ctx, q);
     return 0;
 }
 
@@ -155,11 +168,11 @@ int iwarp_query_qp(struct iwarp_qp *qp, struct iwarp_qp_attr *attr)
         return IWARP_ERR_INVAL;
     struct iwarp_qp_impl *q = iwarp_api_qp(qp);
     pthread_mutex_lock(&qp->context->lock);
-    *attr = (struct iwarp_qp_attr){.qp_state = q->ddp ? iwarp_core_ddp_verbs_state(q->ddp)
-                                                      : iwarp_core_qp_verbs_state(&q->core),
+    const struct iwarp_core_qp *rdmap = q->eng->rdmap; /* NULL: a DDP-level QP, no Reads */
+    *attr = (struct iwarp_qp_attr){.qp_state = iwarp_core_eng_verbs_state(q->eng),
                                    .cap = q->cap,
-                                   .max_rd_atomic = (uint8_t)q->core.ord,
-                                   .max_dest_rd_atomic = (uint8_t)q->core.ird};
+                                   .max_rd_atomic = (uint8_t)(rdmap ? rdmap->ord : 0),
+                                   .max_dest_rd_atomic = (uint8_t)(rdmap ? rdmap->ird : 0)};
     qp->state = attr->qp_state;
     pthread_mutex_unlock(&qp->context->lock);
     return 0;
@@ -173,10 +186,7 @@ int iwarp_modify_qp_err(struct iwarp_qp *qp)
     pthread_mutex_lock(&qp->context->lock);
     if (q->llp.abort)
         q->llp.abort(q);
-    if (q->ddp)
-        iwarp_core_ddp_set_error(q->ddp);
-    else
-        iwarp_core_qp_set_error(&q->core);
+    iwarp_core_eng_set_error(q->eng);
     qp->state = IWARP_QPS_ERR;
     pthread_mutex_unlock(&qp->context->lock);
     return 0;
@@ -194,7 +204,8 @@ int iwarp_post_send(struct iwarp_qp *qp, struct iwarp_send_wr *wr, struct iwarp_
     bool posted = false;
     pthread_mutex_lock(&qp->context->lock);
     for (; wr; wr = wr->next) {
-        rc = q->ddp ? IWARP_ERR_DDP_QP_MODE : iwarp_core_qp_post_send(&q->core, wr);
+        /* a DDP-level QP takes iwarp_ddp_post_send only */
+        rc = q->eng->rdmap ? iwarp_core_qp_post_send(q->eng->rdmap, wr) : IWARP_ERR_DDP_QP_MODE;
         if (rc < 0)
             break;
         posted = true;
@@ -227,7 +238,7 @@ int iwarp_post_recv(struct iwarp_qp *qp, struct iwarp_recv_wr *wr, struct iwarp_
     int rc = 0;
     pthread_mutex_lock(&qp->context->lock);
     for (; wr; wr = wr->next) {
-        rc = q->ddp ? IWARP_ERR_DDP_QP_MODE : iwarp_core_qp_post_recv(&q->core, wr);
+        rc = q->eng->rdmap ? iwarp_core_qp_post_recv(q->eng->rdmap, wr) : IWARP_ERR_DDP_QP_MODE;
         if (rc < 0)
             break;
     }

@@ -36,6 +36,7 @@ int iwarp_core_ddp_init(struct iwarp_core_ddp *d, const struct iwarp_core_ddp_cf
         cfg->max_send_sge > IWARP_CORE_MAX_SGE || cfg->max_recv_sge > IWARP_CORE_MAX_SGE)
         return IWARP_ERR_INVAL;
     memset(d, 0, sizeof *d);
+    d->eng = (struct iwarp_core_engine){.ops = &iwarp_core_ddp_engine_ops};
     d->cfg = *cfg;
     d->state = IWARP_CORE_DDP_IDLE;
     d->sq = mem->sq;
@@ -324,8 +325,7 @@ static int rx_fail(struct iwarp_core_ddp *d, int err, struct iwarp_term_cause ca
 {
     if (d->rx_stopped)
         return err;
-    d->rx_stopped = true;
-    d->rx_cur.active = false;
+    d->rx_stopped = true; /* a pending segment stays pending: rx_dst_valid() now says no */
     d->err.cause = cause_u32(cause);
     d->err.seg_len = seg_len > UINT32_MAX ? UINT32_MAX : (uint32_t)seg_len;
     size_t n = 0;
@@ -425,8 +425,14 @@ static int rx_tagged(struct iwarp_core_ddp *d, const struct iwarp_ddp_hdr *h, co
         dst[0] = (struct iovec){(void *)(uintptr_t)addr, pl};
         *ndst = 1;
     }
-    d->rx_cur = (struct iwarp_core_ddp_rx_cur){
-        .active = true, .last = h->last, .tagged = true, .stag = h->stag, .payload_len = pl};
+    d->rx_cur =
+        (struct iwarp_core_ddp_rx_cur){.active = true,
+                                       .last = h->last,
+                                       .tagged = true,
+                                       .stag = h->stag,
+                                       .to = h->to,
+                                       .addr = *ndst ? (uint64_t)(uintptr_t)dst[0].iov_base : 0,
+                                       .payload_len = pl};
     d->rx_cur.rsvdulp[0] = h->rsvdulp;
     return 0;
 }
@@ -438,11 +444,16 @@ int iwarp_core_ddp_rx_hdr(struct iwarp_core_ddp *d, const uint8_t *hdr, size_t h
         hdr_len > seg_len || seg_len > UINT32_MAX)
         return IWARP_ERR_INVAL;
     *ndst = 0;
-    if (d->state == IWARP_CORE_DDP_IDLE || d->rx_cur.active)
+    if (d->state == IWARP_CORE_DDP_IDLE)
         return IWARP_ERR_STATE;
-    /* RFC 5041 §7.1: after an error (or teardown) every segment is silently dropped. */
-    if (d->rx_stopped || d->state == IWARP_CORE_DDP_ERROR)
+    /* RFC 5041 §7.1: after an error (or teardown) every segment is silently dropped, and one
+     * still pending from before it is over. */
+    if (d->rx_stopped || d->state == IWARP_CORE_DDP_ERROR) {
+        d->rx_cur.active = false;
         return 0;
+    }
+    if (d->rx_cur.active)
+        return IWARP_ERR_STATE;
     struct iwarp_ddp_hdr h;
     if (iwarp_ddp_hdr_decode(hdr, hdr_len, &h) < 0) {
         if (hdr_len < seg_len)
@@ -463,6 +474,34 @@ int iwarp_core_ddp_rx_hdr(struct iwarp_core_ddp *d, const uint8_t *hdr, size_t h
     if (h.tagged)
         return rx_tagged(d, &h, hdr, hdr_len, seg_len, dst, ndst);
     return rx_untagged(d, &h, hdr, hdr_len, seg_len, dst, max, ndst);
+}
+
+bool iwarp_core_ddp_rx_dst_valid(struct iwarp_core_ddp *d)
+{
+    struct iwarp_core_ddp_rx_cur *c = &d->rx_cur;
+    if (!c->active)
+        return true;                                       /* nothing pending */
+    if (d->rx_stopped || d->state == IWARP_CORE_DDP_ERROR) /* flushed: the ULP's again */
+        return false;
+    if (!c->tagged || c->payload_len == 0)
+        return true; /* a posted receive leaves only by a flush */
+    /* RFC 5041 §7.1 tagged checks 1-5 again: the STag may have changed since rx_hdr. */
+    struct iwarp_mem_req req = {.stag = c->stag,
+                                .to = c->to,
+                                .len = c->payload_len,
+                                .need = IWARP_MEM_ACCESS_REMOTE_WRITE,
+                                .pd = d->cfg.pd,
+                                .qp = d->cfg.qp_num};
+    struct iwarp_term_cause cause =
+        ddp_cause(IWARP_TERM_DDP_ETYPE_TAGGED, IWARP_TERM_DDP_T_INVALID_STAG);
+    uint64_t addr = 0;
+    int rc = iwarp_ddp_rx_tagged_target(d->cfg.mem, &req, &addr, &cause);
+    if (rc == 0 && addr == c->addr)
+        return true;
+    /* registered again elsewhere: for this segment the STag names no buffer it may use */
+    (void)rx_fail(d, rc != 0 ? rc : IWARP_ERR_STAG_INVALID, cause, NULL, 0,
+                  (size_t)c->payload_len + IWARP_DDP_TAGGED_HDR_LEN);
+    return false;
 }
 
 int iwarp_core_ddp_rx_payload_done(struct iwarp_core_ddp *d)
@@ -549,7 +588,6 @@ void iwarp_core_ddp_llp_closed(struct iwarp_core_ddp *d, bool graceful)
     uint8_t was = d->state;
     d->state = IWARP_CORE_DDP_ERROR;
     d->tx_unsent = 0; /* the LLP holds nothing any more */
-    d->rx_cur.active = false;
     /* RFC 5041 §6.2.2: a lost LLP connection is a fatal error the ULP is told of (RFC 5044 §8
      * code 1: TCP connection closed, terminated, or lost). */
     if (was == IWARP_CORE_DDP_RUNNING && !graceful)
@@ -565,7 +603,6 @@ void iwarp_core_ddp_set_error(struct iwarp_core_ddp *d)
     if (d->state == IWARP_CORE_DDP_ERROR)
         return;
     d->state = IWARP_CORE_DDP_ERROR;
-    d->rx_cur.active = false;
     flush_rqs(d);
     flush_sq_when_idle(d);
 }

@@ -39,6 +39,7 @@
 #include <sys/uio.h>
 
 #include "core/core_cq.h"
+#include "core/core_engine.h"
 #include "core/core_qp.h"
 #include "core/core_srq.h"
 #include "ddp/ddp_rx_untagged.h"
@@ -125,12 +126,14 @@ struct iwarp_core_ddp_rx_cur {
     uint32_t qn;
     uint32_t msn;
     uint32_t stag;
+    uint64_t to, addr; /* tagged: the segment's TO and where it is placed (rx_dst_valid) */
     uint32_t payload_len;
     uint64_t msg_len; /* untagged with L: the ULP Message Length */
     uint8_t rsvdulp[IWARP_CORE_DDP_RSVDULP_LEN];
 };
 
 struct iwarp_core_ddp {
+    struct iwarp_core_engine eng; /* first: what the LLPs drive (core_engine.h) */
     struct iwarp_core_ddp_cfg cfg;
     uint8_t state; /* enum iwarp_core_ddp_state */
     struct iwarp_core_ddp_uq *uq;
@@ -224,6 +227,14 @@ uint32_t iwarp_core_ddp_rx_hdr_len(const uint8_t *p, size_t avail, uint32_t seg_
  */
 int iwarp_core_ddp_rx_hdr(struct iwarp_core_ddp *d, const uint8_t *hdr, size_t hdr_len,
                           size_t seg_len, struct iovec *dst, uint32_t max, uint32_t *ndst);
+
+/*
+ * Whether the pending segment's destination may still be written (before each read of its
+ * payload, as iwarp_core_qp_rx_dst_valid). A tagged buffer deregistered, invalidated or rebound
+ * since iwarp_core_ddp_rx_hdr() is a receive error (RFC 5041 §7.1 "MUST NOT place"), reported
+ * as any other; receives flushed by a teardown are the ULP's again. Returns false then.
+ */
+bool iwarp_core_ddp_rx_dst_valid(struct iwarp_core_ddp *d);
 
 /* The payload of the pending segment is placed: deliver the message it ends (RFC 5041 §5.4).
  * Returns 0; does nothing when no segment is pending. */

@@ -22,6 +22,7 @@ int iwarp_core_qp_init(struct iwarp_core_qp *qp, const struct iwarp_core_qp_cfg 
         !mem->irq_lens || !mem->rq_lens || (!cfg->srq && (cfg->rq_cap == 0 || !mem->rq)))
         return IWARP_ERR_INVAL;
     memset(qp, 0, sizeof *qp);
+    qp->eng = (struct iwarp_core_engine){.ops = &iwarp_core_qp_engine_ops, .rdmap = qp};
     qp->cfg = *cfg;
     qp->state = IWARP_CORE_QP_IDLE;
     qp->sq = mem->sq;

@@ -30,6 +30,7 @@
 #include <sys/uio.h>
 
 #include "core/core_cq.h"
+#include "core/core_engine.h"
 #include "core/core_srq.h"
 #include "ddp/ddp_rx_untagged.h"
 #include "ddp/ddp_tx.h"
@@ -191,6 +192,7 @@ struct iwarp_core_qp_mem {
 #define IWARP_CORE_SRQ_WINDOW 2u
 
 struct iwarp_core_qp {
+    struct iwarp_core_engine eng; /* first: what the LLPs drive (core_engine.h) */
     struct iwarp_core_qp_cfg cfg;
     uint8_t state; /* enum iwarp_core_qp_state */
 

@@ -142,9 +142,8 @@ static void engine_closed(struct iwarp_llp_assoc *a, struct iwarp_llp_assoc_stre
     uint16_t sid = (uint16_t)(st - a->st);
     if (a->has_pend && a->pend.sid == sid && a->pend.is_seg)
         drop_pending(a, sid);
-    if (iwarp_llp_eng_attached(&st->eng))
-        iwarp_llp_eng_llp_closed(&st->eng, graceful);
-    st->eng = (struct iwarp_llp_engine){0};
+    iwarp_core_eng_llp_closed(st->eng, graceful); /* nothing when none is attached */
+    st->eng = NULL;
     st->started = false;
 }
 
@@ -155,7 +154,7 @@ static int engine_start(struct iwarp_llp_assoc_stream *st)
     const struct iwarp_sess_result *r = iwarp_sess_ctl_result(&st->ctl);
     uint32_t ird = r->ird == IWARP_MPA_IRD_ORD_NONE ? st->ird : r->ird;
     uint32_t ord = r->ord == IWARP_MPA_IRD_ORD_NONE ? st->ord : r->ord;
-    int rc = iwarp_llp_eng_start(&st->eng, ird, ord);
+    int rc = iwarp_core_eng_start(st->eng, ird, ord);
     st->started = rc == 0;
     return rc;
 }
@@ -166,7 +165,7 @@ static void after_session(struct iwarp_llp_assoc *a, struct iwarp_llp_assoc_stre
     uint32_t ev = iwarp_sess_ctl_events(&st->ctl);
     if (ev & IWARP_SESS_EV_REQUEST)
         st->events |= IWARP_LLP_ASSOC_EV_REQUEST;
-    if ((ev & IWARP_SESS_EV_ESTABLISHED) && iwarp_llp_eng_attached(&st->eng) && !st->started) {
+    if ((ev & IWARP_SESS_EV_ESTABLISHED) && st->eng && !st->started) {
         if (engine_start(st) != 0) {
             (void)iwarp_sess_ctl_terminate(&st->ctl);
             ev |= IWARP_SESS_EV_TERMINATED;
@@ -203,7 +202,7 @@ static void after_session(struct iwarp_llp_assoc *a, struct iwarp_llp_assoc_stre
 }
 
 int iwarp_llp_assoc_open(struct iwarp_llp_assoc *a, uint16_t sid, const struct iwarp_sess_cfg *cfg,
-                         struct iwarp_llp_engine eng, uint32_t ird, uint32_t ord, void *user)
+                         struct iwarp_core_engine *eng, uint32_t ird, uint32_t ord, void *user)
 {
     if (!a || !cfg || sid >= a->cfg.nstreams || cfg->role != IWARP_SESS_ACTIVE)
         return IWARP_ERR_INVAL;
@@ -231,7 +230,7 @@ static struct iwarp_llp_assoc_stream *session_of(struct iwarp_llp_assoc *a, uint
 }
 
 int iwarp_llp_assoc_accept(struct iwarp_llp_assoc *a, uint16_t sid,
-                           const struct iwarp_sess_answer *ans, struct iwarp_llp_engine eng,
+                           const struct iwarp_sess_answer *ans, struct iwarp_core_engine *eng,
                            uint32_t ird, uint32_t ord)
 {
     struct iwarp_llp_assoc_stream *st = session_of(a, sid);
@@ -242,7 +241,7 @@ int iwarp_llp_assoc_accept(struct iwarp_llp_assoc *a, uint16_t sid,
     st->ord = ord;
     int rc = iwarp_sess_ctl_accept(&st->ctl, ans);
     if (rc != 0) {
-        st->eng = (struct iwarp_llp_engine){0};
+        st->eng = NULL;
         return rc;
     }
     after_session(a, st); /* ESTABLISHED: the engine starts; RFC 6581 §7: it may send first */
@@ -269,7 +268,7 @@ void iwarp_llp_assoc_abort(struct iwarp_llp_assoc *a, uint16_t sid)
         return;
     if (a->has_pend && a->pend.sid == sid && a->pend.is_seg)
         drop_pending(a, sid);
-    st->eng = (struct iwarp_llp_engine){0}; /* the owner flushes it; we never touch it again */
+    st->eng = NULL; /* the owner flushes it; we never touch it again */
     st->started = false;
     if (st->state != IWARP_LLP_ASSOC_SESSION)
         return;
@@ -291,7 +290,7 @@ void iwarp_llp_assoc_disconnect(struct iwarp_llp_assoc *a, uint16_t sid)
         return;
     }
     st->graceful = true;
-    iwarp_llp_eng_disconnect(&st->eng); /* drains; produce() sends our Terminate after it */
+    iwarp_core_eng_disconnect(st->eng); /* drains; produce() sends our Terminate after it */
 }
 
 void iwarp_llp_assoc_release(struct iwarp_llp_assoc *a, uint16_t sid)
@@ -339,8 +338,8 @@ static int process(struct iwarp_llp_assoc *a, struct iwarp_llp_assoc_stream *st,
     } else {
         rc = iwarp_sess_ctl_rx_seg(&st->ctl, (uint16_t)((p[0] << 8) | p[1]));
         if (rc == 0 && st->started)
-            (void)iwarp_llp_eng_rx_segment(&st->eng, p + IWARP_SCTP_SSN_LEN,
-                                           len - IWARP_SCTP_SSN_LEN);
+            (void)iwarp_core_eng_rx_segment(st->eng, p + IWARP_SCTP_SSN_LEN,
+                                            len - IWARP_SCTP_SSN_LEN);
         else if (rc == IWARP_ERR_STATE)
             rc = 0; /* §6.2: the peer's segments in flight after the session ended */
     }
@@ -488,12 +487,12 @@ static bool produce_stream(struct iwarp_llp_assoc *a, uint16_t sid)
             return false;
         if (st->ssn_tx.unacked >= IWARP_SCTP_SSN_AHEAD_MAX)
             return false; /* §10 */
-        if (iwarp_llp_eng_tx_next(&st->eng, a->cfg.max_seg, &a->pend.seg) == 1) {
+        if (iwarp_core_eng_tx_next(st->eng, a->cfg.max_seg, &a->pend.seg) == 1) {
             int ssn = iwarp_sess_ssn_tx_take(&st->ssn_tx);
             build_seg(a, sid, (uint16_t)ssn);
             return true;
         }
-        if (!iwarp_llp_eng_tx_close(&st->eng))
+        if (!iwarp_core_eng_tx_close(st->eng))
             return false;
         /* §6.2: the engine has sent its last segment (an RDMAP Terminate, or a drained
          * graceful close): our session Terminate follows it */
@@ -531,7 +530,7 @@ void iwarp_llp_assoc_tx_done(struct iwarp_llp_assoc *a)
     struct iwarp_llp_assoc_stream *st = &a->st[a->pend.sid];
     if (a->pend.is_seg) {
         if (st->started)
-            iwarp_llp_eng_tx_sent(&st->eng, &a->pend.seg);
+            iwarp_core_eng_tx_sent(st->eng, &a->pend.seg);
     } else {
         after_session(a, st); /* our Terminate may have ended the exchange */
     }
@@ -550,7 +549,7 @@ bool iwarp_llp_assoc_tx_ready(const struct iwarp_llp_assoc *a)
         if (iwarp_sess_ctl_tx_pending(&st->ctl))
             return true;
         if (st->started && iwarp_sess_ctl_may_send_seg(&st->ctl) &&
-            (iwarp_llp_eng_tx_pending(&st->eng) || iwarp_llp_eng_tx_close(&st->eng)))
+            (iwarp_core_eng_tx_pending(st->eng) || iwarp_core_eng_tx_close(st->eng)))
             return true;
     }
     return false;

@@ -3,7 +3,7 @@
  * SCTP. Each SCTP stream of the association carries at most one DDP Stream Session at a time
  * (§5.2, §6): its session control machine (session_ctl), its DDP-SSN counter and reorder
  * window (session_ssn) and the engine it feeds (an RDMAP QP or a DDP-level stream,
- * llp_engine.h). llp_sctp moves the chunks; this object decides what they mean.
+ * core_engine.h). llp_sctp moves the chunks; this object decides what they mean.
  *
  * Driving it (every call under the owner's lock, as llp_conn):
  *   RX:  iwarp_llp_assoc_rx_chunk() with each message of the association as SCTP delivered it
@@ -30,7 +30,8 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
-#include "llp/llp_engine.h"
+#include "core/core_engine.h"
+#include "core/core_qp.h"
 #include "session/session_ctl.h"
 #include "session/session_ssn.h"
 #include "wire/wire_sctp.h"
@@ -66,7 +67,7 @@ struct iwarp_llp_assoc_stream {
     struct iwarp_sess_ctl ctl;
     struct iwarp_sess_ssn_tx ssn_tx;
     struct iwarp_sess_ssn_rx ssn_rx;
-    struct iwarp_llp_engine eng;
+    struct iwarp_core_engine *eng; /* NULL: none attached */
     uint32_t ird, ord; /* the engine's IRD/ORD when the session leaves them to the ULP */
     bool started;      /* the engine runs */
     bool graceful;     /* the close was orderly (both Terminates, or a disconnect drained) */
@@ -126,13 +127,13 @@ int iwarp_llp_assoc_free_stream(const struct iwarp_llp_assoc *a);
  * IWARP_ERR_STATE (association lost), IWARP_ERR_INVAL, or a session_ctl init error.
  */
 int iwarp_llp_assoc_open(struct iwarp_llp_assoc *a, uint16_t sid, const struct iwarp_sess_cfg *cfg,
-                         struct iwarp_llp_engine eng, uint32_t ird, uint32_t ord, void *user);
+                         struct iwarp_core_engine *eng, uint32_t ird, uint32_t ord, void *user);
 
 /* Passive, after EV_REQUEST: accept with engine eng (started at once: it may send first, RFC
  * 6581 §7) or reject (no EV_REJECTED for it; EV_CLOSED once the Reject is handed to SCTP, then
  * release()). Returns 0, IWARP_ERR_STATE, or a session_ctl error. */
 int iwarp_llp_assoc_accept(struct iwarp_llp_assoc *a, uint16_t sid,
-                           const struct iwarp_sess_answer *ans, struct iwarp_llp_engine eng,
+                           const struct iwarp_sess_answer *ans, struct iwarp_core_engine *eng,
                            uint32_t ird, uint32_t ord);
 int iwarp_llp_assoc_reject(struct iwarp_llp_assoc *a, uint16_t sid,
                            const struct iwarp_sess_answer *ans);

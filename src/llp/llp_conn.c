@@ -40,15 +40,16 @@
  *               the FPDU's end (rx_segment). Always with CRC on (RFC 5044 §6: verified before
  *               DDP sees it); with CRC off, only until the headers are in.
  *   RX_DIRECT   CRC off (RFC 5044 §4.4: nothing to verify; ULPDU_Length is the only check):
- *               the first octets of a ULPDU are staged in bounce, as many as
- *               iwarp_core_qp_rx_hdr_len() says (the 14-octet tagged header first, which tells
- *               T and the opcode; 18 for a Send; the whole ULPDU for a Read Request, a
- *               Terminate and anything malformed). Then iwarp_core_qp_rx_hdr() validates the
- *               segment for its full ULPDU_Length and gives the destination iovecs; exact
- *               reads land in them, octets already read ahead are copied to them.
- *               iwarp_core_qp_rx_payload_done() follows the CRC field.
- *   RX_DISCARD  rx_hdr refused the segment (a Terminate is queued): its payload is read into
- *               bounce and dropped.
+ *               the first octets of a ULPDU are staged in bounce, as many as the engine's
+ *               rx_hdr_len() says (RDMAP: the 14-octet tagged header first, which tells T and
+ *               the opcode; 18 for a Send; the whole ULPDU for a Read Request, a Terminate and
+ *               anything malformed; a DDP-level stream: its DDP header). Then the engine's
+ *               rx_hdr() validates the segment for its full ULPDU_Length and gives the
+ *               destination iovecs; exact reads land in them, octets already read ahead are
+ *               copied to them. rx_payload_done() follows the CRC field. The same for both
+ *               engines (core_engine.h).
+ *   RX_DISCARD  rx_hdr refused the segment (a Terminate is queued, or a DDP-level stream
+ *               stopped receiving): its payload is read into bounce and dropped.
  * While the responder waits for the initiator's first FPDU or our Read RTR waits for its
  * answer, ULPDUs are staged whole: the connection itself looks at them first.
  */
@@ -57,7 +58,6 @@
 #include <string.h>
 
 #include "iwarp/errors.h"
-#include "llp/llp_engine.h"
 #include "llp/llp_rtr.h"
 #include "util/bytes.h"
 #include "wire/wire_segment.h"
@@ -90,62 +90,6 @@ static bool finished(const struct iwarp_llp_conn *c)
 {
     return c->state == IWARP_LLP_CONN_REJECTED || c->state == IWARP_LLP_CONN_FAILED ||
            c->state == IWARP_LLP_CONN_CLOSE;
-}
-
-/* ---- the engine fed: the RDMAP QP (c->qp) or a DDP-level stream (c->ddp) ------------------ */
-
-static struct iwarp_llp_engine eng(const struct iwarp_llp_conn *c)
-{
-    return (struct iwarp_llp_engine){.qp = c->qp, .ddp = c->ddp};
-}
-
-static int eng_start(struct iwarp_llp_conn *c, uint32_t ird, uint32_t ord)
-{
-    struct iwarp_llp_engine e = eng(c);
-    return iwarp_llp_eng_start(&e, ird, ord);
-}
-
-static int eng_rx_segment(struct iwarp_llp_conn *c, const uint8_t *seg, uint32_t len)
-{
-    struct iwarp_llp_engine e = eng(c);
-    return iwarp_llp_eng_rx_segment(&e, seg, len);
-}
-
-static void eng_rx_llp_error(struct iwarp_llp_conn *c, struct iwarp_term_cause cause,
-                             const uint8_t *hdr, size_t hdr_len)
-{
-    struct iwarp_llp_engine e = eng(c);
-    iwarp_llp_eng_rx_llp_error(&e, cause, hdr, hdr_len);
-}
-
-static int eng_tx_next(struct iwarp_llp_conn *c, struct iwarp_core_tx_seg *seg)
-{
-    struct iwarp_llp_engine e = eng(c);
-    return iwarp_llp_eng_tx_next(&e, c->max_seg, seg);
-}
-
-static void eng_tx_sent(struct iwarp_llp_conn *c, const struct iwarp_core_tx_seg *seg)
-{
-    struct iwarp_llp_engine e = eng(c);
-    iwarp_llp_eng_tx_sent(&e, seg);
-}
-
-static bool eng_tx_close(const struct iwarp_llp_conn *c)
-{
-    struct iwarp_llp_engine e = eng(c);
-    return iwarp_llp_eng_tx_close(&e);
-}
-
-static bool eng_tx_pending(const struct iwarp_llp_conn *c)
-{
-    struct iwarp_llp_engine e = eng(c);
-    return iwarp_llp_eng_tx_pending(&e);
-}
-
-static void eng_llp_closed(struct iwarp_llp_conn *c, bool graceful)
-{
-    struct iwarp_llp_engine e = eng(c);
-    iwarp_llp_eng_llp_closed(&e, graceful);
 }
 
 /* RFC 5044 §7.1.2: full operation begins; set up the deframer, the framer and MULPDU with the
@@ -246,7 +190,7 @@ static int neg_failed(struct iwarp_llp_conn *c)
 static int start_qp(struct iwarp_llp_conn *c)
 {
     const struct iwarp_mpa_neg_result *r = iwarp_mpa_neg_result(&c->neg);
-    if (c->qp == NULL && c->ddp == NULL) {
+    if (c->eng == NULL) {
         c->state = IWARP_LLP_CONN_FAILED;
         c->err = IWARP_ERR_STATE;
         c->rx_dead = true;
@@ -254,7 +198,7 @@ static int start_qp(struct iwarp_llp_conn *c)
     }
     uint32_t ird = r->ird != NONE ? r->ird : c->cfg.neg.ird;
     uint32_t ord = r->ord != NONE ? r->ord : c->cfg.neg.ord;
-    int rc = eng_start(c, ird, ord);
+    int rc = iwarp_core_eng_start(c->eng, ird, ord);
     if (rc != 0) {
         c->state = IWARP_LLP_CONN_FAILED;
         c->err = rc;
@@ -276,7 +220,7 @@ static int started_failed(struct iwarp_llp_conn *c, int err)
     c->tx_hold = false;
     c->txf_count = 0;
     c->txf_off = 0;
-    eng_llp_closed(c, false);
+    iwarp_core_eng_llp_closed(c->eng, false);
     return err;
 }
 
@@ -312,14 +256,9 @@ int iwarp_llp_conn_init(struct iwarp_llp_conn *c, const struct iwarp_llp_conn_cf
     return iwarp_mpa_neg_init(&c->neg, &cfg->neg, now_ns);
 }
 
-void iwarp_llp_conn_attach(struct iwarp_llp_conn *c, struct iwarp_core_qp *qp)
+void iwarp_llp_conn_attach(struct iwarp_llp_conn *c, struct iwarp_core_engine *eng)
 {
-    c->qp = qp;
-}
-
-void iwarp_llp_conn_attach_ddp(struct iwarp_llp_conn *c, struct iwarp_core_ddp *ddp)
-{
-    c->ddp = ddp;
+    c->eng = eng;
 }
 
 int iwarp_llp_conn_accept(struct iwarp_llp_conn *c, const struct iwarp_mpa_neg_answer *ans)
@@ -395,8 +334,7 @@ static uint8_t *neg_land(struct iwarp_llp_conn *c, size_t *len)
 /* Whether this connection's ULPDUs may be placed directly (see the top of this file). */
 static bool direct_ok(const struct iwarp_llp_conn *c)
 {
-    return !iwarp_mpa_neg_result(&c->neg)->crc && c->started && !c->rtr_wait && !c->tx_hold &&
-           !c->ddp;
+    return !iwarp_mpa_neg_result(&c->neg)->crc && c->started && !c->rtr_wait && !c->tx_hold;
 }
 
 /* RX_STAGE with direct placement possible: how many of the first ULPDU octets to stage. */
@@ -404,7 +342,7 @@ static uint32_t stage_need(const struct iwarp_llp_conn *c, uint32_t have, uint32
 {
     if (have < HDR_PROBE)
         return HDR_PROBE < ulpdu_len ? HDR_PROBE : ulpdu_len;
-    return iwarp_core_qp_rx_hdr_len(c->bounce, have, ulpdu_len);
+    return iwarp_core_eng_rx_hdr_len(c->eng, c->bounce, have, ulpdu_len);
 }
 
 /* The ULPDU part, read exactly: where its next octets land. */
@@ -412,7 +350,8 @@ static uint8_t *ulpdu_land(struct iwarp_llp_conn *c, const struct iwarp_mpa_rx_w
 {
     /* Checked before every read: the ULP may have deregistered the buffer or flushed the
      * receive since the last one (the lock is not held in between). */
-    if (c->rx_mode == RX_DIRECT && c->rx_dst_i < c->rx_ndst && iwarp_core_qp_rx_dst_valid(c->qp)) {
+    if (c->rx_mode == RX_DIRECT && c->rx_dst_i < c->rx_ndst &&
+        iwarp_core_eng_rx_dst_valid(c->eng)) {
         const struct iovec *d = &c->rx_dst[c->rx_dst_i];
         size_t room = d->iov_len - c->rx_dst_off;
         *len = w->len < room ? w->len : room;
@@ -492,7 +431,7 @@ static int ddp_first_fpdu(struct iwarp_llp_conn *c, const uint8_t *seg, uint32_t
 {
     if (iwarp_mpa_neg_first_fpdu(&c->neg, IWARP_RDMAP_OP_SEND, len, c->now_ns) != 0)
         return started_failed(c, iwarp_mpa_neg_result(&c->neg)->err);
-    return eng_rx_segment(c, seg, len);
+    return iwarp_core_eng_rx_segment(c->eng, seg, len);
 }
 
 /* The responder's first FPDU (RFC 5044 §7.1.2 rule 4, RFC 6581 §9.2). The QP runs since
@@ -501,7 +440,8 @@ static int ddp_first_fpdu(struct iwarp_llp_conn *c, const uint8_t *seg, uint32_t
 static int first_fpdu(struct iwarp_llp_conn *c, const uint8_t *seg, uint32_t len)
 {
     c->tx_hold = false; /* rule 4 is satisfied: the QP's FPDUs may follow */
-    if (c->ddp)
+    struct iwarp_core_qp *qp = c->eng->rdmap;
+    if (!qp) /* a DDP-level stream: no RDMAP opcode, no RTR */
         return ddp_first_fpdu(c, seg, len);
     struct iwarp_wire_segment s;
     struct iwarp_term_cause cause;
@@ -509,7 +449,7 @@ static int first_fpdu(struct iwarp_llp_conn *c, const uint8_t *seg, uint32_t len
     if (rc != 0) {
         /* RFC 5040 §4.8: the decode error's cause, with the offending header. */
         c->err = rc;
-        iwarp_core_qp_terminate(c->qp, cause, seg, len);
+        iwarp_core_qp_terminate(qp, cause, seg, len);
         return rc;
     }
     uint32_t mlen =
@@ -519,24 +459,24 @@ static int first_fpdu(struct iwarp_llp_conn *c, const uint8_t *seg, uint32_t len
         const struct iwarp_mpa_neg_result *r = iwarp_mpa_neg_result(&c->neg);
         c->err = r->err;
         if (s.opcode == IWARP_RDMAP_OP_TERMINATE) /* the peer's Terminate: the QP reports it */
-            return iwarp_core_qp_rx_segment(c->qp, seg, len);
+            return iwarp_core_qp_rx_segment(qp, seg, len);
         if (r->action == IWARP_MPA_ACT_TERMINATE) { /* RFC 6581 §9.2: no RTR, 2/0/0x07 */
-            iwarp_core_qp_terminate(c->qp, r->term, NULL, 0);
+            iwarp_core_qp_terminate(qp, r->term, NULL, 0);
             return r->err;
         }
         return started_failed(c, r->err);
     }
     if (iwarp_mpa_neg_result(&c->neg)->p2p && s.opcode == IWARP_RDMAP_OP_SEND) {
         /* A Send RTR is MPA's, not the ULP's: it takes queue 0's MSN but no receive. */
-        rc = iwarp_llp_rtr_consume_send(c->qp, &s, &cause);
+        rc = iwarp_llp_rtr_consume_send(qp, &s, &cause);
         if (rc != 0)
-            iwarp_core_qp_terminate(c->qp, cause, seg, len);
+            iwarp_core_qp_terminate(qp, cause, seg, len);
         return rc;
     }
     /* Write and Read RTRs are ordinary zero-length messages to the QP (siw: no placement for
      * the Write; the Read is answered with a zero-length Read Response through the QP's IRQ);
      * without RTR this is the ULP's first message. */
-    return iwarp_core_qp_rx_segment(c->qp, seg, len);
+    return iwarp_core_qp_rx_segment(qp, seg, len);
 }
 
 /* A complete, verified FPDU's ULPDU: seg[0, len), staged in bounce or in place. */
@@ -554,7 +494,7 @@ static int on_fpdu(struct iwarp_llp_conn *c, const uint8_t *seg, uint32_t len)
             return 0;
         }
     }
-    return eng_rx_segment(c, seg, len);
+    return iwarp_core_eng_rx_segment(c->eng, seg, len);
 }
 
 /* RX_STAGE: the ULPDU's first bounce_len octets are staged. Once they are the headers of a
@@ -566,8 +506,8 @@ static int maybe_direct(struct iwarp_llp_conn *c, uint32_t ulpdu_len)
         return 0;
     uint32_t n = 0;
     /* RFC 5041 §7.1: every check, for the whole ULPDU_Length, before any payload is read. */
-    int rc = iwarp_core_qp_rx_hdr(c->qp, c->bounce, c->bounce_len, ulpdu_len, c->rx_dst,
-                                  IWARP_CORE_RX_IOV_MAX, &n);
+    int rc = iwarp_core_eng_rx_hdr(c->eng, c->bounce, c->bounce_len, ulpdu_len, c->rx_dst,
+                                   IWARP_CORE_RX_IOV_MAX, &n);
     c->rx_mode = rc == 0 ? RX_DIRECT : RX_DISCARD;
     c->rx_ndst = rc == 0 ? n : 0;
     c->rx_dst_i = 0;
@@ -580,7 +520,7 @@ static int maybe_direct(struct iwarp_llp_conn *c, uint32_t ulpdu_len)
  * its destination went away (rx_dst_valid). */
 static void direct_put(struct iwarp_llp_conn *c, const uint8_t *data, size_t n)
 {
-    while (n > 0 && c->rx_dst_i < c->rx_ndst && iwarp_core_qp_rx_dst_valid(c->qp)) {
+    while (n > 0 && c->rx_dst_i < c->rx_ndst && iwarp_core_eng_rx_dst_valid(c->eng)) {
         const struct iovec *d = &c->rx_dst[c->rx_dst_i];
         uint8_t *at = (uint8_t *)d->iov_base + c->rx_dst_off;
         size_t k = d->iov_len - c->rx_dst_off;
@@ -609,7 +549,7 @@ static int on_span(struct iwarp_llp_conn *c, const uint8_t *data, size_t n, uint
     c->rx_ulpdu_len = ulpdu_len;
     c->rx_ulpdu_done = off + (uint32_t)n;
     if (c->rx_mode == RX_STAGE && off == 0 && n == ulpdu_len &&
-        (!direct_ok(c) || iwarp_core_qp_rx_hdr_len(data, n, ulpdu_len) >= ulpdu_len)) {
+        (!direct_ok(c) || iwarp_core_eng_rx_hdr_len(c->eng, data, n, ulpdu_len) >= ulpdu_len)) {
         /* The whole ULPDU in one piece: handed over where it lies at the FPDU's end. */
         c->rx_seg = data;
         c->bounce_len = ulpdu_len;
@@ -677,7 +617,7 @@ static int fpdu_end(struct iwarp_llp_conn *c, uint32_t ulpdu_len)
     if (mode == RX_STAGE)
         return on_fpdu(c, seg, ulpdu_len);
     /* RFC 5044 §4.1: with CRC off the trailer needs no check; the payload is in place. */
-    return mode == RX_DIRECT ? iwarp_core_qp_rx_payload_done(c->qp) : 0;
+    return mode == RX_DIRECT ? iwarp_core_eng_rx_payload_done(c->eng) : 0;
 }
 
 /* The deframer failed (RFC 5044 §8: CRC 0x02, marker or length 0x03). */
@@ -692,13 +632,13 @@ static int rx_error(struct iwarp_llp_conn *c, int err)
     c->rx_dead = true;
     c->tx_hold = false; /* a broken first FPDU has arrived too: the Terminate may go */
     if (c->started)
-        eng_rx_llp_error(c, cause, hdr, hdr_len);
+        iwarp_core_eng_rx_llp_error(c->eng, cause, hdr, hdr_len);
     else
         conn_terminate(c, err, cause, NULL, 0);
     c->bounce_len = 0;
     c->rx_seg = c->bounce;
     if (c->rx_mode == RX_DIRECT) /* the QP is terminating: this only ends the pending segment */
-        (void)iwarp_core_qp_rx_payload_done(c->qp);
+        (void)iwarp_core_eng_rx_payload_done(c->eng);
     c->rx_mode = RX_STAGE;
     return err;
 }
@@ -796,7 +736,7 @@ static bool qp_may_send(const struct iwarp_llp_conn *c)
     if (c->state != IWARP_LLP_CONN_ESTABLISHED || !c->started || c->term_queued || c->tx_hold)
         return false;
     /* While our Read RTR is unanswered only a Terminate may go (see llp_rtr.h). */
-    return !c->rtr_wait || c->qp->term_pending;
+    return !c->rtr_wait || c->eng->rdmap->term_pending;
 }
 
 /* Frame FPDUs ahead while the ring has room. */
@@ -807,11 +747,11 @@ static void tx_fill(struct iwarp_llp_conn *c)
         struct iwarp_llp_conn_txf *t = TXF_SLOT(c, c->txf_count);
         if (c->rtr_pending) {
             uint8_t rtr = iwarp_mpa_neg_result(&c->neg)->rtr;
-            if (iwarp_llp_rtr_build(c->qp, rtr, &t->seg) != 0)
+            if (iwarp_llp_rtr_build(c->eng->rdmap, rtr, &t->seg) != 0)
                 break; /* cannot happen: the negotiation picked exactly one type */
             c->rtr_pending = false;
             c->rtr_wait = rtr == IWARP_MPA_RTR_READ;
-        } else if (!qp_may_send(c) || !eng_tx_next(c, &t->seg)) {
+        } else if (!qp_may_send(c) || !iwarp_core_eng_tx_next(c->eng, c->max_seg, &t->seg)) {
             break;
         }
         int rc = frame(c, t);
@@ -830,7 +770,7 @@ static void tx_fill(struct iwarp_llp_conn *c)
 static void update_close(struct iwarp_llp_conn *c)
 {
     if (c->state == IWARP_LLP_CONN_ESTABLISHED && c->started && c->txf_count == 0 &&
-        !c->rtr_pending && eng_tx_close(c)) {
+        !c->rtr_pending && iwarp_core_eng_tx_close(c->eng)) {
         c->state = IWARP_LLP_CONN_CLOSE;
         c->rx_dead = true;
     }
@@ -886,7 +826,7 @@ void iwarp_llp_conn_tx_ack(struct iwarp_llp_conn *c, size_t n)
         if (neg_state(c) == IWARP_MPA_NEG_SEND_FIRST)
             (void)iwarp_mpa_neg_first_sent(&c->neg);
         if (t->seg.src != IWARP_CORE_TX_NONE && c->started)
-            eng_tx_sent(c, &t->seg);
+            iwarp_core_eng_tx_sent(c->eng, &t->seg);
     }
     update_close(c);
 }
@@ -899,7 +839,7 @@ bool iwarp_llp_conn_tx_ready(struct iwarp_llp_conn *c, uint64_t now_ns)
         return false;
     if (c->txf_count > 0 || (c->rtr_pending && c->state == IWARP_LLP_CONN_ESTABLISHED))
         return true;
-    return qp_may_send(c) && eng_tx_pending(c);
+    return qp_may_send(c) && iwarp_core_eng_tx_pending(c->eng);
 }
 
 /* ---- time and close -------------------------------------------------------------------- */
@@ -941,7 +881,7 @@ void iwarp_llp_conn_closed(struct iwarp_llp_conn *c, bool graceful)
     c->txf_off = 0;
     c->stage_len = c->stage_off = 0;
     c->tx_hold = false;
-    eng_llp_closed(c, graceful);
+    iwarp_core_eng_llp_closed(c->eng, graceful);
 }
 
 /* Whether the receive side stands at a message boundary (see iwarp_llp_conn_eof). */

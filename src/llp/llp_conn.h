@@ -19,7 +19,7 @@
  * CRC on: each FPDU is verified before the DDP segment inside is handed to the QP (RFC 5044
  * §6); a segment wholly inside the window is handed over in place, others are staged whole in
  * the bounce buffer (<= 64 KiB). CRC off: the payload of a Write, Read Response or Send is
- * placed in its destination (the MR, the posted receive's SGEs) that iwarp_core_qp_rx_hdr()
+ * placed in its destination (the MR, the posted receive's SGEs) that the engine's rx_hdr()
  * validated for the whole ULPDU_Length: copied from the window for the octets read ahead, read
  * straight into it for the rest of a large one. llp_conn.c's file header has the details.
  * Responder: the QP starts at accept; its FPDUs are held until the initiator's first FPDU has
@@ -32,7 +32,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
-#include "core/core_ddp.h"
+#include "core/core_engine.h"
 #include "core/core_qp.h"
 #include "mpa/mpa_deframe.h"
 #include "mpa/mpa_frame.h"
@@ -76,8 +76,7 @@ struct iwarp_llp_conn {
     enum iwarp_llp_conn_state state;
     int err;
     struct iwarp_mpa_neg neg;
-    struct iwarp_core_qp *qp;   /* set by attach(); the engine fed in full operation */
-    struct iwarp_core_ddp *ddp; /* set by attach_ddp() instead: a DDP-level stream's engine */
+    struct iwarp_core_engine *eng; /* set by attach(); the engine fed in full operation */
     struct iwarp_mpa_rx rx;
     struct iwarp_mpa_tx tx;
     uint32_t max_seg; /* largest DDP segment: MULPDU for the EMSS and markers */
@@ -109,7 +108,7 @@ struct iwarp_llp_conn {
     uint8_t rx_mode;
     uint32_t rx_ndst, rx_dst_i;                 /* destination iovecs, the one being filled */
     size_t rx_dst_off;                          /* octets of rx_dst[rx_dst_i] already filled */
-    struct iovec rx_dst[IWARP_CORE_RX_IOV_MAX]; /* from iwarp_core_qp_rx_hdr() */
+    struct iovec rx_dst[IWARP_CORE_RX_IOV_MAX]; /* from the engine's rx_hdr() */
     /* Counters (read-only outside llp_conn.c): ULPDU octets received with CRC off placed by
      * the transport straight into their destination, or copied there from the read-ahead
      * window; ULPDU octets moved from the window into the staging area (a ULPDU not wholly
@@ -127,16 +126,12 @@ struct iwarp_llp_conn {
 int iwarp_llp_conn_init(struct iwarp_llp_conn *c, const struct iwarp_llp_conn_cfg *cfg,
                         uint8_t *bounce, struct iwarp_llp_conn_txf *txf, uint64_t now_ns);
 
-/* Attach the QP engine that full operation feeds (before ESTABLISHED is reached: the
- * initiator at connect, the responder at accept). Starts it when the connection reaches full
- * operation, with the negotiated IRD/ORD. */
-void iwarp_llp_conn_attach(struct iwarp_llp_conn *c, struct iwarp_core_qp *qp);
-
-/* Attach a DDP-level engine (core_ddp.h) instead of a QP engine: full operation feeds it the
- * same way (its ULPDUs are always staged whole: no direct placement yet), and the responder
- * takes the initiator's first FPDU as plain DDP (no RDMAP opcode, no RTR: the CM refuses
- * peer-to-peer for DDP-level QPs). */
-void iwarp_llp_conn_attach_ddp(struct iwarp_llp_conn *c, struct iwarp_core_ddp *ddp);
+/* Attach the engine that full operation feeds (core_engine.h: an RDMAP QP or a DDP-level
+ * stream; NULL detaches), before ESTABLISHED is reached: the initiator at connect, the
+ * responder at accept. Starts it when the connection reaches full operation, with the
+ * negotiated IRD/ORD. A DDP-level stream's first FPDU is taken as plain DDP (no RDMAP opcode,
+ * no RTR: the CM refuses peer-to-peer for it). Ownership: eng is borrowed while attached. */
+void iwarp_llp_conn_attach(struct iwarp_llp_conn *c, struct iwarp_core_engine *eng);
 
 /* Responder in REQUEST: accept with our IRD/ORD and private data, or reject. */
 int iwarp_llp_conn_accept(struct iwarp_llp_conn *c, const struct iwarp_mpa_neg_answer *ans);

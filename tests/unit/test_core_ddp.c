@@ -7,6 +7,8 @@
  * no placement, silent drop afterwards and a send side that keeps working (§6.2.2, §7.1).
  * Produced segments are compared with headers written out by hand.
  */
+#include <stdio.h>
+
 #include "core/core_ddp.h"
 #include "harness.h"
 #include "iwarp/errors.h"
@@ -221,6 +223,45 @@ TEST(two_phase_receive_places_before_delivery)
     ASSERT_EQ_U(wc.byte_len, 12u);
     ASSERT_EQ_U(wc.wr_id, 7u);
     ASSERT_EQ(iwarp_core_ddp_rx_payload_done(&D), 0); /* nothing pending: harmless */
+}
+
+/* Direct placement re-checks a tagged destination before each read of its payload: a buffer
+ * deregistered after the header was validated gets nothing more (RFC 5041 §7.1 "MUST NOT
+ * place"); the error is reported once, the segment is not delivered, later ones are dropped.
+ * An untagged destination stays valid until a flush. */
+TEST(direct_placement_rechecks_the_tagged_destination)
+{
+    setup();
+    uint32_t sink = reg(1000, 64, PD, LW | RW);
+    uint8_t s[32];
+    char hex[96];
+    snprintf(hex, sizeof hex, "C1 00 %08x %016llx", sink, (unsigned long long)va(1000));
+    uint32_t n = seg_of(hex, NULL, 0, s);
+    struct iovec dst[IWARP_CORE_RX_IOV_MAX];
+    uint32_t nd = 0;
+    ASSERT_TRUE(iwarp_core_ddp_rx_dst_valid(&D)); /* nothing pending */
+    ASSERT_EQ(iwarp_core_ddp_rx_hdr(&D, s, n, n + 16, dst, IWARP_CORE_RX_IOV_MAX, &nd), 0);
+    ASSERT_EQ_U(nd, 1u);
+    ASSERT_TRUE(iwarp_core_ddp_rx_dst_valid(&D));
+    ASSERT_EQ(iwarp_mem_dereg_mr(&T, sink), 0);
+    ASSERT_TRUE(!iwarp_core_ddp_rx_dst_valid(&D));
+    ASSERT_EQ(nev, 1);
+    ASSERT_EQ(ev_type, IWARP_EVENT_QP_ACCESS_ERR);
+    ASSERT_EQ_U(ev_cause, 0x010100u);              /* DDP, tagged buffer, invalid STag */
+    ASSERT_TRUE(!iwarp_core_ddp_rx_dst_valid(&D)); /* latched until payload_done */
+    ASSERT_EQ(iwarp_core_ddp_rx_payload_done(&D), 0);
+    struct iwarp_wc wc;
+    ASSERT_EQ_U(poll1(&rcq, &wc), 0u); /* never delivered */
+    ASSERT_EQ(iwarp_core_ddp_rx_hdr(&D, s, n, n + 16, dst, IWARP_CORE_RX_IOV_MAX, &nd), 0);
+    ASSERT_EQ_U(nd, 0u); /* dropped after the error */
+
+    setup();
+    post2(1, 9, 100, 8, 200, 8);
+    n = seg_of("41 00 00000000 00000001 00000001 00000000", NULL, 0, s);
+    ASSERT_EQ(iwarp_core_ddp_rx_hdr(&D, s, n, n + 16, dst, IWARP_CORE_RX_IOV_MAX, &nd), 0);
+    ASSERT_TRUE(iwarp_core_ddp_rx_dst_valid(&D)); /* a posted receive */
+    iwarp_core_ddp_set_error(&D);
+    ASSERT_TRUE(!iwarp_core_ddp_rx_dst_valid(&D)); /* flushed: the ULP's again */
 }
 
 /* ---- receive errors (RFC 5041 §7.1, §7.2) ---------------------------------------------------- */

@@ -453,7 +453,7 @@ static void link_up(unsigned l, const struct cfg *o, enum split sp, uint32_t see
     }
     ASSERT_EQ(iwarp_llp_conn_init(&a->c, &ci, a->bounce, a->txf, 0), 0);
     ASSERT_EQ(iwarp_llp_conn_init(&b->c, &cr, b->bounce, b->txf, 0), 0);
-    iwarp_llp_conn_attach(&a->c, &a->qp);
+    iwarp_llp_conn_attach(&a->c, &a->qp.eng);
     ASSERT_EQ(iwarp_llp_mem_init(&L[l], &a->c, &b->c, PIPES[l][0], PIPES[l][1], PIPE_CAP, seed), 0);
     L[l].hook = hook;
     L[l].hook_user = &LINK_ID[l];
@@ -467,7 +467,7 @@ static void link_up(unsigned l, const struct cfg *o, enum split sp, uint32_t see
     maybe_stall(l);
     pump(l);
     ASSERT_EQ(b->c.state, IWARP_LLP_CONN_REQUEST);
-    iwarp_llp_conn_attach(&b->c, &b->qp);
+    iwarp_llp_conn_attach(&b->c, &b->qp.eng);
     struct iwarp_mpa_neg_answer ans = {.ird = IRD, .ord = IRD};
     ASSERT_EQ(iwarp_llp_conn_accept(&b->c, &ans), 0);
     pump(l);

@@ -215,14 +215,14 @@ static struct ddpe *ddp_new(unsigned s)
     return e;
 }
 
-static struct iwarp_llp_engine eng_qp(struct qpe *e)
+static struct iwarp_core_engine *eng_qp(struct qpe *e)
 {
-    return (struct iwarp_llp_engine){.qp = &e->qp};
+    return &e->qp.eng;
 }
 
-static struct iwarp_llp_engine eng_ddp(struct ddpe *e)
+static struct iwarp_core_engine *eng_ddp(struct ddpe *e)
 {
-    return (struct iwarp_llp_engine){.ddp = &e->d};
+    return &e->d.eng;
 }
 
 static uint64_t va(unsigned s, uint32_t off)
@@ -606,12 +606,12 @@ static struct iwarp_sess_cfg active_cfg(bool enhanced)
 }
 
 /* Opens stream sid from A with engine ea, B accepts with eb: both ESTABLISHED. */
-static void establish(uint16_t sid, bool enhanced, struct iwarp_llp_engine ea,
-                      struct iwarp_llp_engine eb)
+static void establish(uint16_t sid, bool enhanced, struct iwarp_core_engine *ea,
+                      struct iwarp_core_engine *eb)
 {
     struct iwarp_sess_cfg c = active_cfg(enhanced);
-    S[SIDE_A].rdmap[sid] = ea.qp != NULL;
-    S[SIDE_B].rdmap[sid] = eb.qp != NULL;
+    S[SIDE_A].rdmap[sid] = ea->rdmap != NULL;
+    S[SIDE_B].rdmap[sid] = eb->rdmap != NULL;
     ASSERT_EQ(iwarp_llp_assoc_open(&S[SIDE_A].a, sid, &c, ea, 16, 16, NULL), 0);
     pump();
     ASSERT_EQ_U(take(SIDE_B, sid), EV_REQ);

@@ -151,7 +151,7 @@ static void setup(const struct opts *o)
     }
     ASSERT_EQ(iwarp_llp_conn_init(&P[0].c, &ci, P[0].bounce, P[0].txf, 0), 0);
     ASSERT_EQ(iwarp_llp_conn_init(&P[1].c, &cr, P[1].bounce, P[1].txf, 0), 0);
-    iwarp_llp_conn_attach(&P[0].c, &P[0].qp);
+    iwarp_llp_conn_attach(&P[0].c, &P[0].qp.eng);
     ASSERT_EQ(iwarp_llp_mem_init(&M, &P[0].c, &P[1].c, PIPES[0], PIPES[1], PIPE_CAP, 77), 0);
 }
 
@@ -166,7 +166,7 @@ static void accept_request(void)
 {
     pump();
     ASSERT_EQ(P[1].c.state, IWARP_LLP_CONN_REQUEST);
-    iwarp_llp_conn_attach(&P[1].c, &P[1].qp);
+    iwarp_llp_conn_attach(&P[1].c, &P[1].qp.eng);
     struct iwarp_mpa_neg_answer a = {.ird = 16, .ord = 16};
     ASSERT_EQ(iwarp_llp_conn_accept(&P[1].c, &a), 0);
     pump();
@@ -361,7 +361,7 @@ TEST(first_fpdu_delay_holds_the_rtr_and_responder_rtr_timeout)
     setup(&o);
     M.now_ns = 100;
     pump();
-    iwarp_llp_conn_attach(&P[1].c, &P[1].qp);
+    iwarp_llp_conn_attach(&P[1].c, &P[1].qp.eng);
     struct iwarp_mpa_neg_answer a = {.ird = 4, .ord = 4};
     P[1].c.now_ns = 100;
     ASSERT_EQ(iwarp_llp_conn_accept(&P[1].c, &a), 0);
@@ -382,7 +382,7 @@ TEST(first_fpdu_delay_then_established)
     struct opts o = {.rev = 2, .crc = true, .rtr = IWARP_MPA_RTR_READ, .delay = 5000};
     setup(&o);
     pump();
-    iwarp_llp_conn_attach(&P[1].c, &P[1].qp);
+    iwarp_llp_conn_attach(&P[1].c, &P[1].qp.eng);
     struct iwarp_mpa_neg_answer a = {.ird = 4, .ord = 4};
     ASSERT_EQ(iwarp_llp_conn_accept(&P[1].c, &a), 0);
     pump();
@@ -568,7 +568,7 @@ TEST(corrupted_rtr_gets_the_responder_qps_llp_terminate)
     corrupt_at = 24 + 8; /* the RTR FPDU follows the 24-octet Request */
     M.hook = flip;
     pump();
-    iwarp_llp_conn_attach(&P[1].c, &P[1].qp);
+    iwarp_llp_conn_attach(&P[1].c, &P[1].qp.eng);
     struct iwarp_mpa_neg_answer a = {.ird = 4, .ord = 4};
     ASSERT_EQ(iwarp_llp_conn_accept(&P[1].c, &a), 0);
     pump();
@@ -608,7 +608,7 @@ TEST(early_data_from_the_responder_fails_the_initiator)
     struct opts o = {.rev = 2, .crc = true, .delay = 1000};
     setup(&o);
     pump();
-    iwarp_llp_conn_attach(&P[1].c, &P[1].qp);
+    iwarp_llp_conn_attach(&P[1].c, &P[1].qp.eng);
     struct iwarp_mpa_neg_answer a = {.ird = 4, .ord = 4};
     ASSERT_EQ(iwarp_llp_conn_accept(&P[1].c, &a), 0);
     pump();
@@ -682,7 +682,7 @@ static void first_fpdu_changed(uint64_t off, uint8_t x)
     corrupt_at = off;
     corrupt_xor = x;
     pump();
-    iwarp_llp_conn_attach(&P[1].c, &P[1].qp);
+    iwarp_llp_conn_attach(&P[1].c, &P[1].qp.eng);
     struct iwarp_mpa_neg_answer a = {.ird = 4, .ord = 4};
     ASSERT_EQ(iwarp_llp_conn_accept(&P[1].c, &a), 0);
     pump();
