@@ -129,6 +129,17 @@ static inline struct iwarp_qp_impl *iwarp_api_qp(struct iwarp_qp *qp)
     return (struct iwarp_qp_impl *)qp;
 }
 
+/* Posts one WR of a chain (lock held); qn: the untagged queue of a DDP-level receive, else
+ * unused. Returns 0 or a negative IWARP_ERR_*, and the chain's next WR in *next. */
+typedef int (*iwarp_api_post_fn)(struct iwarp_qp_impl *q, void *wr, uint32_t qn, void **next);
+
+/* The posting loop of every post function (post.c): takes the lock, posts the chain in order
+ * with one until a WR fails, then, when kick and something was posted, lets the transport send
+ * at once. Returns 0 or the failing WR's code (IWARP_ERR_INVAL for a NULL qp or wr); *bad is
+ * the failing WR, or NULL. */
+int iwarp_api_post_chain(struct iwarp_qp *qp, void *wr, uint32_t qn, iwarp_api_post_fn one,
+                         bool kick, void **bad);
+
 /* Allocation through the context's hooks (zeroed). NULL on failure. */
 void *iwarp_api_calloc(struct iwarp_ctx *ctx, size_t n, size_t size);
 void iwarp_api_free(struct iwarp_ctx *ctx, void *p);

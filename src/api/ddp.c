@@ -143,71 +143,54 @@ int iwarp_ddp_cm_create_qp(struct iwarp_cm_id *id, struct iwarp_pd *pd,
     return rc;
 }
 
+/* One DDP-level send WR (a verbs QP takes iwarp_post_send only). */
+static int post_send_one(struct iwarp_qp_impl *q, void *w, uint32_t qn, void **next)
+{
+    (void)qn;
+    struct iwarp_ddp_send_wr *wr = w;
+    *next = wr->next;
+    struct iwarp_core_ddp *ddp = ddp_of(q);
+    if (!ddp)
+        return IWARP_ERR_DDP_QP_MODE;
+    if (wr->send_flags & ~(unsigned)IWARP_SEND_SIGNALED)
+        return IWARP_ERR_INVAL; /* fence, solicited, inline are RDMAP's */
+    struct iwarp_core_ddp_send s = {.wr_id = wr->wr_id,
+                                    .sg_list = wr->sg_list,
+                                    .num_sge = wr->num_sge,
+                                    .signaled = (wr->send_flags & IWARP_SEND_SIGNALED) != 0,
+                                    .tagged = wr->tagged,
+                                    .qn = wr->qn,
+                                    .stag = wr->stag,
+                                    .to = wr->to,
+                                    .rsvdulp = wr->rsvdulp};
+    return iwarp_core_ddp_post_send(ddp, &s);
+}
+
 int iwarp_ddp_post_send(struct iwarp_qp *qp, struct iwarp_ddp_send_wr *wr,
                         struct iwarp_ddp_send_wr **bad_wr)
 {
-    if (!qp || !wr) {
-        if (bad_wr)
-            *bad_wr = wr;
-        return IWARP_ERR_INVAL;
-    }
-    struct iwarp_qp_impl *q = iwarp_api_qp(qp);
-    int rc = 0;
-    bool posted = false;
-    pthread_mutex_lock(&qp->context->lock);
-    struct iwarp_core_ddp *ddp = ddp_of(q);
-    for (; wr; wr = wr->next) {
-        if (!ddp) {
-            rc = IWARP_ERR_DDP_QP_MODE;
-            break;
-        }
-        if (wr->send_flags & ~(unsigned)IWARP_SEND_SIGNALED) {
-            rc = IWARP_ERR_INVAL; /* fence, solicited, inline are RDMAP's */
-            break;
-        }
-        struct iwarp_core_ddp_send s = {.wr_id = wr->wr_id,
-                                        .sg_list = wr->sg_list,
-                                        .num_sge = wr->num_sge,
-                                        .signaled = (wr->send_flags & IWARP_SEND_SIGNALED) != 0,
-                                        .tagged = wr->tagged,
-                                        .qn = wr->qn,
-                                        .stag = wr->stag,
-                                        .to = wr->to,
-                                        .rsvdulp = wr->rsvdulp};
-        rc = iwarp_core_ddp_post_send(ddp, &s);
-        if (rc < 0)
-            break;
-        posted = true;
-    }
-    /* Send at once from this thread, as iwarp_post_send. */
-    if (posted && q->llp.kick)
-        q->llp.kick(q);
-    pthread_mutex_unlock(&qp->context->lock);
+    void *bad;
+    int rc = iwarp_api_post_chain(qp, wr, 0, post_send_one, true, &bad);
     if (bad_wr)
-        *bad_wr = rc < 0 ? wr : NULL;
+        *bad_wr = bad;
     return rc;
+}
+
+static int post_recv_one(struct iwarp_qp_impl *q, void *w, uint32_t qn, void **next)
+{
+    struct iwarp_recv_wr *wr = w;
+    *next = wr->next;
+    struct iwarp_core_ddp *ddp = ddp_of(q);
+    return ddp ? iwarp_core_ddp_post_recv(ddp, qn, wr) : IWARP_ERR_DDP_QP_MODE;
 }
 
 int iwarp_ddp_post_recv(struct iwarp_qp *qp, uint32_t qn, struct iwarp_recv_wr *wr,
                         struct iwarp_recv_wr **bad_wr)
 {
-    if (!qp || !wr) {
-        if (bad_wr)
-            *bad_wr = wr;
-        return IWARP_ERR_INVAL;
-    }
-    struct iwarp_qp_impl *q = iwarp_api_qp(qp);
-    int rc = 0;
-    pthread_mutex_lock(&qp->context->lock);
-    struct iwarp_core_ddp *ddp = ddp_of(q);
-    for (; wr; wr = wr->next) {
-        rc = ddp ? iwarp_core_ddp_post_recv(ddp, qn, wr) : IWARP_ERR_DDP_QP_MODE;
-        if (rc < 0)
-            break;
-    }
-    pthread_mutex_unlock(&qp->context->lock);
+    void *bad;
+    int rc = iwarp_api_post_chain(qp, wr, qn, post_recv_one, false, &bad);
     if (bad_wr)
-        *bad_wr = rc < 0 ? wr : NULL;
+        *bad_wr = bad;
     return rc;
 }
 

@@ -192,59 +192,49 @@ int iwarp_modify_qp_err(struct iwarp_qp *qp)
     return 0;
 }
 
+/* One send WR (a DDP-level QP takes iwarp_ddp_post_send only). */
+static int post_send_one(struct iwarp_qp_impl *q, void *w, uint32_t qn, void **next)
+{
+    (void)qn;
+    struct iwarp_send_wr *wr = w;
+    *next = wr->next;
+    int rc = q->eng->rdmap ? iwarp_core_qp_post_send(q->eng->rdmap, wr) : IWARP_ERR_DDP_QP_MODE;
+    if (rc < 0)
+        return rc;
+    /* The object's handle carries the key its next use names, as the kernel's
+     * ib_update_fast_reg_key: a later REG_MR, bind, dereg or dealloc then finds it. */
+    if (wr->opcode == IWARP_WR_REG_MR) {
+        wr->reg.mr->lkey = (wr->reg.mr->lkey & 0xFFFFFF00u) | (wr->reg.key & 0xFFu);
+        wr->reg.mr->rkey = wr->reg.mr->lkey;
+    } else if (wr->opcode == IWARP_WR_BIND_MW) {
+        wr->bind_mw.mw->rkey = wr->bind_mw.rkey;
+    }
+    return 0;
+}
+
 int iwarp_post_send(struct iwarp_qp *qp, struct iwarp_send_wr *wr, struct iwarp_send_wr **bad_wr)
 {
-    if (!qp || !wr) {
-        if (bad_wr)
-            *bad_wr = wr;
-        return IWARP_ERR_INVAL;
-    }
-    struct iwarp_qp_impl *q = iwarp_api_qp(qp);
-    int rc = 0;
-    bool posted = false;
-    pthread_mutex_lock(&qp->context->lock);
-    for (; wr; wr = wr->next) {
-        /* a DDP-level QP takes iwarp_ddp_post_send only */
-        rc = q->eng->rdmap ? iwarp_core_qp_post_send(q->eng->rdmap, wr) : IWARP_ERR_DDP_QP_MODE;
-        if (rc < 0)
-            break;
-        posted = true;
-        /* The object's handle carries the key its next use names, as the kernel's
-         * ib_update_fast_reg_key: a later REG_MR, bind, dereg or dealloc then finds it. */
-        if (wr->opcode == IWARP_WR_REG_MR) {
-            wr->reg.mr->lkey = (wr->reg.mr->lkey & 0xFFFFFF00u) | (wr->reg.key & 0xFFu);
-            wr->reg.mr->rkey = wr->reg.mr->lkey;
-        } else if (wr->opcode == IWARP_WR_BIND_MW) {
-            wr->bind_mw.mw->rkey = wr->bind_mw.rkey;
-        }
-    }
-    /* Send at once from this thread: a hop to the progress thread costs a cross-core wakeup. */
-    if (posted && q->llp.kick)
-        q->llp.kick(q);
-    pthread_mutex_unlock(&qp->context->lock);
+    void *bad;
+    int rc = iwarp_api_post_chain(qp, wr, 0, post_send_one, true, &bad);
     if (bad_wr)
-        *bad_wr = rc < 0 ? wr : NULL;
+        *bad_wr = bad;
     return rc;
+}
+
+static int post_recv_one(struct iwarp_qp_impl *q, void *w, uint32_t qn, void **next)
+{
+    (void)qn;
+    struct iwarp_recv_wr *wr = w;
+    *next = wr->next;
+    return q->eng->rdmap ? iwarp_core_qp_post_recv(q->eng->rdmap, wr) : IWARP_ERR_DDP_QP_MODE;
 }
 
 int iwarp_post_recv(struct iwarp_qp *qp, struct iwarp_recv_wr *wr, struct iwarp_recv_wr **bad_wr)
 {
-    if (!qp || !wr) {
-        if (bad_wr)
-            *bad_wr = wr;
-        return IWARP_ERR_INVAL;
-    }
-    struct iwarp_qp_impl *q = iwarp_api_qp(qp);
-    int rc = 0;
-    pthread_mutex_lock(&qp->context->lock);
-    for (; wr; wr = wr->next) {
-        rc = q->eng->rdmap ? iwarp_core_qp_post_recv(q->eng->rdmap, wr) : IWARP_ERR_DDP_QP_MODE;
-        if (rc < 0)
-            break;
-    }
-    pthread_mutex_unlock(&qp->context->lock);
+    void *bad;
+    int rc = iwarp_api_post_chain(qp, wr, 0, post_recv_one, false, &bad);
     if (bad_wr)
-        *bad_wr = rc < 0 ? wr : NULL;
+        *bad_wr = bad;
     return rc;
 }
 
