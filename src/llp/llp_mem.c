@@ -117,6 +117,8 @@ static void close_end(struct iwarp_llp_mem *m, unsigned d, bool graceful, bool p
 {
     m->closed[d] = true;
     m->pipe[d].eof = true;
+    if (m->close_hook)
+        m->close_hook(m->hook_user, d);
     if (peer_eof)
         iwarp_llp_conn_eof(m->end[d]);
     else

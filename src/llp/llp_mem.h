@@ -22,6 +22,9 @@
 /* Called for octets p[0..n) entering pipe dir (0: end 0 -> end 1) at stream offset off. */
 typedef void (*iwarp_llp_mem_hook_fn)(void *user, unsigned dir, uint64_t off, uint8_t *p, size_t n);
 
+/* Called when end's transport closes (its FIN: no octet follows in pipe `end`). */
+typedef void (*iwarp_llp_mem_close_fn)(void *user, unsigned end);
+
 /* One direction. Set the fault fields directly; the others are private. */
 struct iwarp_llp_mem_pipe {
     uint8_t *buf; /* ring, cap octets (caller-owned) */
@@ -40,6 +43,7 @@ struct iwarp_llp_mem {
     bool closed[2];                    /* end d's transport is closed */
     uint32_t rng;                      /* xorshift32 state for random splits (non-zero) */
     iwarp_llp_mem_hook_fn hook;
+    iwarp_llp_mem_close_fn close_hook; /* may be NULL; called with hook_user */
     void *hook_user;
     uint64_t now_ns; /* the time given to the connections; the caller advances it */
 };
