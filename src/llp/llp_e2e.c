@@ -9,6 +9,7 @@
 #include "iwarp/errors.h"
 #include "mem/mem_region.h"
 #include "trace/trace_sink.h"
+#include "util/bytes.h"
 
 /* Steps without quiescence after which the link is taken to be stuck. */
 #define PUMP_MAX 1000000u
@@ -85,6 +86,131 @@ static void wire(struct iwarp_llp_e2e *e, unsigned side, const uint8_t *p, size_
     }
     if (e->cfg.tap)
         e->cfg.tap(e->cfg.user, side, p, n);
+}
+
+/* ---- the editor (llp_mem's filter): deframe, edit, frame again ---------------------------- */
+
+enum { EDIT_FRAME = 0, EDIT_START = 1, EDIT_FPDU = 2, EDIT_RAW = 3 };
+#define PD_LEN_OFF 18u /* PD_Length in the Request/Reply (RFC 5044 §7.1.1) */
+
+static void note(struct iwarp_llp_e2e *e, int err)
+{
+    if (err < 0 && e->err == 0)
+        e->err = err;
+}
+
+/* Edited octets enter the pipe (the hook records them). */
+static void put(struct iwarp_llp_e2e *e, unsigned side, const uint8_t *p, size_t n)
+{
+    note(e, iwarp_llp_mem_put(&e->link, side, p, n));
+}
+
+/* The MPA Request or Reply (RFC 5044 §7.1.1: 20 octets, then PD_Length of private data),
+ * collected whole, edited, sent on. Returns the octets consumed. */
+static size_t edit_frame(struct iwarp_llp_e2e *e, unsigned side, const uint8_t *p, size_t n)
+{
+    struct iwarp_llp_e2e_edit *x = &e->edit[side];
+    size_t need = IWARP_MPA_HDR_LEN;
+    if (x->frame_len >= IWARP_MPA_HDR_LEN)
+        need += iwarp_load_be16(x->frame + PD_LEN_OFF);
+    if (need > IWARP_MPA_HDR_LEN + IWARP_MPA_PD_MAX) { /* not a frame a connection makes */
+        put(e, side, x->frame, x->frame_len);
+        x->phase = EDIT_RAW;
+        return 0;
+    }
+    size_t k = need - x->frame_len < n ? need - x->frame_len : n;
+    memcpy(x->frame + x->frame_len, p, k);
+    x->frame_len += (uint32_t)k;
+    bool header_only = need == IWARP_MPA_HDR_LEN && iwarp_load_be16(x->frame + PD_LEN_OFF) != 0;
+    if (x->frame_len < need || header_only)
+        return k; /* more to come (the private data, once the header is in) */
+    size_t len = x->frame_len;
+    if (e->cfg.editor->frame)
+        e->cfg.editor->frame(e->cfg.user, side, x->frame, &len, sizeof x->frame);
+    put(e, side, x->frame, len);
+    x->phase = EDIT_START;
+    return k;
+}
+
+/* The first octet after the frame: full operation, with the sender's CRC and marker settings
+ * (RFC 5044 §7.1.2), from stream position 0; anything else (a Reject's sender, RFC 5044 §7.1.2
+ * rule 3) goes on as it is. */
+static void edit_start(struct iwarp_llp_e2e *e, unsigned side)
+{
+    struct iwarp_llp_e2e_edit *x = &e->edit[side];
+    const struct iwarp_llp_conn *c = &e->side[side].conn;
+    x->phase = EDIT_RAW;
+    if (!c->fullop)
+        return;
+    struct iwarp_mpa_rx_cfg rc = {.crc = c->tx.crc, .markers = c->tx.markers};
+    struct iwarp_mpa_tx_cfg tc = {.crc = c->tx.crc, .markers = c->tx.markers};
+    if (iwarp_mpa_rx_init(&x->rx, &rc) == 0 && iwarp_mpa_tx_init(&x->tx, &tc) == 0)
+        x->phase = EDIT_FPDU;
+}
+
+/* One whole DDP segment in x->seg: edited, framed again, sent on. */
+static void edit_segment(struct iwarp_llp_e2e *e, unsigned side, uint32_t len)
+{
+    struct iwarp_llp_e2e_edit *x = &e->edit[side];
+    unsigned damage = 0;
+    if (e->cfg.editor->segment)
+        damage = e->cfg.editor->segment(e->cfg.user, side, x->seg, &len, sizeof x->seg);
+    struct iovec in = {x->seg, len};
+    iwarp_ssize n =
+        iwarp_mpa_tx_frame(&x->tx, &in, 1, &x->scratch, x->out, IWARP_MPA_TX_IOV_MAX(1));
+    if (n < 0) {
+        note(e, (int)n);
+        return;
+    }
+    if (damage & IWARP_LLP_E2E_BAD_CRC) /* the CRC field follows the PAD (RFC 5044 §4.1) */
+        x->scratch.trailer[iwarp_mpa_pad_len(len) + 3u] ^= 0x10u;
+    for (iwarp_ssize i = 0; i < n; i++) {
+        if ((damage & IWARP_LLP_E2E_BAD_MARKER) && x->out[i].iov_base == x->scratch.markers[0])
+            x->scratch.markers[0][3] ^= 0x04u; /* FPDUPTR's low octet (RFC 5044 §4.2) */
+        put(e, side, x->out[i].iov_base, x->out[i].iov_len);
+    }
+}
+
+/* Full operation: the library's deframer collects each segment. Returns the octets consumed. */
+static size_t edit_fpdus(struct iwarp_llp_e2e *e, unsigned side, const uint8_t *p, size_t n)
+{
+    struct iwarp_llp_e2e_edit *x = &e->edit[side];
+    size_t used = 0;
+    while (used < n) {
+        struct iwarp_mpa_rx_ev ev;
+        iwarp_ssize k = iwarp_mpa_rx_feed(&x->rx, p + used, n - used, &ev);
+        if (k < 0) { /* not FPDUs after all: the rest goes on as it is */
+            x->phase = EDIT_RAW;
+            break;
+        }
+        used += (size_t)k;
+        if (ev.kind == IWARP_MPA_RX_EV_ULPDU)
+            memcpy(x->seg + ev.ulpdu_off, ev.data, ev.len);
+        else if (ev.kind == IWARP_MPA_RX_EV_FPDU)
+            edit_segment(e, side, ev.ulpdu_len);
+    }
+    return used;
+}
+
+static void filter(void *user, unsigned side, const uint8_t *p, size_t n)
+{
+    struct iwarp_llp_e2e *e = user;
+    struct iwarp_llp_e2e_edit *x = &e->edit[side];
+    while (n > 0) {
+        size_t k = n;
+        if (x->phase == EDIT_FRAME) {
+            k = edit_frame(e, side, p, n);
+        } else if (x->phase == EDIT_START) {
+            edit_start(e, side);
+            k = 0;
+        } else if (x->phase == EDIT_FPDU) {
+            k = edit_fpdus(e, side, p, n);
+        } else {
+            put(e, side, p, n);
+        }
+        p += k;
+        n -= k;
+    }
 }
 
 static void hook(void *user, unsigned dir, uint64_t off, uint8_t *p, size_t n)
@@ -209,6 +335,7 @@ int iwarp_llp_e2e_init(struct iwarp_llp_e2e *e, const struct iwarp_llp_e2e_cfg *
         return rc;
     e->link.hook = hook;
     e->link.close_hook = closed;
+    e->link.filter = cfg->editor ? filter : NULL;
     e->link.hook_user = e;
     if (cfg->pcap && (rc = capture_open(e, cfg->pcap)) != 0) {
         (void)iwarp_llp_e2e_fini(e);
@@ -230,11 +357,49 @@ int iwarp_llp_e2e_pump(struct iwarp_llp_e2e *e)
     for (uint32_t i = 0; i < PUMP_MAX; i++) {
         size_t moved = iwarp_llp_mem_step(&e->link);
         if (moved == 0)
-            return 0; /* no stalls are set: nothing moved means nothing will */
+            return e->err; /* no stalls are set: nothing moved means nothing will */
     }
     if (e->err == 0)
         e->err = IWARP_ERR_STATE;
     return IWARP_ERR_STATE;
+}
+
+int iwarp_llp_e2e_post(struct iwarp_llp_e2e *e, unsigned side, uint64_t wr_id,
+                       enum iwarp_wr_opcode op, unsigned flags, const struct iwarp_sge *sge,
+                       uint64_t raddr, uint32_t rkey)
+{
+    struct iwarp_send_wr wr = {.wr_id = wr_id,
+                               .sg_list = (struct iwarp_sge *)(uintptr_t)sge,
+                               .num_sge = sge && sge->length > 0,
+                               .opcode = op,
+                               .send_flags = flags,
+                               .invalidate_rkey = rkey, /* read by Send with Invalidate only */
+                               .wr.rdma = {.remote_addr = raddr, .rkey = rkey}};
+    return iwarp_core_qp_post_send(&e->side[side & 1u].qp, &wr);
+}
+
+int iwarp_llp_e2e_post_recv(struct iwarp_llp_e2e *e, unsigned side, uint32_t qn, uint64_t wr_id,
+                            const struct iwarp_sge *sge)
+{
+    struct iwarp_llp_e2e_side *s = &e->side[side & 1u];
+    struct iwarp_recv_wr wr = {
+        .wr_id = wr_id, .sg_list = (struct iwarp_sge *)(uintptr_t)sge, .num_sge = sge != NULL};
+    return e->cfg.ddp ? iwarp_core_ddp_post_recv(&s->ddp, qn, &wr)
+                      : iwarp_core_qp_post_recv(&s->qp, &wr);
+}
+
+int iwarp_llp_e2e_ddp_send(struct iwarp_llp_e2e *e, unsigned side, uint64_t wr_id, bool tagged,
+                           uint32_t qn, uint32_t stag, uint64_t to, const struct iwarp_sge *sge,
+                           const uint8_t *rsvdulp)
+{
+    struct iwarp_core_ddp_send m = {.wr_id = wr_id, .sg_list = sge, .num_sge = sge != NULL};
+    m.signaled = true;
+    m.tagged = tagged; /* RFC 5041 §4.2: STag and TO; §4.3: QN (the MSN is the engine's) */
+    m.qn = qn;
+    m.stag = stag;
+    m.to = to;
+    m.rsvdulp = rsvdulp;
+    return iwarp_core_ddp_post_send(&e->side[side & 1u].ddp, &m);
 }
 
 /* The side whose negotiation failed first, and why: a side that failed on its own (not just
@@ -273,6 +438,53 @@ int iwarp_llp_e2e_connect(struct iwarp_llp_e2e *e, unsigned *failed)
     if (e->side[0].conn.state != IWARP_LLP_CONN_ESTABLISHED)
         return neg_failure(e, failed);
     return 0;
+}
+
+/* Whether c's deframer stands between two FPDUs (RFC 5044 §4.3: before a length field, or
+ * before the marker that precedes one) with nothing of a segment pending in the connection. */
+static bool between_fpdus(const struct iwarp_llp_conn *c)
+{
+    struct iwarp_mpa_rx_want w;
+    iwarp_mpa_rx_want(&c->rx, &w);
+    bool boundary = (w.part == IWARP_MPA_RX_PART_HDR && w.len == IWARP_MPA_LEN_FIELD) ||
+                    (w.part == IWARP_MPA_RX_PART_MARKER && w.len == IWARP_MPA_MARKER_LEN);
+    return boundary && c->bounce_len == 0 && c->rx_ulpdu_len == 0;
+}
+
+/* Whether c is in full operation with nothing framed ahead and nothing held. */
+static bool conn_idle(const struct iwarp_llp_conn *c)
+{
+    return c->state == IWARP_LLP_CONN_ESTABLISHED && c->fullop && !c->rx_dead && !c->tx_hold &&
+           !c->rtr_pending && !c->rtr_wait && c->txf_count == 0;
+}
+
+int iwarp_llp_e2e_inject(struct iwarp_llp_e2e *e, unsigned side, const uint8_t *seg, size_t len)
+{
+    struct iwarp_llp_conn *tx = &e->side[side & 1u].conn, *rx = &e->side[(side & 1u) ^ 1u].conn;
+    if (e->cfg.editor || e->link.pipe[0].len || e->link.pipe[1].len || !conn_idle(tx) ||
+        !conn_idle(rx) || !between_fpdus(rx))
+        return IWARP_ERR_STATE;
+    struct iovec in = {(void *)(uintptr_t)seg, len};
+    iwarp_ssize n =
+        iwarp_mpa_tx_frame(&tx->tx, &in, 1, &e->inj_scratch, e->inj_out, IWARP_MPA_TX_IOV_MAX(1));
+    if (n < 0)
+        return (int)n;
+    bool whole = false;
+    for (iwarp_ssize i = 0; i < n; i++) {
+        const uint8_t *p = e->inj_out[i].iov_base;
+        size_t left = e->inj_out[i].iov_len;
+        wire(e, side & 1u, p, left);
+        while (left > 0) { /* ULPDU spans are dropped: the engine never sees this segment */
+            struct iwarp_mpa_rx_ev ev;
+            iwarp_ssize k = iwarp_mpa_rx_feed(&rx->rx, p, left, &ev);
+            if (k < 0)
+                return (int)k;
+            p += k;
+            left -= (size_t)k;
+            whole = ev.kind == IWARP_MPA_RX_EV_FPDU;
+        }
+    }
+    return whole ? 0 : IWARP_ERR_STATE;
 }
 
 int iwarp_llp_e2e_disconnect(struct iwarp_llp_e2e *e, unsigned side)
