@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The wire judge (../shared/tools/wire-check/check.sh, Wireshark 4.0 + RFC rules) on captures
 # written by `iwarp demo` through the library's pcap writer:
-#  - every MPA variant (rev 1/2, CRC on/off, markers both ways, each peer-to-peer RTR, IPv6) must
-#    PASS with zero errors, and so must the golden captures of tests/vectors/golden;
+#  - every MPA variant (rev 1/2, CRC on/off, markers both ways, each peer-to-peer RTR, IPv6, the
+#    DDP-level streams) must PASS with zero errors, and so must the golden captures of
+#    tests/vectors/golden;
 #  - each damaged exchange (--corrupt KIND) must be rejected by our own receiver with the expected
 #    error and Terminate cause AND by the judge for the same reason.
 #   judge.sh IWARP_BINARY SHARED_DIR
@@ -71,6 +72,9 @@ good rev2-p2p-send        --p2p send
 good rev2-p2p-read-markers --p2p read --markers --no-crc
 good rev2-ipv6            --ipv6
 good rev2-emss-9000       --emss 9000 --markers
+# DDP-level streams (RFC 5041 without RDMAP): their RsvdULP is RDMAP's, so the judge reads them.
+good rev2-ddp             --ddp
+good rev1-nocrc-markers-ddp --ddp --mpa-rev 1 --no-crc --markers
 
 # The golden captures test_e2e_golden compares the engines' output with (tests/vectors/golden):
 # the library's own bytes, fixed, judged like the demo's.
