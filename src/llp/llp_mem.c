@@ -42,7 +42,27 @@ static size_t op_limit(struct iwarp_llp_mem *m, const struct iwarp_llp_mem_pipe 
     return max ? max : SIZE_MAX;
 }
 
-/* Sender d writes once: up to the limit and the pipe's room. Returns octets written. */
+int iwarp_llp_mem_put(struct iwarp_llp_mem *m, unsigned dir, const uint8_t *p, size_t n)
+{
+    struct iwarp_llp_mem_pipe *q = &m->pipe[dir & 1u];
+    if (q->cap - q->len < n)
+        return IWARP_ERR_NOSPC;
+    while (n > 0) {
+        size_t tail = (q->head + q->len) % q->cap;
+        size_t k = q->cap - tail < n ? q->cap - tail : n;
+        memcpy(q->buf + tail, p, k);
+        if (m->hook)
+            m->hook(m->hook_user, dir & 1u, q->off, q->buf + tail, k);
+        q->len += k;
+        q->off += k;
+        p += k;
+        n -= k;
+    }
+    return 0;
+}
+
+/* Sender d writes once: up to the limit and the pipe's room (through the filter when there is
+ * one). Returns octets written. */
 static size_t write_once(struct iwarp_llp_mem *m, unsigned d)
 {
     struct iwarp_llp_mem_pipe *p = &m->pipe[d];
@@ -57,20 +77,12 @@ static size_t write_once(struct iwarp_llp_mem *m, unsigned d)
         want = room;
     size_t done = 0;
     for (uint32_t i = 0; i < n && done < want; i++) {
-        const uint8_t *src = iov[i].iov_base;
         size_t l = iov[i].iov_len < want - done ? iov[i].iov_len : want - done;
-        while (l > 0) {
-            size_t tail = (p->head + p->len) % p->cap;
-            size_t k = p->cap - tail < l ? p->cap - tail : l;
-            memcpy(p->buf + tail, src, k);
-            if (m->hook)
-                m->hook(m->hook_user, d, p->off, p->buf + tail, k);
-            p->len += k;
-            p->off += k;
-            src += k;
-            l -= k;
-            done += k;
-        }
+        if (m->filter)
+            m->filter(m->hook_user, d, iov[i].iov_base, l);
+        else
+            (void)iwarp_llp_mem_put(m, d, iov[i].iov_base, l); /* l fits: want <= room */
+        done += l;
     }
     if (done > 0)
         iwarp_llp_conn_tx_ack(c, done);
@@ -101,7 +113,9 @@ static size_t read_once(struct iwarp_llp_mem *m, unsigned d)
         p->len -= k;
         done += k;
     }
-    (void)iwarp_llp_conn_rx_ack(c, done, m->now_ns);
+    int rc = iwarp_llp_conn_rx_ack(c, done, m->now_ns);
+    if (rc < 0 && m->rx_err[1u - d] == 0)
+        m->rx_err[1u - d] = rc;
     return done;
 }
 
@@ -117,6 +131,8 @@ static void close_end(struct iwarp_llp_mem *m, unsigned d, bool graceful, bool p
 {
     m->closed[d] = true;
     m->pipe[d].eof = true;
+    if (m->close_hook)
+        m->close_hook(m->hook_user, d);
     if (peer_eof)
         iwarp_llp_conn_eof(m->end[d]);
     else

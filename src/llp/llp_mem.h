@@ -22,6 +22,15 @@
 /* Called for octets p[0..n) entering pipe dir (0: end 0 -> end 1) at stream offset off. */
 typedef void (*iwarp_llp_mem_hook_fn)(void *user, unsigned dir, uint64_t off, uint8_t *p, size_t n);
 
+/* Called when end's transport closes (its FIN: no octet follows in pipe `end`). */
+typedef void (*iwarp_llp_mem_close_fn)(void *user, unsigned end);
+
+/* Called instead of writing into pipe dir: p[0..n) are the next octets end dir wrote (valid
+ * during the call only). The filter puts what the pipe is to carry instead with
+ * iwarp_llp_mem_put(), now or later, as many octets as it likes: fault injection that changes
+ * lengths, e.g. a grown MPA frame or FPDU. */
+typedef void (*iwarp_llp_mem_filter_fn)(void *user, unsigned dir, const uint8_t *p, size_t n);
+
 /* One direction. Set the fault fields directly; the others are private. */
 struct iwarp_llp_mem_pipe {
     uint8_t *buf; /* ring, cap octets (caller-owned) */
@@ -39,8 +48,11 @@ struct iwarp_llp_mem {
     struct iwarp_llp_mem_pipe pipe[2]; /* pipe[d] is written by end[d], read by end[1 - d] */
     bool closed[2];                    /* end d's transport is closed */
     uint32_t rng;                      /* xorshift32 state for random splits (non-zero) */
-    iwarp_llp_mem_hook_fn hook;
+    iwarp_llp_mem_hook_fn hook;        /* every hook may be NULL; each gets hook_user */
+    iwarp_llp_mem_close_fn close_hook;
+    iwarp_llp_mem_filter_fn filter;
     void *hook_user;
+    int rx_err[2];   /* the first error iwarp_llp_conn_rx_ack() returned to end d, 0 when none */
     uint64_t now_ns; /* the time given to the connections; the caller advances it */
 };
 
@@ -52,6 +64,13 @@ struct iwarp_llp_mem {
  */
 int iwarp_llp_mem_init(struct iwarp_llp_mem *m, struct iwarp_llp_conn *a, struct iwarp_llp_conn *b,
                        uint8_t *buf01, uint8_t *buf10, size_t cap, uint32_t seed);
+
+/*
+ * Write p[0..n) into pipe dir as if end dir had sent them (the hook sees them). For filters and
+ * tests that write what no connection framed.
+ * Returns 0, or IWARP_ERR_NOSPC (nothing written) when the pipe has less room than n.
+ */
+int iwarp_llp_mem_put(struct iwarp_llp_mem *m, unsigned dir, const uint8_t *p, size_t n);
 
 /*
  * One pump: each end writes what it has (tx_iov/tx_ack) as far as the pipe has room and the

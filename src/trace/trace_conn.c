@@ -43,14 +43,20 @@ static void leave(struct iwarp_trace_conn *tc)
     }
 }
 
-/* The packets about to be written get the wall-clock time (never earlier than the last one:
- * connections share the writer). Sink lock held. */
+/* The packets about to be written get the wall-clock time, or the caller's clock's (never
+ * earlier than the last one: connections share the writer). Sink lock held. */
 static void stamp(struct iwarp_trace_conn *tc)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    uint64_t now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-    if (now > iwarp_pcap_writer_time(tc->tcp.w))
+    uint64_t now;
+    if (tc->clock) {
+        now = tc->clock(tc->clock_user);
+    } else {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    }
+    uint64_t next = iwarp_pcap_writer_time(tc->tcp.w);
+    if (now > next || (tc->clock && now == next))
         iwarp_pcap_writer_set_time(tc->tcp.w, now, 1);
 }
 
@@ -234,6 +240,12 @@ void iwarp_trace_conn_init(struct iwarp_trace_conn *tc, struct iwarp_trace_sink 
     tc->on_bound_user = user;
     tc->dir[0].buf = bufs;
     tc->dir[1].buf = bufs + IWARP_TRACE_CONN_BUF;
+}
+
+void iwarp_trace_conn_set_clock(struct iwarp_trace_conn *tc, iwarp_trace_clock_fn clock, void *user)
+{
+    tc->clock = clock;
+    tc->clock_user = user;
 }
 
 /* One end of the conversation from a socket address; false for other families. */

@@ -62,10 +62,15 @@ struct iwarp_trace_dir {
 /* Called once per process when the size bound stops the trace: bound in octets. */
 typedef void (*iwarp_trace_bound_fn)(void *user, uint64_t bound);
 
+/* The time to stamp the next packets with, in ns since the Unix epoch. */
+typedef uint64_t (*iwarp_trace_clock_fn)(void *user);
+
 struct iwarp_trace_conn {
     struct iwarp_trace_sink *sink; /* shared, a reference held by the caller */
     iwarp_trace_bound_fn on_bound; /* may be NULL */
     void *on_bound_user;
+    iwarp_trace_clock_fn clock; /* packet timestamps; NULL: the wall clock (CLOCK_REALTIME) */
+    void *clock_user;
     struct iwarp_pcap_tcp tcp;     /* the synthetic conversation */
     enum iwarp_pcap_side local;    /* our side: CLIENT when we connected */
     uint32_t max_seg;              /* largest TCP payload we send: the connection's EMSS */
@@ -87,6 +92,17 @@ struct iwarp_trace_conn {
  */
 void iwarp_trace_conn_init(struct iwarp_trace_conn *tc, struct iwarp_trace_sink *sink,
                            uint8_t *bufs, iwarp_trace_bound_fn on_bound, void *user);
+
+/*
+ * Stamps tc's packets with clock's time instead of the wall clock (a reproducible capture: a
+ * fixed clock gives fixed timestamps); the packets of one call to it are 1 ns apart. A time
+ * earlier than the writer's next one is ignored, as the wall clock's is: the writer's own clock
+ * then advances it (connections share a writer).
+ * Call after iwarp_trace_conn_init(), before iwarp_trace_conn_open(). Ownership: user is passed
+ * back to clock as it is.
+ */
+void iwarp_trace_conn_set_clock(struct iwarp_trace_conn *tc, iwarp_trace_clock_fn clock,
+                                void *user);
 
 /*
  * The TCP connection is established: writes the three-way handshake from the client (active

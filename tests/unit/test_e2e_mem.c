@@ -321,19 +321,7 @@ static uint64_t next_marker_off(unsigned l, unsigned d)
 /* Write raw octets into pipe d of link l as if end d had sent them. */
 static void pipe_put(unsigned l, unsigned d, const uint8_t *src, size_t n)
 {
-    struct iwarp_llp_mem_pipe *p = &L[l].pipe[d];
-    ASSERT_TRUE(p->cap - p->len >= n);
-    while (n > 0) {
-        size_t tail = (p->head + p->len) % p->cap;
-        size_t k = p->cap - tail < n ? p->cap - tail : n;
-        memcpy(p->buf + tail, src, k);
-        if (L[l].hook)
-            L[l].hook(L[l].hook_user, d, p->off, p->buf + tail, k);
-        p->len += k;
-        p->off += k;
-        src += k;
-        n -= k;
-    }
+    ASSERT_EQ(iwarp_llp_mem_put(&L[l], d, src, n), 0);
 }
 
 /* Send one DDP segment from end d of link l, framed by that end's own MPA framer (so CRC and

@@ -158,14 +158,22 @@ static void read_back(const char *path, uint16_t cport, struct side_cap cap[2])
     iwarp_pcap_reader_close(r);
 }
 
+/* A new capture file at path (a "/tmp/...XXXXXX" template, filled in) and its sink. */
+static struct iwarp_trace_sink *temp_sink(char *path)
+{
+    int fd = mkstemp(path);
+    ASSERT_TRUE(fd >= 0);
+    close(fd);
+    struct iwarp_trace_sink *w = NULL;
+    ASSERT_EQ(iwarp_trace_sink_open(&w, path, 0, NULL, 0), 0);
+    return w;
+}
+
 /* Runs one conversation. active: we are the client. garbage: the peer's stream turns into
  * non-MPA octets after its frame. abort: end with our RST instead of FINs. */
 static void run(bool crc, bool m_req, bool m_rep, bool active, bool garbage, bool abort_end)
 {
     char path[] = "/tmp/test_trace_conn_XXXXXX";
-    int fd = mkstemp(path);
-    ASSERT_TRUE(fd >= 0);
-    close(fd);
     struct dirstream ds[2] = {{.b = calloc(1, STREAM_MAX)}, {.b = calloc(1, STREAM_MAX)}};
     ASSERT_TRUE(ds[0].b && ds[1].b);
     /* client: Request, then FPDUs with markers iff the Reply asked (M in what the server
@@ -181,8 +189,7 @@ static void run(bool crc, bool m_req, bool m_rep, bool active, bool garbage, boo
         add_fpdus(&ds[1], crc, m_req, 150);
     }
 
-    struct iwarp_trace_sink *w = NULL;
-    ASSERT_EQ(iwarp_trace_sink_open(&w, path, 0, NULL, 0), 0);
+    struct iwarp_trace_sink *w = temp_sink(path);
     uint8_t *bufs = calloc(2, IWARP_TRACE_CONN_BUF);
     ASSERT_TRUE(bufs != NULL);
     struct iwarp_trace_conn tc;
@@ -279,15 +286,11 @@ TEST(fpdus_before_the_other_frame_wait_for_it)
     /* the client's FPDUs arrive before the Reply is known (a misbehaving peer, or octets the
      * passive side reads early): they are held, then framed once the Reply is seen */
     char path[] = "/tmp/test_trace_conn_XXXXXX";
-    int fd = mkstemp(path);
-    ASSERT_TRUE(fd >= 0);
-    close(fd);
     struct dirstream ds[2] = {{.b = calloc(1, STREAM_MAX)}, {.b = calloc(1, STREAM_MAX)}};
     add_frame(&ds[0], false, false, true, false);
     add_frame(&ds[1], true, true, false, false);
     add_fpdus(&ds[0], true, true, 20);
-    struct iwarp_trace_sink *w = NULL;
-    ASSERT_EQ(iwarp_trace_sink_open(&w, path, 0, NULL, 0), 0);
+    struct iwarp_trace_sink *w = temp_sink(path);
     uint8_t *bufs = calloc(2, IWARP_TRACE_CONN_BUF);
     struct iwarp_trace_conn tc;
     iwarp_trace_conn_init(&tc, w, bufs, NULL, NULL);
@@ -314,6 +317,62 @@ TEST(fpdus_before_the_other_frame_wait_for_it)
     free(cap[1].b);
     free(ds[0].b);
     free(ds[1].b);
+    free(bufs);
+    unlink(path);
+}
+
+/* The caller's clock: 10 us apart from T0, then once (call 3) a time in the past. */
+#define T0 (UINT64_C(1800000000) * 1000000000u)
+static unsigned clock_calls;
+static uint64_t test_clock(void *user)
+{
+    ASSERT_TRUE(user == &clock_calls);
+    clock_calls++;
+    return clock_calls == 3 ? 5 : T0 + 10000u * clock_calls;
+}
+
+TEST(caller_clock_stamps_packets)
+{
+    /* with a clock of its own a connection's packets carry its times, not the wall clock's:
+     * the handshake (3 packets, 1 ns apart) at call 1, the Request at call 2, the Reply at
+     * call 3, which goes back in time and is ignored (the writer's clock steps on by 1 ns),
+     * the client's 20 octets held after its Request (not a whole FPDU) at close, call 4 */
+    char path[] = "/tmp/test_trace_conn_XXXXXX";
+    struct iwarp_trace_conn tc;
+    uint8_t *bufs = calloc(2, IWARP_TRACE_CONN_BUF);
+    iwarp_trace_conn_init(&tc, temp_sink(path), bufs, NULL, NULL);
+    iwarp_trace_conn_set_clock(&tc, test_clock, &clock_calls);
+    struct sockaddr_in cli = {.sin_family = AF_INET, .sin_port = htons(40000)};
+    struct sockaddr_in srv = {.sin_family = AF_INET, .sin_port = htons(19875)};
+    cli.sin_addr.s_addr = srv.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(
+        iwarp_trace_conn_open(&tc, true, (struct sockaddr *)&cli, (struct sockaddr *)&srv, EMSS),
+        0);
+    struct dirstream req = {.b = calloc(1, STREAM_MAX)}, rep = {.b = calloc(1, STREAM_MAX)};
+    add_frame(&req, false, false, true, false);
+    add_frame(&req, false, false, true, false); /* 20 octets of it follow the Request */
+    add_frame(&rep, true, false, true, false);
+    iwarp_trace_conn_tx(&tc, &(struct iovec){req.b, req.ends[0]}, 1, req.ends[0]);
+    iwarp_trace_conn_tx(&tc, &(struct iovec){req.b + req.ends[0], 20}, 1, 20);
+    iwarp_trace_conn_rx(&tc, rep.b, rep.len);
+    iwarp_trace_conn_close(&tc);
+    ASSERT_EQ(iwarp_trace_sink_release(tc.sink), 0);
+    ASSERT_EQ(clock_calls, 4);
+    const uint64_t want[] = {T0 + 10000u, T0 + 10001u, T0 + 10002u,
+                             T0 + 20000u, T0 + 20001u, T0 + 40000u};
+    struct iwarp_pcap_reader *r = NULL;
+    ASSERT_EQ(iwarp_pcap_reader_open(&r, path, NULL, 0), 0);
+    struct iwarp_pcap_packet p;
+    size_t n = 0;
+    while (iwarp_pcap_reader_next(r, &p) == 0) {
+        ASSERT_TRUE(n < sizeof want / sizeof want[0]);
+        ASSERT_EQ_U(p.ts_ns, want[n]);
+        n++;
+    }
+    ASSERT_EQ(n, sizeof want / sizeof want[0]);
+    iwarp_pcap_reader_close(r);
+    free(req.b);
+    free(rep.b);
     free(bufs);
     unlink(path);
 }

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The wire judge (../shared/tools/wire-check/check.sh, Wireshark 4.0 + RFC rules) on captures
 # written by `iwarp demo` through the library's pcap writer:
-#  - every MPA variant (rev 1/2, CRC on/off, markers both ways, each peer-to-peer RTR, IPv6) must
-#    PASS with zero errors;
+#  - every MPA variant (rev 1/2, CRC on/off, markers both ways, each peer-to-peer RTR, IPv6, the
+#    DDP-level streams) must PASS with zero errors, and so must the golden captures of
+#    tests/vectors/golden;
 #  - each damaged exchange (--corrupt KIND) must be rejected by our own receiver with the expected
 #    error and Terminate cause AND by the judge for the same reason.
 #   judge.sh IWARP_BINARY SHARED_DIR
@@ -16,12 +17,8 @@ pass=0 fail=0
 ok() { echo "PASS $*"; pass=$((pass+1)); }
 bad() { echo "FAIL $*"; fail=$((fail+1)); }
 
-good() { # good NAME DEMO-OPTIONS...   (the judge may only WARN about crc-off)
-  local name=$1; shift
-  local pcap=$tmp/$name.pcap
-  if ! "$iwarp" demo --quiet --pcap "$pcap" "$@" >"$tmp/$name.demo" 2>&1; then
-    bad "$name: iwarp demo $*"; cat "$tmp/$name.demo"; return
-  fi
+clean() { # clean NAME PCAP   (the judge may only WARN about crc-off)
+  local name=$1 pcap=$2
   # crc-off: RFC 5044 §4.4 asks for CRC by default, so a --no-crc run is warned about.
   if "$check" -q --checksums "$pcap" 19875 >"$tmp/$name.judge" 2>&1 &&
      grep -q "SUMMARY: errors=0 ;" "$tmp/$name.judge" &&
@@ -30,6 +27,14 @@ good() { # good NAME DEMO-OPTIONS...   (the judge may only WARN about crc-off)
   else
     bad "$name: judge did not pass cleanly"; cat "$tmp/$name.judge"
   fi
+}
+
+good() { # good NAME DEMO-OPTIONS...
+  local name=$1; shift
+  if ! "$iwarp" demo --quiet --pcap "$tmp/$name.pcap" "$@" >"$tmp/$name.demo" 2>&1; then
+    bad "$name: iwarp demo $*"; cat "$tmp/$name.demo"; return
+  fi
+  clean "$name" "$tmp/$name.pcap"
 }
 
 broken() { # broken NAME JUDGE-CATEGORY OUR-ERROR OUR-CAUSE DEMO-OPTIONS...
@@ -67,7 +72,17 @@ good rev2-p2p-send        --p2p send
 good rev2-p2p-read-markers --p2p read --markers --no-crc
 good rev2-ipv6            --ipv6
 good rev2-emss-9000       --emss 9000 --markers
+# DDP-level streams (RFC 5041 without RDMAP): their RsvdULP is RDMAP's, so the judge reads them.
+good rev2-ddp             --ddp
+good rev1-nocrc-markers-ddp --ddp --mpa-rev 1 --no-crc --markers
 
+# The golden captures test_e2e_golden compares the engines' output with (tests/vectors/golden):
+# the library's own bytes, fixed, judged like the demo's.
+golden=$(cd "$(dirname "${BASH_SOURCE[0]}")/../vectors/golden" && pwd)
+for pcap in "$golden"/*.pcap; do
+  [ -e "$pcap" ] || { bad "no golden captures in $golden"; break; }
+  clean "golden-$(basename "$pcap" .pcap)" "$pcap"
+done
 
 broken crc            bad-crc        IWARP_ERR_FPDU_CRC      2/0/0x02 --corrupt crc
 broken ddp-version    ddp-version    IWARP_ERR_DDP_VERSION   1/2/0x06 --corrupt ddp-version

@@ -9,7 +9,7 @@
 #include "iwarp/iwarp.h"
 
 static const struct iwarp_cli_cmd commands[] = {
-    {"demo", "negotiate MPA, frame every RDMAP operation, decode it back, write a capture",
+    {"demo", "run every RDMAP operation through the engines, in memory, and write a capture",
      iwarp_cli_demo},
     {"dump", "decode a capture's MPA/DDP/RDMAP traffic and judge it against the RFCs",
      iwarp_cli_dump},
