@@ -273,10 +273,7 @@ static int side_init(struct iwarp_llp_e2e *e, unsigned i)
 static void attach(struct iwarp_llp_e2e *e, unsigned i)
 {
     struct iwarp_llp_e2e_side *s = &e->side[i];
-    if (e->cfg.ddp)
-        iwarp_llp_conn_attach_ddp(&s->conn, &s->ddp);
-    else
-        iwarp_llp_conn_attach(&s->conn, &s->qp);
+    iwarp_llp_conn_attach(&s->conn, e->cfg.ddp ? &s->ddp.eng : &s->qp.eng);
 }
 
 /* Loopback address and port of one end of the conversation. */
