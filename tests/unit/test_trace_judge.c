@@ -5,7 +5,8 @@
  * continuity (§4.2); Read Responses against the peer's Read Requests (RFC 5040 §4.4, §4.5) and
  * what iwarp_ddp_judge_lost() changes; nothing after one's own Terminate (§5.4); the segment
  * decode errors with their Terminate causes; reserved fields; the warnings of
- * iwarp_ddp_judge_finish(). Each finding's side, index, severity, category and text are checked.
+ * iwarp_ddp_judge_finish(); iwarp_ddp_judge_reportf(), the formatter all three judges report
+ * through. Each finding's side, index, severity, category and text are checked.
  */
 #include <string.h>
 
@@ -171,6 +172,22 @@ TEST(class_names_are_wire_checks_and_out_of_range_is_a_question_mark)
         for (unsigned k = 0; k < i; k++)
             ASSERT_TRUE(strcmp(n, iwarp_mpa_stream_class_name(k)) != 0);
     }
+}
+
+TEST(reportf_formats_the_text_and_passes_the_rest_on)
+{
+    struct seen s = {0};
+    iwarp_ddp_judge_reportf(on_report, &s, B, 42, false, IWARP_MS_TO, "STag 0x%08x at %s", 0xbeefu,
+                            "TO 7");
+    char longtext[400];
+    memset(longtext, 'x', sizeof longtext - 1);
+    longtext[sizeof longtext - 1] = 0;
+    iwarp_ddp_judge_reportf(on_report, &s, A, 1, true, IWARP_MS_SCTP, "%s!", longtext);
+    ASSERT_EQ(s.n, 2);
+    expect(&s, 0, B, 42, false, IWARP_MS_TO, "STag 0x0000beef at TO 7");
+    ASSERT_STR_EQ(s.f[0].msg, "STag 0x0000beef at TO 7");
+    expect(&s, 1, A, 1, true, IWARP_MS_SCTP, "xxx");
+    ASSERT_EQ_U(strlen(s.f[1].msg), IWARP_DDP_JUDGE_MSG_MAX - 1u); /* cut, not overrun */
 }
 
 TEST(decode_keeps_the_header_and_the_segment_decoders_verdict)
