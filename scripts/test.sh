@@ -36,7 +36,7 @@ ctest --preset asan-ubsan -j "$jobs"
 step "ThreadSanitizer: threads posting/polling one QP and CQ with the progress thread; CM; loop; SCTP matrix"
 cmake --preset tsan >/dev/null
 cmake --build --preset tsan -j "$jobs" --target test_stack_threads test_stack_many_qps test_cm test_loop test_stack_matrix
-ctest --preset tsan -R '^(tsan\.(stack_threads|stack_matrix_sctp)|unit\.test_(cm|loop|stack_many_qps))$'
+ctest --preset tsan -R '^(tsan\.(stack_threads|stack_matrix_sctp)|unit\.test_loop|e2e\.test_(cm|stack_many_qps))$'
 
 step "release build and install check"
 cmake --preset release >/dev/null

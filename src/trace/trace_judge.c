@@ -51,19 +51,15 @@ const char *iwarp_mpa_stream_class_name(unsigned cls)
     return cls < IWARP_MS_CLASS_COUNT ? class_names[cls] : "?";
 }
 
-static void report(struct iwarp_ddp_judge *j, unsigned side, uint64_t index, bool error,
-                   enum iwarp_mpa_stream_class cls, const char *fmt, ...)
-    __attribute__((format(printf, 6, 7)));
-
-static void report(struct iwarp_ddp_judge *j, unsigned side, uint64_t index, bool error,
-                   enum iwarp_mpa_stream_class cls, const char *fmt, ...)
+void iwarp_ddp_judge_reportf(iwarp_ddp_judge_report_fn fn, void *ctx, unsigned side, uint64_t index,
+                             bool error, enum iwarp_mpa_stream_class cls, const char *fmt, ...)
 {
-    char msg[256];
+    char msg[IWARP_DDP_JUDGE_MSG_MAX];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    j->report(j->ctx, side, index, error, cls, msg);
+    fn(ctx, side, index, error, cls, msg);
 }
 
 static const char *op_name(unsigned op)
@@ -122,23 +118,26 @@ static void untagged_seq(struct iwarp_ddp_judge *j, unsigned side, uint64_t idx,
         return;
     if (d->q[i].open) {
         if (h->msn != d->q[i].cur_msn)
-            report(j, side, idx, true, IWARP_MS_MSN,
-                   "QN %u MSN %u while message MSN %u is unfinished (L=0) (RFC 5041 §4.3)", h->qn,
-                   h->msn, d->q[i].cur_msn);
+            iwarp_ddp_judge_reportf(
+                j->report, j->ctx, side, idx, true, IWARP_MS_MSN,
+                "QN %u MSN %u while message MSN %u is unfinished (L=0) (RFC 5041 §4.3)", h->qn,
+                h->msn, d->q[i].cur_msn);
         else if (h->mo != d->q[i].cur_mo)
-            report(j, side, idx, true, IWARP_MS_MO,
-                   "QN %u MSN %u MO %u, expected %u (RFC 5041 §4.3)", h->qn, h->msn, h->mo,
-                   d->q[i].cur_mo);
+            iwarp_ddp_judge_reportf(j->report, j->ctx, side, idx, true, IWARP_MS_MO,
+                                    "QN %u MSN %u MO %u, expected %u (RFC 5041 §4.3)", h->qn,
+                                    h->msn, h->mo, d->q[i].cur_mo);
     } else {
         if (h->msn != d->q[i].next_msn)
-            report(j, side, idx, true, IWARP_MS_MSN,
-                   "QN %u MSN %u, expected %u (MSNs start at 1 and grow by one per message, "
-                   "RFC 5041 §4.3)",
-                   h->qn, h->msn, d->q[i].next_msn);
+            iwarp_ddp_judge_reportf(
+                j->report, j->ctx, side, idx, true, IWARP_MS_MSN,
+                "QN %u MSN %u, expected %u (MSNs start at 1 and grow by one per message, "
+                "RFC 5041 §4.3)",
+                h->qn, h->msn, d->q[i].next_msn);
         if (h->mo != 0)
-            report(j, side, idx, true, IWARP_MS_MO,
-                   "first segment of QN %u MSN %u has MO %u, expected 0 (RFC 5041 §4.3)", h->qn,
-                   h->msn, h->mo);
+            iwarp_ddp_judge_reportf(
+                j->report, j->ctx, side, idx, true, IWARP_MS_MO,
+                "first segment of QN %u MSN %u has MO %u, expected 0 (RFC 5041 §4.3)", h->qn,
+                h->msn, h->mo);
     }
     if (h->last) {
         d->q[i].open = false;
@@ -163,10 +162,11 @@ static void tagged_seq(struct iwarp_ddp_judge *j, unsigned side, uint64_t idx,
             fresh = (int)i;
     }
     if (slot >= 0 && h->to != d->t[slot].next_to)
-        report(j, side, idx, true, IWARP_MS_TO,
-               "TO 0x%llx for STag 0x%08x, expected 0x%llx (continues the previous segment, RFC "
-               "5041 §4.2)",
-               (unsigned long long)h->to, h->stag, (unsigned long long)d->t[slot].next_to);
+        iwarp_ddp_judge_reportf(
+            j->report, j->ctx, side, idx, true, IWARP_MS_TO,
+            "TO 0x%llx for STag 0x%08x, expected 0x%llx (continues the previous segment, RFC "
+            "5041 §4.2)",
+            (unsigned long long)h->to, h->stag, (unsigned long long)d->t[slot].next_to);
     if (h->last) {
         if (slot >= 0)
             d->t[slot].used = false;
@@ -191,16 +191,18 @@ static void read_resp(struct iwarp_ddp_judge *j, unsigned side, uint64_t idx,
         /* The Read Requests may be among the peer's octets that could not be decoded: pairing
          * Responses with the Requests seen would accuse this side of the peer's damage. */
         if (!d->resp_unjudged)
-            report(j, side, idx, false, IWARP_MS_READ_RESP,
-                   "Read Responses from here on are not checked: the Read Requests they answer "
-                   "may be in the other direction's octets that could not be decoded");
+            iwarp_ddp_judge_reportf(
+                j->report, j->ctx, side, idx, false, IWARP_MS_READ_RESP,
+                "Read Responses from here on are not checked: the Read Requests they answer "
+                "may be in the other direction's octets that could not be decoded");
         d->resp_unjudged = true;
         return;
     }
     if (!d->resp_open) {
         if (peer->nreads == 0) {
-            report(j, side, idx, true, IWARP_MS_READ_RESP,
-                   "Read Response without an outstanding Read Request (RFC 5040 §4.5)");
+            iwarp_ddp_judge_reportf(
+                j->report, j->ctx, side, idx, true, IWARP_MS_READ_RESP,
+                "Read Response without an outstanding Read Request (RFC 5040 §4.5)");
             return;
         }
         d->resp_req.sink_stag = peer->reads[0].sink_stag;
@@ -213,27 +215,31 @@ static void read_resp(struct iwarp_ddp_judge *j, unsigned side, uint64_t idx,
         d->resp_sofar = 0;
     }
     if (h->stag != d->resp_req.sink_stag)
-        report(j, side, idx, true, IWARP_MS_READ_RESP,
-               "Read Response STag 0x%08x, Read Request #%llu asked for sink STag 0x%08x (RFC "
-               "5040 §4.5)",
-               h->stag, (unsigned long long)d->resp_req.index, d->resp_req.sink_stag);
+        iwarp_ddp_judge_reportf(
+            j->report, j->ctx, side, idx, true, IWARP_MS_READ_RESP,
+            "Read Response STag 0x%08x, Read Request #%llu asked for sink STag 0x%08x (RFC "
+            "5040 §4.5)",
+            h->stag, (unsigned long long)d->resp_req.index, d->resp_req.sink_stag);
     else if (h->to != d->resp_req.sink_to + d->resp_sofar)
-        report(j, side, idx, true, IWARP_MS_READ_RESP,
-               "Read Response TO 0x%llx, expected 0x%llx (Read Request #%llu, RFC 5040 §4.5)",
-               (unsigned long long)h->to, (unsigned long long)(d->resp_req.sink_to + d->resp_sofar),
-               (unsigned long long)d->resp_req.index);
+        iwarp_ddp_judge_reportf(
+            j->report, j->ctx, side, idx, true, IWARP_MS_READ_RESP,
+            "Read Response TO 0x%llx, expected 0x%llx (Read Request #%llu, RFC 5040 §4.5)",
+            (unsigned long long)h->to, (unsigned long long)(d->resp_req.sink_to + d->resp_sofar),
+            (unsigned long long)d->resp_req.index);
     d->resp_sofar += payload;
     if (h->last) {
         if (d->resp_sofar != d->resp_req.size)
-            report(j, side, idx, true, IWARP_MS_READ_RESP,
-                   "Read Response carried %llu octets, Read Request #%llu asked for %u (RFC 5040 "
-                   "§4.4 RDMARDSZ)",
-                   (unsigned long long)d->resp_sofar, (unsigned long long)d->resp_req.index,
-                   d->resp_req.size);
+            iwarp_ddp_judge_reportf(
+                j->report, j->ctx, side, idx, true, IWARP_MS_READ_RESP,
+                "Read Response carried %llu octets, Read Request #%llu asked for %u (RFC 5040 "
+                "§4.4 RDMARDSZ)",
+                (unsigned long long)d->resp_sofar, (unsigned long long)d->resp_req.index,
+                d->resp_req.size);
         d->resp_open = false;
     } else if (d->resp_sofar > d->resp_req.size) {
-        report(j, side, idx, true, IWARP_MS_READ_RESP,
-               "Read Response exceeds the %u octets requested (RFC 5040 §4.4)", d->resp_req.size);
+        iwarp_ddp_judge_reportf(j->report, j->ctx, side, idx, true, IWARP_MS_READ_RESP,
+                                "Read Response exceeds the %u octets requested (RFC 5040 §4.4)",
+                                d->resp_req.size);
     }
 }
 
@@ -245,40 +251,48 @@ static void segment_rules(struct iwarp_ddp_judge *j, unsigned side, uint64_t ind
     if (p->seg_rc < 0) {
         char cs[128];
         iwarp_term_cause_str(p->cause, cs, sizeof cs);
-        report(j, side, index, true, seg_class(p->seg_rc), "%s; Terminate %u/%u/0x%02x %s",
-               iwarp_strerror(p->seg_rc), p->cause.layer, p->cause.etype, p->cause.ecode, cs);
+        iwarp_ddp_judge_reportf(j->report, j->ctx, side, index, true, seg_class(p->seg_rc),
+                                "%s; Terminate %u/%u/0x%02x %s", iwarp_strerror(p->seg_rc),
+                                p->cause.layer, p->cause.etype, p->cause.ecode, cs);
     } else {
         unsigned r = p->seg.rsvd_set;
         /* RFC 5041 §4.1, RFC 5040 §4.1: reserved fields MUST be zero on send */
         if (r & IWARP_WIRE_RSVD_DDP)
-            report(j, side, index, true, IWARP_MS_DDP_RSVD,
-                   "DDP reserved bits = 0x%x (RFC 5041 §4.1: MUST be 0)", p->ddp.rsvd);
+            iwarp_ddp_judge_reportf(j->report, j->ctx, side, index, true, IWARP_MS_DDP_RSVD,
+                                    "DDP reserved bits = 0x%x (RFC 5041 §4.1: MUST be 0)",
+                                    p->ddp.rsvd);
         if (r & (IWARP_WIRE_RSVD_RDMAP | IWARP_WIRE_RSVD_ATOMIC))
-            report(j, side, index, true, IWARP_MS_RDMAP_RSVD,
-                   "RDMAP reserved bits set (RFC 5040 §4.1, RFC 7306 §5.2.1: MUST be 0)");
+            iwarp_ddp_judge_reportf(
+                j->report, j->ctx, side, index, true, IWARP_MS_RDMAP_RSVD,
+                "RDMAP reserved bits set (RFC 5040 §4.1, RFC 7306 §5.2.1: MUST be 0)");
         if (r & IWARP_WIRE_RSVD_INV_STAG)
-            report(j, side, index, true, IWARP_MS_RSVDULP,
-                   "Invalidate STag slot = 0x%08x, MUST be 0 for %s (RFC 5040 §4.1)",
-                   p->ddp.rsvdulp_word, p->seg.op->name);
+            iwarp_ddp_judge_reportf(
+                j->report, j->ctx, side, index, true, IWARP_MS_RSVDULP,
+                "Invalidate STag slot = 0x%08x, MUST be 0 for %s (RFC 5040 §4.1)",
+                p->ddp.rsvdulp_word, p->seg.op->name);
         if (p->seg.opcode == IWARP_RDMAP_OP_TERMINATE) {
             const struct iwarp_term *t = &p->seg.body.term;
             if (t->siw_swapped) /* wire-reference §1.5 */
-                report(j, side, index, true, IWARP_MS_TERMINATE,
-                       "Terminate control word in Linux siw's bit-reversed layout (siw's known "
-                       "deviation from RFC 5040 §4.8)");
+                iwarp_ddp_judge_reportf(
+                    j->report, j->ctx, side, index, true, IWARP_MS_TERMINATE,
+                    "Terminate control word in Linux siw's bit-reversed layout (siw's known "
+                    "deviation from RFC 5040 §4.8)");
             else if (r & IWARP_WIRE_RSVD_TERM)
-                report(j, side, index, true, IWARP_MS_TERMINATE,
-                       "Terminate reserved bits 0x%x (RFC 5040 §4.8: MUST be 0)", t->rsvd);
+                iwarp_ddp_judge_reportf(j->report, j->ctx, side, index, true, IWARP_MS_TERMINATE,
+                                        "Terminate reserved bits 0x%x (RFC 5040 §4.8: MUST be 0)",
+                                        t->rsvd);
             else if (!iwarp_term_cause_defined(t->ctrl.cause))
-                report(j, side, index, true, IWARP_MS_TERMINATE,
-                       "Terminate cause %u/%u/0x%02x is not defined (RFC 5040 §4.8)",
-                       t->ctrl.cause.layer, t->ctrl.cause.etype, t->ctrl.cause.ecode);
+                iwarp_ddp_judge_reportf(
+                    j->report, j->ctx, side, index, true, IWARP_MS_TERMINATE,
+                    "Terminate cause %u/%u/0x%02x is not defined (RFC 5040 §4.8)",
+                    t->ctrl.cause.layer, t->ctrl.cause.etype, t->ctrl.cause.ecode);
         }
     }
     unsigned op = iwarp_rdmap_ctrl_opcode(p->ddp.rsvdulp);
     if (op == IWARP_RDMAP_OP_TERMINATE && !p->ddp.tagged) {
         if (d->terminated) /* RFC 5040 §5.4: one Terminate ends the stream */
-            report(j, side, index, true, IWARP_MS_TERMINATE, "second Terminate on this stream");
+            iwarp_ddp_judge_reportf(j->report, j->ctx, side, index, true, IWARP_MS_TERMINATE,
+                                    "second Terminate on this stream");
         else
             d->terminated = index;
     }
@@ -310,9 +324,9 @@ void iwarp_ddp_judge_segment(struct iwarp_ddp_judge *j, unsigned side, uint64_t 
     }
     unsigned op = iwarp_rdmap_ctrl_opcode(p->ddp.rsvdulp);
     if (d->terminated) /* RFC 5040 §5.4: nothing follows one's own Terminate */
-        report(j, side, index, true, IWARP_MS_AFTER_TERMINATE,
-               "%s sent after this side's Terminate #%llu (RFC 5040 §5.4)", op_name(op),
-               (unsigned long long)d->terminated);
+        iwarp_ddp_judge_reportf(j->report, j->ctx, side, index, true, IWARP_MS_AFTER_TERMINATE,
+                                "%s sent after this side's Terminate #%llu (RFC 5040 §5.4)",
+                                op_name(op), (unsigned long long)d->terminated);
     segment_rules(j, side, index, p);
 
     size_t hdr = iwarp_ddp_hdr_len(p->ulpdu[0]);
@@ -348,11 +362,12 @@ void iwarp_ddp_judge_finish(struct iwarp_ddp_judge *j)
         struct iwarp_ddp_judge_dir *d = &j->d[i];
         for (unsigned q = 0; q < IWARP_MS_MAX_QN; q++)
             if (d->q[q].used && d->q[q].open)
-                report(j, i, 0, false, IWARP_MS_MSN,
-                       "QN %u MSN %u has no segment with L=1 by the end of the capture", d->q[q].qn,
-                       d->q[q].cur_msn);
+                iwarp_ddp_judge_reportf(
+                    j->report, j->ctx, i, 0, false, IWARP_MS_MSN,
+                    "QN %u MSN %u has no segment with L=1 by the end of the capture", d->q[q].qn,
+                    d->q[q].cur_msn);
         if (d->resp_open)
-            report(j, i, 0, false, IWARP_MS_READ_RESP,
-                   "Read Response unfinished at the end of the capture");
+            iwarp_ddp_judge_reportf(j->report, j->ctx, i, 0, false, IWARP_MS_READ_RESP,
+                                    "Read Response unfinished at the end of the capture");
     }
 }

@@ -103,6 +103,20 @@ struct iwarp_ddp_judge_dir {
 typedef void (*iwarp_ddp_judge_report_fn)(void *ctx, unsigned side, uint64_t index, bool error,
                                           enum iwarp_mpa_stream_class cls, const char *msg);
 
+/* The longest finding text, its terminating NUL included (longer ones are cut). */
+#define IWARP_DDP_JUDGE_MSG_MAX 256u
+
+/*
+ * The one report() of the judges (the DDP/RDMAP rules here, trace_mpa_stream,
+ * trace_sctp_assoc): formats a finding's text printf-style (cut at IWARP_DDP_JUDGE_MSG_MAX - 1
+ * octets) and hands it to fn with ctx, side, index, error and cls as they are.
+ * Ownership: ctx is passed on as it is; the text is valid during fn's call only.
+ * May be called from any judge's code, any number of times.
+ */
+void iwarp_ddp_judge_reportf(iwarp_ddp_judge_report_fn fn, void *ctx, unsigned side, uint64_t index,
+                             bool error, enum iwarp_mpa_stream_class cls, const char *fmt, ...)
+    __attribute__((format(printf, 7, 8)));
+
 /* One DDP stream, both directions. */
 struct iwarp_ddp_judge {
     iwarp_ddp_judge_report_fn report;

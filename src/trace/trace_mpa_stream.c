@@ -1,7 +1,6 @@
 /* Decoding and judging one captured MPA connection (see trace_mpa_stream.h). */
 #include "trace/trace_mpa_stream.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -18,18 +17,12 @@ static bool from_init(const struct iwarp_mpa_stream *s, unsigned side)
     return s->initiator == (int)side;
 }
 
-static void report(struct iwarp_mpa_stream *s, unsigned side, uint64_t index, bool error,
-                   enum iwarp_mpa_stream_class cls, const char *fmt, ...)
-    __attribute__((format(printf, 6, 7)));
-
-static void report(struct iwarp_mpa_stream *s, unsigned side, uint64_t index, bool error,
-                   enum iwarp_mpa_stream_class cls, const char *fmt, ...)
+/* Where every finding of the stream goes (iwarp_ddp_judge_reportf's fn, ctx the stream): its
+ * counters and its callback. The shared DDP/RDMAP rules report here too. */
+static void to_finding(void *ctx, unsigned side, uint64_t index, bool error,
+                       enum iwarp_mpa_stream_class cls, const char *msg)
 {
-    char msg[256];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
+    struct iwarp_mpa_stream *s = ctx;
     if (error)
         s->errors++;
     else
@@ -44,13 +37,6 @@ static void report(struct iwarp_mpa_stream *s, unsigned side, uint64_t index, bo
     s->ops->finding(s->ctx, &f);
 }
 
-/* The shared DDP/RDMAP rules report through the stream's own counters and callback. */
-static void judge_report(void *ctx, unsigned side, uint64_t index, bool error,
-                         enum iwarp_mpa_stream_class cls, const char *msg)
-{
-    report(ctx, side, index, error, cls, "%s", msg);
-}
-
 void iwarp_mpa_stream_init(struct iwarp_mpa_stream *s, const struct iwarp_mpa_stream_cfg *cfg,
                            const struct iwarp_mpa_stream_ops *ops, void *ctx)
 {
@@ -59,7 +45,7 @@ void iwarp_mpa_stream_init(struct iwarp_mpa_stream *s, const struct iwarp_mpa_st
     s->ops = ops;
     s->ctx = ctx;
     s->initiator = -1;
-    iwarp_ddp_judge_init(&s->judge, judge_report, s);
+    iwarp_ddp_judge_init(&s->judge, to_finding, s);
 }
 
 bool iwarp_mpa_stream_is_mpa(const struct iwarp_mpa_stream *s)
@@ -78,24 +64,26 @@ static void frame_rules(struct iwarp_mpa_stream *s, unsigned side, uint64_t idx,
     bool sbit = flags & IWARP_MPA_FLAG_S;
     /* RFC 5044 §7.1.1 Rev 1; RFC 6581 §4 Rev 2 */
     if (rev != IWARP_MPA_REV1 && rev != IWARP_MPA_REV2)
-        report(s, side, idx, true, IWARP_MS_MPA_REV, "MPA Rev=%u (1 = RFC 5044, 2 = RFC 6581)",
-               rev);
+        iwarp_ddp_judge_reportf(to_finding, s, side, idx, true, IWARP_MS_MPA_REV,
+                                "MPA Rev=%u (1 = RFC 5044, 2 = RFC 6581)", rev);
     /* RFC 5044 §7.1.1: Res MUST be zero on send; RFC 6581 §6 takes bit S from it for Rev 2 */
     if (rev == IWARP_MPA_REV1 && (flags & (IWARP_MPA_FLAG_RES | IWARP_MPA_FLAG_S)))
-        report(s, side, idx, true, IWARP_MS_MPA_RES,
-               "Res bits 0x%02x set in a Rev 1 frame (RFC 5044 §7.1.1: MUST be 0)",
-               flags & (IWARP_MPA_FLAG_RES | IWARP_MPA_FLAG_S));
+        iwarp_ddp_judge_reportf(to_finding, s, side, idx, true, IWARP_MS_MPA_RES,
+                                "Res bits 0x%02x set in a Rev 1 frame (RFC 5044 §7.1.1: MUST be 0)",
+                                flags & (IWARP_MPA_FLAG_RES | IWARP_MPA_FLAG_S));
     if (rev >= IWARP_MPA_REV2 && (flags & IWARP_MPA_FLAG_RES))
-        report(s, side, idx, true, IWARP_MS_MPA_RES,
-               "Res bits 0x%02x set (RFC 6581 §6: only S may be set)", flags & IWARP_MPA_FLAG_RES);
+        iwarp_ddp_judge_reportf(to_finding, s, side, idx, true, IWARP_MS_MPA_RES,
+                                "Res bits 0x%02x set (RFC 6581 §6: only S may be set)",
+                                flags & IWARP_MPA_FLAG_RES);
     if (!sbit)
         return;
     if (rev < IWARP_MPA_REV2)
-        report(s, side, idx, true, IWARP_MS_MPA_REV,
-               "S bit set with Rev %u (RFC 6581 §6 needs Rev 2)", rev);
+        iwarp_ddp_judge_reportf(to_finding, s, side, idx, true, IWARP_MS_MPA_REV,
+                                "S bit set with Rev %u (RFC 6581 §6 needs Rev 2)", rev);
     if (pdl < IWARP_MPA_IRD_ORD_LEN) {
-        report(s, side, idx, true, IWARP_MS_MPA_PD,
-               "S bit set but the private data is shorter than the IRD/ORD word (RFC 6581 §9)");
+        iwarp_ddp_judge_reportf(
+            to_finding, s, side, idx, true, IWARP_MS_MPA_PD,
+            "S bit set but the private data is shorter than the IRD/ORD word (RFC 6581 §9)");
         return;
     }
     uint16_t w1 = iwarp_load_be16(b + IWARP_MPA_HDR_LEN);
@@ -103,8 +91,8 @@ static void frame_rules(struct iwarp_mpa_stream *s, unsigned side, uint64_t idx,
     /* RFC 6581 §9.2: B, C and D MUST be zero when A is zero */
     if (!(w1 & IWARP_MPA_V2_PEER2PEER) &&
         ((w1 & IWARP_MPA_V2_RTR_SEND) || (w2 & (IWARP_MPA_V2_RTR_WRITE | IWARP_MPA_V2_RTR_READ))))
-        report(s, side, idx, true, IWARP_MS_MPA_RTR,
-               "A=0 but B/C/D set (RFC 6581 §9.2: MUST be 0)");
+        iwarp_ddp_judge_reportf(to_finding, s, side, idx, true, IWARP_MS_MPA_RTR,
+                                "A=0 but B/C/D set (RFC 6581 §9.2: MUST be 0)");
     struct iwarp_mpa_ird_ord v2;
     iwarp_mpa_ird_ord_decode(b + IWARP_MPA_HDR_LEN, &v2);
     if (!reply) {
@@ -119,23 +107,24 @@ static void frame_rules(struct iwarp_mpa_stream *s, unsigned side, uint64_t idx,
     bool rejected = flags & IWARP_MPA_FLAG_R;
     /* RFC 6581 §9.2: a responder accepting peer-to-peer echoes A and picks an RTR type */
     if (s->req_v2.p2p && !v2.p2p)
-        report(s, side, idx, true, IWARP_MS_MPA_RTR,
-               "Request had A=1, Reply must too (RFC 6581 §9.2)");
+        iwarp_ddp_judge_reportf(to_finding, s, side, idx, true, IWARP_MS_MPA_RTR,
+                                "Request had A=1, Reply must too (RFC 6581 §9.2)");
     if (s->req_v2.p2p && v2.p2p && !v2.rtr)
-        report(s, side, idx, true, IWARP_MS_MPA_RTR,
-               "peer-to-peer Reply names no RTR type (RFC 6581 §9.2)");
+        iwarp_ddp_judge_reportf(to_finding, s, side, idx, true, IWARP_MS_MPA_RTR,
+                                "peer-to-peer Reply names no RTR type (RFC 6581 §9.2)");
     if (rejected)
         return;
     /* RFC 6581 §9.1: the responder's ORD MUST NOT exceed the initiator's IRD */
     if (v2.ord != IWARP_MPA_IRD_ORD_NONE && s->req_v2.ird != IWARP_MPA_IRD_ORD_NONE &&
         v2.ord > s->req_v2.ird)
-        report(s, side, idx, true, IWARP_MS_MPA_IRD,
-               "responder ORD %u > initiator IRD %u (RFC 6581 §9.1: MUST be at most)", v2.ord,
-               s->req_v2.ird);
+        iwarp_ddp_judge_reportf(
+            to_finding, s, side, idx, true, IWARP_MS_MPA_IRD,
+            "responder ORD %u > initiator IRD %u (RFC 6581 §9.1: MUST be at most)", v2.ord,
+            s->req_v2.ird);
     if (s->req_v2.ord != IWARP_MPA_IRD_ORD_NONE && v2.ird != IWARP_MPA_IRD_ORD_NONE &&
         s->req_v2.ord > v2.ird)
-        report(s, side, idx, false, IWARP_MS_MPA_IRD, "initiator ORD %u > responder IRD %u",
-               s->req_v2.ord, v2.ird);
+        iwarp_ddp_judge_reportf(to_finding, s, side, idx, false, IWARP_MS_MPA_IRD,
+                                "initiator ORD %u > responder IRD %u", s->req_v2.ord, v2.ird);
 }
 
 static void start_fpdus(struct iwarp_mpa_stream *s, unsigned side)
@@ -180,9 +169,11 @@ static void frame_done(struct iwarp_mpa_stream *s, unsigned side)
                                        .pd_length = iwarp_load_be16(b + 18)};
     s->ops->pdu(s->ctx, &pdu);
     if (second_req) /* RFC 5044 §7.1.2: one Request per connection */
-        report(s, side, idx, true, IWARP_MS_STARTUP, "second MPA Request on the connection");
+        iwarp_ddp_judge_reportf(to_finding, s, side, idx, true, IWARP_MS_STARTUP,
+                                "second MPA Request on the connection");
     if (orphan_rep)
-        report(s, side, idx, true, IWARP_MS_STARTUP, "MPA Reply without a Request");
+        iwarp_ddp_judge_reportf(to_finding, s, side, idx, true, IWARP_MS_STARTUP,
+                                "MPA Reply without a Request");
     frame_rules(s, side, idx, b, reply);
     d->frame_len = 0;
     if (!reply) {
@@ -191,14 +182,15 @@ static void frame_done(struct iwarp_mpa_stream *s, unsigned side)
     }
     s->rejected = b[16] & IWARP_MPA_FLAG_R;
     if (s->req_s && !(b[16] & IWARP_MPA_FLAG_S) && !s->rejected)
-        report(s, side, idx, false, IWARP_MS_MPA_REV,
-               "enhanced Request answered without the S bit");
+        iwarp_ddp_judge_reportf(to_finding, s, side, idx, false, IWARP_MS_MPA_REV,
+                                "enhanced Request answered without the S bit");
     /* RFC 5044 §7.1.1: CRCs are used when either side asks for them */
     s->crc = ((s->req_flags | s->rep_flags) & IWARP_MPA_FLAG_C) != 0;
     if (!s->crc && !s->rejected)
-        report(s, side, idx, false, IWARP_MS_CRC_OFF,
-               "neither side asked for CRCs (RFC 5044 §4.4: CRCs are the default); nothing "
-               "verifies the FPDUs");
+        iwarp_ddp_judge_reportf(
+            to_finding, s, side, idx, false, IWARP_MS_CRC_OFF,
+            "neither side asked for CRCs (RFC 5044 §4.4: CRCs are the default); nothing "
+            "verifies the FPDUs");
     s->p2p = s->req_s && s->rep_s && s->req_v2.p2p && s->rep_v2.p2p && !s->rejected;
     s->rtr_offered = s->p2p ? s->rep_v2.rtr : 0;
     for (unsigned i = 0; i < 2; i++) {
@@ -209,10 +201,11 @@ static void frame_done(struct iwarp_mpa_stream *s, unsigned side)
         }
         if (i == side || x->phase == PH_WAIT) {
             if (x->raw > 0) /* RFC 5044 §7.1.2: the initiator waits for the Reply */
-                report(s, i, 0, true, IWARP_MS_UNDISSECTED,
-                       "%llu octets sent before the MPA Reply were not decoded (RFC 5044 "
-                       "§7.1.2: no FPDU before the Reply)",
-                       (unsigned long long)x->raw);
+                iwarp_ddp_judge_reportf(
+                    to_finding, s, i, 0, true, IWARP_MS_UNDISSECTED,
+                    "%llu octets sent before the MPA Reply were not decoded (RFC 5044 "
+                    "§7.1.2: no FPDU before the Reply)",
+                    (unsigned long long)x->raw);
             x->raw = 0;
             x->pos = 0; /* RFC 5044 §4.3: positions count from the start of full operation */
             start_fpdus(s, i);
@@ -241,13 +234,15 @@ static size_t frame_feed(struct iwarp_mpa_stream *s, unsigned side, const uint8_
             if (s->state == ST_UNKNOWN) {
                 s->state = ST_NOT_MPA;
                 if (s->cfg.require_mpa)
-                    report(s, side, 0, true, IWARP_MS_NO_MPA,
-                           "the stream carries payload that does not start with an MPA "
-                           "Request");
+                    iwarp_ddp_judge_reportf(
+                        to_finding, s, side, 0, true, IWARP_MS_NO_MPA,
+                        "the stream carries payload that does not start with an MPA "
+                        "Request");
                 return n;
             }
-            report(s, side, 0, true, IWARP_MS_STARTUP,
-                   "the side's first octets are not an MPA Request or Reply (RFC 5044 §7.1.2)");
+            iwarp_ddp_judge_reportf(
+                to_finding, s, side, 0, true, IWARP_MS_STARTUP,
+                "the side's first octets are not an MPA Request or Reply (RFC 5044 §7.1.2)");
             d->raw += d->frame_len;
             d->frame_len = 0;
             d->phase = PH_RAW;
@@ -259,8 +254,9 @@ static size_t frame_feed(struct iwarp_mpa_stream *s, unsigned side, const uint8_
         if (need == IWARP_MPA_HDR_LEN) {
             uint16_t pdl = iwarp_load_be16(d->frame + 18);
             if (pdl > IWARP_MPA_PD_MAX) { /* RFC 5044 §7.1.1: at most 512 octets */
-                report(s, side, 0, true, IWARP_MS_MPA_PD,
-                       "PD_Length %u > 512 (RFC 5044 §7.1.1): the frame cannot be delimited", pdl);
+                iwarp_ddp_judge_reportf(
+                    to_finding, s, side, 0, true, IWARP_MS_MPA_PD,
+                    "PD_Length %u > 512 (RFC 5044 §7.1.1): the frame cannot be delimited", pdl);
                 d->raw += d->frame_len;
                 d->frame_len = 0;
                 d->phase = PH_RAW;
@@ -310,10 +306,11 @@ static void rtr_rule(struct iwarp_mpa_stream *s, unsigned side,
     if (rtr_mismatch_term(p)) {
         uint8_t both = s->rtr_offered & s->req_v2.rtr;
         if (both)
-            report(s, side, p->index, true, IWARP_MS_RTR,
-                   "Terminate 2/0/0x07 (no matching RTR option) although the Reply offered %s"
-                   "which the Request listed (RFC 6581 §9.2)",
-                   rtr_names(both, common, sizeof common));
+            iwarp_ddp_judge_reportf(
+                to_finding, s, side, p->index, true, IWARP_MS_RTR,
+                "Terminate 2/0/0x07 (no matching RTR option) although the Reply offered %s"
+                "which the Request listed (RFC 6581 §9.2)",
+                rtr_names(both, common, sizeof common));
         return;
     }
     unsigned op = iwarp_rdmap_ctrl_opcode(p->ddp.rsvdulp);
@@ -325,10 +322,11 @@ static void rtr_rule(struct iwarp_mpa_stream *s, unsigned side,
               (op == IWARP_RDMAP_OP_READ_REQ && (s->rtr_offered & IWARP_MPA_RTR_READ) &&
                iwarp_rdmap_read_req_decode(p->ulpdu + hdr, payload, &rr) >= 0 && rr.size == 0);
     if (!ok)
-        report(s, side, p->index, true, IWARP_MS_RTR,
-               "peer-to-peer connection: the initiator's first FPDU must be a zero-length RTR "
-               "the Reply offered (%s), not %s with %zu payload octets (RFC 6581 §9.2)",
-               rtr_names(s->rtr_offered, offered, sizeof offered), op_name(op), payload);
+        iwarp_ddp_judge_reportf(
+            to_finding, s, side, p->index, true, IWARP_MS_RTR,
+            "peer-to-peer connection: the initiator's first FPDU must be a zero-length RTR "
+            "the Reply offered (%s), not %s with %zu payload octets (RFC 6581 §9.2)",
+            rtr_names(s->rtr_offered, offered, sizeof offered), op_name(op), payload);
 }
 
 /* The direction stops being decodable: the rest is counted as raw octets. */
@@ -343,8 +341,8 @@ static void to_raw(struct iwarp_mpa_stream_dir *d)
  * side's Read Responses are then not judged (their Requests may be in what is lost). */
 static void framing_lost(struct iwarp_mpa_stream *s, unsigned side, uint64_t index, const char *why)
 {
-    report(s, side, index, true, IWARP_MS_UNDISSECTED,
-           "MPA framing lost: %s; the rest of this direction is not decoded", why);
+    iwarp_ddp_judge_reportf(to_finding, s, side, index, true, IWARP_MS_UNDISSECTED,
+                            "MPA framing lost: %s; the rest of this direction is not decoded", why);
     s->d[side].raw_reported = true;
     to_raw(&s->d[side]);
     iwarp_ddp_judge_lost(&s->judge, side);
@@ -393,12 +391,12 @@ static void fpdu_done(struct iwarp_mpa_stream *s, unsigned side, uint32_t ulpdu_
     s->ops->pdu(s->ctx, &p);
 
     if (crc == IWARP_MS_CRC_BAD) /* RFC 5044 §4.4, §8 code 2 */
-        report(s, side, p.index, true, IWARP_MS_BAD_CRC,
-               "MPA CRC field 0x%08x does not match the FPDU, whose CRC32C is 0x%08x (RFC 5044 "
-               "§4.4)%s",
-               crc_field, crc_want,
-               swapped ? ": the CRC is BYTE-SWAPPED (it travels least-significant octet first)"
-                       : "");
+        iwarp_ddp_judge_reportf(
+            to_finding, s, side, p.index, true, IWARP_MS_BAD_CRC,
+            "MPA CRC field 0x%08x does not match the FPDU, whose CRC32C is 0x%08x (RFC 5044 "
+            "§4.4)%s",
+            crc_field, crc_want,
+            swapped ? ": the CRC is BYTE-SWAPPED (it travels least-significant octet first)" : "");
     if (d->bad_run >= 3u) {
         framing_lost(s, side, p.index, "3 FPDUs in a row with a bad CRC (a wrong ULPDU_Length?)");
         return;
@@ -406,18 +404,21 @@ static void fpdu_done(struct iwarp_mpa_stream *s, unsigned side, uint32_t ulpdu_
     if (doubt) /* delimited by a length that may be garbage: nothing in it is judged */
         return;
     if (marker_bad) /* RFC 5044 §4.3, §8 code 3 */
-        report(s, side, p.index, true, IWARP_MS_MARKER,
-               "a marker's FPDUPTR does not point at this FPDU's ULPDU_Length (RFC 5044 §4.3)");
+        iwarp_ddp_judge_reportf(
+            to_finding, s, side, p.index, true, IWARP_MS_MARKER,
+            "a marker's FPDUPTR does not point at this FPDU's ULPDU_Length (RFC 5044 §4.3)");
     for (uint32_t i = 0; i < pad; i++)
         if (d->trailer[i]) { /* RFC 5044 §4.1: PAD octets MUST be zero */
-            report(s, side, p.index, true, IWARP_MS_PAD, "PAD octets are not zero (RFC 5044 §4.1)");
+            iwarp_ddp_judge_reportf(to_finding, s, side, p.index, true, IWARP_MS_PAD,
+                                    "PAD octets are not zero (RFC 5044 §4.1)");
             break;
         }
     /* RFC 5044 §7.1.2 rule 4: the responder sends no FPDU before the initiator's first */
     if (first && !from_init(s, side) && s->have_req && s->d[side ^ 1u].fpdus == 0)
-        report(s, side, p.index, true, IWARP_MS_STARTUP,
-               "responder sent an FPDU before receiving the initiator's first FPDU (RFC 5044 "
-               "§7.1.2 rule 4)");
+        iwarp_ddp_judge_reportf(
+            to_finding, s, side, p.index, true, IWARP_MS_STARTUP,
+            "responder sent an FPDU before receiving the initiator's first FPDU (RFC 5044 "
+            "§7.1.2 rule 4)");
     if (js.has_ddp && first && from_init(s, side) && s->p2p)
         rtr_rule(s, side, &p);
     iwarp_ddp_judge_segment(&s->judge, side, p.index, &js);
@@ -438,13 +439,14 @@ static void undelimited(struct iwarp_mpa_stream *s, unsigned side, iwarp_ssize r
         framing_lost(s, side, 0,
                      "after an FPDU with a bad CRC, the next ULPDU_Length is 0 or over 64768");
     else if (r == IWARP_ERR_FPDU_LEN)
-        report(s, side, 0, true, IWARP_MS_LENGTH,
-               "ULPDU_Length is 0 or over 64768 (RFC 5044 §3): the FPDU cannot be "
-               "delimited; the rest of this direction is not decoded");
+        iwarp_ddp_judge_reportf(to_finding, s, side, 0, true, IWARP_MS_LENGTH,
+                                "ULPDU_Length is 0 or over 64768 (RFC 5044 §3): the FPDU cannot be "
+                                "delimited; the rest of this direction is not decoded");
     else
-        report(s, side, 0, true, IWARP_MS_MARKER,
-               "a marker's FPDUPTR does not point at the current FPDU (RFC 5044 §4.3); "
-               "the rest of this direction is not decoded");
+        iwarp_ddp_judge_reportf(
+            to_finding, s, side, 0, true, IWARP_MS_MARKER,
+            "a marker's FPDUPTR does not point at the current FPDU (RFC 5044 §4.3); "
+            "the rest of this direction is not decoded");
     d->raw_reported = true;
     to_raw(d);
 }
@@ -576,11 +578,12 @@ void iwarp_mpa_stream_finish(struct iwarp_mpa_stream *s)
         }
         uint64_t left = d->raw + d->partial + d->frame_len;
         if (left > 0 && !d->raw_reported)
-            report(s, i, 0, true, IWARP_MS_UNDISSECTED,
-                   "%llu octets are not part of a complete MPA frame or FPDU (garbage, a lost "
-                   "framing, data before the Reply or after a Reject, or a capture that ends "
-                   "inside a PDU)",
-                   (unsigned long long)left);
+            iwarp_ddp_judge_reportf(
+                to_finding, s, i, 0, true, IWARP_MS_UNDISSECTED,
+                "%llu octets are not part of a complete MPA frame or FPDU (garbage, a lost "
+                "framing, data before the Reply or after a Reject, or a capture that ends "
+                "inside a PDU)",
+                (unsigned long long)left);
     }
     iwarp_ddp_judge_finish(&s->judge);
 }

@@ -1,8 +1,6 @@
 /* Decoding and judging one captured DDP-over-SCTP association (see trace_sctp_assoc.h). */
 #include "trace/trace_sctp_assoc.h"
 
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -94,35 +92,36 @@ static bool from_init(const struct iwarp_sctp_assoc *a, unsigned side)
     return a->initiator == (int)side;
 }
 
-static void report(struct iwarp_sctp_assoc *a, unsigned side, uint64_t index, int sid, bool error,
-                   enum iwarp_mpa_stream_class cls, const char *fmt, ...)
-    __attribute__((format(printf, 7, 8)));
+/* Where a finding is: the association and the stream it concerns (-1: none). */
+struct sa_at {
+    struct iwarp_sctp_assoc *a;
+    int sid;
+};
 
-static void report(struct iwarp_sctp_assoc *a, unsigned side, uint64_t index, int sid, bool error,
-                   enum iwarp_mpa_stream_class cls, const char *fmt, ...)
+/* Where every finding of the association goes (iwarp_ddp_judge_reportf's fn, ctx a struct
+ * sa_at): its callback. */
+static void to_finding(void *ctx, unsigned side, uint64_t index, bool error,
+                       enum iwarp_mpa_stream_class cls, const char *msg)
 {
-    char msg[256];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
+    const struct sa_at *at = ctx;
+    struct iwarp_sctp_assoc *a = at->a;
     struct iwarp_sa_finding f = {.cls = cls,
                                  .error = error,
                                  .side = side,
                                  .from_initiator = from_init(a, side),
                                  .index = index,
                                  .tag = a->cur_tag,
-                                 .sid = sid,
+                                 .sid = at->sid,
                                  .msg = msg};
     a->ops->finding(a->ctx, &f);
 }
 
 /* The DDP/RDMAP rules of a stream report as findings of the association. */
-static void judge_report(void *ctx, unsigned side, uint64_t index, bool error,
-                         enum iwarp_mpa_stream_class cls, const char *msg)
+static void judge_to_finding(void *ctx, unsigned side, uint64_t index, bool error,
+                             enum iwarp_mpa_stream_class cls, const char *msg)
 {
-    struct stream *st = ctx;
-    report(st->a, side, index, st->sid, error, cls, "%s", msg);
+    const struct stream *st = ctx;
+    to_finding(&(struct sa_at){st->a, st->sid}, side, index, error, cls, msg);
 }
 
 struct iwarp_sctp_assoc *iwarp_sctp_assoc_new(const struct iwarp_sa_ops *ops, void *ctx)
@@ -190,16 +189,17 @@ static struct stream *stream_get(struct iwarp_sctp_assoc *a, unsigned side, uint
         st = calloc(1, sizeof *st);
     if (!st) {
         if (!a->streams_full_reported)
-            report(a, side, 0, sid, true, IWARP_MS_SCTP,
-                   "more than %u DDP streams in the association: stream %u and later ones are "
-                   "not decoded",
-                   IWARP_SA_MAX_STREAMS, sid);
+            iwarp_ddp_judge_reportf(
+                to_finding, &(struct sa_at){a, sid}, side, 0, true, IWARP_MS_SCTP,
+                "more than %u DDP streams in the association: stream %u and later ones are "
+                "not decoded",
+                IWARP_SA_MAX_STREAMS, sid);
         a->streams_full_reported = true;
         return NULL;
     }
     st->a = a;
     st->sid = sid;
-    iwarp_ddp_judge_init(&st->judge, judge_report, st);
+    iwarp_ddp_judge_init(&st->judge, judge_to_finding, st);
     for (unsigned s = 0; s < 2; s++)
         (void)iwarp_sess_ssn_rx_init(&st->d[s].rx, st->d[s].slots, IWARP_SA_REORDER);
     a->streams[a->nstreams++] = st;
@@ -221,23 +221,27 @@ static void ctl_finding(struct iwarp_sctp_assoc *a, const struct msg *m, uint64_
 {
     switch (rc) {
     case IWARP_ERR_SHORT:
-        report(a, m->side, index, m->sid, true, IWARP_MS_SCTP_CTL,
-               "Stream Session Control message of %zu octets: shorter than DDP-SSN and Function "
-               "Code (RFC 5043 §5.2.3)",
-               m->len);
+        iwarp_ddp_judge_reportf(
+            to_finding, &(struct sa_at){a, m->sid}, m->side, index, true, IWARP_MS_SCTP_CTL,
+            "Stream Session Control message of %zu octets: shorter than DDP-SSN and Function "
+            "Code (RFC 5043 §5.2.3)",
+            m->len);
         break;
     case IWARP_ERR_SESSION_FUNCTION:
-        report(a, m->side, index, m->sid, true, IWARP_MS_SCTP_CTL,
-               "unknown Function Code 0x%03x (RFC 5043 §5.2.3, RFC 6581 §7)", (unsigned)fc);
+        iwarp_ddp_judge_reportf(
+            to_finding, &(struct sa_at){a, m->sid}, m->side, index, true, IWARP_MS_SCTP_CTL,
+            "unknown Function Code 0x%03x (RFC 5043 §5.2.3, RFC 6581 §7)", (unsigned)fc);
         break;
     case IWARP_ERR_MPA_PD_LEN:
-        report(a, m->side, index, m->sid, true, IWARP_MS_SCTP_CTL,
-               "%zu octets of private data (RFC 5043 §5.2.3: at most 512, none in a Terminate)",
-               m->len - IWARP_SCTP_CTL_HDR_LEN);
+        iwarp_ddp_judge_reportf(
+            to_finding, &(struct sa_at){a, m->sid}, m->side, index, true, IWARP_MS_SCTP_CTL,
+            "%zu octets of private data (RFC 5043 §5.2.3: at most 512, none in a Terminate)",
+            m->len - IWARP_SCTP_CTL_HDR_LEN);
         break;
     default: /* IWARP_ERR_MPA_ENHANCED */
-        report(a, m->side, index, m->sid, true, IWARP_MS_SCTP_CTL,
-               "Enhanced Initiate/Accept without the 4-octet IRD/ORD word (RFC 6581 §7)");
+        iwarp_ddp_judge_reportf(
+            to_finding, &(struct sa_at){a, m->sid}, m->side, index, true, IWARP_MS_SCTP_CTL,
+            "Enhanced Initiate/Accept without the 4-octet IRD/ORD word (RFC 6581 §7)");
         break;
     }
 }
@@ -288,17 +292,19 @@ static void process(struct iwarp_sctp_assoc *a, struct stream *st, const struct 
         p.from_initiator = from_init(a, m->side);
         a->ops->pdu(a->ctx, &p);
         if (!p.seg)
-            report(a, m->side, index, m->sid, true, IWARP_MS_LENGTH,
-                   "DDP Segment chunk of %zu octets holds no DDP segment after the DDP-SSN (RFC "
-                   "5043 §5.2.2)",
-                   m->len);
+            iwarp_ddp_judge_reportf(
+                to_finding, &(struct sa_at){a, m->sid}, m->side, index, true, IWARP_MS_LENGTH,
+                "DDP Segment chunk of %zu octets holds no DDP segment after the DDP-SSN (RFC "
+                "5043 §5.2.2)",
+                m->len);
         else if (st)
             iwarp_ddp_judge_segment(&st->judge, m->side, index, &js);
     }
     if (!m->unordered) /* RFC 5043 §10 */
-        report(a, m->side, index, m->sid, true, IWARP_MS_SCTP_UNORDERED,
-               "DATA chunk without the U flag (RFC 5043 §10: the adaptation layer MUST use the "
-               "Unordered option on all Data Chunks)");
+        iwarp_ddp_judge_reportf(
+            to_finding, &(struct sa_at){a, m->sid}, m->side, index, true, IWARP_MS_SCTP_UNORDERED,
+            "DATA chunk without the U flag (RFC 5043 §10: the adaptation layer MUST use the "
+            "Unordered option on all Data Chunks)");
 }
 
 /* A copy of m (and its octets) that can wait in a reorder window. */
@@ -333,7 +339,7 @@ static void ddp_message(struct iwarp_sctp_assoc *a, const struct msg *m)
             /* RFC 5043 §6.1: the DDP-SSN restarts at zero with each session */
             (void)iwarp_sess_ssn_rx_reset(&w->rx);
             if (fc == IWARP_SCTP_FC_INITIATE || fc == IWARP_SCTP_FC_ENH_INITIATE)
-                iwarp_ddp_judge_init(&st->judge, judge_report, st);
+                iwarp_ddp_judge_init(&st->judge, judge_to_finding, st);
         }
     }
     uint16_t expected = iwarp_sess_ssn_rx_expected(&w->rx);
@@ -352,8 +358,9 @@ static void ddp_message(struct iwarp_sctp_assoc *a, const struct msg *m)
     case IWARP_SESS_SSN_AHEAD: {
         struct msg *c = msg_copy(m);
         if (!c) {
-            report(a, m->side, 0, m->sid, true, IWARP_MS_SCTP,
-                   "out of memory: DDP-SSN %u on stream %u is not decoded", ssn, m->sid);
+            iwarp_ddp_judge_reportf(
+                to_finding, &(struct sa_at){a, m->sid}, m->side, 0, true, IWARP_MS_SCTP,
+                "out of memory: DDP-SSN %u on stream %u is not decoded", ssn, m->sid);
             break;
         }
         (void)iwarp_sess_ssn_rx_accept(&w->rx, ssn, (struct iwarp_sess_chunk){c, m->len});
@@ -361,23 +368,26 @@ static void ddp_message(struct iwarp_sctp_assoc *a, const struct msg *m)
         break;
     }
     case IWARP_SESS_SSN_DUP_HELD:
-        report(a, m->side, 0, m->sid, true, IWARP_MS_SCTP_SSN,
-               "DDP-SSN %u on stream %u sent twice (TSN %u is the second; RFC 5043 §6.1: no "
-               "repeats in a session): not decoded",
-               ssn, m->sid, m->tsn);
+        iwarp_ddp_judge_reportf(
+            to_finding, &(struct sa_at){a, m->sid}, m->side, 0, true, IWARP_MS_SCTP_SSN,
+            "DDP-SSN %u on stream %u sent twice (TSN %u is the second; RFC 5043 §6.1: no "
+            "repeats in a session): not decoded",
+            ssn, m->sid, m->tsn);
         break;
     case IWARP_SESS_SSN_DUP_OLD:
-        report(a, m->side, 0, m->sid, true, IWARP_MS_SCTP_SSN,
-               "DDP-SSN %u on stream %u repeats one already decoded (%u expected next; RFC 5043 "
-               "§6.1: no repeats in a session): not decoded",
-               ssn, m->sid, expected);
+        iwarp_ddp_judge_reportf(
+            to_finding, &(struct sa_at){a, m->sid}, m->side, 0, true, IWARP_MS_SCTP_SSN,
+            "DDP-SSN %u on stream %u repeats one already decoded (%u expected next; RFC 5043 "
+            "§6.1: no repeats in a session): not decoded",
+            ssn, m->sid, expected);
         break;
     default: /* IWARP_SESS_SSN_TOO_FAR */
         if (w->too_far++ == 0)
-            report(a, m->side, 0, m->sid, true, IWARP_MS_SCTP_SSN,
-                   "DDP-SSN %u on stream %u while %u is expected: beyond the %u chunks a gap may "
-                   "hold back (RFC 5043 §6.1, §10); decoded out of order",
-                   ssn, m->sid, expected, IWARP_SA_REORDER);
+            iwarp_ddp_judge_reportf(
+                to_finding, &(struct sa_at){a, m->sid}, m->side, 0, true, IWARP_MS_SCTP_SSN,
+                "DDP-SSN %u on stream %u while %u is expected: beyond the %u chunks a gap may "
+                "hold back (RFC 5043 §6.1, §10); decoded out of order",
+                ssn, m->sid, expected, IWARP_SA_REORDER);
         process(a, st, m);
         break;
     }
@@ -415,10 +425,11 @@ static void deliver(struct iwarp_sctp_assoc *a, const struct msg *m)
     a->other.index = index;
     if (iwarp_sctp_assoc_is_ddp(a)) {
         a->other.reported = true; /* RFC 5043 §5.1 */
-        report(a, m->side, index, m->sid, true, IWARP_MS_SCTP_PPID,
-               "PPID %u on a DDP association (RFC 5043 §5.1: it carries only DDP Segment (16) "
-               "and Stream Session Control (17) chunks)",
-               m->ppid);
+        iwarp_ddp_judge_reportf(
+            to_finding, &(struct sa_at){a, m->sid}, m->side, index, true, IWARP_MS_SCTP_PPID,
+            "PPID %u on a DDP association (RFC 5043 §5.1: it carries only DDP Segment (16) "
+            "and Stream Session Control (17) chunks)",
+            m->ppid);
     }
 }
 
@@ -511,10 +522,11 @@ static uint32_t frag_try(struct iwarp_sctp_assoc *a, unsigned side, uint32_t tsn
         else if (f->len > IWARP_SA_MAX_MSG - total)
             why = "makes too large a message (this tool's limit) of the one from TSN";
         if (why) {
-            report(a, side, 0, b->sid, true, IWARP_MS_SCTP,
-                   "DATA fragment TSN %u %s %u (RFC 9260 §6.9); the fragments before it are "
-                   "dropped",
-                   first + k, why, first);
+            iwarp_ddp_judge_reportf(
+                to_finding, &(struct sa_at){a, b->sid}, side, 0, true, IWARP_MS_SCTP,
+                "DATA fragment TSN %u %s %u (RFC 9260 §6.9); the fragments before it are "
+                "dropped",
+                first + k, why, first);
             frag_drop(d, first, first + k - 1u);
             return first + k;
         }
@@ -523,8 +535,9 @@ static uint32_t frag_try(struct iwarp_sctp_assoc *a, unsigned side, uint32_t tsn
             continue;
         uint8_t *buf = malloc(total);
         if (!buf) {
-            report(a, side, 0, b->sid, true, IWARP_MS_SCTP,
-                   "out of memory: the message from TSN %u is not decoded", first);
+            iwarp_ddp_judge_reportf(to_finding, &(struct sa_at){a, b->sid}, side, 0, true,
+                                    IWARP_MS_SCTP,
+                                    "out of memory: the message from TSN %u is not decoded", first);
             frag_drop(d, first, first + k);
             return tsn;
         }
@@ -584,10 +597,11 @@ static void frag_store(struct iwarp_sctp_assoc *a, unsigned side, const struct i
         copy = malloc(c->data_len);
     if (!copy) {
         if (!d->frags_full_reported)
-            report(a, side, 0, c->sid, true, IWARP_MS_SCTP,
-                   "more fragmented DATA waiting than this tool keeps (%u chunks, %u octets): "
-                   "TSN %u and later fragments are not decoded",
-                   IWARP_SA_MAX_FRAGS, MAX_FRAG_BYTES, c->tsn);
+            iwarp_ddp_judge_reportf(
+                to_finding, &(struct sa_at){a, c->sid}, side, 0, true, IWARP_MS_SCTP,
+                "more fragmented DATA waiting than this tool keeps (%u chunks, %u octets): "
+                "TSN %u and later fragments are not decoded",
+                IWARP_SA_MAX_FRAGS, MAX_FRAG_BYTES, c->tsn);
         d->frags_full_reported = true;
         return;
     }
@@ -607,8 +621,9 @@ static void data_chunk(struct iwarp_sctp_assoc *a, unsigned side, const struct i
 {
     struct iwarp_sctp_data dc;
     if (iwarp_sctp_data_decode(c, &dc) < 0) {
-        report(a, side, 0, -1, true, IWARP_MS_SCTP,
-               "DATA chunk of Length %u carries no user data (RFC 9260 §3.3.1, §6.2)", c->length);
+        iwarp_ddp_judge_reportf(
+            to_finding, &(struct sa_at){a, -1}, side, 0, true, IWARP_MS_SCTP,
+            "DATA chunk of Length %u carries no user data (RFC 9260 §3.3.1, §6.2)", c->length);
         return;
     }
     a->st.data_chunks++;
@@ -663,11 +678,11 @@ static void init_chunk(struct iwarp_sctp_assoc *a, unsigned side, const struct i
                              .fc = -1};
     a->ops->pdu(a->ctx, &p);
     if (rc < 0)
-        report(a, side, 0, -1, true, IWARP_MS_SCTP,
-               "%s chunk of Length %u: %s (RFC 9260 §3.3.2, §3.2.1)",
-               iwarp_sctp_chunk_name(c->type), c->length,
-               rc == IWARP_ERR_SHORT ? "shorter than its fixed fields"
-                                     : "a parameter is malformed");
+        iwarp_ddp_judge_reportf(to_finding, &(struct sa_at){a, -1}, side, 0, true, IWARP_MS_SCTP,
+                                "%s chunk of Length %u: %s (RFC 9260 §3.3.2, §3.2.1)",
+                                iwarp_sctp_chunk_name(c->type), c->length,
+                                rc == IWARP_ERR_SHORT ? "shorter than its fixed fields"
+                                                      : "a parameter is malformed");
 }
 
 void iwarp_sctp_assoc_packet(struct iwarp_sctp_assoc *a, unsigned side, const uint8_t *chunks,
@@ -693,8 +708,9 @@ void iwarp_sctp_assoc_packet(struct iwarp_sctp_assoc *a, unsigned side, const ui
             init_chunk(a, side, &c, tag);
             break;
         case IWARP_SCTP_CHUNK_I_DATA:
-            report(a, side, 0, -1, true, IWARP_MS_SCTP,
-                   "I-DATA chunk (RFC 8260): not part of RFC 5043's DDP adaptation, not decoded");
+            iwarp_ddp_judge_reportf(
+                to_finding, &(struct sa_at){a, -1}, side, 0, true, IWARP_MS_SCTP,
+                "I-DATA chunk (RFC 8260): not part of RFC 5043's DDP adaptation, not decoded");
             break;
         default:
             break;
@@ -702,10 +718,11 @@ void iwarp_sctp_assoc_packet(struct iwarp_sctp_assoc *a, unsigned side, const ui
     }
     if (rc < 0) {
         a->cur_tag = tag;
-        report(a, side, 0, -1, true, IWARP_MS_SCTP,
-               "chunk at offset %zu has Length %u but %zu octets are left in the packet (RFC 9260 "
-               "§3.2: at least 4, within the packet); the rest of the packet is not decoded",
-               c.offset, c.length, len - c.offset);
+        iwarp_ddp_judge_reportf(
+            to_finding, &(struct sa_at){a, -1}, side, 0, true, IWARP_MS_SCTP,
+            "chunk at offset %zu has Length %u but %zu octets are left in the packet (RFC 9260 "
+            "§3.2: at least 4, within the packet); the rest of the packet is not decoded",
+            c.offset, c.length, len - c.offset);
     }
 }
 
@@ -719,30 +736,34 @@ static void adaptation_rules(struct iwarp_sctp_assoc *a)
         a->cur_tag = d->init_tag;
         if (!d->init_seen) {
             if (any) /* the other side's chunk is in the capture, this one's is not */
-                report(a, s, 0, -1, false, IWARP_MS_SCTP_ADAPTATION,
-                       "this side's INIT/INIT-ACK is not in the capture: its Adaptation Layer "
-                       "Indication (RFC 5043 §5.1) is not checked");
+                iwarp_ddp_judge_reportf(
+                    to_finding, &(struct sa_at){a, -1}, s, 0, false, IWARP_MS_SCTP_ADAPTATION,
+                    "this side's INIT/INIT-ACK is not in the capture: its Adaptation Layer "
+                    "Indication (RFC 5043 §5.1) is not checked");
             continue;
         }
         const char *name = iwarp_sctp_chunk_name(d->init_type);
         if (d->init_rc == IWARP_ERR_SHORT)
             continue; /* reported as malformed */
         if (!d->init.has_adaptation)
-            report(a, s, 0, -1, true, IWARP_MS_SCTP_ADAPTATION,
-                   "the %s carries no Adaptation Layer Indication (RFC 5043 §5.1, §11.1: DDP "
-                   "needs 0x00000001 in each side's INIT/INIT-ACK)",
-                   name);
+            iwarp_ddp_judge_reportf(
+                to_finding, &(struct sa_at){a, -1}, s, 0, true, IWARP_MS_SCTP_ADAPTATION,
+                "the %s carries no Adaptation Layer Indication (RFC 5043 §5.1, §11.1: DDP "
+                "needs 0x00000001 in each side's INIT/INIT-ACK)",
+                name);
         else if (d->init.adaptation != IWARP_SCTP_ADAPTATION_DDP)
-            report(a, s, 0, -1, true, IWARP_MS_SCTP_ADAPTATION,
-                   "the %s's Adaptation Layer Indication is 0x%08x, not DDP's 0x00000001 (RFC "
-                   "5043 §5.1, §11.1: DDP procedures MUST NOT be performed)",
-                   name, d->init.adaptation);
+            iwarp_ddp_judge_reportf(
+                to_finding, &(struct sa_at){a, -1}, s, 0, true, IWARP_MS_SCTP_ADAPTATION,
+                "the %s's Adaptation Layer Indication is 0x%08x, not DDP's 0x00000001 (RFC "
+                "5043 §5.1, §11.1: DDP procedures MUST NOT be performed)",
+                name, d->init.adaptation);
     }
     a->cur_tag = 0;
     if (!any)
-        report(a, 0, 0, -1, false, IWARP_MS_SCTP_ADAPTATION,
-               "no INIT/INIT-ACK in the capture: the Adaptation Layer Indications (RFC 5043 "
-               "§5.1) are not checked");
+        iwarp_ddp_judge_reportf(
+            to_finding, &(struct sa_at){a, -1}, 0, 0, false, IWARP_MS_SCTP_ADAPTATION,
+            "no INIT/INIT-ACK in the capture: the Adaptation Layer Indications (RFC 5043 "
+            "§5.1) are not checked");
 }
 
 void iwarp_sctp_assoc_finish(struct iwarp_sctp_assoc *a)
@@ -759,10 +780,11 @@ void iwarp_sctp_assoc_finish(struct iwarp_sctp_assoc *a)
         for (uint32_t i = 1; i < d->nfrags; i++)
             if ((int32_t)(d->frags[i].tsn - lo) < 0)
                 lo = d->frags[i].tsn;
-        report(a, s, 0, d->frags[0].sid, true, IWARP_MS_SCTP,
-               "%u DATA fragments (the first TSN %u) never became a whole message (RFC 9260 "
-               "§6.9: a fragment is missing from the capture)",
-               d->nfrags, lo);
+        iwarp_ddp_judge_reportf(
+            to_finding, &(struct sa_at){a, d->frags[0].sid}, s, 0, true, IWARP_MS_SCTP,
+            "%u DATA fragments (the first TSN %u) never became a whole message (RFC 9260 "
+            "§6.9: a fragment is missing from the capture)",
+            d->nfrags, lo);
         frag_drop(d, 0, UINT32_MAX);
     }
     for (uint32_t i = 0; i < a->nstreams; i++) {
@@ -771,16 +793,18 @@ void iwarp_sctp_assoc_finish(struct iwarp_sctp_assoc *a)
             struct sdir *w = &st->d[s];
             a->cur_tag = 0;
             if (w->too_far > 1)
-                report(a, s, 0, st->sid, true, IWARP_MS_SCTP_SSN,
-                       "%llu chunks on stream %u were beyond the reorder window in all",
-                       (unsigned long long)w->too_far, st->sid);
+                iwarp_ddp_judge_reportf(
+                    to_finding, &(struct sa_at){a, st->sid}, s, 0, true, IWARP_MS_SCTP_SSN,
+                    "%llu chunks on stream %u were beyond the reorder window in all",
+                    (unsigned long long)w->too_far, st->sid);
             uint16_t held = iwarp_sess_ssn_rx_held(&w->rx);
             if (held == 0)
                 continue;
-            report(a, s, 0, st->sid, true, IWARP_MS_SCTP_SSN,
-                   "DDP-SSN %u on stream %u never arrived; %u later chunk%s waited for it (RFC "
-                   "5043 §6: no gaps in a session); decoded now",
-                   iwarp_sess_ssn_rx_expected(&w->rx), st->sid, held, held == 1 ? "" : "s");
+            iwarp_ddp_judge_reportf(
+                to_finding, &(struct sa_at){a, st->sid}, s, 0, true, IWARP_MS_SCTP_SSN,
+                "DDP-SSN %u on stream %u never arrived; %u later chunk%s waited for it (RFC "
+                "5043 §6: no gaps in a session); decoded now",
+                iwarp_sess_ssn_rx_expected(&w->rx), st->sid, held, held == 1 ? "" : "s");
             struct iwarp_sess_chunk c;
             while (iwarp_sess_ssn_rx_drain(&w->rx, &c)) {
                 process(a, st, c.ptr);
@@ -796,9 +820,11 @@ void iwarp_sctp_assoc_finish(struct iwarp_sctp_assoc *a)
     adaptation_rules(a);
     if (a->other.seen && !a->other.reported) {
         a->cur_tag = a->other.tag;
-        report(a, a->other.side, a->other.index, -1, true, IWARP_MS_SCTP_PPID,
-               "PPID %u on a DDP association (RFC 5043 §5.1: it carries only DDP Segment (16) "
-               "and Stream Session Control (17) chunks)",
-               a->other.ppid);
+        iwarp_ddp_judge_reportf(
+            to_finding, &(struct sa_at){a, -1}, a->other.side, a->other.index, true,
+            IWARP_MS_SCTP_PPID,
+            "PPID %u on a DDP association (RFC 5043 §5.1: it carries only DDP Segment (16) "
+            "and Stream Session Control (17) chunks)",
+            a->other.ppid);
     }
 }

@@ -10,6 +10,7 @@
 #   one op) passes the wire judge with 0 errors; a trace bound (IWARP_PCAP_MAX) stops recording
 #   with one line on stderr and leaves a capture tshark reads.
 set -uo pipefail
+. "$(dirname "$0")/../support/wait_for.sh"
 IWARP=${1:?usage: perf_cli.sh IWARP [WIRE_CHECK]}
 CHECK=${2:-}
 TMP=$(mktemp -d)
@@ -124,8 +125,8 @@ bad "cannot resolve" no-such-host.invalid
 port=$((20000 + RANDOM % 12000)) # below the ephemeral range (32768-)
 "$IWARP" perf --server -p $port >"$TMP/srv" 2>&1 &
 srv=$!
-for _ in $(seq 50); do grep -q listening "$TMP/srv" && break; sleep 0.1; done
-if "$IWARP" perf 127.0.0.1 -p $port --op send -a -n 2 --verify --compare-tcp --passes 1 \
+if wait_for -p $srv 10 "the server to listen" grep -qs listening "$TMP/srv" 2>"$TMP/err" &&
+  "$IWARP" perf 127.0.0.1 -p $port --op send -a -n 2 --verify --compare-tcp --passes 1 \
   >"$TMP/out" 2>"$TMP/err" && wait $srv; then
   ok "--server / HOST"
 else
@@ -160,8 +161,8 @@ then ok "sctp: read --sctp-mtu 9000 --qps 2 --json"; else fail "sctp: read --jso
 port=$((port + 1))
 "$IWARP" perf --server --transport sctp -p $port >"$TMP/srv" 2>&1 &
 srv=$!
-for _ in $(seq 50); do grep -q listening "$TMP/srv" && break; sleep 0.1; done
-if "$IWARP" perf 127.0.0.1 -p $port --transport sctp --op write -a -n 2 --verify \
+if wait_for -p $srv 10 "the SCTP server to listen" grep -qs listening "$TMP/srv" 2>"$TMP/err" &&
+  "$IWARP" perf 127.0.0.1 -p $port --transport sctp --op write -a -n 2 --verify \
   >"$TMP/out" 2>"$TMP/err" && wait $srv && grep -q 'SCTP over UDP port' "$TMP/srv" &&
   [ "$(grep -cE '^ [0-9]+ ' "$TMP/out")" -eq 23 ]; then
   ok "sctp: --server / HOST, write 2 B .. 8 MiB"

@@ -6,6 +6,7 @@
 # must catch it). The interop against real perftest is tests/interop/siw_perftest.sh.
 # Usage: perftest_cli.sh IWARP_BINARY. Exit 0 all passed, 1 otherwise.
 set -u
+. "$(dirname "$0")/../support/wait_for.sh"
 BIN=${1:?usage: perftest_cli.sh IWARP_BINARY}
 W=$(mktemp -d "${TMPDIR:-/tmp}/perftest_cli.XXXXXX")
 trap 'rm -rf "$W"' EXIT
@@ -24,7 +25,14 @@ pair() { # NAME SERVER_RC CLIENT_RC SERVER_OPTS -- CLIENT_OPTS
     PORT=$((PORT + 1))
     timeout 60 "$BIN" perf --perftest --server -p "$PORT" "${sopts[@]}" >"$W/$name.s" 2>&1 &
     local srv=$!
-    for _ in $(seq 100); do grep -q 'waiting for one client' "$W/$name.s" && break; sleep 0.05; done
+    if ! wait_for -p "$srv" 10 "the server to wait for a client" \
+        grep -qs 'waiting for one client' "$W/$name.s"; then
+        fail "$name: the server is not ready"
+        sed 's/^/    /' "$W/$name.s" | head -n 8
+        kill "$srv" 2>/dev/null
+        wait "$srv"
+        return 1
+    fi
     timeout 60 "$BIN" perf --perftest 127.0.0.1 -p "$PORT" "${copts[@]}" >"$W/$name.c" 2>&1
     local c=$?
     wait "$srv"

@@ -13,6 +13,7 @@
 set -u
 BIN=${1:?usage: ping_cli.sh IWARP_BINARY}
 HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/../support/wait_for.sh"
 EXPECTED=$HERE/../interop/rping_expected.py
 [ -x "$BIN" ] || { echo "ping_cli.sh: $BIN is not executable"; exit 1; }
 W=$(mktemp -d "${TMPDIR:-/tmp}/ping_cli.XXXXXX")
@@ -85,12 +86,7 @@ start_server() { # LOG ARGS...
     "$BIN" ping -s -d -p "$PORT" "$@" >"$log" 2>&1 &
     SRV=$!
     KIDS+=("$SRV")
-    for _ in $(seq 100); do
-        grep -q '^listening on' "$log" 2>/dev/null && return 0
-        kill -0 "$SRV" 2>/dev/null || return 1
-        sleep 0.05
-    done
-    return 1
+    wait_for -p "$SRV" 10 "the server to listen" grep -qs '^listening on' "$log"
 }
 
 # The LOG's lines starting with PREFIX equal rping's for COUNT pings of SIZE octets.

@@ -13,6 +13,7 @@
 #          full-size segments and multi-segment Read Responses.
 #   sctp_judge.sh IWARP_BIN CHECK_SH     (exit 77, SKIP, without tshark or the checker)
 set -u
+. "$(dirname "$0")/../support/wait_for.sh"
 BIN=$1
 CHECK=$2
 W=$(mktemp -d)
@@ -46,13 +47,11 @@ judge() {
 
 # ping: our server and client on a fixed UDP port
 PORT=$((20000 + RANDOM % 20000))
-"$BIN" ping -s -a 127.0.0.1 -p "$PORT" --transport sctp -S 65535 >"$W/srv.log" 2>&1 &
+# -d: the server says "listening on" when it does
+"$BIN" ping -s -d -a 127.0.0.1 -p "$PORT" --transport sctp -S 65535 >"$W/srv.log" 2>&1 &
 SRV=$!
-for _ in $(seq 100); do
-    grep -q '^listening on' "$W/srv.log" 2>/dev/null && break
-    sleep 0.05
-done
-if IWARP_PCAP="$W/ping.pcap" timeout 60 "$BIN" ping -c -a 127.0.0.1 -p "$PORT" \
+if wait_for -p "$SRV" 10 "the ping server to listen" grep -qs '^listening on' "$W/srv.log" &&
+    IWARP_PCAP="$W/ping.pcap" timeout 60 "$BIN" ping -c -a 127.0.0.1 -p "$PORT" \
     --transport sctp -C 20 -S 65535 -V >"$W/cli.log" 2>&1; then
     timeout 20 tail --pid="$SRV" -f /dev/null
     wait "$SRV" || fail "ping server: $(tail -n 3 "$W/srv.log")"

@@ -12,7 +12,7 @@
  * so the capture holds retransmissions, duplicates and chunks out of DDP-SSN order.
  *
  * Prints "udp_port=N" (the server's UDP port: what to decode as SCTP) and exits 0, or says what
- * failed and exits 1. Drives llp_sctp as tests/unit/test_llp_sctp.c does: one owner, poll on
+ * failed and exits 1. Drives llp_sctp as tests/e2e/test_llp_sctp.c does: one owner, poll on
  * the endpoints' fds, on_readable and the timers.
  */
 #define _GNU_SOURCE 1

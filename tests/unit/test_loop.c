@@ -1,18 +1,23 @@
 /* The progress loop: timers in deadline order through a grown heap, readiness callbacks under
  * the lock, deletion of a source already in the ready list, the progress thread (woken for a
  * new earlier timer and for new readiness), caller mode and bounded shutdown. */
-#define _GNU_SOURCE 1 /* usleep, socketpair flags */
+#define _GNU_SOURCE 1 /* socketpair flags, syscall numbers */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "deadline.h"
 #include "harness.h"
 #include "iwarp/errors.h"
 #include "loop/loop.h"
+#include "proc_probe.h"
+
+#define WAIT_MS 5000
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static size_t n_allocs, n_frees;
@@ -185,6 +190,13 @@ TEST(readiness_runs_callbacks_with_the_lock_and_mod_changes_interest)
     iwarp_loop_fini(&l);
 }
 
+/* fd has octets to read, now. */
+static bool readable(int fd)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    return poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
+}
+
 TEST(a_source_deleted_by_an_earlier_callback_is_not_called)
 {
     struct iwarp_loop l;
@@ -203,7 +215,7 @@ TEST(a_source_deleted_by_an_earlier_callback_is_not_called)
     pthread_mutex_unlock(&lock);
     ASSERT_EQ(write(a[1], "x", 1), 1);
     ASSERT_EQ(write(b[1], "x", 1), 1);
-    usleep(1000);
+    WAIT_UNTIL(readable(a[0]) && readable(b[0]), WAIT_MS, "both sockets to be readable");
     /* Both are in the same ready list; whichever runs first deletes the other. */
     ASSERT_EQ(iwarp_loop_run_once(&l, 1000), 1);
     ASSERT_EQ(ra->fired + rb->fired, 1);
@@ -252,24 +264,13 @@ static int read_fired(const struct rec *r)
     return f;
 }
 
-static bool wait_fired(const struct rec *r, int n)
-{
-    uint64_t t0 = iwarp_loop_now();
-    while (read_fired(r) < n) {
-        if (iwarp_loop_now() - t0 > 5000000000ull)
-            return false;
-        usleep(1000);
-    }
-    return true;
-}
-
 TEST(progress_thread_is_woken_for_timers_and_io_and_stops_promptly)
 {
     struct iwarp_loop l;
     loop_init(&l);
     ASSERT_EQ(iwarp_loop_start_thread(&l), 0);
     ASSERT_EQ(iwarp_loop_start_thread(&l), IWARP_ERR_STATE);
-    usleep(20000); /* let it block in epoll_wait(-1) */
+    PROBE_WAIT_THREAD_IN(0, probe_epoll_wait, WAIT_MS, "the progress thread in epoll_wait(-1)");
 
     /* A timer armed after the thread started waiting forever must still fire. */
     struct rec t;
@@ -278,7 +279,7 @@ TEST(progress_thread_is_woken_for_timers_and_io_and_stops_promptly)
     ASSERT_EQ(iwarp_loop_add(&l, &t.src), 0);
     ASSERT_EQ(iwarp_loop_set_timer(&l, &t.src, iwarp_loop_now() + 10000000ull), 0);
     pthread_mutex_unlock(&lock);
-    ASSERT_TRUE(wait_fired(&t, 1));
+    WAIT_UNTIL(read_fired(&t) == 1, WAIT_MS, "the timer set while the thread waits to fire");
     ASSERT_TRUE(t.lock_held);
 
     /* A source registered while the thread waits is served. */
@@ -291,7 +292,7 @@ TEST(progress_thread_is_woken_for_timers_and_io_and_stops_promptly)
     pthread_mutex_unlock(&lock);
     for (int i = 1; i <= 3; i++) {
         ASSERT_EQ(write(sv[1], "x", 1), 1);
-        ASSERT_TRUE(wait_fired(&r, i));
+        WAIT_UNTIL(read_fired(&r) == i, WAIT_MS, "readiness %d of the new source served", i);
     }
     pthread_mutex_lock(&lock);
     iwarp_loop_del(&l, &r.src);
@@ -322,21 +323,26 @@ TEST(a_source_freed_while_the_thread_waits_outside_the_lock_is_not_called)
     ASSERT_EQ(iwarp_loop_add(&l, &r->src), 0);
     pthread_mutex_unlock(&lock);
     ASSERT_EQ(iwarp_loop_start_thread(&l), 0);
-    usleep(20000); /* the thread blocks in epoll_wait(-1) */
+    pid_t tid =
+        PROBE_WAIT_THREAD_IN(0, probe_epoll_wait, WAIT_MS, "the progress thread in epoll_wait(-1)");
     pthread_mutex_lock(&lock);
     ASSERT_EQ(write(sv[1], "x", 1), 1);
-    usleep(50000); /* epoll_wait returns with r's readiness; the thread waits for the lock */
+    /* epoll_wait returns with r's readiness; the thread waits for the lock */
+    PROBE_WAIT_THREAD_IN(tid, probe_futex, WAIT_MS,
+                         "the progress thread, woken by the readiness, waiting for the lock");
     iwarp_loop_del(&l, &r->src);
     free(r); /* ASan reports any later call through r */
     pthread_mutex_unlock(&lock);
-    usleep(20000);
+    /* it takes the lock, passes over r's stale readiness and waits again */
+    PROBE_WAIT_THREAD_IN(tid, probe_epoll_wait, WAIT_MS,
+                         "the progress thread back in epoll_wait after the freed source");
     /* a live source after it is still served */
     struct rec q;
     rec_init(&q, &l, sv[0], EPOLLIN, 2);
     pthread_mutex_lock(&lock);
     ASSERT_EQ(iwarp_loop_add(&l, &q.src), 0);
     pthread_mutex_unlock(&lock);
-    ASSERT_TRUE(wait_fired(&q, 1));
+    WAIT_UNTIL(read_fired(&q) == 1, WAIT_MS, "the live source after the freed one served");
     pthread_mutex_lock(&lock);
     iwarp_loop_del(&l, &q.src);
     pthread_mutex_unlock(&lock);

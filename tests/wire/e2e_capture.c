@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "../unit/stack_pair.h"
+#include "../support/stack_pair.h"
 
 #define BIG        (1u << 20) /* the Write and the Read */
 #define BUF        (2u * BIG) /* [0, BIG): Write sink / Send buffers, [BIG, 2 BIG): Read source */

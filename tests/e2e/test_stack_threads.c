@@ -147,13 +147,14 @@ static void *worker_main(void *arg)
     uint32_t t = wk->t;
     struct iwarp_qp *qp = sh->pair.cli.qp;
     uint32_t lkey = sh->cmr->lkey, rkey = sh->pair.cli.peer.rkey;
-    uint64_t deadline = sp_now_ms() + 120000u;
+    struct deadline dl = deadline_in_ms(120000u);
     for (uint32_t i = 0; i < N_ITERS; i++) {
         uint32_t s = i % W;
         while (atomic_load(&sh->pending[t][s]) != 0) {
             if (poll_some(sh) == 0)
                 sched_yield();
-            ASSERT_TRUE(sp_now_ms() < deadline);
+            if (deadline_passed(&dl))
+                DEADLINE_FAIL(&dl, "thread %u: slot %u free for iteration %u", t, s, i);
         }
         uint32_t len = len_of(t, i);
         atomic_store(&sh->pending[t][s], 2u); /* the Read and the echo */
@@ -179,7 +180,10 @@ static void *worker_main(void *arg)
     while (atomic_load(&sh->posters_done) < N_THREADS || atomic_load(&sh->outstanding) != 0) {
         if (poll_some(sh) == 0)
             sched_yield();
-        ASSERT_TRUE(sp_now_ms() < deadline);
+        if (deadline_passed(&dl))
+            DEADLINE_FAIL(&dl, "every thread's work in (%u posters done, %u outstanding)",
+                          (unsigned)atomic_load(&sh->posters_done),
+                          (unsigned)atomic_load(&sh->outstanding));
     }
     return NULL;
 }
@@ -190,13 +194,15 @@ static void *echo_main(void *arg)
     struct shared *sh = arg;
     struct iwarp_qp *qp = sh->pair.srv.qp;
     uint32_t lkey = sh->smr->lkey;
-    uint64_t deadline = sp_now_ms() + 120000u;
+    struct deadline dl = deadline_in_ms(120000u);
     while (!atomic_load(&sh->srv_stop) || sh->srv_sends != sh->srv_recvs) {
         struct iwarp_wc wc[8];
         int n = iwarp_poll_cq(sh->srv.cq, 8, wc);
         ASSERT_TRUE(n >= 0);
         if (n == 0) {
-            ASSERT_TRUE(sp_now_ms() < deadline);
+            if (deadline_passed(&dl))
+                DEADLINE_FAIL(&dl, "the server's completions (%u Sends echoed of %u received)",
+                              (unsigned)sh->srv_sends, (unsigned)sh->srv_recvs);
             (void)iwarp_cq_wait(sh->srv.cq, 1);
             continue;
         }

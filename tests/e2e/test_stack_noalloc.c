@@ -22,10 +22,10 @@
  *    start-up, on that thread);
  *  - after both contexts are destroyed, every hook allocation has been freed. */
 #define _GNU_SOURCE 1
-#include <dirent.h>
 #include <stdatomic.h>
 #include <unistd.h>
 
+#include "proc_probe.h"
 #include "stack_pair.h"
 
 /* ---- a counting allocator over a static pool ------------------------------------------------ */
@@ -175,33 +175,21 @@ static void libc_watch_start(void)
  * pthread_create has returned, and must not be counted against the library. */
 static void wait_threads_asleep(void)
 {
-    uint64_t deadline = sp_now_ms() + SP_WAIT_MS;
+    struct deadline dl = deadline_in_ms(SP_WAIT_MS);
     for (;;) {
-        bool all = true;
-        DIR *d = opendir("/proc/self/task");
-        ASSERT_TRUE(d != NULL);
-        struct dirent *e;
-        while ((e = readdir(d)) != NULL) {
-            if (e->d_name[0] == '.' || atoi(e->d_name) == (int)getpid())
-                continue;
-            char path[300], st[512];
-            snprintf(path, sizeof path, "/proc/self/task/%s/stat", e->d_name);
-            FILE *f = fopen(path, "r");
-            if (!f)
-                continue; /* gone */
-            size_t n = fread(st, 1, sizeof st - 1, f);
-            fclose(f);
-            st[n] = 0;
-            const char *r = strrchr(st, ')');
-            if (!r || r[1] != ' ' || r[2] != 'S')
-                all = false;
+        pid_t tids[PROBE_MAX_THREADS], awake = 0;
+        size_t n = probe_other_threads(tids, PROBE_MAX_THREADS);
+        ASSERT_TRUE(n <= PROBE_MAX_THREADS);
+        for (size_t i = 0; i < n && !awake; i++) {
+            char st = probe_thread_state(tids[i]);
+            if (st != 0 && st != 'S') /* 0: gone */
+                awake = tids[i];
         }
-        closedir(d);
-        if (all)
+        if (!awake)
             return;
-        ASSERT_TRUE(sp_now_ms() < deadline);
-        struct timespec ts = {0, 1000000};
-        nanosleep(&ts, NULL);
+        if (deadline_passed(&dl))
+            DEADLINE_FAIL(&dl, "every other thread asleep (thread %d is not)", (int)awake);
+        deadline_pause_us(1000);
     }
 }
 
@@ -247,12 +235,13 @@ static void poll_ok(struct sp_side *s, struct sp_side *o, enum iwarp_wc_opcode o
 /* Wait for the completion channel event the solicited arm promised. */
 static void wait_cq_event(struct world *w)
 {
-    uint64_t deadline = sp_now_ms() + SP_WAIT_MS;
+    struct deadline dl = deadline_in_ms(SP_WAIT_MS);
     struct iwarp_cq *cq = NULL;
     void *cq_ctx = NULL;
     int rc;
     while ((rc = iwarp_get_cq_event(w->srv.comp, &cq, &cq_ctx)) == IWARP_ERR_BUSY) {
-        ASSERT_TRUE(sp_now_ms() < deadline);
+        if (deadline_passed(&dl))
+            DEADLINE_FAIL(&dl, "the completion channel event of the solicited arm");
         iwarp_ctx_progress(w->cli.ctx, 0);
         struct pollfd p = {.fd = w->srv.comp->fd, .events = POLLIN};
         (void)poll(&p, 1, 1);

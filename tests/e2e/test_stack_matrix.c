@@ -380,13 +380,14 @@ static struct iwarp_conn_param conn_param(const struct axis *ax, bool srv)
  * has arrived, RFC 6581 §5). */
 static void wait_rts(struct conn *c, struct iwarp_qp *qp)
 {
-    uint64_t deadline = sp_now_ms() + SP_WAIT_MS;
+    struct deadline dl = deadline_in_ms(SP_WAIT_MS);
     struct iwarp_qp_attr qa;
     for (;;) {
         ASSERT_EQ(iwarp_query_qp(qp, &qa), 0);
         if (qa.qp_state == IWARP_QPS_RTS)
             return;
-        ASSERT_TRUE(sp_now_ms() < deadline);
+        if (deadline_passed(&dl))
+            DEADLINE_FAIL(&dl, "the QP to reach RTS (state %d)", (int)qa.qp_state);
         sp_idle(&c->srv.side, &c->cli.side);
     }
 }

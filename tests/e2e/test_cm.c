@@ -5,7 +5,7 @@
  * At the end, the CM's sessions over DDP over SCTP (RFC 5043 §6, RFC 6581 §7): both families,
  * a disconnect from either side, a Reject with private data, a port nobody listens on, a QP
  * destroyed while connected. */
-#define _GNU_SOURCE 1 /* usleep */
+#define _GNU_SOURCE 1
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -18,14 +18,17 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "deadline.h"
 #include "harness.h"
 #include "iwarp/cm.h"
 #include "iwarp/errors.h"
 #include "iwarp/verbs.h"
+#include "proc_probe.h"
 #include "wire/wire_mpa.h"
 
-#define BUF     (16u << 20)
-#define WAIT_MS 5000
+#define BUF        (16u << 20)
+#define WAIT_MS    5000
+#define WC_WAIT_MS 20000 /* one completion: the 12 MiB Write to a caller-mode peer included */
 
 struct side {
     struct iwarp_ctx *ctx;
@@ -184,33 +187,29 @@ static void connect_to(struct side *cli, bool v6, uint16_t port,
     connect_to_ps(cli, v6, port, param, IWARP_PS_TCP);
 }
 
+/* In caller mode nothing moves unless someone polls: poll the other side (if not NULL) while
+ * waiting. */
+static void poll_one_both(struct side *s, struct side *other, struct iwarp_wc *wc)
+{
+    struct deadline dl = deadline_in_ms(WC_WAIT_MS);
+    for (unsigned i = 0;; i++) {
+        int n = iwarp_poll_cq(s->cq, 1, wc);
+        ASSERT_TRUE(n >= 0);
+        if (n == 1)
+            return;
+        if (other)
+            iwarp_ctx_progress(other->ctx, 0);
+        if (deadline_passed(&dl))
+            DEADLINE_FAIL(&dl, "a completion");
+        if (i > 100)
+            deadline_pause_us(100);
+    }
+}
+
 /* Poll one completion (caller mode progresses inside poll_cq). */
 static void poll_one(struct side *s, struct iwarp_wc *wc)
 {
-    for (int i = 0; i < WAIT_MS * 10; i++) {
-        int n = iwarp_poll_cq(s->cq, 1, wc);
-        ASSERT_TRUE(n >= 0);
-        if (n == 1)
-            return;
-        if (i > 100)
-            usleep(100);
-    }
-    harness_fail(__FILE__, __LINE__, "no completion");
-}
-
-/* In caller mode nothing moves unless someone polls: poll the other side while waiting. */
-static void poll_one_both(struct side *s, struct side *other, struct iwarp_wc *wc)
-{
-    for (int i = 0; i < WAIT_MS * 10; i++) {
-        int n = iwarp_poll_cq(s->cq, 1, wc);
-        ASSERT_TRUE(n >= 0);
-        if (n == 1)
-            return;
-        iwarp_ctx_progress(other->ctx, 0);
-        if (i > 100)
-            usleep(100);
-    }
-    harness_fail(__FILE__, __LINE__, "no completion");
+    poll_one_both(s, NULL, wc);
 }
 
 struct remote_buf {
@@ -717,7 +716,12 @@ TEST(garbage_or_silence_on_the_listener_never_reaches_the_application)
     /* a silent peer is pending when the listener goes: it is reset, nothing leaks */
     int q = socket(AF_INET, SOCK_STREAM, 0);
     ASSERT_EQ(connect(q, (struct sockaddr *)&a, sizeof(struct sockaddr_in)), 0);
-    usleep(50000);
+    struct sockaddr_storage qa;
+    socklen_t qlen = sizeof qa;
+    ASSERT_EQ(getsockname(q, (struct sockaddr *)&qa, &qlen), 0);
+    struct probe_tcp pt; /* the server's end has a file once the library has accept()ed it */
+    WAIT_UNTIL(probe_tcp_find(port, port_of(&qa), &pt) && pt.inode != 0, WAIT_MS,
+               "the listener to accept the silent connection");
     struct iwarp_cm_event *ev;
     ASSERT_EQ(iwarp_cm_get_event_timeout(srv.ch, &ev, 100), IWARP_ERR_TIMEDOUT);
     ASSERT_EQ(iwarp_cm_destroy_id(srv.listen), 0);
@@ -765,6 +769,32 @@ TEST(modify_qp_err_aborts_and_both_sides_disconnect)
     side_fini(&srv, true);
 }
 
+/* Waits until the TCP connection between the server's port sport and the client's port cport
+ * moves nothing more: the server's receive queue and the client's send queue are not empty and
+ * stay as they are for 10 polls 1 ms apart (the server does not read; the client has filled
+ * what the kernel takes). */
+static void wait_stalled(uint16_t sport, uint16_t cport)
+{
+    struct deadline dl = deadline_in_ms(WAIT_MS);
+    struct probe_tcp s0 = {0}, c0 = {0};
+    for (unsigned same = 0; same < 10;) {
+        struct probe_tcp s, c;
+        ASSERT_TRUE(probe_tcp_find(sport, cport, &s));
+        ASSERT_TRUE(probe_tcp_find(cport, sport, &c));
+        if (s.rx_queue > 0 && c.tx_queue > 0 && s.rx_queue == s0.rx_queue &&
+            c.tx_queue == c0.tx_queue)
+            same++;
+        else
+            same = 0;
+        s0 = s;
+        c0 = c;
+        if (deadline_passed(&dl))
+            DEADLINE_FAIL(&dl, "the transfer to stall (server rx_queue %u, client tx_queue %u)",
+                          s.rx_queue, c.tx_queue);
+        deadline_pause_us(1000);
+    }
+}
+
 TEST(megabyte_write_to_a_stalled_peer_waits_for_writability)
 {
     /* The server runs in caller mode and does not progress: the client's 12 MiB Write fills
@@ -781,7 +811,7 @@ TEST(megabyte_write_to_a_stalled_peer_waits_for_writability)
     const uint32_t n = 12u << 20;
     fill(cli.buf, n, 9);
     post(&cli, IWARP_WR_RDMA_WRITE, 0, n, &rb, 4096);
-    usleep(200000);
+    wait_stalled(port_of(&srv.id->local_addr), port_of(&srv.id->peer_addr));
     ASSERT_EQ(iwarp_poll_cq(cli.cq, 1, &wc), 0); /* still blocked on the stalled peer */
     poll_one_both(&cli, &srv, &wc);
     ASSERT_EQ(wc.status, IWARP_WC_SUCCESS);

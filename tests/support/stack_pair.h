@@ -27,6 +27,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "deadline.h"
 #include "harness.h"
 #include "iwarp/cm.h"
 #include "iwarp/errors.h"
@@ -84,9 +85,7 @@ struct sp_cfg {
 
 static inline uint64_t sp_now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+    return deadline_now_ns() / 1000000u;
 }
 
 /* A deterministic pattern octet: seed and position. */
@@ -234,7 +233,7 @@ static inline struct iwarp_cm_event *sp_try_event(struct sp_side *s)
 static inline struct iwarp_cm_event *sp_expect_event(struct sp_side *s, struct sp_side *other,
                                                      enum iwarp_cm_event_type want)
 {
-    uint64_t deadline = sp_now_ms() + SP_WAIT_MS;
+    struct deadline dl = deadline_in_ms(SP_WAIT_MS);
     for (;;) {
         struct iwarp_cm_event *ev = sp_try_event(s);
         if (ev) {
@@ -244,8 +243,8 @@ static inline struct iwarp_cm_event *sp_expect_event(struct sp_side *s, struct s
                              iwarp_err_name(ev->status));
             return ev;
         }
-        if (sp_now_ms() > deadline)
-            harness_fail(__FILE__, __LINE__, "no %s event", iwarp_cm_event_str(want));
+        if (deadline_passed(&dl))
+            DEADLINE_FAIL(&dl, "a %s event", iwarp_cm_event_str(want));
         sp_idle(s, other);
     }
 }
@@ -384,7 +383,7 @@ static inline void sp_connect_pairs(struct sp_side *srv, struct sp_side *cli, st
     if (cfg->dst)
         dst = *cfg->dst;
     uint32_t started = 0, up = 0; /* up counts ends: 2 per pair */
-    uint64_t deadline = sp_now_ms() + SP_WAIT_MS + 50u * n;
+    struct deadline dl = deadline_in_ms(SP_WAIT_MS + 50u * n);
     while (up < 2u * n) {
         while (started < n && started * 2u < up + 2u * SP_CONNECT_WINDOW) {
             struct sp_pair *p = &pairs[started];
@@ -405,8 +404,8 @@ static inline void sp_connect_pairs(struct sp_side *srv, struct sp_side *cli, st
             }
         }
         if (!any) {
-            if (sp_now_ms() > deadline)
-                harness_fail(__FILE__, __LINE__, "connecting: %u of %u ends up", up, 2u * n);
+            if (deadline_passed(&dl))
+                DEADLINE_FAIL(&dl, "connections: %u of %u ends up", up, 2u * n);
             sp_idle(srv, cli);
         }
     }
@@ -420,7 +419,7 @@ static inline void sp_disconnect_pairs(struct sp_side *srv, struct sp_side *cli,
     for (uint32_t i = 0; i < n; i++)
         ASSERT_EQ(iwarp_cm_disconnect(from_cli ? pairs[i].cli.id : pairs[i].srv.id), 0);
     uint32_t got = 0;
-    uint64_t deadline = sp_now_ms() + SP_WAIT_MS + 20u * n;
+    struct deadline dl = deadline_in_ms(SP_WAIT_MS + 20u * n);
     while (got < 2u * n) {
         bool any = false;
         struct sp_side *sides[2] = {srv, cli};
@@ -440,8 +439,8 @@ static inline void sp_disconnect_pairs(struct sp_side *srv, struct sp_side *cli,
             }
         }
         if (!any) {
-            if (sp_now_ms() > deadline)
-                harness_fail(__FILE__, __LINE__, "disconnecting: %u of %u ends down", got, 2u * n);
+            if (deadline_passed(&dl))
+                DEADLINE_FAIL(&dl, "disconnections: %u of %u ends down", got, 2u * n);
             sp_idle(srv, cli);
         }
     }
@@ -505,7 +504,7 @@ static inline void sp_poll_n(struct sp_side *s, struct sp_side *other, struct iw
                              uint32_t n)
 {
     uint32_t got = 0;
-    uint64_t deadline = sp_now_ms() + SP_WAIT_MS;
+    struct deadline dl = deadline_in_ms(SP_WAIT_MS);
     while (got < n) {
         uint32_t want = n - got > 64u ? 64u : n - got;
         int k = iwarp_poll_cq(s->cq, (int)want, wc + got);
@@ -513,8 +512,8 @@ static inline void sp_poll_n(struct sp_side *s, struct sp_side *other, struct iw
         got += (uint32_t)k;
         if (k > 0)
             continue;
-        if (sp_now_ms() > deadline)
-            harness_fail(__FILE__, __LINE__, "%u of %u completions", got, n);
+        if (deadline_passed(&dl))
+            DEADLINE_FAIL(&dl, "completions: %u of %u", got, n);
         if (other && other->mode == IWARP_PROGRESS_CALLER)
             iwarp_ctx_progress(other->ctx, 0);
         if (s->mode == IWARP_PROGRESS_CALLER) {
@@ -522,8 +521,7 @@ static inline void sp_poll_n(struct sp_side *s, struct sp_side *other, struct iw
         } else if (s->comp) {
             /* not iwarp_cq_wait: it arms the CQ, and an armed CQ with a channel would signal
              * the channel for a completion the test never asked to be told of */
-            struct timespec ts = {0, 50000};
-            nanosleep(&ts, NULL);
+            deadline_pause_us(50);
         } else {
             (void)iwarp_cq_wait(s->cq, 1);
         }
@@ -565,7 +563,9 @@ static inline void sp_first_send(struct sp_side *srv, struct sp_side *cli, struc
     }
 }
 
-/* Nothing more on s's CQ right now (after driving both sides for a moment). */
+/* Nothing more on s's CQ right now (after driving both sides for a moment). The 20 ms this
+ * takes cannot be a poll of a condition: it is the window in which a completion that should not
+ * exist is given its chance to appear. */
 static inline void sp_expect_no_wc(struct sp_side *s, struct sp_side *other)
 {
     struct iwarp_wc wc;
@@ -578,15 +578,14 @@ static inline void sp_expect_no_wc(struct sp_side *s, struct sp_side *other)
             harness_fail(__FILE__, __LINE__,
                          "unexpected completion wr_id %" PRIu64 " opcode %d status %s", wc.wr_id,
                          (int)wc.opcode, iwarp_wc_status_str(wc.status));
-        struct timespec ts = {0, 1000000};
-        nanosleep(&ts, NULL);
+        deadline_pause_us(1000);
     }
 }
 
 /* The next async event of s's context within the wait; fails when none comes. */
 static inline struct iwarp_async_event sp_async(struct sp_side *s)
 {
-    uint64_t deadline = sp_now_ms() + SP_WAIT_MS;
+    struct deadline dl = deadline_in_ms(SP_WAIT_MS);
     struct iwarp_async_event ev;
     for (;;) {
         int rc = iwarp_get_async_event(s->ctx, &ev);
@@ -595,8 +594,8 @@ static inline struct iwarp_async_event sp_async(struct sp_side *s)
             return ev;
         }
         ASSERT_EQ(rc, IWARP_ERR_BUSY);
-        if (sp_now_ms() > deadline)
-            harness_fail(__FILE__, __LINE__, "no async event");
+        if (deadline_passed(&dl))
+            DEADLINE_FAIL(&dl, "an async event");
         if (s->mode == IWARP_PROGRESS_CALLER)
             iwarp_ctx_progress(s->ctx, 1);
         else {

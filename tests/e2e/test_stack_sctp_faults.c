@@ -357,16 +357,15 @@ static void loss_post(struct sp_end *ends, uint32_t n, struct iwarp_mr *mr, uint
 static void wait_mid_transfer(struct sctp_relay *relay, uint64_t packets)
 {
     static struct sr_dir c2s;
-    uint64_t deadline = sp_now_ms() + SP_WAIT_MS;
+    struct deadline dl = deadline_in_ms(SP_WAIT_MS);
     for (;;) {
         sctp_relay_snapshot(relay, NULL, NULL, NULL, &c2s, NULL);
         if (c2s.packets >= packets)
             return;
-        if (sp_now_ms() > deadline)
-            harness_fail(__FILE__, __LINE__, "only %llu datagrams",
-                         (unsigned long long)c2s.packets);
-        struct timespec ts = {0, 200000};
-        nanosleep(&ts, NULL);
+        if (deadline_passed(&dl))
+            DEADLINE_FAIL(&dl, "%llu datagrams from the client (%llu so far)",
+                          (unsigned long long)packets, (unsigned long long)c2s.packets);
+        deadline_pause_us(200);
     }
 }
 
@@ -409,9 +408,10 @@ static void child_server(int to_parent, int from_parent)
     struct sp_end ends[LOSS_QPS];
     memset(ends, 0, sizeof ends);
     uint32_t up = 0, asked = 0;
-    uint64_t deadline = sp_now_ms() + SP_WAIT_MS;
+    struct deadline dl = deadline_in_ms(SP_WAIT_MS);
     while (up < LOSS_QPS) {
-        ASSERT_TRUE(sp_now_ms() < deadline);
+        if (deadline_passed(&dl))
+            DEADLINE_FAIL(&dl, "%u connections (%u up, %u asked)", LOSS_QPS, up, asked);
         struct iwarp_cm_event *ev = sp_try_event(&srv);
         if (!ev) {
             sp_idle(&srv, NULL);

@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "deadline.h"
 #include "harness.h"
 #include "iwarp/cm.h"
 #include "iwarp/errors.h"
@@ -336,9 +337,10 @@ static void peer_stop(void)
     (void)n;
     close(peer.cmd_fd);
     close(peer.rep_fd);
-    /* a moment to close its endpoint cleanly, then it is killed in any case */
-    for (int i = 0; i < 100 && waitpid(peer.pid, NULL, WNOHANG) == 0; i++)
-        usleep(10000);
+    /* up to a second to close its endpoint cleanly, then it is killed in any case */
+    struct deadline dl = deadline_in_ms(1000);
+    while (waitpid(peer.pid, NULL, WNOHANG) == 0 && !deadline_passed(&dl))
+        deadline_pause_us(1000);
     kill(peer.pid, SIGKILL);
     (void)waitpid(peer.pid, NULL, 0);
 }
@@ -701,15 +703,15 @@ static uint64_t app_post_recvs(struct app *a, struct iwarp_cm_id *id, int n)
 static struct iwarp_wc app_wc_at(struct app *a, int line)
 {
     struct iwarp_wc wc;
-    uint64_t end = now_ns() + (uint64_t)WAIT_MS * 1000000u;
+    struct deadline dl = deadline_in_ms(WAIT_MS);
     for (;;) {
         int n = iwarp_poll_cq(a->cq, 1, &wc);
         ASSERT_TRUE(n >= 0);
         if (n == 1)
             return wc;
-        if (now_ns() >= end)
-            harness_fail(__FILE__, line, "no completion within %d ms", WAIT_MS);
-        usleep(1000);
+        if (deadline_passed(&dl))
+            deadline_fail(__FILE__, line, &dl, "a completion");
+        deadline_pause_us(1000);
     }
 }
 
