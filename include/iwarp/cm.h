@@ -100,6 +100,7 @@ struct iwarp_conn_param {
      * DDP stream per SCTP stream, RFC 5043 §5.2), and a new association only when none has
      * room (iwarp_ctx_attr.sctp_streams). The MPA options above do not apply over SCTP. */
     bool sctp_own_association;
+    uint32_t comp_mask; /* extension fields set (common.h); none defined yet: 0 */
 };
 
 struct iwarp_cm_event {
@@ -107,11 +108,12 @@ struct iwarp_cm_event {
     struct iwarp_cm_id *listen_id; /* CONNECT_REQUEST: the listener */
     enum iwarp_cm_event_type event;
     int status; /* 0, or a negative IWARP_ERR_* (e.g. IWARP_ERR_MPA_REJECTED on REJECTED) */
+    uint8_t private_data_buf[512];
     /* CONNECT_REQUEST: the peer's private data and its IRD/ORD already swapped into our view
      * (responder_resources = what we may answer with, initiator_depth = ...), as librdmacm.
-     * REJECTED / ESTABLISHED: the peer's private data. Valid until the event is acked. */
+     * REJECTED / ESTABLISHED: the peer's private data. Valid until the event is acked.
+     * Last, so that iwarp_conn_param can grow without moving the fields above. */
     struct iwarp_conn_param param;
-    uint8_t private_data_buf[512];
 };
 
 IWARP_EXTERN int iwarp_cm_create_channel(struct iwarp_ctx *ctx, struct iwarp_cm_channel **ch);

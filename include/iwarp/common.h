@@ -20,6 +20,42 @@ extern "C" {
 /* A byte count (>= 0) or a negative IWARP_ERR_* code. */
 typedef ssize_t iwarp_ssize;
 
+/*
+ * Extensible structs.
+ *
+ * A struct whose storage the application provides (attributes, parameters, query results, async
+ * events) ends its base layout with `uint32_t comp_mask`. Later versions append fields after it,
+ * each named by one comp_mask bit, so binaries built against an older header keep working.
+ *
+ * Input structs (the application fills them: iwarp_ctx_attr, iwarp_mem_hooks,
+ * iwarp_qp_init_attr, iwarp_srq_init_attr, iwarp_ddp_qp_init_attr, iwarp_mw_bind,
+ * iwarp_conn_param): comp_mask names the appended fields the application set. A field whose bit
+ * is clear is not read and takes its default, so a zero-initialised struct (or one from
+ * iwarp_ctx_attr_default) asks for nothing new. A bit the library does not know makes the call
+ * fail with IWARP_ERR_NOTSUP before anything is created or written (only checks that change
+ * nothing, such as NULL pointers, may come first), and logs one IWARP_LOG_ERROR line through the
+ * context's log hook (for iwarp_ctx_create: the hook in the attributes themselves). The library
+ * never changes an input's comp_mask.
+ *
+ * Output structs (the library fills them: iwarp_device_attr, iwarp_qp_attr, iwarp_async_event,
+ * iwarp_ddp_error): the library never reads comp_mask, so they need no initialisation. The call
+ * (a static inline wrapper that passes sizeof the caller's struct to the *_sized function) writes
+ * the base and each appended field that fits, and sets comp_mask to the bits of the appended
+ * fields it wrote; nothing past the caller's size is ever written. In iwarp_cm_event.param the
+ * library writes comp_mask 0 (only base fields), so a copy of it may be handed back to
+ * iwarp_cm_accept or iwarp_cm_connect as it is.
+ *
+ * No comp_mask bits are defined in this version: every comp_mask is 0.
+ *
+ * Not extensible this way: work requests, SGEs and work completions (iwarp_send_wr,
+ * iwarp_recv_wr, iwarp_ddp_send_wr, iwarp_sge, iwarp_wc) have fixed layouts, as in libibverbs,
+ * because they are posted and polled in arrays on the data path; structs embedded by value in
+ * another (iwarp_qp_cap, iwarp_srq_attr, iwarp_mw_bind_info) are frozen and grow through the
+ * enclosing struct's comp_mask; objects the library allocates (iwarp_mr, iwarp_mw, iwarp_qp,
+ * iwarp_comp_channel, iwarp_cm_channel, iwarp_cm_id, iwarp_cm_event) grow at their end, and an
+ * application never allocates, copies or embeds them.
+ */
+
 #ifdef __cplusplus
 }
 #endif

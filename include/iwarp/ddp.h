@@ -73,6 +73,7 @@ struct iwarp_ddp_qp_init_attr {
     uint32_t max_send_sge;    /* 0: 1; at most 6 */
     uint32_t max_recv_sge;    /* 0: 1; at most 6 */
     int sq_sig_all;
+    uint32_t comp_mask; /* extension fields set (common.h); none defined yet: 0 */
 };
 
 /* Create a DDP-level QP (not connected: see iwarp_ddp_cm_create_qp). attr's zero fields are
@@ -114,13 +115,19 @@ IWARP_EXTERN int iwarp_ddp_post_recv(struct iwarp_qp *qp, uint32_t qn, struct iw
 
 /* The first receive error of a DDP-level QP (RFC 5041 §7.1 report). */
 struct iwarp_ddp_error {
-    uint32_t cause;   /* layer << 16 | etype << 8 | code; 0: no error so far */
-    uint32_t seg_len; /* the offending segment's length (MPA ULPDU_Length); 0 if unknown */
-    uint8_t hdr_len;  /* octets of hdr valid: 14 tagged, 18 untagged, fewer if it was short */
-    uint8_t hdr[18];  /* its DDP header as received */
+    uint32_t cause;     /* layer << 16 | etype << 8 | code; 0: no error so far */
+    uint32_t seg_len;   /* the offending segment's length (MPA ULPDU_Length); 0 if unknown */
+    uint8_t hdr_len;    /* octets of hdr valid: 14 tagged, 18 untagged, fewer if it was short */
+    uint8_t hdr[18];    /* its DDP header as received */
+    uint32_t comp_mask; /* output: extension fields filled (common.h); none defined yet: 0 */
 };
 
-IWARP_EXTERN int iwarp_ddp_query_error(struct iwarp_qp *qp, struct iwarp_ddp_error *err);
+IWARP_EXTERN int iwarp_ddp_query_error_sized(struct iwarp_qp *qp, struct iwarp_ddp_error *err,
+                                             size_t err_size);
+static inline int iwarp_ddp_query_error(struct iwarp_qp *qp, struct iwarp_ddp_error *err)
+{
+    return iwarp_ddp_query_error_sized(qp, err, sizeof *err);
+}
 
 #ifdef __cplusplus
 }

@@ -45,6 +45,7 @@ struct iwarp_mem_hooks {
     void *(*calloc_fn)(size_t n, size_t size, void *user);
     void (*free_fn)(void *ptr, void *user);
     void *user;
+    uint32_t comp_mask; /* extension fields set (common.h); none defined yet: 0 */
 };
 
 enum iwarp_log_level {
@@ -96,6 +97,7 @@ struct iwarp_ctx_attr {
      * unfragmented, RFC 5043 §9). */
     uint16_t sctp_streams;
     uint32_t sctp_mtu;
+    uint32_t comp_mask; /* extension fields set (common.h); none defined yet: 0 */
 };
 
 /* Fill attr with the defaults. */
@@ -122,8 +124,14 @@ struct iwarp_device_attr {
     uint32_t max_qp_init_rd_atom; /* ORD */
     uint32_t max_srq_wr;
     uint32_t max_inline_data;
+    uint32_t comp_mask; /* output: extension fields filled (common.h); none defined yet: 0 */
 };
-IWARP_EXTERN int iwarp_query_device(struct iwarp_ctx *ctx, struct iwarp_device_attr *attr);
+IWARP_EXTERN int iwarp_query_device_sized(struct iwarp_ctx *ctx, struct iwarp_device_attr *attr,
+                                          size_t attr_size);
+static inline int iwarp_query_device(struct iwarp_ctx *ctx, struct iwarp_device_attr *attr)
+{
+    return iwarp_query_device_sized(ctx, attr, sizeof *attr);
+}
 
 /* ---- protection domains and memory ---------------------------------------------------- */
 
@@ -189,6 +197,7 @@ struct iwarp_mw_bind {
     uint64_t wr_id;
     unsigned int send_flags;
     struct iwarp_mw_bind_info bind_info;
+    uint32_t comp_mask; /* extension fields set (common.h); none defined yet: 0 */
 };
 
 /* Bind a type-1 window (a verb; type 2 binds through IWARP_WR_BIND_MW on the send queue).
@@ -343,6 +352,7 @@ struct iwarp_qp_init_attr {
     struct iwarp_qp_cap cap;
     enum iwarp_qp_type qp_type;
     int sq_sig_all;
+    uint32_t comp_mask; /* extension fields set (common.h); none defined yet: 0 */
 };
 
 /* QP states, libibverbs numbering; the iWARP stream states map onto them:
@@ -382,8 +392,14 @@ struct iwarp_qp_attr {
     struct iwarp_qp_cap cap;
     uint8_t max_rd_atomic;      /* ORD */
     uint8_t max_dest_rd_atomic; /* IRD */
+    uint32_t comp_mask; /* output: extension fields filled (common.h); none defined yet: 0 */
 };
-IWARP_EXTERN int iwarp_query_qp(struct iwarp_qp *qp, struct iwarp_qp_attr *attr);
+IWARP_EXTERN int iwarp_query_qp_sized(struct iwarp_qp *qp, struct iwarp_qp_attr *attr,
+                                      size_t attr_size);
+static inline int iwarp_query_qp(struct iwarp_qp *qp, struct iwarp_qp_attr *attr)
+{
+    return iwarp_query_qp_sized(qp, attr, sizeof *attr);
+}
 
 /* Move the QP to IWARP_QPS_ERR (flush every WR; abortive close of the stream). Other
  * transitions are the CM's. */
@@ -489,6 +505,7 @@ struct iwarp_srq_attr {
 struct iwarp_srq_init_attr {
     void *srq_context;
     struct iwarp_srq_attr attr;
+    uint32_t comp_mask; /* extension fields set (common.h); none defined yet: 0 */
 };
 
 enum iwarp_srq_attr_mask { IWARP_SRQ_MAX_WR = 1 << 0, IWARP_SRQ_LIMIT = 1 << 1 };
@@ -541,12 +558,18 @@ struct iwarp_async_event {
      * received, and whether the peer sent it. */
     uint32_t term_cause;
     bool term_from_peer;
+    uint32_t comp_mask; /* output: extension fields filled (common.h); none defined yet: 0 */
 };
 
 /* The async event fd: readable when iwarp_get_async_event has an event. */
 IWARP_EXTERN int iwarp_async_fd(struct iwarp_ctx *ctx);
 /* Take the next async event; IWARP_ERR_BUSY when none is pending (never blocks). */
-IWARP_EXTERN int iwarp_get_async_event(struct iwarp_ctx *ctx, struct iwarp_async_event *event);
+IWARP_EXTERN int iwarp_get_async_event_sized(struct iwarp_ctx *ctx, struct iwarp_async_event *event,
+                                             size_t event_size);
+static inline int iwarp_get_async_event(struct iwarp_ctx *ctx, struct iwarp_async_event *event)
+{
+    return iwarp_get_async_event_sized(ctx, event, sizeof *event);
+}
 IWARP_EXTERN void iwarp_ack_async_event(struct iwarp_async_event *event);
 IWARP_EXTERN const char *iwarp_event_type_str(enum iwarp_event_type type);
 

@@ -148,6 +148,11 @@ void iwarp_api_free(struct iwarp_ctx *ctx, void *p);
 void iwarp_api_log(struct iwarp_ctx *ctx, enum iwarp_log_level level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* Log through the hook of a (log, log_user, log_level; printf-style): for iwarp_ctx_create,
+ * before the context exists. */
+void iwarp_api_log_attr(const struct iwarp_ctx_attr *a, enum iwarp_log_level level, const char *fmt,
+                        ...) __attribute__((format(printf, 3, 4)));
+
 /* Queue an async event (lock held). */
 void iwarp_api_async_push_locked(struct iwarp_ctx *ctx, const struct iwarp_async_event *ev);
 

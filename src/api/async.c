@@ -4,6 +4,9 @@
  */
 #include <sys/eventfd.h>
 
+#include <string.h>
+
+#include "api/api_ext.h"
 #include "api/api_internal.h"
 #include "iwarp/errors.h"
 
@@ -49,14 +52,17 @@ int iwarp_async_fd(struct iwarp_ctx *ctx)
     return ctx ? ctx->async_fd : IWARP_ERR_INVAL;
 }
 
-int iwarp_get_async_event(struct iwarp_ctx *ctx, struct iwarp_async_event *event)
+int iwarp_get_async_event_sized(struct iwarp_ctx *ctx, struct iwarp_async_event *event,
+                                size_t event_size)
 {
-    if (!ctx || !event)
+    if (!ctx || !event || !IWARP_API_EXT_ROOM(struct iwarp_async_event, event_size))
         return IWARP_ERR_INVAL;
     pthread_mutex_lock(&ctx->lock);
     int rc = IWARP_ERR_BUSY;
     if (ctx->async_count) {
-        *event = ctx->async_ring[ctx->async_head];
+        struct iwarp_async_event ev = ctx->async_ring[ctx->async_head];
+        ev.comp_mask = 0; /* no extension fields yet */
+        memcpy(event, &ev, IWARP_API_EXT_BASE(struct iwarp_async_event));
         ctx->async_head = (ctx->async_head + 1u) % IWARP_API_ASYNC_MAX;
         ctx->async_count--;
         if (ctx->async_count == 0) {

@@ -25,6 +25,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "api/api_ext.h"
 #include "api/api_internal.h"
 #include "api/cm_internal.h"
 #include "iwarp/errors.h"
@@ -620,6 +621,8 @@ int iwarp_cm_connect(struct iwarp_cm_id *pub, const struct iwarp_conn_param *par
 {
     if (!pub || !param || !pd_ok(param->private_data, param->private_data_len))
         return IWARP_ERR_INVAL;
+    if (IWARP_API_EXT_IN(&pub->context->attr, iwarp_conn_param, param) != 0)
+        return IWARP_ERR_NOTSUP;
     struct cm_id *id = cm_id_of(pub);
     int rc = id->tp->check_param ? id->tp->check_param(param) : 0;
     if (rc != 0)
@@ -644,6 +647,8 @@ int iwarp_cm_accept(struct iwarp_cm_id *pub, const struct iwarp_conn_param *para
 {
     if (!pub || (param && !pd_ok(param->private_data, param->private_data_len)))
         return IWARP_ERR_INVAL;
+    if (param && IWARP_API_EXT_IN(&pub->context->attr, iwarp_conn_param, param) != 0)
+        return IWARP_ERR_NOTSUP;
     struct cm_id *id = cm_id_of(pub);
     struct iwarp_ctx *ctx = pub->context;
     pthread_mutex_lock(&ctx->lock);

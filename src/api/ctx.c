@@ -12,6 +12,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "api/api_ext.h"
 #include "api/api_internal.h"
 #include "api/cm_internal.h"
 #include "loop/loop.h"
@@ -35,7 +36,8 @@ static void libc_free(void *p, void *user)
     free(p);
 }
 
-static const struct iwarp_mem_hooks libc_hooks = {libc_malloc, libc_calloc, libc_free, NULL};
+static const struct iwarp_mem_hooks libc_hooks = {
+    .malloc_fn = libc_malloc, .calloc_fn = libc_calloc, .free_fn = libc_free};
 
 static void getrandom_rng(void *user, void *buf, size_t len)
 {
@@ -82,7 +84,9 @@ static void loop_dealloc(void *user, void *p)
 
 void iwarp_ctx_attr_default(struct iwarp_ctx_attr *attr)
 {
-    memset(attr, 0, sizeof *attr);
+    /* the base only: a caller built against an older header has no room for more, and the
+     * fields after comp_mask take their defaults while their bits are clear */
+    memset(attr, 0, IWARP_API_EXT_BASE(struct iwarp_ctx_attr));
     attr->progress = IWARP_PROGRESS_THREAD;
     attr->max_mr = 65536;
     attr->log_level = IWARP_LOG_WARN;
@@ -94,10 +98,16 @@ int iwarp_ctx_create(const struct iwarp_ctx_attr *attr, struct iwarp_ctx **out)
         return IWARP_ERR_INVAL;
     *out = NULL;
     struct iwarp_ctx_attr a;
+    memset(&a, 0, sizeof a);
     if (attr)
-        a = *attr;
+        memcpy(&a, attr, IWARP_API_EXT_BASE(struct iwarp_ctx_attr));
     else
         iwarp_ctx_attr_default(&a);
+    int rc = IWARP_API_EXT_IN(&a, iwarp_ctx_attr, &a);
+    if (rc == 0 && a.mem)
+        rc = IWARP_API_EXT_IN(&a, iwarp_mem_hooks, a.mem);
+    if (rc != 0)
+        return rc;
     if (a.progress != IWARP_PROGRESS_THREAD && a.progress != IWARP_PROGRESS_CALLER)
         return IWARP_ERR_INVAL;
     if (a.max_mr == 0)
@@ -113,7 +123,7 @@ int iwarp_ctx_create(const struct iwarp_ctx_attr *attr, struct iwarp_ctx **out)
     if (!ctx)
         return IWARP_ERR_NOMEM;
     ctx->attr = a;
-    ctx->mem_hooks = *h;
+    memcpy(&ctx->mem_hooks, h, IWARP_API_EXT_BASE(struct iwarp_mem_hooks));
     ctx->attr.mem = &ctx->mem_hooks;
     ctx->async_fd = -1;
     ctx->next_handle = 1;
@@ -121,7 +131,7 @@ int iwarp_ctx_create(const struct iwarp_ctx_attr *attr, struct iwarp_ctx **out)
 #ifdef IWARP_HAVE_SCTP
     ctx->cm_sctp = &iwarp_cm_sctp;
 #endif
-    int rc = IWARP_ERR_NOMEM;
+    rc = IWARP_ERR_NOMEM;
     ctx->mem_entries = iwarp_api_calloc(ctx, a.max_mr, sizeof *ctx->mem_entries);
     if (!ctx->mem_entries)
         goto fail;
@@ -194,11 +204,12 @@ int iwarp_ctx_progress(struct iwarp_ctx *ctx, int timeout_ms)
     return 0;
 }
 
-int iwarp_query_device(struct iwarp_ctx *ctx, struct iwarp_device_attr *attr)
+int iwarp_query_device_sized(struct iwarp_ctx *ctx, struct iwarp_device_attr *attr,
+                             size_t attr_size)
 {
-    if (!ctx || !attr)
+    if (!ctx || !attr || !IWARP_API_EXT_ROOM(struct iwarp_device_attr, attr_size))
         return IWARP_ERR_INVAL;
-    *attr = (struct iwarp_device_attr){
+    struct iwarp_device_attr a = {
         .max_qp_wr = IWARP_CORE_MAX_WR,
         .max_sge = IWARP_CORE_MAX_SGE,
         .max_sge_rd = IWARP_CORE_MAX_SGE_RD,
@@ -208,6 +219,8 @@ int iwarp_query_device(struct iwarp_ctx *ctx, struct iwarp_device_attr *attr)
         .max_qp_init_rd_atom = IWARP_CORE_MAX_ORD,
         .max_srq_wr = IWARP_CORE_MAX_WR,
         .max_inline_data = IWARP_CORE_MAX_INLINE,
+        .comp_mask = 0, /* no extension fields yet */
     };
+    memcpy(attr, &a, IWARP_API_EXT_BASE(struct iwarp_device_attr));
     return 0;
 }

@@ -20,16 +20,31 @@ void iwarp_api_free(struct iwarp_ctx *ctx, void *p)
         ctx->mem_hooks.free_fn(p, ctx->mem_hooks.user);
 }
 
-void iwarp_api_log(struct iwarp_ctx *ctx, enum iwarp_log_level level, const char *fmt, ...)
+static void vlog_attr(const struct iwarp_ctx_attr *a, enum iwarp_log_level level, const char *fmt,
+                      va_list ap)
 {
-    if (!ctx->attr.log || level > ctx->attr.log_level)
+    if (!a->log || level > a->log_level)
         return;
     char msg[512];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    a->log(a->log_user, level, msg);
+}
+
+void iwarp_api_log_attr(const struct iwarp_ctx_attr *a, enum iwarp_log_level level, const char *fmt,
+                        ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    vlog_attr(a, level, fmt, ap);
     va_end(ap);
-    ctx->attr.log(ctx->attr.log_user, level, msg);
+}
+
+void iwarp_api_log(struct iwarp_ctx *ctx, enum iwarp_log_level level, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vlog_attr(&ctx->attr, level, fmt, ap);
+    va_end(ap);
 }
 
 void iwarp_api_progress_locked(struct iwarp_ctx *ctx)

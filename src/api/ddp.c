@@ -1,5 +1,6 @@
 /* The DDP-level interface (include/iwarp/ddp.h): QPs whose engine is core_ddp, not RDMAP. */
 #include "core/core_ddp.h"
+#include "api/api_ext.h"
 #include "api/api_internal.h"
 #include "iwarp/ddp.h"
 #include "iwarp/errors.h"
@@ -52,10 +53,17 @@ static uint32_t or1(uint32_t v)
 int iwarp_ddp_create_qp(struct iwarp_pd *pd, struct iwarp_ddp_qp_init_attr *attr,
                         struct iwarp_qp **out)
 {
-    if (!pd || !attr || !out || !attr->send_cq || !attr->recv_cq || attr->send_cq->ctx != pd->ctx ||
+    if (!pd || !attr || !out)
+        return IWARP_ERR_INVAL;
+    int rc = IWARP_API_EXT_IN(&pd->ctx->attr, iwarp_ddp_qp_init_attr, attr);
+    if (rc != 0)
+        return rc;
+    if (!attr->send_cq || !attr->recv_cq || attr->send_cq->ctx != pd->ctx ||
         attr->recv_cq->ctx != pd->ctx)
         return IWARP_ERR_INVAL;
-    struct iwarp_ddp_qp_init_attr a = *attr;
+    struct iwarp_ddp_qp_init_attr a;
+    memset(&a, 0, sizeof a);
+    memcpy(&a, attr, IWARP_API_EXT_BASE(struct iwarp_ddp_qp_init_attr));
     a.num_queues = or1(a.num_queues);
     a.max_recv_wr = or1(a.max_recv_wr);
     a.max_send_wr = or1(a.max_send_wr);
@@ -97,7 +105,7 @@ int iwarp_ddp_create_qp(struct iwarp_pd *pd, struct iwarp_ddp_qp_init_attr *attr
                                      .sq_sig_all = a.sq_sig_all != 0,
                                      .event = ddp_event,
                                      .event_user = q};
-    int rc = iwarp_core_ddp_init(&d->core, &cfg, &d->mem);
+    rc = iwarp_core_ddp_init(&d->core, &cfg, &d->mem);
     if (rc == 0) {
         pd->n_obj++;
         attr->send_cq->n_users++;
@@ -121,7 +129,7 @@ int iwarp_ddp_create_qp(struct iwarp_pd *pd, struct iwarp_ddp_qp_init_attr *attr
                                .qp_num = qp_num,
                                .state = IWARP_QPS_INIT,
                                .qp_type = IWARP_QPT_RC};
-    *attr = a;
+    memcpy(attr, &a, IWARP_API_EXT_BASE(struct iwarp_ddp_qp_init_attr)); /* the defaults taken */
     *out = &q->pub;
     return 0;
 }
@@ -194,9 +202,9 @@ int iwarp_ddp_post_recv(struct iwarp_qp *qp, uint32_t qn, struct iwarp_recv_wr *
     return rc;
 }
 
-int iwarp_ddp_query_error(struct iwarp_qp *qp, struct iwarp_ddp_error *err)
+int iwarp_ddp_query_error_sized(struct iwarp_qp *qp, struct iwarp_ddp_error *err, size_t err_size)
 {
-    if (!qp || !err)
+    if (!qp || !err || !IWARP_API_EXT_ROOM(struct iwarp_ddp_error, err_size))
         return IWARP_ERR_INVAL;
     struct iwarp_qp_impl *q = iwarp_api_qp(qp);
     struct iwarp_core_ddp *ddp = ddp_of(q);
@@ -204,9 +212,12 @@ int iwarp_ddp_query_error(struct iwarp_qp *qp, struct iwarp_ddp_error *err)
         return IWARP_ERR_DDP_QP_MODE;
     pthread_mutex_lock(&qp->context->lock);
     const struct iwarp_core_ddp_err *e = &ddp->err;
-    *err =
-        (struct iwarp_ddp_error){.cause = e->cause, .seg_len = e->seg_len, .hdr_len = e->hdr_len};
-    memcpy(err->hdr, e->hdr, e->hdr_len);
+    struct iwarp_ddp_error out = {.cause = e->cause,
+                                  .seg_len = e->seg_len,
+                                  .hdr_len = e->hdr_len,
+                                  .comp_mask = 0}; /* no extension fields yet */
+    memcpy(out.hdr, e->hdr, e->hdr_len);
     pthread_mutex_unlock(&qp->context->lock);
+    memcpy(err, &out, IWARP_API_EXT_BASE(struct iwarp_ddp_error));
     return 0;
 }

@@ -1,4 +1,5 @@
 /* Protection domains, memory regions and memory windows (seed 001 §5.2; ibv_reg_mr shapes). */
+#include "api/api_ext.h"
 #include "api/api_internal.h"
 #include "iwarp/errors.h"
 #include "mem/mem_region.h"
@@ -154,9 +155,14 @@ int iwarp_dealloc_mw(struct iwarp_mw *mw)
 
 int iwarp_bind_mw(struct iwarp_qp *qp, struct iwarp_mw *mw, const struct iwarp_mw_bind *bind)
 {
-    if (!qp || !mw || !bind || mw->type != IWARP_MW_TYPE_1)
+    if (!qp || !mw || !bind)
         return IWARP_ERR_INVAL;
     struct iwarp_ctx *ctx = qp->context;
+    int rc = IWARP_API_EXT_IN(&ctx->attr, iwarp_mw_bind, bind);
+    if (rc != 0)
+        return rc;
+    if (mw->type != IWARP_MW_TYPE_1)
+        return IWARP_ERR_INVAL;
     struct iwarp_qp_impl *q = iwarp_api_qp(qp);
     /* ibv_bind_mw: a type-1 bind rotates the window's key (ibv_inc_rkey). */
     struct iwarp_mem_bind b = {
@@ -168,7 +174,7 @@ int iwarp_bind_mw(struct iwarp_qp *qp, struct iwarp_mw *mw, const struct iwarp_m
     };
     uint32_t stag = 0;
     pthread_mutex_lock(&ctx->lock);
-    int rc = iwarp_mem_bind_mw(&ctx->mem, mw->rkey, qp->pd->handle, qp->qp_num, &b, &stag);
+    rc = iwarp_mem_bind_mw(&ctx->mem, mw->rkey, qp->pd->handle, qp->qp_num, &b, &stag);
     if (rc == 0)
         mw->rkey = stag;
     bool sig_all = q->eng->rdmap && q->eng->rdmap->cfg.sq_sig_all;

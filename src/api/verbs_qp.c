@@ -1,4 +1,7 @@
 /* Queue pairs, shared receive queues and posting (ibv_create_qp / ibv_post_send shapes). */
+#include <string.h>
+
+#include "api/api_ext.h"
 #include "api/api_internal.h"
 #include "iwarp/errors.h"
 
@@ -52,7 +55,12 @@ static void rdmap_qp_free(struct iwarp_qp_impl *q)
 
 int iwarp_create_qp(struct iwarp_pd *pd, struct iwarp_qp_init_attr *attr, struct iwarp_qp **out)
 {
-    if (!pd || !attr || !out || !attr->send_cq || !attr->recv_cq || attr->qp_type != IWARP_QPT_RC ||
+    if (!pd || !attr || !out)
+        return IWARP_ERR_INVAL;
+    int rc = IWARP_API_EXT_IN(&pd->ctx->attr, iwarp_qp_init_attr, attr);
+    if (rc != 0)
+        return rc;
+    if (!attr->send_cq || !attr->recv_cq || attr->qp_type != IWARP_QPT_RC ||
         attr->send_cq->ctx != pd->ctx || attr->recv_cq->ctx != pd->ctx ||
         (attr->srq && attr->srq->pd != pd))
         return IWARP_ERR_INVAL;
@@ -105,7 +113,7 @@ int iwarp_create_qp(struct iwarp_pd *pd, struct iwarp_qp_init_attr *attr, struct
         .event = qp_event,
         .event_user = q,
     };
-    int rc = iwarp_core_qp_init(&r->core, &cfg, &r->mem);
+    rc = iwarp_core_qp_init(&r->core, &cfg, &r->mem);
     if (rc == 0) {
         pd->n_obj++;
         attr->send_cq->n_users++;
@@ -162,19 +170,21 @@ int iwarp_destroy_qp(struct iwarp_qp *qp)
     return 0;
 }
 
-int iwarp_query_qp(struct iwarp_qp *qp, struct iwarp_qp_attr *attr)
+int iwarp_query_qp_sized(struct iwarp_qp *qp, struct iwarp_qp_attr *attr, size_t attr_size)
 {
-    if (!qp || !attr)
+    if (!qp || !attr || !IWARP_API_EXT_ROOM(struct iwarp_qp_attr, attr_size))
         return IWARP_ERR_INVAL;
     struct iwarp_qp_impl *q = iwarp_api_qp(qp);
     pthread_mutex_lock(&qp->context->lock);
     const struct iwarp_core_qp *rdmap = q->eng->rdmap; /* NULL: a DDP-level QP, no Reads */
-    *attr = (struct iwarp_qp_attr){.qp_state = iwarp_core_eng_verbs_state(q->eng),
-                                   .cap = q->cap,
-                                   .max_rd_atomic = (uint8_t)(rdmap ? rdmap->ord : 0),
-                                   .max_dest_rd_atomic = (uint8_t)(rdmap ? rdmap->ird : 0)};
-    qp->state = attr->qp_state;
+    struct iwarp_qp_attr a = {.qp_state = iwarp_core_eng_verbs_state(q->eng),
+                              .cap = q->cap,
+                              .max_rd_atomic = (uint8_t)(rdmap ? rdmap->ord : 0),
+                              .max_dest_rd_atomic = (uint8_t)(rdmap ? rdmap->ird : 0),
+                              .comp_mask = 0}; /* no extension fields yet */
+    qp->state = a.qp_state;
     pthread_mutex_unlock(&qp->context->lock);
+    memcpy(attr, &a, IWARP_API_EXT_BASE(struct iwarp_qp_attr));
     return 0;
 }
 
@@ -242,7 +252,12 @@ int iwarp_post_recv(struct iwarp_qp *qp, struct iwarp_recv_wr *wr, struct iwarp_
 
 int iwarp_create_srq(struct iwarp_pd *pd, struct iwarp_srq_init_attr *attr, struct iwarp_srq **out)
 {
-    if (!pd || !attr || !out || attr->attr.max_wr == 0 || attr->attr.max_wr > IWARP_CORE_MAX_WR ||
+    if (!pd || !attr || !out)
+        return IWARP_ERR_INVAL;
+    int rc = IWARP_API_EXT_IN(&pd->ctx->attr, iwarp_srq_init_attr, attr);
+    if (rc != 0)
+        return rc;
+    if (attr->attr.max_wr == 0 || attr->attr.max_wr > IWARP_CORE_MAX_WR ||
         attr->attr.max_sge > IWARP_CORE_MAX_SGE || attr->attr.srq_limit > attr->attr.max_wr)
         return IWARP_ERR_INVAL;
     struct iwarp_ctx *ctx = pd->ctx;

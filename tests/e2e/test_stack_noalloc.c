@@ -113,7 +113,8 @@ static void hook_free(void *p, void *user)
 
 static void hooks_init(struct counting_hooks *h)
 {
-    h->hooks = (struct iwarp_mem_hooks){hook_malloc, hook_calloc, hook_free, h};
+    h->hooks = (struct iwarp_mem_hooks){
+        .malloc_fn = hook_malloc, .calloc_fn = hook_calloc, .free_fn = hook_free, .user = h};
     atomic_init(&h->calls, 0);
     atomic_init(&h->live, 0);
 }

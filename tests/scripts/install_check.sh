@@ -24,6 +24,9 @@ int main(void)
 {
     if (strcmp(iwarp_version(), IWARP_VERSION_STRING) != 0)
         return 1;
+    struct iwarp_device_attr da; /* the header's inline wrapper -> iwarp_query_device_sized */
+    if (iwarp_query_device(NULL, &da) != IWARP_ERR_INVAL)
+        return 1;
     printf("%s: %s\n", iwarp_err_name(IWARP_ERR_FPDU_CRC), iwarp_strerror(IWARP_ERR_FPDU_CRC));
     return strcmp(iwarp_err_name(IWARP_ERR_FPDU_CRC), "IWARP_ERR_FPDU_CRC") != 0;
 }
