@@ -1,4 +1,28 @@
-/* libiwarp: definitions shared by every public header. */
+/*
+ * libiwarp: definitions shared by every public header.
+ *
+ * How the public headers are documented. Every function, and every struct or enum the
+ * application uses, has a comment opened with a double star whose first line is
+ * "name - summary", then paragraphs (the parameters by name), then for a function these tagged
+ * sections, in this order:
+ *   Returns:    each value and when it is returned; for an int function 0 and every
+ *               IWARP_ERR_* code it can return (errors.h), one per line.
+ *   Ownership:  who owns each pointer passed or returned, and for how long the library
+ *               borrows it.
+ *   Context:    which threads may call it, which lock it takes, whether it blocks, and before
+ *               or after which other calls it is allowed.
+ * Struct fields are documented by a trailing or preceding comment each.
+ *
+ * General rules the sections rely on:
+ *  - Every function may be called from any thread. Functions on the objects of one context
+ *    serialise on the context's lock; blocking waits (iwarp_get_cq_event, iwarp_cq_wait,
+ *    iwarp_cm_get_event, iwarp_ctx_progress) wait without it.
+ *  - The hooks an application gives a context (iwarp_ctx_attr: allocator, log, rng) may run
+ *    with that lock held, in the progress thread or in the caller's: they must not call into
+ *    libiwarp. There are no other callbacks.
+ *  - An object must not be used by any thread once a call destroying it has returned 0, and
+ *    must not be destroyed while another thread uses it.
+ */
 #ifndef IWARP_COMMON_H
 #define IWARP_COMMON_H
 

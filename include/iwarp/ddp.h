@@ -63,8 +63,12 @@ extern "C" {
 /* Untagged queues of one DDP-level QP, at most (and the QNs it can send to: 0..63). */
 #define IWARP_DDP_MAX_QUEUES 64u
 
+/**
+ * struct iwarp_ddp_qp_init_attr - how iwarp_ddp_create_qp makes a DDP-level QP. Input struct
+ * (common.h); the defaults taken are written back.
+ */
 struct iwarp_ddp_qp_init_attr {
-    void *qp_context;
+    void *qp_context;         /* copied to iwarp_qp.qp_context */
     struct iwarp_cq *send_cq; /* IWARP_WC_DDP_SEND */
     struct iwarp_cq *recv_cq; /* IWARP_WC_DDP_RECV, IWARP_WC_DDP_TAGGED_RECV */
     uint32_t num_queues;      /* untagged queues QN 0 .. num_queues - 1; 0: 1 */
@@ -72,48 +76,120 @@ struct iwarp_ddp_qp_init_attr {
     uint32_t max_send_wr;     /* 0: 1 */
     uint32_t max_send_sge;    /* 0: 1; at most 6 */
     uint32_t max_recv_sge;    /* 0: 1; at most 6 */
-    int sq_sig_all;
-    uint32_t comp_mask; /* extension fields set (common.h); none defined yet: 0 */
+    int sq_sig_all;           /* non-zero: every send completes as if signaled */
+    uint32_t comp_mask;       /* extension fields set (common.h); none defined yet: 0 */
 };
 
-/* Create a DDP-level QP (not connected: see iwarp_ddp_cm_create_qp). attr's zero fields are
- * raised to the defaults. Returns 0, IWARP_ERR_INVAL or IWARP_ERR_NOMEM. */
+/**
+ * iwarp_ddp_create_qp - create a DDP-level QP, not connected (see iwarp_ddp_cm_create_qp).
+ *
+ * Sends may be posted before it is connected (they go out once it is); so may receives.
+ *
+ * Returns:
+ *   0                    *qp is the new QP; attr's zero sizes are raised to the defaults.
+ *   IWARP_ERR_INVAL      pd, attr or qp is NULL; send_cq or recv_cq is NULL or of another
+ *                        context; num_queues is over IWARP_DDP_MAX_QUEUES; a WR or SGE count
+ *                        is over the device limit (iwarp_query_device).
+ *   IWARP_ERR_NOTSUP     attr->comp_mask has a bit this version does not know; nothing else
+ *                        was checked.
+ *   IWARP_ERR_NOMEM      out of memory.
+ * Ownership: attr is read (and written back) during the call only; qp_context and the CQs are
+ *   borrowed for the QP's life. The QP belongs to the caller until iwarp_destroy_qp.
+ * Context: any thread; takes the context lock.
+ */
 IWARP_EXTERN int iwarp_ddp_create_qp(struct iwarp_pd *pd, struct iwarp_ddp_qp_init_attr *attr,
                                      struct iwarp_qp **qp);
 
-/* Create a DDP-level QP for a CM id (rdma_create_qp's shape); the id owns it as after
- * iwarp_cm_create_qp (iwarp_cm_destroy_qp destroys it). IWARP_ERR_BUSY when the id has one. */
+/**
+ * iwarp_ddp_cm_create_qp - create a DDP-level QP for a CM id (rdma_create_qp's shape).
+ *
+ * The id owns it as after iwarp_cm_create_qp (iwarp_cm_destroy_qp destroys it) and connects it
+ * with iwarp_cm_connect or iwarp_cm_accept as usual.
+ *
+ * Returns:
+ *   0                    id->qp is the new QP.
+ *   IWARP_ERR_INVAL      id, pd or attr is NULL, or as iwarp_ddp_create_qp.
+ *   IWARP_ERR_BUSY       the id has a QP already.
+ *   IWARP_ERR_NOTSUP, IWARP_ERR_NOMEM  as iwarp_ddp_create_qp.
+ * Ownership: as iwarp_ddp_create_qp.
+ * Context: any thread; takes the context lock.
+ */
 IWARP_EXTERN int iwarp_ddp_cm_create_qp(struct iwarp_cm_id *id, struct iwarp_pd *pd,
                                         struct iwarp_ddp_qp_init_attr *attr);
 
-/* One DDP message to send (RFC 4296 §2.1.2 ddp_send / ddp_send_ddp). */
+/**
+ * struct iwarp_ddp_send_wr - one DDP message to send (RFC 4296 §2.1.2 ddp_send /
+ * ddp_send_ddp). Fixed layout, posted in lists: not extensible (common.h).
+ */
 struct iwarp_ddp_send_wr {
-    uint64_t wr_id;
-    struct iwarp_ddp_send_wr *next;
-    struct iwarp_sge *sg_list; /* the payload: lkeys of the QP's PD */
-    int num_sge;
-    unsigned int send_flags; /* IWARP_SEND_SIGNALED (the others are RDMAP's: INVAL) */
-    bool tagged;             /* RFC 5041 §5.1.1 tagged, else §5.1.2 untagged */
-    uint32_t qn;             /* untagged: the peer's queue (0 .. IWARP_DDP_MAX_QUEUES - 1) */
-    uint32_t stag;           /* tagged: the peer's Tagged Buffer */
-    uint64_t to;             /* tagged: the TO of the first octet */
-    uint8_t rsvdulp[5];      /* RsvdULP: all 5 octets untagged; tagged only rsvdulp[0] */
+    uint64_t wr_id;                 /* reported by the completion */
+    struct iwarp_ddp_send_wr *next; /* the next WR of the list, or NULL */
+    struct iwarp_sge *sg_list;      /* the payload: lkeys of the QP's PD */
+    int num_sge;                    /* entries of sg_list, up to max_send_sge */
+    unsigned int send_flags;        /* IWARP_SEND_SIGNALED (the others are RDMAP's: INVAL) */
+    bool tagged;                    /* RFC 5041 §5.1.1 tagged, else §5.1.2 untagged */
+    uint32_t qn;                    /* untagged: the peer's queue (0 .. IWARP_DDP_MAX_QUEUES - 1) */
+    uint32_t stag;                  /* tagged: the peer's Tagged Buffer */
+    uint64_t to;                    /* tagged: the TO of the first octet */
+    uint8_t rsvdulp[5];             /* RsvdULP: all 5 octets untagged; tagged only rsvdulp[0] */
 };
 
-/* Post send WRs in order. On failure *bad_wr is the first not posted: IWARP_ERR_INVAL (bad WR,
- * tagged TO + length wrapping 64 bits, flags), IWARP_ERR_NOSPC, IWARP_ERR_STATE (graceful
- * teardown requested or torn down), IWARP_ERR_DDP_QP_MODE (not a DDP-level QP) or a memory
- * error for an lkey. Ownership: the SGE memory is borrowed until the completion. */
+/**
+ * iwarp_ddp_post_send - post DDP messages, in order (ddp_send, ddp_send_ddp).
+ *
+ * Each WR is checked and queued; the first that fails stops the list (those before it stay
+ * posted). What can be sent is sent from the calling thread before it returns; before the QP
+ * is connected the messages wait.
+ *
+ * Returns:
+ *   0                    every WR is posted; *bad_wr is NULL.
+ *   IWARP_ERR_INVAL      qp or wr is NULL; send_flags has a bit other than
+ *                        IWARP_SEND_SIGNALED; num_sge < 0 or over max_send_sge; sg_list NULL
+ *                        with num_sge > 0; untagged qn is IWARP_DDP_MAX_QUEUES or more; the
+ *                        message is 2^32 octets or more; tagged TO + length wraps 64 bits.
+ *   IWARP_ERR_STATE      a graceful teardown was requested, or the stream is torn down.
+ *   IWARP_ERR_NOSPC      the send queue is full.
+ *   IWARP_ERR_DDP_QP_MODE  qp is not a DDP-level QP.
+ *   IWARP_ERR_STAG_INVALID, IWARP_ERR_STAG_NOT_ASSOC, IWARP_ERR_MEM_BOUNDS,
+ *   IWARP_ERR_MEM_TO_WRAP  an SGE is not inside an MR of the QP's PD.
+ *   On failure *bad_wr (if bad_wr is not NULL) is the first WR not posted.
+ * Ownership: the WRs are read during the call only; the SGE memory is borrowed until the
+ *   completion.
+ * Context: any thread; takes the context lock.
+ */
 IWARP_EXTERN int iwarp_ddp_post_send(struct iwarp_qp *qp, struct iwarp_ddp_send_wr *wr,
                                      struct iwarp_ddp_send_wr **bad_wr);
 
-/* Post receive buffers to untagged queue qn (ddp_post_recv): each takes the next message of
- * that queue, in posting order. Errors as iwarp_post_recv, IWARP_ERR_INVAL for qn out of range,
- * IWARP_ERR_STATE after a receive error. */
+/**
+ * iwarp_ddp_post_recv - post receive buffers to untagged queue qn (ddp_post_recv).
+ *
+ * Each takes the next message of that queue, in posting order. Allowed before the QP is
+ * connected.
+ *
+ * Returns:
+ *   0                    every WR is posted; *bad_wr is NULL.
+ *   IWARP_ERR_INVAL      qp or wr is NULL; qn is not below the QP's num_queues; num_sge < 0
+ *                        or over max_recv_sge; sg_list NULL with num_sge > 0; the SGEs total
+ *                        2^32 octets or more.
+ *   IWARP_ERR_STATE      after a receive error (nothing is placed any more), or the QP is in
+ *                        error.
+ *   IWARP_ERR_NOSPC      the queue is full (max_recv_wr).
+ *   IWARP_ERR_DDP_QP_MODE  qp is not a DDP-level QP.
+ *   IWARP_ERR_STAG_INVALID, IWARP_ERR_STAG_NOT_ASSOC, IWARP_ERR_MEM_ACCESS,
+ *   IWARP_ERR_MEM_BOUNDS, IWARP_ERR_MEM_TO_WRAP  an SGE is not inside a LOCAL_WRITE MR of the
+ *                        QP's PD.
+ *   On failure *bad_wr (if bad_wr is not NULL) is the first WR not posted.
+ * Ownership: the WRs are read during the call only; the memory is borrowed until the
+ *   completion.
+ * Context: any thread; takes the context lock.
+ */
 IWARP_EXTERN int iwarp_ddp_post_recv(struct iwarp_qp *qp, uint32_t qn, struct iwarp_recv_wr *wr,
                                      struct iwarp_recv_wr **bad_wr);
 
-/* The first receive error of a DDP-level QP (RFC 5041 §7.1 report). */
+/**
+ * struct iwarp_ddp_error - the first receive error of a DDP-level QP (RFC 5041 §7.1 report).
+ * Output struct (common.h).
+ */
 struct iwarp_ddp_error {
     uint32_t cause;     /* layer << 16 | etype << 8 | code; 0: no error so far */
     uint32_t seg_len;   /* the offending segment's length (MPA ULPDU_Length); 0 if unknown */
@@ -122,8 +198,33 @@ struct iwarp_ddp_error {
     uint32_t comp_mask; /* output: extension fields filled (common.h); none defined yet: 0 */
 };
 
+/**
+ * iwarp_ddp_query_error_sized - what iwarp_ddp_query_error calls: fill err, err_size octets
+ * long.
+ *
+ * Writes the base of struct iwarp_ddp_error and each appended field that fits in err_size, and
+ * sets comp_mask to the bits of the appended fields written (0 in this version). Call it
+ * directly only where the inline wrapper cannot be used.
+ *
+ * Returns:
+ *   0                    *err is filled (cause 0: no error so far).
+ *   IWARP_ERR_INVAL      qp or err is NULL, or err_size is smaller than the base.
+ *   IWARP_ERR_DDP_QP_MODE  qp is not a DDP-level QP.
+ * Ownership: err is the caller's; nothing is kept.
+ * Context: any thread; takes the context lock.
+ */
 IWARP_EXTERN int iwarp_ddp_query_error_sized(struct iwarp_qp *qp, struct iwarp_ddp_error *err,
                                              size_t err_size);
+/**
+ * iwarp_ddp_query_error - the QP's first receive error, with the offending DDP header and
+ * segment length (RFC 5041 §7.1).
+ *
+ * err need not be initialised: the wrapper passes sizeof *err to iwarp_ddp_query_error_sized.
+ *
+ * Returns: as iwarp_ddp_query_error_sized.
+ * Ownership: as iwarp_ddp_query_error_sized.
+ * Context: as iwarp_ddp_query_error_sized.
+ */
 static inline int iwarp_ddp_query_error(struct iwarp_qp *qp, struct iwarp_ddp_error *err)
 {
     return iwarp_ddp_query_error_sized(qp, err, sizeof *err);

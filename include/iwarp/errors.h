@@ -101,6 +101,9 @@ extern "C" {
     XX(PKT_TOO_BIG, -74, "TCP segment does not fit in one IP packet")                            \
     XX(PKT_CSUM, -75, "IP, TCP, UDP or SCTP checksum does not verify")
 
+/**
+ * enum iwarp_err - IWARP_OK and the IWARP_ERR_* codes of IWARP_ERRNO_MAP (negative).
+ */
 enum iwarp_err {
     IWARP_OK = 0,
 #define IWARP_ERR_ENUM(name, value, msg) IWARP_ERR_##name = (value),
@@ -108,10 +111,24 @@ enum iwarp_err {
 #undef IWARP_ERR_ENUM
 };
 
-/* A human-readable message for an IWARP_ERR_* code (or "success" for 0). Never NULL. */
+/**
+ * iwarp_strerror - a human-readable message for an IWARP_ERR_* code.
+ *
+ * Returns: the table's message; "success" for 0; "unknown error" for a value that is no
+ *   IWARP_ERR_* code. Never NULL.
+ * Ownership: the string is static; never free it.
+ * Context: any thread, any time; pure.
+ */
 IWARP_EXTERN const char *iwarp_strerror(int err);
 
-/* The code's symbolic name, e.g. "IWARP_ERR_FPDU_CRC". Never NULL. */
+/**
+ * iwarp_err_name - the code's symbolic name, e.g. "IWARP_ERR_FPDU_CRC".
+ *
+ * Returns: the name; "IWARP_OK" for 0; "IWARP_ERR_UNKNOWN" for a value that is no
+ *   IWARP_ERR_* code. Never NULL.
+ * Ownership: the string is static; never free it.
+ * Context: any thread, any time; pure.
+ */
 IWARP_EXTERN const char *iwarp_err_name(int err);
 
 #ifdef __cplusplus

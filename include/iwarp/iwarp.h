@@ -13,7 +13,14 @@
 extern "C" {
 #endif
 
-/* The library's version string, e.g. "0.1.0" (the run-time copy of IWARP_VERSION_STRING). */
+/**
+ * iwarp_version - the running library's version string, e.g. "0.1.0" (the run-time copy of
+ * IWARP_VERSION_STRING; compare them to detect a header/library mismatch).
+ *
+ * Returns: a static string. Never NULL.
+ * Ownership: the string is static; never free it.
+ * Context: any thread, any time; pure.
+ */
 IWARP_EXTERN const char *iwarp_version(void);
 
 #ifdef __cplusplus

@@ -38,26 +38,41 @@
 extern "C" {
 #endif
 
-/*
- * Starts the process-wide packet trace: connections set up from now on, in every context that
- * traces nowhere else (no trace_pcap, no IWARP_PCAP), record into path. A trace started before
- * is stopped first (as by iwarp_trace_stop). Any thread; takes a process-wide lock.
+/**
+ * iwarp_trace_start - start the process-wide packet trace.
+ *
+ * Connections set up from now on, in every context that traces nowhere else (no trace_pcap, no
+ * IWARP_PCAP), record into path. A trace started before is stopped first (as by
+ * iwarp_trace_stop).
  *   path      - the capture file: created or truncated now, unless already open in this process
  *               (then shared, appended to).
  *   max_bytes - the process's bound in octets; 0: IWARP_PCAP_MAX from the environment, else
  *               256 MiB. Starts the bound afresh (files stopped at it record again).
+ *
+ * Returns:
+ *   0                    started.
+ *   IWARP_ERR_INVAL      path is NULL or empty, or max_bytes is 0 and IWARP_PCAP_MAX is not a
+ *                        size; nothing is started.
+ *   IWARP_ERR_NOMEM      out of memory; nothing is started.
+ *   IWARP_ERR_PCAP       the file cannot be created; nothing is started.
  * Ownership: path is copied.
- * Returns 0, IWARP_ERR_INVAL (NULL or empty path, IWARP_PCAP_MAX not a size), IWARP_ERR_NOMEM,
- * IWARP_ERR_PCAP (the file cannot be created); nothing is started then.
+ * Context: any thread, with or without contexts; takes a process-wide lock. Not from a hook.
  */
 IWARP_EXTERN int iwarp_trace_start(const char *path, uint64_t max_bytes);
 
-/*
- * Stops the process-wide packet trace: connections set up from now on are not recorded in its
- * file; its records so far are flushed to disk now; connections already recording into it go
- * on until they close, and the file is closed when the last of them (or of the contexts using
- * the same path) lets go. Nothing when no trace is started. Any thread.
- * Returns 0, or IWARP_ERR_IO when writing the file failed.
+/**
+ * iwarp_trace_stop - stop the process-wide packet trace.
+ *
+ * Connections set up from now on are not recorded in its file; its records so far are flushed
+ * to disk now; connections already recording into it go on until they close, and the file is
+ * closed when the last of them (or of the contexts using the same path) lets go. Nothing when
+ * no trace is started.
+ *
+ * Returns:
+ *   0                    stopped (or none was started).
+ *   IWARP_ERR_IO         writing the file failed (the trace is stopped all the same).
+ * Ownership: none.
+ * Context: any thread; takes a process-wide lock. Not from a hook.
  */
 IWARP_EXTERN int iwarp_trace_stop(void);
 
