@@ -108,12 +108,19 @@ bad "--transport must be" --transport udp
 bad "--mpa-rev must be" --mpa-rev 3
 bad "--qd must be" --qd 0
 bad "--qps must be" --qps 65
-bad "not both" -s 64 -a
-bad "not both" -n 10 -D 1
-bad "one QP" --lat --qps 2
+bad "not both$" -s 64 -a
+bad "not both$" -n 10 -D 1
+bad "with --lat$" --lat --qps 2
 bad "--server takes no HOST" --server 10.0.0.1
 bad "unknown option" --frobnicate
+bad "unknown option '-x'" -xa
+bad "unknown option '-x'" --server -xa
+bad "option '--json' takes no value" --json=1
 bad "needs a value" --port
+bad "option '-n' needs a value" -n
+bad "--mpa-rev must be" --mpa-rev 01
+bad "--duration needs seconds" -D 0
+bad "--passes must be 1 .. 31" --passes 32
 bad "--plot needs" --plot out.png
 bad "cannot resolve" no-such-host.invalid
 

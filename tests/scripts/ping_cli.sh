@@ -59,6 +59,9 @@ done <<'EOF'
 -s -p 0|invalid port '0'
 -s -p 65536|invalid port '65536'
 -s -p|'-p' needs a value
+-s --port|'--port' needs a value
+-s --verbose=3|'--verbose' takes no value
+-s -vx|unknown option '-x'
 -s -x|unknown option '-x'
 -s --bogus|unknown option '--bogus'
 -s extra|unexpected argument 'extra'

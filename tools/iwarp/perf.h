@@ -38,7 +38,6 @@ enum {
     PERF_WELCOME_LEN = 32,
     PERF_LAT_MAX_SAMPLES = 1000000, /* latency samples kept per pass (-D stops when full) */
     PERF_TIMEOUT_MS = 30000,        /* a silent peer fails the run after this long */
-    PERF_SCTP_MIN_MTU = 596,        /* llp_sctp's least network MTU (IPv4: 576 + IP header) */
 };
 
 enum perf_op { PERF_OP_WRITE = 0, PERF_OP_READ = 1, PERF_OP_SEND = 2 };

@@ -36,7 +36,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include <arpa/inet.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -50,10 +49,10 @@
 #include <time.h>
 
 #include "cli.h"
+#include "cli_opts.h"
 #include "iwarp/iwarp.h"
 
 #define PING_PORT      7174u  /* rping's default port */
-#define SCTP_MIN_MTU   596u   /* llp_sctp's least network MTU (IPv4: 576 + IP header) */
 #define PING_SIZE      64u    /* rping's default -S */
 #define PING_MIN_SIZE  26u    /* rping: sizeof "2147483647" + sizeof "rdma-ping-%d: " */
 #define PING_MAX_SIZE  65535u /* rping: RPING_BUFSIZE - 1 */
@@ -1011,79 +1010,113 @@ static void teardown(struct ping *p)
         fprintf(stderr, "iwarp ping: iwarp_ctx_destroy: an object was left\n");
 }
 
+/* --x-p2p: the RTR types in a string of w (Write), r (Read), s (Send); at least one. */
+static int parse_p2p(const char *arg, void *field)
+{
+    uint8_t types = 0;
+    for (const char *t = arg; *t; t++)
+        if (*t == 'w')
+            types |= IWARP_CM_RTR_WRITE;
+        else if (*t == 'r')
+            types |= IWARP_CM_RTR_READ;
+        else if (*t == 's')
+            types |= IWARP_CM_RTR_SEND;
+        else
+            return -1;
+    memcpy(field, &types, sizeof types);
+    return types ? 0 : -1;
+}
+
+#define AT(field) CLI_AT(struct opts, field)
+
+/* The options and their --help, in --help's order; the --x-* ones are hidden (see the top). */
+static const struct cli_opt rows[] = {
+    {CLI_LINE("\noptions (rping's):")},
+    {CLI_OPTION(CLI_FLAG, "server", 's', NULL), AT(server),
+     .help = "server side; serves one client, then exits (see -P)"},
+    {CLI_OPTION(CLI_FLAG, "client", 'c', NULL), AT(client), .help = "client side"},
+    {CLI_OPTION(CLI_STR, "addr", 'a', "ADDR"), AT(addr_arg),
+     .help = "server: address to listen on (default 0.0.0.0; -a ::0 for\n"
+             "IPv6); client: the server's address. IPv4, IPv6 or a name"},
+    {CLI_OPTION(CLI_STR, "source", 'I', "ADDR"), AT(src_arg),
+     .help = "client: local address to connect from"},
+    {CLI_OPTION(CLI_UINT, "port", 'p', "PORT"), AT(port), CLI_RANGE(1, 65535), .def = PING_PORT,
+     .err = "invalid port '{arg}' ({min}..{max})",
+     .help = "TCP port; with --transport sctp the UDP port SCTP runs\n"
+             "over (RFC 6951) (default {def})"},
+    {CLI_OPTION(CLI_UINT, "count", 'C', "N"), AT(count), CLI_RANGE(0, 0x7fffffff),
+     .err = "invalid count '{arg}' ({min}..{max}; 0: forever)",
+     .help = "client: pings to do (default 0: until interrupted); the\n"
+             "server, as rping's, serves until the client disconnects"},
+    {CLI_OPTION(CLI_UINT, "size", 'S', "N"), AT(size), CLI_RANGE(PING_MIN_SIZE, PING_MAX_SIZE),
+     .def = PING_SIZE, .err = "invalid size '{arg}' (valid range is {min} to {max})",
+     .help = "ping size in octets, {min}..{max} (default {def}); a server reads\n"
+             "at most its own -S"},
+    {CLI_OPTION(CLI_COUNT, "verbose", 'v', NULL), AT(verbose),
+     .help = "print the data: \"ping data: ...\" (client), \"server ping\n"
+             "data: ...\" (server)"},
+    {CLI_OPTION(CLI_FLAG, "validate", 'V', NULL), AT(validate),
+     .help = "client: check that what came back is what was sent"},
+    {CLI_OPTION(CLI_COUNT, "debug", 'd', NULL), AT(debug),
+     .help = "trace every step (CM events, advertisements, completions)"},
+    {CLI_OPTION(CLI_FLAG, "persistent", 'P', NULL), AT(persistent),
+     .help = "server: serve clients (several at once) until killed"},
+    {CLI_OPTION(CLI_IGNORE, NULL, 'q', NULL),
+     .help = "accepted for rping compatibility (the QP is always the CM's)"},
+    {CLI_LINE("options (libiwarp's):")},
+    {CLI_TRANSPORT(struct opts, sctp), .err = "invalid --transport '{arg}' (tcp or sctp)",
+     .help = "lower layer (default tcp: MPA over TCP, as rping). sctp:\n"
+             "DDP over SCTP (RFC 5043, RFC 6581 §7) on usrsctp over UDP,\n"
+             "libiwarp to libiwarp; give it to the server and the client\n"
+             "alike. There is no MPA over SCTP, so --crc is refused with\n"
+             "it (exit 2); SCTP's CRC32c checks every packet"},
+    {CLI_SCTP_MTU(struct opts, sctp_mtu), .err = "invalid --sctp-mtu '{arg}' ({min}..{max})",
+     .help = "with --transport sctp: the network MTU the packets mimic,\n"
+             "{min}..{max} (default 1500; IPv6 needs at least 616); DDP\n"
+             "segments are sized so that nothing fragments"},
+    {CLI_OPTION(CLI_FLAG, "crc", 0, NULL), AT(crc),
+     .help = "ask for MPA CRC32C (RFC 5044 §4.4; siw's default is off)"},
+    {CLI_OPTION(CLI_UINT, "first-delay", 0, "MS"), AT(first_delay_ms), CLI_RANGE(0, 600000),
+     .err = "invalid --first-delay '{arg}' ({min}..{max} ms)",
+     .help = "client: wait MS ms after ESTABLISHED before the first Send.\n"
+             "siw 6.1 as responder sends its MPA Reply before it installs\n"
+             "its socket callbacks; an FPDU arriving in between can stall"},
+    {CLI_OPTION(CLI_UINT, "retry", 0, "SECS"), AT(retry_s), CLI_RANGE(0, 86400),
+     .err = "invalid --retry '{arg}' ({min}..{max} s)",
+     .help = "client: redial a refused or dropped connection attempt for\n"
+             "up to SECS seconds (a listener that is not up yet)"},
+    {CLI_OPTION(CLI_STR, "pcap", 0, "FILE"), AT(pcap),
+     .help = "record the connection's MPA stream (SCTP: its packets in\n"
+             "UDP) to FILE (pcap)"},
+    {CLI_OPTION(CLI_HELP, "help", 'h', NULL), .help = "this text"},
+    {CLI_OPTION(CLI_FLAG, "x-markers", 0, NULL), AT(x_markers)},
+    {CLI_OPTION(CLI_FLAG, "x-markers-fallback", 0, NULL), AT(x_markers_fallback)},
+    {CLI_OPTION(CLI_FN, "x-p2p", 0, "TYPES"), AT(x_p2p), .fn = parse_p2p,
+     .err = "invalid --x-p2p '{arg}' (w, r, s)"},
+    {CLI_OPTION(CLI_FLAG, "x-bad-rkey", 0, NULL), AT(x_bad_rkey)},
+    {CLI_OPTION(CLI_FLAG, "x-bad-sink", 0, NULL), AT(x_bad_sink)},
+    {CLI_OPTION(CLI_FLAG, "x-audit", 0, NULL), AT(x_audit)},
+};
+
+static void usage(FILE *out);
+static const struct cli_spec spec =
+    CLI_SPEC("iwarp ping", "Try `iwarp ping --help`.", usage, 22, rows);
+
 static void usage(FILE *out)
 {
-    fprintf(out,
-            "usage: iwarp ping -s [-vVdP] [-S size] [-C count] [-a addr] [-p port] [OPTIONS]\n"
-            "       iwarp ping -c [-vVd] [-S size] [-C count] [-I addr] -a addr [-p port] "
-            "[OPTIONS]\n\n"
-            "rping (rdma-core) over libiwarp: the client advertises its start buffer in a Send,\n"
-            "the server RDMA-Reads it and answers with a Send; the client advertises its sink\n"
-            "buffer, the server RDMA-Writes the data back and answers again. Interoperates with\n"
-            "rping on any iWARP device (e.g. Linux siw) in either role.\n\n"
-            "options (rping's):\n"
-            "  -s, --server        server side; serves one client, then exits (see -P)\n"
-            "  -c, --client        client side\n"
-            "  -a, --addr ADDR     server: address to listen on (default 0.0.0.0; -a ::0 for\n"
-            "                      IPv6); client: the server's address. IPv4, IPv6 or a name\n"
-            "  -I, --source ADDR   client: local address to connect from\n"
-            "  -p, --port PORT     TCP port; with --transport sctp the UDP port SCTP runs\n"
-            "                      over (RFC 6951) (default %u)\n"
-            "  -C, --count N       client: pings to do (default 0: until interrupted); the\n"
-            "                      server, as rping's, serves until the client disconnects\n"
-            "  -S, --size N        ping size in octets, %u..%u (default %u); a server reads\n"
-            "                      at most its own -S\n"
-            "  -v, --verbose       print the data: \"ping data: ...\" (client), \"server ping\n"
-            "                      data: ...\" (server)\n"
-            "  -V, --validate      client: check that what came back is what was sent\n"
-            "  -d, --debug         trace every step (CM events, advertisements, completions)\n"
-            "  -P, --persistent    server: serve clients (several at once) until killed\n"
-            "  -q                  accepted for rping compatibility (the QP is always the CM's)\n"
-            "options (libiwarp's):\n"
-            "  --transport tcp|sctp  lower layer (default tcp: MPA over TCP, as rping). sctp:\n"
-            "                      DDP over SCTP (RFC 5043, RFC 6581 §7) on usrsctp over UDP,\n"
-            "                      libiwarp to libiwarp; give it to the server and the client\n"
-            "                      alike. There is no MPA over SCTP, so --crc is refused with\n"
-            "                      it (exit 2); SCTP's CRC32c checks every packet\n"
-            "  --sctp-mtu BYTES    with --transport sctp: the network MTU the packets mimic,\n"
-            "                      %u..65535 (default 1500; IPv6 needs at least 616); DDP\n"
-            "                      segments are sized so that nothing fragments\n"
-            "  --crc               ask for MPA CRC32C (RFC 5044 §4.4; siw's default is off)\n"
-            "  --first-delay MS    client: wait MS ms after ESTABLISHED before the first Send.\n"
-            "                      siw 6.1 as responder sends its MPA Reply before it installs\n"
-            "                      its socket callbacks; an FPDU arriving in between can stall\n"
-            "  --retry SECS        client: redial a refused or dropped connection attempt for\n"
-            "                      up to SECS seconds (a listener that is not up yet)\n"
-            "  --pcap FILE         record the connection's MPA stream (SCTP: its packets in\n"
-            "                      UDP) to FILE (pcap)\n"
-            "  -h, --help          this text\n\n"
-            "Exit status: 0 when every ping completed (and verified, with -V) and the connection\n"
-            "closed; 1 on a connection failure, an error completion, a Terminate, a data\n"
-            "mismatch or a connection that ended early; 2 for bad options.\n",
-            PING_PORT, PING_MIN_SIZE, PING_MAX_SIZE, PING_SIZE, SCTP_MIN_MTU);
-}
-
-static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-/* A bad option: the message on stderr, then where to look; returns -1. */
-static int bad(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "iwarp ping: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\nTry `iwarp ping --help`.\n");
-    va_end(ap);
-    return -1;
-}
-
-/* A whole decimal number in [min, max], or -1 with *ok false. */
-static long number(const char *s, long min, long max, bool *ok)
-{
-    char *end;
-    long v = strtol(s, &end, 10);
-    *ok = *s && !*end && v >= min && v <= max;
-    return v;
+    fputs("usage: iwarp ping -s [-vVdP] [-S size] [-C count] [-a addr] [-p port] [OPTIONS]\n"
+          "       iwarp ping -c [-vVd] [-S size] [-C count] [-I addr] -a addr [-p port] "
+          "[OPTIONS]\n\n"
+          "rping (rdma-core) over libiwarp: the client advertises its start buffer in a Send,\n"
+          "the server RDMA-Reads it and answers with a Send; the client advertises its sink\n"
+          "buffer, the server RDMA-Writes the data back and answers again. Interoperates with\n"
+          "rping on any iWARP device (e.g. Linux siw) in either role.\n",
+          out);
+    cli_help(&spec, out);
+    fputs("\nExit status: 0 when every ping completed (and verified, with -V) and the connection\n"
+          "closed; 1 on a connection failure, an error completion, a Terminate, a data\n"
+          "mismatch or a connection that ended early; 2 for bad options.\n",
+          out);
 }
 
 static int resolve(const char *name, struct sockaddr_storage *out)
@@ -1099,7 +1132,9 @@ static int resolve(const char *name, struct sockaddr_storage *out)
     if (ok)
         memcpy(out, res->ai_addr, res->ai_addrlen);
     freeaddrinfo(res);
-    return ok ? 0 : bad("%s: not an IPv4 or IPv6 address", name);
+    if (!ok)
+        cli_error(&spec, "%s: not an IPv4 or IPv6 address", name);
+    return ok ? 0 : -1;
 }
 
 static void set_port(struct sockaddr_storage *a, unsigned port)
@@ -1110,192 +1145,46 @@ static void set_port(struct sockaddr_storage *a, unsigned port)
         ((struct sockaddr_in *)a)->sin_port = htons((uint16_t)port);
 }
 
-enum {
-    OPT_CRC = 256,
-    OPT_TRANSPORT,
-    OPT_SCTP_MTU,
-    OPT_FIRST_DELAY,
-    OPT_RETRY,
-    OPT_PCAP,
-    OPT_X_MARKERS,
-    OPT_X_MARKERS_FALLBACK,
-    OPT_X_P2P,
-    OPT_X_BAD_RKEY,
-    OPT_X_BAD_SINK,
-    OPT_X_AUDIT
-};
-
+/* Returns 0 to run, 1 after --help, 2 after a usage error was printed. */
 static int parse(int argc, char **argv, struct opts *o)
 {
-    static const struct option lo[] = {
-        {"server", no_argument, NULL, 's'},
-        {"client", no_argument, NULL, 'c'},
-        {"addr", required_argument, NULL, 'a'},
-        {"source", required_argument, NULL, 'I'},
-        {"port", required_argument, NULL, 'p'},
-        {"count", required_argument, NULL, 'C'},
-        {"size", required_argument, NULL, 'S'},
-        {"verbose", no_argument, NULL, 'v'},
-        {"validate", no_argument, NULL, 'V'},
-        {"debug", no_argument, NULL, 'd'},
-        {"persistent", no_argument, NULL, 'P'},
-        {"crc", no_argument, NULL, OPT_CRC},
-        {"transport", required_argument, NULL, OPT_TRANSPORT},
-        {"sctp-mtu", required_argument, NULL, OPT_SCTP_MTU},
-        {"first-delay", required_argument, NULL, OPT_FIRST_DELAY},
-        {"retry", required_argument, NULL, OPT_RETRY},
-        {"pcap", required_argument, NULL, OPT_PCAP},
-        {"x-markers", no_argument, NULL, OPT_X_MARKERS},
-        {"x-markers-fallback", no_argument, NULL, OPT_X_MARKERS_FALLBACK},
-        {"x-p2p", required_argument, NULL, OPT_X_P2P},
-        {"x-bad-rkey", no_argument, NULL, OPT_X_BAD_RKEY},
-        {"x-bad-sink", no_argument, NULL, OPT_X_BAD_SINK},
-        {"x-audit", no_argument, NULL, OPT_X_AUDIT},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
     *o = (struct opts){.size = PING_SIZE, .port = PING_PORT};
-    bool ok = true;
-    int c;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":sca:I:p:C:S:vVdPqh", lo, NULL)) != -1) {
-        switch (c) {
-        case 's':
-            o->server = true;
-            break;
-        case 'c':
-            o->client = true;
-            break;
-        case 'a':
-            o->addr_arg = optarg;
-            break;
-        case 'I':
-            o->src_arg = optarg;
-            break;
-        case 'p':
-            o->port = (unsigned)number(optarg, 1, 65535, &ok);
-            if (!ok)
-                return bad("invalid port '%s' (1..65535)", optarg);
-            break;
-        case 'C':
-            o->count = number(optarg, 0, 0x7fffffff, &ok);
-            if (!ok)
-                return bad("invalid count '%s' (0..2147483647; 0: forever)", optarg);
-            break;
-        case 'S':
-            o->size = (uint32_t)number(optarg, PING_MIN_SIZE, PING_MAX_SIZE, &ok);
-            if (!ok)
-                return bad("invalid size '%s' (valid range is 26 to 65535)", optarg);
-            break;
-        case 'v':
-            o->verbose++;
-            break;
-        case 'V':
-            o->validate = true;
-            break;
-        case 'd':
-            o->debug++;
-            break;
-        case 'P':
-            o->persistent = true;
-            break;
-        case 'q':
-            break;
-        case OPT_CRC:
-            o->crc = true;
-            break;
-        case OPT_TRANSPORT:
-            if (strcmp(optarg, "tcp") && strcmp(optarg, "sctp"))
-                return bad("invalid --transport '%s' (tcp or sctp)", optarg);
-            o->sctp = !strcmp(optarg, "sctp");
-            break;
-        case OPT_SCTP_MTU:
-            o->sctp_mtu = (uint32_t)number(optarg, SCTP_MIN_MTU, 65535, &ok);
-            if (!ok)
-                return bad("invalid --sctp-mtu '%s' (%u..65535)", optarg, SCTP_MIN_MTU);
-            break;
-        case OPT_FIRST_DELAY:
-            o->first_delay_ms = (int)number(optarg, 0, 600000, &ok);
-            if (!ok)
-                return bad("invalid --first-delay '%s' (0..600000 ms)", optarg);
-            break;
-        case OPT_RETRY:
-            o->retry_s = (int)number(optarg, 0, 86400, &ok);
-            if (!ok)
-                return bad("invalid --retry '%s' (0..86400 s)", optarg);
-            break;
-        case OPT_PCAP:
-            o->pcap = optarg;
-            break;
-        case OPT_X_MARKERS:
-            o->x_markers = true;
-            break;
-        case OPT_X_MARKERS_FALLBACK:
-            o->x_markers = o->x_markers_fallback = true;
-            break;
-        case OPT_X_P2P:
-            for (const char *t = optarg; *t; t++)
-                if (*t == 'w')
-                    o->x_p2p |= IWARP_CM_RTR_WRITE;
-                else if (*t == 'r')
-                    o->x_p2p |= IWARP_CM_RTR_READ;
-                else if (*t == 's')
-                    o->x_p2p |= IWARP_CM_RTR_SEND;
-                else
-                    return bad("invalid --x-p2p '%s' (w, r, s)", optarg);
-            if (!o->x_p2p)
-                return bad("%s", "--x-p2p needs at least one RTR type (w, r, s)");
-            break;
-        case OPT_X_BAD_RKEY:
-            o->x_bad_rkey = true;
-            break;
-        case OPT_X_BAD_SINK:
-            o->x_bad_sink = true;
-            break;
-        case OPT_X_AUDIT:
-            o->x_audit = true;
-            break;
-        case 'h':
-            usage(stdout);
-            return 1;
-        case ':':
-            if (optopt > 0 && optopt < 256)
-                return bad("option '-%c' needs a value", optopt);
-            return bad("option '%s' needs a value", argv[optind - 1]);
-        default:
-            if (optopt > 0 && optopt < 256)
-                return bad("unknown option '-%c'", optopt);
-            return bad("unknown option '%s'", argv[optind - 1]);
-        }
-    }
-    if (optind < argc)
-        return bad("unexpected argument '%s'", argv[optind]);
+    struct cli_result r;
+    int rc = cli_parse(&spec, argc, argv, o, &r);
+    if (rc != CLI_PARSE_OK)
+        return rc;
+    if (o->x_markers_fallback)
+        o->x_markers = true;
+    if (r.first_arg < argc)
+        return cli_error(&spec, "unexpected argument '%s'", argv[r.first_arg]);
     if (o->server == o->client)
-        return bad("%s", o->server ? "-s and -c exclude each other"
+        return cli_error(&spec, "%s",
+                         o->server ? "-s and -c exclude each other"
                                    : "one of -s (server) or -c (client) is needed");
     if (o->client && !o->addr_arg)
-        return bad("%s", "the client needs the server's address (-a ADDR)");
+        return cli_error(&spec, "%s", "the client needs the server's address (-a ADDR)");
     if (o->server && (o->src_arg || o->first_delay_ms || o->retry_s))
-        return bad("%s", "-I, --first-delay and --retry are client options");
+        return cli_error(&spec, "%s", "-I, --first-delay and --retry are client options");
     if (o->client && o->persistent)
-        return bad("%s", "-P is a server option");
+        return cli_error(&spec, "%s", "-P is a server option");
     if (o->sctp_mtu && !o->sctp)
-        return bad("%s", "--sctp-mtu needs --transport sctp");
+        return cli_error(&spec, "%s", "--sctp-mtu needs --transport sctp");
     /* RFC 5043: DDP runs on SCTP directly, without MPA's CRC, markers or RTR (RFC 6581 §7:
      * either side may send first) */
     if (o->sctp && (o->crc || o->x_markers || o->x_p2p))
-        return bad("%s", "--crc, --x-markers and --x-p2p are MPA options; DDP over SCTP "
+        return cli_error(&spec, "%s",
+                         "--crc, --x-markers and --x-p2p are MPA options; DDP over SCTP "
                          "(--transport sctp) has no MPA: leave them out");
     if (o->addr_arg && resolve(o->addr_arg, &o->addr) < 0)
-        return -1;
+        return CLI_PARSE_USAGE;
     if (!o->addr_arg)
         ((struct sockaddr_in *)&o->addr)->sin_family = AF_INET; /* 0.0.0.0, as rping */
     set_port(&o->addr, o->port);
     if (o->src_arg) {
         if (resolve(o->src_arg, &o->src) < 0)
-            return -1;
+            return CLI_PARSE_USAGE;
         if (o->src.ss_family != o->addr.ss_family)
-            return bad("-I %s is not of the server address's family", o->src_arg);
+            return cli_error(&spec, "-I %s is not of the server address's family", o->src_arg);
         o->have_src = true;
     }
     return 0;
@@ -1310,8 +1199,8 @@ int iwarp_cli_ping(int argc, char **argv)
     static struct ping ping;
     struct ping *p = &ping;
     int rc = parse(argc, argv, &p->o);
-    if (rc != 0)
-        return rc > 0 ? 0 : 2;
+    if (rc != CLI_PARSE_OK)
+        return rc == CLI_PARSE_HELP ? 0 : 2;
     setvbuf(stdout, NULL, _IOLBF, 0);
     p->status = 1;
     if (setup(p) < 0) {
