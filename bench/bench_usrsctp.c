@@ -311,7 +311,7 @@ static void l_up(void *user, uint16_t n, uint32_t max_seg)
 {
     (void)user, (void)n;
     L_up++;
-    A.max_msg = max_seg + IWARP_LLP_SCTP_SSN_LEN;
+    A.max_msg = max_seg + IWARP_SCTP_SSN_LEN;
 }
 
 static void l_down(void *user, int err)

@@ -233,12 +233,12 @@ static void check_out(const struct iwarp_llp_assoc_chunk *c)
     FUZZ_CHECK(len == c->len && len >= IWARP_SCTP_SSN_LEN);
     /* §5.2.1, §6.1: the stream's next DDP-SSN, from 0 per session, control chunks included */
     FUZZ_CHECK(iwarp_sctp_ssn_peek(gather, len) == tx_expect[c->sid]);
-    if (c->ppid == IWARP_LLP_ASSOC_PPID_CTL) {
+    if (c->ppid == IWARP_SCTP_PPID_DDP_CONTROL) {
         struct iwarp_sctp_ctl ctl;
         FUZZ_CHECK(len <= IWARP_SCTP_CTL_MAX);
         FUZZ_CHECK(iwarp_sctp_ctl_decode(gather, len, &ctl) == (iwarp_ssize)len);
     } else {
-        FUZZ_CHECK(c->ppid == IWARP_LLP_ASSOC_PPID_SEG);
+        FUZZ_CHECK(c->ppid == IWARP_SCTP_PPID_DDP_SEGMENT);
         FUZZ_CHECK(len - IWARP_SCTP_SSN_LEN <= max_seg); /* §9 */
         struct iwarp_wire_segment seg;
         FUZZ_CHECK(iwarp_wire_segment_decode(gather + 2, len - 2, &seg, NULL) == 0);
@@ -268,7 +268,7 @@ static void send_some(uint32_t n, uint32_t *r)
             FUZZ_CHECK(iwarp_sctp_ssn_peek(c->iov[0].iov_base, c->iov[0].iov_len) ==
                        tx_expect[c->sid]);
         }
-        if (c->ppid == IWARP_LLP_ASSOC_PPID_SEG) {
+        if (c->ppid == IWARP_SCTP_PPID_DDP_SEGMENT) {
             /* a flushed QP's WRs went back to the ULP: none of their memory goes out */
             FUZZ_CHECK(Q[c->sid].qp.state != IWARP_CORE_QP_ERROR);
         } else {
@@ -402,7 +402,7 @@ static void op_segment(const uint8_t **d, size_t *n)
     uint16_t s = auto_ssn(sid);
     buf[0] = (uint8_t)(s >> 8);
     buf[1] = (uint8_t)s;
-    rx(sid, IWARP_LLP_ASSOC_PPID_SEG, true, buf, 2 + (size_t)k);
+    rx(sid, IWARP_SCTP_PPID_DDP_SEGMENT, true, buf, 2 + (size_t)k);
 }
 
 static void op_control(const uint8_t **d, size_t *n)
@@ -423,7 +423,7 @@ static void op_control(const uint8_t **d, size_t *n)
         for (size_t i = 0; i < extra + pd_len; i++)
             buf[len++] = fuzz_take(d, n);
     }
-    rx(sid, IWARP_LLP_ASSOC_PPID_CTL, true, buf, len);
+    rx(sid, IWARP_SCTP_PPID_DDP_CONTROL, true, buf, len);
 }
 
 static void op_owner(const uint8_t **d, size_t *n, uint32_t *r)

@@ -441,7 +441,7 @@ static void build_ctl(struct iwarp_llp_assoc *a, uint16_t sid, size_t n)
 {
     struct iwarp_llp_assoc_chunk *ch = &a->pend;
     ch->sid = sid;
-    ch->ppid = IWARP_LLP_ASSOC_PPID_CTL;
+    ch->ppid = IWARP_SCTP_PPID_DDP_CONTROL;
     ch->is_seg = false;
     ch->iov[0] = (struct iovec){.iov_base = ch->ctl, .iov_len = n};
     ch->niov = 1;
@@ -452,10 +452,9 @@ static void build_seg(struct iwarp_llp_assoc *a, uint16_t sid, uint16_t ssn)
 {
     struct iwarp_llp_assoc_chunk *ch = &a->pend;
     ch->sid = sid;
-    ch->ppid = IWARP_LLP_ASSOC_PPID_SEG;
+    ch->ppid = IWARP_SCTP_PPID_DDP_SEGMENT;
     ch->is_seg = true;
-    ch->ssn[0] = (uint8_t)(ssn >> 8); /* §5.2.1: DDP-SSN, network order, before the segment */
-    ch->ssn[1] = (uint8_t)ssn;
+    (void)iwarp_sctp_ssn_encode(ch->ssn, sizeof ch->ssn, ssn); /* §5.2.1: before the segment */
     ch->iov[0] = (struct iovec){.iov_base = ch->ssn, .iov_len = IWARP_SCTP_SSN_LEN};
     ch->iov[1] = (struct iovec){.iov_base = ch->seg.hdr, .iov_len = ch->seg.hdr_len};
     ch->niov = 2;

@@ -35,10 +35,6 @@
 #include "session/session_ssn.h"
 #include "wire/wire_sctp.h"
 
-/* RFC 5043 §5.2.2: PPIDs of DDP Segment and Stream Session Control chunks. */
-#define IWARP_LLP_ASSOC_PPID_SEG 16u
-#define IWARP_LLP_ASSOC_PPID_CTL 17u
-
 /* Reorder window per stream when the owner does not say (DDP-SSNs held ahead of a gap). */
 #define IWARP_LLP_ASSOC_WINDOW 512u
 

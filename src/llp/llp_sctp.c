@@ -756,17 +756,14 @@ static void leave(void)
         post_process();
 }
 
-/* RFC 5043 checks once COMM_UP is seen; then the segment size. 0 or the refusal reason. */
-static int check_up(struct iwarp_llp_sctp_assoc *a)
+/* RFC 5043 checks once COMM_UP is seen (wire_sctp's). 0 or the refusal reason. */
+static int check_up(const struct iwarp_llp_sctp_assoc *a)
 {
     /* RFC 5043 §5.1, §11.1: a peer indication of NONE (no notification) or any other value
      * means no DDP on this association */
-    if (!a->adapt_seen || a->adapt_ind != IWARP_LLP_SCTP_ADAPTATION_DDP)
-        return IWARP_ERR_SCTP_ADAPTATION;
+    int rc = iwarp_sctp_adaptation_check(a->adapt_seen, a->adapt_ind);
     /* RFC 5043 §8: inbound and outbound stream counts MUST be equal */
-    if (a->in != a->out || a->in == 0)
-        return IWARP_ERR_SCTP_STREAMS;
-    return 0;
+    return rc != 0 ? rc : iwarp_sctp_streams_check(a->in, a->out);
 }
 
 static int compute_seg(struct iwarp_llp_sctp_assoc *a)
@@ -779,12 +776,12 @@ static int compute_seg(struct iwarp_llp_sctp_assoc *a)
     /* RFC 5043 §9: the largest segment that needs no SCTP or IP fragmentation (the frag point
      * less the DDP-SSN and room for bundling), but at least 516 */
     uint32_t fp = st.sstat_fragmentation_point;
-    uint32_t below = IWARP_LLP_SCTP_SSN_LEN + a->ep->headroom;
+    uint32_t below = IWARP_SCTP_SSN_LEN + a->ep->headroom;
     uint32_t seg = fp > below ? fp - below : 0;
-    if (seg < IWARP_LLP_SCTP_MIN_SEG)
-        seg = IWARP_LLP_SCTP_MIN_SEG;
+    if (seg < IWARP_SCTP_CTL_MAX)
+        seg = IWARP_SCTP_CTL_MAX; /* §9: a control message with 512 octets of private data */
     a->max_seg = seg;
-    a->max_msg = seg + IWARP_LLP_SCTP_SSN_LEN;
+    a->max_msg = seg + IWARP_SCTP_SSN_LEN; /* §5.2.1: the DDP-SSN before the segment */
     a->txbuf = malloc(a->max_msg);
     return a->txbuf ? 0 : IWARP_ERR_NOMEM;
 }
@@ -969,7 +966,7 @@ int iwarp_llp_sctp_ep_open(const struct iwarp_llp_sctp_ep_cfg *cfg,
     ep->rcvbuf = cfg->rcvbuf;
     ep->no_adaptation = cfg->test_no_adaptation;
     ep->adaptation_ind =
-        cfg->test_adaptation_ind ? cfg->test_adaptation_ind : IWARP_LLP_SCTP_ADAPTATION_DDP;
+        cfg->test_adaptation_ind ? cfg->test_adaptation_ind : IWARP_SCTP_ADAPTATION_DDP;
     ep->fault = cfg->fault;
     ep->rng = cfg->fault.seed;
     ep->capture = cfg->capture;
@@ -1163,8 +1160,8 @@ void iwarp_llp_sctp_on_readable(struct iwarp_llp_sctp_ep *ep, uint64_t now_ns)
         }
         ep->st.pkts_in++;
         ep->st.bytes_in += (uint64_t)n;
-        /* the SCTP common header is 12 octets */
-        if (n < 12) {
+        /* RFC 4960 §3.1: no SCTP packet is shorter than its common header */
+        if (n < (ssize_t)SCTP_COMMON_HDR_LEN) {
             ep->st.rx_dropped++;
             continue;
         }

@@ -56,12 +56,12 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
-/* RFC 5043 §5.1: the Adaptation Layer Indication value for DDP. */
-#define IWARP_LLP_SCTP_ADAPTATION_DDP   0x00000001u
-/* RFC 5043 §5.2.2: every chunk begins with the 16-bit DDP-SSN. */
-#define IWARP_LLP_SCTP_SSN_LEN          2u
-/* RFC 5043 §9: the maximum DDP segment is at least 516 (control message, 512 B private data). */
-#define IWARP_LLP_SCTP_MIN_SEG          516u
+#include "wire/wire_sctp.h"
+
+/* The RFC 5043 constants and checks (the Adaptation Layer Indication value, the DDP-SSN
+ * length, the 516-octet minimum of the maximum segment; §5.1 and §8 after COMM_UP) are
+ * wire_sctp's (wire/wire.h, wire/wire_sctp.h). */
+
 /* The network MTU an endpoint mimics unless told otherwise (IP MTU: UDP/IP headers inside). */
 #define IWARP_LLP_SCTP_DEFAULT_MTU      1500u
 /* RFC 5043 §9 SHOULD: room left below the fragmentation point so a SACK can be bundled. */
@@ -225,7 +225,7 @@ void iwarp_llp_sctp_set_ops(struct iwarp_llp_sctp_assoc *a, const struct iwarp_l
 /*
  * Send one message (iov[0..n) gathered: the DDP-SSN and the segment) on stream sid with PPID
  * ppid (host order), always unordered (RFC 5043 §10). The message may not exceed
- * max_seg + IWARP_LLP_SCTP_SSN_LEN octets (RFC 5043 §9: reject larger segments). Ownership: the
+ * max_seg + IWARP_SCTP_SSN_LEN octets (RFC 5043 §9: reject larger segments). Ownership: the
  * data is copied (usrsctp's send buffer; more than one iovec is first gathered into the
  * association's buffer). Returns 0; IWARP_ERR_SCTP_MSGSIZE; IWARP_ERR_BUSY (send buffer full:
  * on_writable follows); IWARP_ERR_INVAL (sid >= nstreams, empty message); IWARP_ERR_STATE (not

@@ -422,14 +422,14 @@ static void check_chunk(unsigned s, const struct iwarp_llp_assoc_chunk *c, const
     l->ssn = ssn;
     l->len = c->len;
     memcpy(l->head, b, c->len < sizeof l->head ? c->len : sizeof l->head);
-    if (c->ppid == IWARP_LLP_ASSOC_PPID_CTL) {
+    if (c->ppid == IWARP_SCTP_PPID_DDP_CONTROL) {
         struct iwarp_sctp_ctl ctl;
         ASSERT_EQ(iwarp_sctp_ctl_decode(b, c->len, &ctl), (iwarp_ssize)c->len);
         ASSERT_TRUE(c->len <= IWARP_SCTP_CTL_MAX);
         l->fc = ctl.fc;
         return;
     }
-    ASSERT_EQ_U(c->ppid, IWARP_LLP_ASSOC_PPID_SEG); /* §5.2.2 */
+    ASSERT_EQ_U(c->ppid, IWARP_SCTP_PPID_DDP_SEGMENT); /* §5.2.2 */
     /* §9: no segment above the maximum the association gave DDP */
     ASSERT_TRUE(c->len - IWARP_SCTP_SSN_LEN <= x->max_seg);
     if (x->rdmap[c->sid]) {
@@ -664,14 +664,14 @@ static struct wchunk send_chunk(uint16_t sid, uint16_t ssn, uint32_t msn, uint32
     struct iwarp_wire_msg m = {.opcode = IWARP_RDMAP_OP_SEND, .last = true, .msn = msn};
     iwarp_ssize n = iwarp_wire_segment_encode(b + 2, sizeof b - 2, &m, payload, plen);
     ASSERT_TRUE(n > 0);
-    return make_chunk(sid, IWARP_LLP_ASSOC_PPID_SEG, true, b, 2 + (size_t)n);
+    return make_chunk(sid, IWARP_SCTP_PPID_DDP_SEGMENT, true, b, 2 + (size_t)n);
 }
 
 /* A control chunk: DDP-SSN ssn and function code fc, no private data. */
 static struct wchunk ctl_chunk(uint16_t sid, uint16_t ssn, uint16_t fc)
 {
     uint8_t b[4] = {(uint8_t)(ssn >> 8), (uint8_t)ssn, (uint8_t)(fc >> 8), (uint8_t)fc};
-    return make_chunk(sid, IWARP_LLP_ASSOC_PPID_CTL, true, b, 4);
+    return make_chunk(sid, IWARP_SCTP_PPID_DDP_CONTROL, true, b, 4);
 }
 
 /* ---- session setup ----------------------------------------------------------------------- */
@@ -695,7 +695,7 @@ TEST(enhanced_session_starts_engines_with_negotiated_ird_ord)
     pump();
     /* A's Enhanced Initiate (RFC 6581 §7): DDP-SSN 0, fc 5, A=0 IRD 8, ORD 6, the ULP's data */
     ASSERT_EQ_U(NLOG[SIDE_A], 1u);
-    ASSERT_EQ(log_at(SIDE_A, 2, 0)->ppid, IWARP_LLP_ASSOC_PPID_CTL);
+    ASSERT_EQ(log_at(SIDE_A, 2, 0)->ppid, IWARP_SCTP_PPID_DDP_CONTROL);
     expect_head(log_at(SIDE_A, 2, 0), "0000 0005 0008 0006 68656c6c6f");
     ASSERT_EQ_U(take(SIDE_B, 2), EV_REQ);
     ASSERT_EQ_U(iwarp_llp_assoc_in_use(&S[SIDE_B].a), 1u);
@@ -730,7 +730,7 @@ TEST(enhanced_session_starts_engines_with_negotiated_ird_ord)
     ASSERT_MEM_EQ(ra->peer_pd, "ok", 2);
     /* B's Enhanced Accept (fc 6, IRD 4, ORD 8) took DDP-SSN 0, its Send DDP-SSN 1 */
     expect_head(log_at(SIDE_B, 2, 0), "0000 0006 0004 0008 6f6b");
-    ASSERT_EQ(log_at(SIDE_B, 2, 1)->ppid, IWARP_LLP_ASSOC_PPID_SEG);
+    ASSERT_EQ(log_at(SIDE_B, 2, 1)->ppid, IWARP_SCTP_PPID_DDP_SEGMENT);
     ASSERT_EQ(log_at(SIDE_B, 2, 1)->ssn, 1);
     ASSERT_EQ(log_at(SIDE_B, 2, 1)->opcode, IWARP_RDMAP_OP_SEND);
     struct iwarp_wc wc = wc_next(&qa->rcq, 0xA1, IWARP_WC_SUCCESS, IWARP_WC_RECV);
@@ -743,7 +743,7 @@ TEST(enhanced_session_starts_engines_with_negotiated_ird_ord)
     post_send(qa, IWARP_WR_SEND, 0xA2, 4096, 33, 0);
     pump();
     ASSERT_EQ(log_at(SIDE_A, 2, 1)->ssn, 1);
-    ASSERT_EQ(log_at(SIDE_A, 2, 1)->ppid, IWARP_LLP_ASSOC_PPID_SEG);
+    ASSERT_EQ(log_at(SIDE_A, 2, 1)->ppid, IWARP_SCTP_PPID_DDP_SEGMENT);
     wc_next(&qb->rcq, 0xB2, IWARP_WC_SUCCESS, IWARP_WC_RECV);
     same(SIDE_B, 8192, SIDE_A, 4096, 33);
     ASSERT_EQ(qa->nerr + qb->nerr, 0);
@@ -955,10 +955,10 @@ TEST(write_and_read_of_256k_split_into_max_seg_segments)
     uint32_t per = max_seg - IWARP_DDP_TAGGED_HDR_LEN;
     size_t writes = 0, responses = 0;
     for (size_t i = 0; i < NLOG[SIDE_A]; i++)
-        writes += LOG[SIDE_A][i].ppid == IWARP_LLP_ASSOC_PPID_SEG &&
+        writes += LOG[SIDE_A][i].ppid == IWARP_SCTP_PPID_DDP_SEGMENT &&
                   LOG[SIDE_A][i].opcode == IWARP_RDMAP_OP_WRITE;
     for (size_t i = 0; i < NLOG[SIDE_B]; i++)
-        responses += LOG[SIDE_B][i].ppid == IWARP_LLP_ASSOC_PPID_SEG &&
+        responses += LOG[SIDE_B][i].ppid == IWARP_SCTP_PPID_DDP_SEGMENT &&
                      LOG[SIDE_B][i].opcode == IWARP_RDMAP_OP_READ_RESP;
     ASSERT_EQ_U(writes, (big + per - 1) / per);
     ASSERT_EQ_U(responses, (big + per - 1) / per);
@@ -1037,7 +1037,7 @@ TEST(tx_next_returns_the_same_chunk_until_tx_done)
     }
     const struct iwarp_llp_assoc_chunk *c1 = iwarp_llp_assoc_tx_next(&S[SIDE_A].a);
     ASSERT_TRUE(c1 != NULL);
-    ASSERT_EQ_U(c1->ppid, IWARP_LLP_ASSOC_PPID_SEG);
+    ASSERT_EQ_U(c1->ppid, IWARP_SCTP_PPID_DDP_SEGMENT);
     uint8_t first[2 + IWARP_DDP_TX_HDR_MAX];
     size_t hl = c1->iov[0].iov_len + c1->iov[1].iov_len;
     ASSERT_TRUE(hl <= sizeof first);
@@ -1057,7 +1057,7 @@ TEST(tx_next_returns_the_same_chunk_until_tx_done)
     /* the test's ship() takes it (a gathered copy) and the rest, asking twice now and then */
     STALL = true;
     pump();
-    ASSERT_EQ_U(log_count(SIDE_A, 1, IWARP_LLP_ASSOC_PPID_SEG), 3u);
+    ASSERT_EQ_U(log_count(SIDE_A, 1, IWARP_SCTP_PPID_DDP_SEGMENT), 3u);
     ASSERT_EQ(log_at(SIDE_A, 1, 1)->ssn, 1);
     ASSERT_EQ(log_at(SIDE_A, 1, 2)->ssn, 2); /* the next one after tx_done, no gap */
     for (unsigned i = 0; i < 3; i++) {
@@ -1079,7 +1079,7 @@ static void both_close_after_b_failed(uint16_t sid, int err)
     ASSERT_TRUE(iwarp_llp_assoc_tx_ready(&S[SIDE_B].a));
     pump();
     const struct logent *t = log_at(SIDE_B, sid, -1);
-    ASSERT_EQ_U(t->ppid, IWARP_LLP_ASSOC_PPID_CTL);
+    ASSERT_EQ_U(t->ppid, IWARP_SCTP_PPID_DDP_CONTROL);
     ASSERT_EQ(t->fc, IWARP_SCTP_FC_TERMINATE);
     ASSERT_EQ(log_at(SIDE_A, sid, -1)->fc, IWARP_SCTP_FC_TERMINATE); /* A's answer (§6.2) */
     ASSERT_TRUE(take(SIDE_A, sid) & EV_CLOSED);
@@ -1250,7 +1250,7 @@ TEST(segment_before_the_session_is_established)
     pump();
     ASSERT_EQ(log_at(SIDE_B, 0, 0)->fc, IWARP_SCTP_FC_TERMINATE);
     ASSERT_EQ(log_at(SIDE_B, 0, 0)->ssn, 0);
-    ASSERT_EQ_U(log_count(SIDE_A, 0, IWARP_LLP_ASSOC_PPID_CTL), 1u); /* the Initiate only */
+    ASSERT_EQ_U(log_count(SIDE_A, 0, IWARP_SCTP_PPID_DDP_CONTROL), 1u); /* the Initiate only */
     ASSERT_EQ_U(take(SIDE_A, 0), EV_CLOSED);
     ASSERT_EQ_U(take(SIDE_B, 0), EV_CLOSED);
     wc_next(&qa->rcq, 0xA0, IWARP_WC_WR_FLUSH_ERR, 0); /* A's engine never started: flushed */
@@ -1295,7 +1295,7 @@ TEST(initiates_beyond_the_pending_limit_are_terminated)
     ASSERT_EQ_U(ev, EV_CLOSED); /* Initiate, Terminate: complete, B awaits nothing more */
     ASSERT_EQ_U(take(SIDE_A, 1), EV_CLOSED);
     ASSERT_EQ(S[SIDE_A].st[1].err, IWARP_ERR_SESSION_TERMINATED);
-    ASSERT_EQ_U(log_count(SIDE_A, 1, IWARP_LLP_ASSOC_PPID_CTL), 1u); /* no answer (§6.4) */
+    ASSERT_EQ_U(log_count(SIDE_A, 1, IWARP_SCTP_PPID_DDP_CONTROL), 1u); /* no answer (§6.4) */
     /* §6.6: nothing of that session is outstanding: A may start another one there at once */
     release(SIDE_A, 1);
     release(SIDE_B, 1);
@@ -1343,12 +1343,12 @@ TEST(graceful_disconnect_drains_then_terminates_and_the_stream_is_reused)
     wc_next(&qb->rcq, 0xB0, IWARP_WC_SUCCESS, IWARP_WC_RECV);
     /* §6.2: A's Terminate is its last chunk, after its last segment; B answers */
     const struct logent *last = log_at(SIDE_A, 3, -1);
-    ASSERT_EQ_U(last->ppid, IWARP_LLP_ASSOC_PPID_CTL);
+    ASSERT_EQ_U(last->ppid, IWARP_SCTP_PPID_DDP_CONTROL);
     ASSERT_EQ(last->fc, IWARP_SCTP_FC_TERMINATE);
-    ASSERT_EQ(log_at(SIDE_A, 3, -2)->ppid, IWARP_LLP_ASSOC_PPID_SEG);
-    ASSERT_EQ_U(log_count(SIDE_A, 3, IWARP_LLP_ASSOC_PPID_CTL), 2u); /* Initiate, Terminate */
+    ASSERT_EQ(log_at(SIDE_A, 3, -2)->ppid, IWARP_SCTP_PPID_DDP_SEGMENT);
+    ASSERT_EQ_U(log_count(SIDE_A, 3, IWARP_SCTP_PPID_DDP_CONTROL), 2u); /* Initiate, Terminate */
     ASSERT_EQ(log_at(SIDE_B, 3, -1)->fc, IWARP_SCTP_FC_TERMINATE);
-    ASSERT_EQ_U(log_count(SIDE_B, 3, IWARP_LLP_ASSOC_PPID_CTL), 2u); /* Accept, Terminate */
+    ASSERT_EQ_U(log_count(SIDE_B, 3, IWARP_SCTP_PPID_DDP_CONTROL), 2u); /* Accept, Terminate */
     ASSERT_EQ_U(take(SIDE_A, 3), EV_CLOSED);
     ASSERT_EQ_U(take(SIDE_B, 3), EV_CLOSED);
     ASSERT_TRUE(S[SIDE_A].st[3].graceful && S[SIDE_B].st[3].graceful);
@@ -1393,7 +1393,7 @@ TEST(closed_waits_until_our_last_chunk_is_handed_to_sctp)
     iwarp_llp_assoc_disconnect(&S[SIDE_B].a, 0);
     ASSERT_EQ_U(ship(SIDE_A), 1u);
     const struct iwarp_llp_assoc_chunk *c = iwarp_llp_assoc_tx_next(&S[SIDE_B].a);
-    ASSERT_TRUE(c != NULL && c->ppid == IWARP_LLP_ASSOC_PPID_CTL);
+    ASSERT_TRUE(c != NULL && c->ppid == IWARP_SCTP_PPID_DDP_CONTROL);
     ASSERT_EQ_U(deliver(SIDE_A), 1u); /* A's Terminate crosses it */
     /* §6.2: B's Terminate is its final chunk and has not left: released now, it never would,
      * and A would wait for it for ever */
@@ -1417,7 +1417,7 @@ TEST(closed_waits_until_our_last_chunk_is_handed_to_sctp)
     ASSERT_EQ_U(take(SIDE_B, 0), EV_REQ);
     ASSERT_EQ(iwarp_llp_assoc_reject(&S[SIDE_B].a, 0, NULL), 0);
     c = iwarp_llp_assoc_tx_next(&S[SIDE_B].a);
-    ASSERT_TRUE(c != NULL && c->ppid == IWARP_LLP_ASSOC_PPID_CTL);
+    ASSERT_TRUE(c != NULL && c->ppid == IWARP_SCTP_PPID_DDP_CONTROL);
     iwarp_llp_assoc_abort(&S[SIDE_A].a, 0);
     ASSERT_EQ_U(ship(SIDE_A), 1u);
     ASSERT_EQ_U(deliver(SIDE_A), 1u);
@@ -1445,7 +1445,7 @@ TEST(abort_flushes_terminates_and_gives_held_chunks_back)
     post_send(qa, IWARP_WR_RDMA_READ, 0xA3, 65536, 4096, 65536);
     /* a segment produced and not sent (full send buffer), and a chunk from B held early */
     const struct iwarp_llp_assoc_chunk *c = iwarp_llp_assoc_tx_next(&S[SIDE_A].a);
-    ASSERT_TRUE(c != NULL && c->ppid == IWARP_LLP_ASSOC_PPID_SEG);
+    ASSERT_TRUE(c != NULL && c->ppid == IWARP_SCTP_PPID_DDP_SEGMENT);
     struct wchunk early = send_chunk(0, 3, 3, 10);
     void *held = early.buf;
     ASSERT_EQ(inject(SIDE_A, early), 0);
@@ -1460,10 +1460,10 @@ TEST(abort_flushes_terminates_and_gives_held_chunks_back)
     /* the withdrawn segment gave its DDP-SSN back: the Terminate takes 1, no gap (§6) */
     ASSERT_EQ_U(ship(SIDE_A), 1u);
     const struct logent *t = log_at(SIDE_A, 0, -1);
-    ASSERT_EQ_U(t->ppid, IWARP_LLP_ASSOC_PPID_CTL);
+    ASSERT_EQ_U(t->ppid, IWARP_SCTP_PPID_DDP_CONTROL);
     ASSERT_EQ(t->fc, IWARP_SCTP_FC_TERMINATE);
     ASSERT_EQ(t->ssn, 1);
-    ASSERT_EQ_U(log_count(SIDE_A, 0, IWARP_LLP_ASSOC_PPID_SEG), 0u);
+    ASSERT_EQ_U(log_count(SIDE_A, 0, IWARP_SCTP_PPID_DDP_SEGMENT), 0u);
     ASSERT_EQ_U(take(SIDE_A, 0), 0u); /* CLOSED once B answers */
     pump();
     /* B: the peer's Terminate ends its session; its engine closes: receives flushed */
@@ -1532,7 +1532,7 @@ TEST(a_closed_engine_never_sends_its_unsent_segment)
     establish(0, true, eng_qp(qa), eng_qp(qb));
     post_send(qa, IWARP_WR_RDMA_WRITE, 0xA0, 0, 1000, 0);
     const struct iwarp_llp_assoc_chunk *c = iwarp_llp_assoc_tx_next(&S[SIDE_A].a);
-    ASSERT_TRUE(c != NULL && c->ppid == IWARP_LLP_ASSOC_PPID_SEG); /* waits for room */
+    ASSERT_TRUE(c != NULL && c->ppid == IWARP_SCTP_PPID_DDP_SEGMENT); /* waits for room */
     /* meanwhile B closes: its Terminate reaches A, A's engine closes and flushes the Write,
      * whose memory the ULP may now reuse: the segment pointing at it must not go out */
     iwarp_llp_assoc_disconnect(&S[SIDE_B].a, 0);
@@ -1541,7 +1541,7 @@ TEST(a_closed_engine_never_sends_its_unsent_segment)
     ASSERT_EQ(qa->qp.state, IWARP_CORE_QP_ERROR);
     ASSERT_EQ_U(ship(SIDE_A), 1u);
     const struct logent *t = log_at(SIDE_A, 0, -1);
-    ASSERT_EQ_U(t->ppid, IWARP_LLP_ASSOC_PPID_CTL);
+    ASSERT_EQ_U(t->ppid, IWARP_SCTP_PPID_DDP_CONTROL);
     ASSERT_EQ(t->fc, IWARP_SCTP_FC_TERMINATE);
     ASSERT_EQ(t->ssn, 1); /* the withdrawn segment's DDP-SSN */
     pump();

@@ -258,11 +258,11 @@ TEST(association_up_both_ways_with_n_streams_and_max_segment)
      * SCTP over UDP on a 1500-byte network), less the DDP-SSN and the default headroom */
     ASSERT_EQ(pr.cli.max_seg, 1444 - 2 - IWARP_LLP_SCTP_DEFAULT_HEADROOM);
     ASSERT_EQ(s->max_seg, pr.cli.max_seg);
-    ASSERT_TRUE(pr.cli.max_seg >= IWARP_LLP_SCTP_MIN_SEG);
+    ASSERT_TRUE(pr.cli.max_seg >= IWARP_SCTP_CTL_MAX);
     ASSERT_EQ(iwarp_llp_sctp_max_seg(pr.cli.a), pr.cli.max_seg);
 
     /* RFC 5043 §9: one octet above the maximum is refused, the maximum passes */
-    size_t max_msg = pr.cli.max_seg + IWARP_LLP_SCTP_SSN_LEN;
+    size_t max_msg = pr.cli.max_seg + IWARP_SCTP_SSN_LEN;
     uint8_t *big = calloc(1, max_msg + 1);
     ASSERT_EQ(send_bytes(pr.cli.a, 0, PPID_DDP, big, max_msg + 1), IWARP_ERR_SCTP_MSGSIZE);
     ASSERT_EQ(send_bytes(s->a, 3, PPID_DDP, big, max_msg + 1), IWARP_ERR_SCTP_MSGSIZE);
@@ -322,7 +322,7 @@ TEST(largest_message_fills_exactly_one_packet_of_the_mtu)
     struct pair pr;
     pair_up(&pr, &s, &c);
     ASSERT_EQ(pr.cli.max_seg, 1444 - 2 - 1);
-    size_t max_msg = pr.cli.max_seg + IWARP_LLP_SCTP_SSN_LEN;
+    size_t max_msg = pr.cli.max_seg + IWARP_SCTP_SSN_LEN;
     uint8_t *big = calloc(1, max_msg);
     ASSERT_EQ(send_bytes(pr.cli.a, 0, PPID_DDP, big, max_msg), 0);
     RUN_UNTIL(pr.srv.peers[0].nrx == 1, 5000);
@@ -406,7 +406,7 @@ TEST(chunks_of_various_sizes_on_several_streams)
     pair_up(&pr, &c, &c);
     struct peer *s = &pr.srv.peers[0];
     s->echo = true;
-    uint32_t max_msg = pr.cli.max_seg + IWARP_LLP_SCTP_SSN_LEN;
+    uint32_t max_msg = pr.cli.max_seg + IWARP_SCTP_SSN_LEN;
     const size_t sizes[] = {1, 2, 3, 17, 100, 515, 516, 517, 518, 1000, 1400, max_msg - 1, max_msg};
     enum { NS = sizeof sizes / sizeof sizes[0] };
     uint8_t *buf = malloc(max_msg);
