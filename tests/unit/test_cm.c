@@ -824,6 +824,28 @@ TEST(sctp_over_ipv6_send_write_read_and_the_active_side_disconnects)
     full_run_ps(true, &opts, false, IWARP_PS_SCTP);
 }
 
+/* cli connects again to srv's SCTP listener on port with one octet of private data pd[0]:
+ * accepted, up on both sides, then cli disconnects; both sides end. */
+static void sctp_next_session_is_accepted(struct side *srv, struct side *cli, uint16_t port,
+                                          const char *pd)
+{
+    struct iwarp_conn_param cp = {.private_data = pd, .private_data_len = 1};
+    connect_to_ps(cli, false, port, &cp, IWARP_PS_SCTP);
+    struct iwarp_cm_event *ev = expect_event(srv, IWARP_CM_EVENT_CONNECT_REQUEST);
+    ASSERT_EQ(((const char *)ev->param.private_data)[0], pd[0]);
+    srv->id = ev->id;
+    ASSERT_EQ(iwarp_cm_ack_event(ev), 0);
+    create_qp(srv, srv->id);
+    ASSERT_EQ(iwarp_cm_accept(srv->id, NULL), 0);
+    expect_ack(srv, IWARP_CM_EVENT_ESTABLISHED);
+    expect_ack(cli, IWARP_CM_EVENT_ESTABLISHED);
+    ASSERT_EQ(iwarp_cm_disconnect(cli->id), 0);
+    expect_ack(srv, IWARP_CM_EVENT_DISCONNECTED);
+    expect_ack(cli, IWARP_CM_EVENT_DISCONNECTED);
+    side_fini(cli, true);
+    side_fini(srv, true);
+}
+
 /* RFC 5043 §6.3: the responder's Reject carries its private data to the initiator; the
  * stream is free again and the next connection to the same listener is accepted. */
 TEST(sctp_reject_with_private_data_reaches_the_initiator)
@@ -859,21 +881,7 @@ TEST(sctp_reject_with_private_data_reaches_the_initiator)
     ASSERT_EQ(iwarp_cm_destroy_id(cli.id), 0);
 
     /* a new session to the same listener: accepted, up on both sides */
-    cp.private_data = "y";
-    connect_to_ps(&cli, false, port, &cp, IWARP_PS_SCTP);
-    ev = expect_event(&srv, IWARP_CM_EVENT_CONNECT_REQUEST);
-    ASSERT_EQ(((const char *)ev->param.private_data)[0], 'y');
-    srv.id = ev->id;
-    ASSERT_EQ(iwarp_cm_ack_event(ev), 0);
-    create_qp(&srv, srv.id);
-    ASSERT_EQ(iwarp_cm_accept(srv.id, NULL), 0);
-    expect_ack(&srv, IWARP_CM_EVENT_ESTABLISHED);
-    expect_ack(&cli, IWARP_CM_EVENT_ESTABLISHED);
-    ASSERT_EQ(iwarp_cm_disconnect(cli.id), 0);
-    expect_ack(&srv, IWARP_CM_EVENT_DISCONNECTED);
-    expect_ack(&cli, IWARP_CM_EVENT_DISCONNECTED);
-    side_fini(&cli, true);
-    side_fini(&srv, true);
+    sctp_next_session_is_accepted(&srv, &cli, port, "y");
 }
 
 /* An SCTP connect with cp from a new client side to a UDP port of 127.0.0.1 nobody listens on
@@ -924,6 +932,19 @@ TEST(sctp_connect_to_a_port_nobody_listens_on_fails_in_bounded_time)
     side_fini(&cli, true);
 }
 
+/* ev, cli's event ms milliseconds after its connect with timeout_ms 300, is that timeout:
+ * UNREACHABLE / TIMEDOUT on time, and the QP never reached RTS. Acks ev. */
+static void expect_connect_timed_out(struct side *cli, struct iwarp_cm_event *ev, int64_t ms)
+{
+    ASSERT_EQ(ev->event, IWARP_CM_EVENT_UNREACHABLE);
+    ASSERT_EQ(ev->status, IWARP_ERR_TIMEDOUT);
+    ASSERT_TRUE(ms >= 250 && ms < 1500);
+    ASSERT_EQ(iwarp_cm_ack_event(ev), 0);
+    struct iwarp_qp_attr qa;
+    ASSERT_EQ(iwarp_query_qp(cli->id->qp, &qa), 0);
+    ASSERT_TRUE(qa.qp_state != IWARP_QPS_RTS);
+}
+
 /* iwarp_conn_param.timeout_ms bounds an SCTP connect too (as MPA's Reply wait): long before
  * SCTP's own INIT retransmissions give up, the connect fails with UNREACHABLE / TIMEDOUT, and
  * its QP never reaches RTS. */
@@ -933,13 +954,7 @@ TEST(sctp_connect_timeout_is_unreachable)
     int64_t ms;
     struct iwarp_cm_event *ev =
         sctp_connect_nowhere(&cli, &(struct iwarp_conn_param){.timeout_ms = 300}, &ms);
-    ASSERT_EQ(ev->event, IWARP_CM_EVENT_UNREACHABLE);
-    ASSERT_EQ(ev->status, IWARP_ERR_TIMEDOUT);
-    ASSERT_TRUE(ms >= 250 && ms < 1500);
-    ASSERT_EQ(iwarp_cm_ack_event(ev), 0);
-    struct iwarp_qp_attr qa;
-    ASSERT_EQ(iwarp_query_qp(cli.id->qp, &qa), 0);
-    ASSERT_TRUE(qa.qp_state != IWARP_QPS_RTS);
+    expect_connect_timed_out(&cli, ev, ms);
     side_fini(&cli, true);
 }
 
@@ -1043,18 +1058,28 @@ static void failure_local_abort(enum iwarp_port_space ps)
     close(fd);
 }
 
-/* Two new sides, cli connecting to srv in port space ps; returns srv's request's id. */
-static struct iwarp_cm_id *request_pending(struct side *srv, struct side *cli,
-                                           enum iwarp_port_space ps)
+/* Two new sides, cli connecting with cp to srv's listener on *port in port space ps; returns
+ * srv's request's id. */
+static struct iwarp_cm_id *request_pending_cp(struct side *srv, struct side *cli,
+                                              enum iwarp_port_space ps,
+                                              const struct iwarp_conn_param *cp, uint16_t *port)
 {
     side_init(srv, IWARP_PROGRESS_THREAD);
     side_init(cli, IWARP_PROGRESS_THREAD);
-    uint16_t port = listen_on_ps(srv, false, ps);
-    connect_to_ps(cli, false, port, &(struct iwarp_conn_param){0}, ps);
+    *port = listen_on_ps(srv, false, ps);
+    connect_to_ps(cli, false, *port, cp, ps);
     struct iwarp_cm_event *ev = expect_event(srv, IWARP_CM_EVENT_CONNECT_REQUEST);
     struct iwarp_cm_id *child = ev->id;
     ASSERT_EQ(iwarp_cm_ack_event(ev), 0);
     return child;
+}
+
+/* Two new sides, cli connecting to srv in port space ps; returns srv's request's id. */
+static struct iwarp_cm_id *request_pending(struct side *srv, struct side *cli,
+                                           enum iwarp_port_space ps)
+{
+    uint16_t port;
+    return request_pending_cp(srv, cli, ps, &(struct iwarp_conn_param){0}, &port);
 }
 
 /* The peer refuses (MPA Reject, session Reject): REJECTED with the transport's Reject code and
@@ -1107,6 +1132,35 @@ static void failure_peer_ends(enum iwarp_port_space ps, bool abortive)
     expect_ack(&srv, IWARP_CM_EVENT_DISCONNECTED);
     side_fini(&cli, true);
     side_fini(&srv, true);
+}
+
+/* timeout_ms bounds the session too: the association comes up, but the listener never
+ * answers the Initiate. UNREACHABLE / TIMEDOUT on time, and our Terminate withdraws the
+ * Initiate (RFC 5043 §6.2): the request the listener did not answer is gone. */
+TEST(sctp_session_unanswered_within_timeout_is_unreachable)
+{
+    sctp_fast_timers();
+    struct side srv, cli;
+    uint16_t port;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    struct iwarp_cm_id *child = request_pending_cp(
+        &srv, &cli, IWARP_PS_SCTP, &(struct iwarp_conn_param){.timeout_ms = 300}, &port);
+    struct iwarp_cm_event *ev = expect_event(&cli, IWARP_CM_EVENT_UNREACHABLE);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    expect_connect_timed_out(&cli, ev,
+                             (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000);
+    /* the Terminate withdrew the request: accepting it now fails */
+    create_qp(&srv, child);
+    struct timespec nap = {0, 200 * 1000000};
+    nanosleep(&nap, NULL);
+    ASSERT_EQ(iwarp_cm_accept(child, NULL), IWARP_ERR_STATE);
+    iwarp_cm_destroy_qp(child);
+    ASSERT_EQ(iwarp_cm_destroy_id(child), 0);
+    /* the listener serves the next connect: accepted, up on both sides */
+    iwarp_cm_destroy_qp(cli.id);
+    ASSERT_EQ(iwarp_cm_destroy_id(cli.id), 0);
+    sctp_next_session_is_accepted(&srv, &cli, port, "y");
 }
 
 TEST(each_failure_gives_the_same_event_over_tcp_and_sctp)
