@@ -300,6 +300,7 @@ static void raw_close(void)
 
 /* ---- transport 2: llp_sctp ------------------------------------------------------------------ */
 
+static struct iwarp_llp_sctp_owner *L_owner; /* one thread drives both endpoints */
 static struct iwarp_llp_sctp_ep *L_ep[2];
 static struct iwarp_llp_sctp_assoc *L_a[2];
 static struct iwarp_llp_sctp_listener *L_l;
@@ -344,7 +345,7 @@ static void llp_pump(void)
     iwarp_llp_sctp_on_readable(L_ep[0], now);
     iwarp_llp_sctp_on_readable(L_ep[1], now);
     if (now >= L_deadline)
-        L_deadline = iwarp_llp_sctp_timers(now);
+        L_deadline = iwarp_llp_sctp_timers(L_owner, now);
 }
 
 static int llp_send(int side, const void *buf, size_t len)
@@ -358,13 +359,17 @@ static int llp_send(int side, const void *buf, size_t len)
 
 static void llp_open(void)
 {
-    struct iwarp_llp_sctp_ep_cfg cfg = {.nstreams = 8, .mtu = opt_mtu, .headroom = opt_headroom};
+    int rc = iwarp_llp_sctp_owner_open(&L_owner);
+    if (rc)
+        die("owner_open", rc);
+    struct iwarp_llp_sctp_ep_cfg cfg = {
+        .owner = L_owner, .nstreams = 8, .mtu = opt_mtu, .headroom = opt_headroom};
     for (int s = 0; s < 2; s++) {
-        int rc = iwarp_llp_sctp_ep_open(&cfg, &L_ep[s]);
+        rc = iwarp_llp_sctp_ep_open(&cfg, &L_ep[s]);
         if (rc)
             die("ep_open", rc);
     }
-    int rc = iwarp_llp_sctp_listen(L_ep[1], 5043, 4, l_accept, NULL, &L_l);
+    rc = iwarp_llp_sctp_listen(L_ep[1], 5043, 4, l_accept, NULL, &L_l);
     if (rc)
         die("listen", rc);
     struct sockaddr_storage sa;
@@ -388,6 +393,7 @@ static void llp_close(void)
     iwarp_llp_sctp_close(L_a[1], true);
     iwarp_llp_sctp_ep_close(L_ep[0]);
     iwarp_llp_sctp_ep_close(L_ep[1]);
+    iwarp_llp_sctp_owner_close(L_owner);
 }
 
 /* ---- transport 3: libiwarp (verbs + CM over IWARP_PS_SCTP) ------------------------------- */

@@ -2,17 +2,15 @@
  * The CM's SCTP transport (struct cm_transport): DDP streams (QPs) as sessions on
  * the SCTP streams of associations (RFC 5043), run by llp_assoc, carried by llp_sctp (usrsctp).
  *
- * Who drives usrsctp: its stack, timers and callbacks are process-wide, so one process-wide
- * mutex (dom_lock) is the owner lock of llp_sctp for every context. A context's progress loop
- * watches its own endpoints' UDP sockets and one timer source; whoever holds the context lock
- * takes dom_lock around each llp_sctp call (lock order: a context's lock, then dom_lock, never
- * the reverse). llp_sctp's callbacks run inside those calls: for an association of the context
- * that holds dom_lock (always so for received data: it only comes in through the endpoint's own
- * socket) they feed llp_assoc at once; a callback for another context's association (a timer
- * of usrsctp's that fired in our call: the association was lost, or became writable) is noted
- * under dom_lock and that context is woken through its eventfd source. After each llp_sctp call
- * the associations it touched are serviced under the context lock alone: chunks produced and
- * sent, events turned into CM events.
+ * Who drives usrsctp: llp_sctp, its one owner (the usrsctp lock, llp_sctp.h). Each context is
+ * an llp_sctp owner: its progress loop watches its own endpoints' UDP sockets, the owner's wake
+ * fd and one timer source, and calls llp_sctp holding the context lock (lock order: the
+ * context's lock, then llp_sctp's). llp_sctp runs a context's callbacks only in that context's
+ * calls, so they feed llp_assoc at once; what usrsctp reports for this context's associations
+ * in another context's call (one of their timers fired there) llp_sctp notes and hands over
+ * through the wake fd (iwarp_llp_sctp_owner_collect). After each llp_sctp call the associations
+ * it touched are serviced under the context lock: chunks produced and sent, events turned into
+ * CM events.
  *
  * Association sharing: connect() to a peer the context already has an association with (same
  * endpoint, a free stream) opens the session on a free stream of it (RFC 5043 §5.2: a DDP
@@ -27,7 +25,6 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <netinet/in.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -73,9 +70,6 @@ struct cm_assoc {
     struct sockaddr_storage peer;
     bool passive, own, down, dirty;
     int down_err;
-    /* noted by another context's call (dom_lock) */
-    bool f_down, f_writable;
-    int f_down_err;
     struct cm_assoc *next, *next_dirty;
 };
 
@@ -97,27 +91,13 @@ struct cm_sctp_link {
 
 struct cm_sctp_ctx {
     struct iwarp_ctx *ctx;
-    struct iwarp_loop_src timer; /* usrsctp's timers and the lingers */
-    struct iwarp_loop_src wake;  /* eventfd: another context noted something for us */
+    struct iwarp_loop_src timer;        /* usrsctp's timers and the lingers */
+    struct iwarp_llp_sctp_owner *owner; /* the context as llp_sctp's owner */
+    struct iwarp_loop_src wake;         /* its wake fd: events noted in another's call */
     struct cm_sctp_ep *eps;
     struct cm_assoc *assocs;
     struct cm_assoc *dirty;
 };
-
-static pthread_mutex_t dom_lock = PTHREAD_MUTEX_INITIALIZER;
-static __thread struct iwarp_ctx *dom_holder;
-
-static void dom_enter(struct iwarp_ctx *ctx)
-{
-    pthread_mutex_lock(&dom_lock);
-    dom_holder = ctx;
-}
-
-static void dom_leave(void)
-{
-    dom_holder = NULL;
-    pthread_mutex_unlock(&dom_lock);
-}
 
 static struct cm_sctp_link *link_of(struct cm_id *id)
 {
@@ -138,22 +118,14 @@ static struct cm_assoc *find_assoc(struct cm_sctp_ctx *sc, struct cm_sctp_ep *e,
                                    const struct sockaddr_storage *peer);
 static void rearm(struct cm_sctp_ctx *sc, uint64_t now);
 
-/* ---- llp_sctp callbacks (dom_lock held) --------------------------------------------------- */
-
-/* Another context's association: note it and wake its loop. */
-static void foreign(struct cm_assoc *ca)
-{
-    uint64_t one = 1;
-    ssize_t n = write(ca->sc->wake.fd, &one, sizeof one);
-    (void)n;
-}
+/* ---- llp_sctp callbacks (in this context's llp_sctp calls: both locks held) --------------- */
 
 static void on_up(void *user, uint16_t nstreams, uint32_t max_seg)
 {
     struct cm_assoc *ca = user;
     struct iwarp_ctx *ctx = ca->sc->ctx;
-    if (dom_holder != ctx || ca->la_ready)
-        return; /* cannot happen: COMM_UP comes in through the association's own socket */
+    if (ca->la_ready)
+        return; /* once */
     ca->nstreams = nstreams;
     uint16_t w = IWARP_LLP_ASSOC_WINDOW;
     ca->streams = iwarp_api_calloc(ctx, nstreams, sizeof *ca->streams);
@@ -181,12 +153,6 @@ static void on_up(void *user, uint16_t nstreams, uint32_t max_seg)
 static void on_down(void *user, int err)
 {
     struct cm_assoc *ca = user;
-    if (dom_holder != ca->sc->ctx) {
-        ca->f_down = true;
-        ca->f_down_err = err;
-        foreign(ca);
-        return;
-    }
     ca->down = true;
     ca->down_err = err;
     if (ca->la_ready)
@@ -197,8 +163,8 @@ static void on_down(void *user, int err)
 static void on_chunk(void *user, uint16_t sid, uint32_t ppid, bool unordered, void *buf, size_t len)
 {
     struct cm_assoc *ca = user;
-    if (dom_holder != ca->sc->ctx || !ca->la_ready) {
-        iwarp_llp_sctp_chunk_free(buf); /* cannot happen: see the file header */
+    if (!ca->la_ready) {
+        iwarp_llp_sctp_chunk_free(buf); /* cannot happen: on_up comes first */
         return;
     }
     (void)iwarp_llp_assoc_rx_chunk(&ca->la, sid, ppid, unordered, buf, len);
@@ -208,11 +174,6 @@ static void on_chunk(void *user, uint16_t sid, uint32_t ppid, bool unordered, vo
 static void on_writable(void *user)
 {
     struct cm_assoc *ca = user;
-    if (dom_holder != ca->sc->ctx) {
-        ca->f_writable = true;
-        foreign(ca);
-        return;
-    }
     mark(ca);
 }
 
@@ -226,9 +187,7 @@ static void ep_on_io(struct iwarp_loop_src *src, uint32_t events, uint64_t now_n
     (void)events;
     struct cm_sctp_ep *e = src->user;
     struct cm_sctp_ctx *sc = e->sc;
-    dom_enter(sc->ctx);
     iwarp_llp_sctp_on_readable(e->ep, now_ns);
-    dom_leave();
     for (struct cm_assoc *ca = sc->assocs; ca; ca = ca->next)
         if (ca->ep == e && ca->la_ready && iwarp_llp_assoc_packets_in(&ca->la))
             mark(ca); /* packets came in: perhaps the SACK it waits for at the cap */
@@ -259,7 +218,8 @@ static void env_test_hooks(struct iwarp_llp_sctp_ep_cfg *cfg)
         iwarp_llp_sctp_set_test_timers(lo, init, hi);
 }
 
-/* The capture hook (dom_lock held): every SCTP packet of the endpoint, as a UDP datagram. */
+/* The capture hook (llp_sctp's lock held, in any context's call: a retransmission of this
+ * endpoint's may leave in another's): every SCTP packet of the endpoint, as a UDP datagram. */
 static void capture(void *user, int dir, const struct sockaddr *local, const struct sockaddr *peer,
                     const uint8_t *pkt, size_t len, uint64_t now_ns)
 {
@@ -281,7 +241,7 @@ static int ep_open(struct cm_sctp_ctx *sc, const struct sockaddr *addr, bool cli
     if (!e)
         return IWARP_ERR_NOMEM;
     struct iwarp_llp_sctp_ep_cfg cfg = {
-        .addr = addr, .owner = &dom_lock, .nstreams = ctx_streams(ctx), .mtu = ctx->attr.sctp_mtu};
+        .addr = addr, .owner = sc->owner, .nstreams = ctx_streams(ctx), .mtu = ctx->attr.sctp_mtu};
     env_test_hooks(&cfg);
     e->trace = iwarp_api_trace_sink(ctx); /* NULL: tracing is off */
     if (e->trace) {
@@ -289,9 +249,7 @@ static int ep_open(struct cm_sctp_ctx *sc, const struct sockaddr *addr, bool cli
         cfg.capture_user = e;
     }
     e->sc = sc;
-    dom_enter(ctx);
     int rc = iwarp_llp_sctp_ep_open(&cfg, &e->ep);
-    dom_leave();
     if (rc != 0) {
         (void)iwarp_trace_sink_release(e->trace);
         iwarp_api_free(ctx, e);
@@ -306,9 +264,7 @@ static int ep_open(struct cm_sctp_ctx *sc, const struct sockaddr *addr, bool cli
                                      .heap_index = UINT32_MAX};
     rc = iwarp_loop_add(&ctx->loop, &e->src);
     if (rc != 0) {
-        dom_enter(ctx);
         iwarp_llp_sctp_ep_close(e->ep);
-        dom_leave();
         (void)iwarp_trace_sink_release(e->trace);
         iwarp_api_free(ctx, e);
         return rc;
@@ -329,9 +285,7 @@ static void ep_close(struct cm_sctp_ep *e)
         }
     }
     iwarp_loop_del(&sc->ctx->loop, &e->src);
-    dom_enter(sc->ctx);
     iwarp_llp_sctp_ep_close(e->ep);
-    dom_leave();
     if (e->trace && iwarp_trace_sink_release(e->trace) != 0)
         iwarp_api_log(sc->ctx, IWARP_LOG_ERROR, "trace: writing the capture failed");
     iwarp_api_free(sc->ctx, e);
@@ -361,22 +315,24 @@ static struct cm_sctp_ctx *sctp_ctx(struct iwarp_ctx *ctx)
                                         .on_timer = timer_on,
                                         .user = sc,
                                         .heap_index = UINT32_MAX};
-    int wfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    sc->wake = (struct iwarp_loop_src){.fd = wfd,
+    if (iwarp_llp_sctp_owner_open(&sc->owner) != 0) {
+        iwarp_api_free(ctx, sc);
+        return NULL;
+    }
+    sc->wake = (struct iwarp_loop_src){.fd = iwarp_llp_sctp_owner_fd(sc->owner),
                                        .events = EPOLLIN,
                                        .deadline = UINT64_MAX,
                                        .on_io = wake_on_io,
                                        .user = sc,
                                        .heap_index = UINT32_MAX};
-    if (wfd < 0 || iwarp_loop_add(&ctx->loop, &sc->timer) != 0) {
-        if (wfd >= 0)
-            close(wfd);
+    if (iwarp_loop_add(&ctx->loop, &sc->timer) != 0) {
+        iwarp_llp_sctp_owner_close(sc->owner);
         iwarp_api_free(ctx, sc);
         return NULL;
     }
     if (iwarp_loop_add(&ctx->loop, &sc->wake) != 0) {
         iwarp_loop_del(&ctx->loop, &sc->timer);
-        close(wfd);
+        iwarp_llp_sctp_owner_close(sc->owner);
         iwarp_api_free(ctx, sc);
         return NULL;
     }
@@ -404,9 +360,7 @@ static uint64_t next_deadline(struct cm_sctp_ctx *sc)
 static void rearm(struct cm_sctp_ctx *sc, uint64_t now)
 {
     for (int round = 0; round < 4; round++) {
-        dom_enter(sc->ctx);
-        uint64_t next = iwarp_llp_sctp_timers(now);
-        dom_leave();
+        uint64_t next = iwarp_llp_sctp_timers(sc->owner, now);
         if (!sc->dirty) {
             uint64_t l = next_deadline(sc);
             iwarp_loop_set_timer(&sc->ctx->loop, &sc->timer, l < next ? l : next);
@@ -447,9 +401,7 @@ static void assoc_free(struct cm_assoc *ca, bool abortive)
     if (ca->la_ready)
         iwarp_llp_assoc_lost(&ca->la, !abortive); /* gives held chunks back */
     if (ca->sa) {
-        dom_enter(ctx);
         iwarp_llp_sctp_close(ca->sa, abortive);
-        dom_leave();
     }
     iwarp_api_free(ctx, ca->streams);
     iwarp_api_free(ctx, ca->slots);
@@ -580,10 +532,8 @@ static int assoc_new(struct cm_sctp_ctx *sc, struct cm_sctp_ep *e,
     ca->ep = e;
     ca->own = own;
     memcpy(&ca->peer, peer, sizeof ca->peer);
-    dom_enter(ctx);
     int rc =
         iwarp_llp_sctp_connect(e->ep, (const struct sockaddr *)peer, 0, &assoc_ops, ca, &ca->sa);
-    dom_leave();
     if (rc != 0) {
         iwarp_api_free(ctx, ca);
         return rc;
@@ -641,30 +591,24 @@ static void open_waiting(struct cm_assoc *ca)
 /* Send what the association has to send. */
 static void flush_tx(struct cm_assoc *ca)
 {
-    struct iwarp_ctx *ctx = ca->sc->ctx;
     while (!ca->down && ca->sa) {
         const struct iwarp_llp_assoc_chunk *ch = iwarp_llp_assoc_tx_next(&ca->la);
         if (!ch && iwarp_llp_assoc_tx_capped(&ca->la)) {
             /* at the in-flight cap: SCTP knows how many chunks are unacknowledged */
-            dom_enter(ctx);
             uint32_t unacked = iwarp_llp_sctp_unacked(ca->sa);
-            dom_leave();
             iwarp_llp_assoc_unacked(&ca->la, unacked);
             ch = iwarp_llp_assoc_tx_next(&ca->la);
         }
         if (!ch)
             break; /* nothing to send, or the cap holds until packets come in */
-        dom_enter(ctx);
         int rc = iwarp_llp_sctp_send_chunk(ca->sa, ch->sid, ch->ppid, ch->iov, ch->niov);
-        dom_leave();
         if (rc != 0)
             break; /* BUSY: on_writable follows; another error: on_down follows */
         iwarp_llp_assoc_tx_done(&ca->la);
     }
 }
 
-/* Service one association (context lock held, dom_lock not) at time now. Returns false when
- * freed. */
+/* Service one association (context lock held) at time now. Returns false when freed. */
 static bool assoc_service(struct cm_assoc *ca, uint64_t now)
 {
     if (ca->la_ready && !ca->down)
@@ -718,25 +662,7 @@ static void wake_on_io(struct iwarp_loop_src *src, uint32_t events, uint64_t now
 {
     (void)events;
     struct cm_sctp_ctx *sc = src->user;
-    uint64_t v;
-    ssize_t n = read(sc->wake.fd, &v, sizeof v);
-    (void)n;
-    dom_enter(sc->ctx);
-    for (struct cm_assoc *ca = sc->assocs; ca; ca = ca->next) {
-        if (ca->f_down) {
-            ca->f_down = false;
-            ca->down = true;
-            ca->down_err = ca->f_down_err;
-            if (ca->la_ready)
-                iwarp_llp_assoc_lost(&ca->la, ca->f_down_err == 0);
-            mark(ca);
-        }
-        if (ca->f_writable) {
-            ca->f_writable = false;
-            mark(ca);
-        }
-    }
-    dom_leave();
+    iwarp_llp_sctp_owner_collect(sc->owner); /* their callbacks mark what they touch */
     service(sc, now_ns);
     rearm(sc, now_ns);
 }
@@ -821,9 +747,7 @@ static int sctp_listen(struct cm_id *id, int backlog)
     l->ep->refs = 1;
     l->backlog = backlog;
     id->lsn = l;
-    dom_enter(ctx);
     rc = iwarp_llp_sctp_listen(l->ep->ep, 0, backlog > 0 ? backlog : 1, accept_cb, id, &l->lsn);
-    dom_leave();
     if (rc != 0) {
         id->lsn = NULL;
         ep_unref(l->ep);
@@ -840,9 +764,7 @@ static void sctp_listen_close(struct cm_id *id)
     struct cm_sctp_lsn *l = id->lsn;
     struct iwarp_ctx *ctx = id->pub.context;
     struct cm_sctp_ctx *sc = l->ep->sc;
-    dom_enter(ctx);
     iwarp_llp_sctp_listener_close(l->lsn);
-    dom_leave();
     for (struct cm_assoc *ca = sc->assocs; ca; ca = ca->next)
         if (ca->listen_id == id)
             ca->listen_id = NULL;
@@ -1105,7 +1027,7 @@ static void sctp_ctx_fini(struct iwarp_ctx *ctx)
         ep_close(sc->eps);
     iwarp_loop_del(&ctx->loop, &sc->timer);
     iwarp_loop_del(&ctx->loop, &sc->wake);
-    close(sc->wake.fd);
+    iwarp_llp_sctp_owner_close(sc->owner);
     ctx->sctp = NULL;
     pthread_mutex_unlock(&ctx->lock);
     iwarp_api_free(ctx, sc);

@@ -1,7 +1,7 @@
 /*
  * The SCTP back-end: usrsctp (no-threads, AF_CONN) over our own UDP sockets. See llp_sctp.h for
- * the model (one stack, one owner lock, receive callback) and ../shared/docs/usrsctp.md for
- * the usrsctp behaviour this relies on.
+ * the model (one stack, one usrsctp lock, owners, receive callback) and
+ * ../shared/docs/usrsctp.md for the usrsctp behaviour this relies on.
  *
  * Object lifetimes. usrsctp calls back with the socket's ulp_info: an endpoint never, a
  * listener (for sockets it created that are not accepted yet: they inherit its ulp_info) or an
@@ -13,7 +13,11 @@
  *
  * Re-entrancy. Callbacks from usrsctp only record what happened (and deliver data); the rest
  * (accepting, the RFC 5043 checks after COMM_UP, on_up/on_down/on_writable, closing sockets)
- * runs in post_process() when the outermost entry point returns, outside usrsctp.
+ * runs in post_process() when the outermost entry point returns, outside usrsctp but still
+ * under the usrsctp lock. An association of another owner than the call's is not settled
+ * there: it goes on its owner's deferred list (defer()) and the owner's wake fd is written;
+ * owner_collect() settles it in that owner's call. Data that arrives for it meanwhile waits in
+ * its `early` queue, as data bundled with the handshake does.
  */
 #define _GNU_SOURCE 1
 #include "llp/llp_sctp.h"
@@ -25,6 +29,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <usrsctp.h>
@@ -92,6 +97,7 @@ struct iwarp_llp_sctp_assoc {
     bool tx_blocked, writable_pending;
     bool adapt_seen;
     bool dirty;
+    bool deferred;     /* on its owner's list: noted in another owner's call */
     bool test_ordered; /* test hook: send with U=0 (iwarp_llp_sctp_test_set_ordered) */
     int down_err;
     uint32_t adapt_ind;
@@ -103,6 +109,7 @@ struct iwarp_llp_sctp_assoc {
     struct early *early, **early_tail;
     struct iwarp_llp_sctp_assoc *next, **pprev; /* ep->assocs or lsn->pending */
     struct iwarp_llp_sctp_assoc *dnext;         /* dirty list */
+    struct iwarp_llp_sctp_assoc *fnext;         /* its owner's deferred list */
 };
 
 struct iwarp_llp_sctp_listener {
@@ -118,6 +125,7 @@ struct iwarp_llp_sctp_listener {
 };
 
 struct iwarp_llp_sctp_ep {
+    struct iwarp_llp_sctp_owner *owner;
     int fd;
     struct sockaddr_storage local;
     socklen_t locallen;
@@ -140,12 +148,44 @@ struct iwarp_llp_sctp_ep {
     struct iwarp_llp_sctp_ep *next;
 };
 
-/* Process-wide state. The first group is under init_lock; the rest under the owner's lock. */
-static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
+/* An owner: whose calls run the callbacks of its endpoints' associations. */
+struct iwarp_llp_sctp_owner {
+    int wake_fd;                           /* eventfd: events were noted for it */
+    bool woken;                            /* ... and it has not collected them yet */
+    struct iwarp_llp_sctp_assoc *deferred; /* those associations (their fnext) */
+};
+
+/*
+ * The usrsctp lock: one process-wide mutex around every call into this file, and so around
+ * everything usrsctp does (its stack, timer wheel and callbacks are process-wide). A call
+ * takes it unless its thread holds it already (a callback calling back in: `held`); `holder`
+ * is the owner whose call it is, and only that owner's callbacks run in it (post_process
+ * defers the others'). Lock order: an owner's own lock, then this one (llp_sctp.h).
+ */
+static pthread_mutex_t sctp_lock = PTHREAD_MUTEX_INITIALIZER;
+static __thread unsigned held;
+static __thread struct iwarp_llp_sctp_owner *holder;
+
+static void lock_enter(struct iwarp_llp_sctp_owner *o)
+{
+    if (held++ == 0) {
+        pthread_mutex_lock(&sctp_lock);
+        holder = o;
+    }
+}
+
+static void lock_leave(void)
+{
+    if (--held == 0) {
+        holder = NULL;
+        pthread_mutex_unlock(&sctp_lock);
+    }
+}
+
+/* Process-wide state, under sctp_lock. */
 static struct {
     unsigned n_ep;
     bool stack_up;
-    const void *owner;
     uint32_t rto_min, rto_init, rto_max;
 
     struct iwarp_llp_sctp_ep *eps;
@@ -358,7 +398,7 @@ static void apply_sysctls(void)
 void iwarp_llp_sctp_set_test_timers(uint32_t rto_min_ms, uint32_t rto_initial_ms,
                                     uint32_t rto_max_ms)
 {
-    pthread_mutex_lock(&init_lock);
+    lock_enter(NULL);
     G.rto_min = rto_min_ms;
     G.rto_init = rto_initial_ms;
     G.rto_max = rto_max_ms;
@@ -372,23 +412,22 @@ void iwarp_llp_sctp_set_test_timers(uint32_t rto_min_ms, uint32_t rto_initial_ms
         }
         apply_sysctls();
     }
-    pthread_mutex_unlock(&init_lock);
+    lock_leave();
 }
 
 bool iwarp_llp_sctp_stack_active(void)
 {
-    pthread_mutex_lock(&init_lock);
+    lock_enter(NULL);
     bool up = G.stack_up;
-    pthread_mutex_unlock(&init_lock);
+    lock_leave();
     return up;
 }
 
-/* init_lock held. */
+/* sctp_lock held. */
 static void stack_release_locked(void)
 {
     if (--G.n_ep > 0)
         return;
-    G.owner = NULL;
     G.timer_started = false;
     if (G.stack_up) {
         /* finish() is -1 while any socket lingers; advance virtual time so deferred frees run,
@@ -467,6 +506,12 @@ static void assoc_free(struct iwarp_llp_sctp_assoc *a)
                 *pp = a->dnext;
                 break;
             }
+    if (a->deferred) /* ... or for its owner's collect */
+        for (struct iwarp_llp_sctp_assoc **pp = &a->ep->owner->deferred; *pp; pp = &(*pp)->fnext)
+            if (*pp == a) {
+                *pp = a->fnext;
+                break;
+            }
     for (struct early *e = a->early, *n; e; e = n) {
         n = e->next;
         free(e->buf);
@@ -495,21 +540,34 @@ static bool may_call(const struct iwarp_llp_sctp_assoc *a)
 
 /* ---- input: usrsctp callbacks --------------------------------------------------------------- */
 
+/* A message to the owner now (its call: holder), or freed when nobody takes it any more. */
+static void hand_over(struct iwarp_llp_sctp_assoc *a, uint16_t sid, uint32_t ppid, bool unordered,
+                      void *buf, size_t len)
+{
+    if (a->state == ST_UP && !a->down_noted && may_call(a) && a->ops->on_chunk) {
+        a->ops->on_chunk(a->user, sid, ppid, unordered, buf, len);
+        return;
+    }
+    free(buf);
+}
+
 static void deliver(struct iwarp_llp_sctp_assoc *a, uint16_t sid, uint32_t ppid, bool unordered,
                     void *buf, size_t len)
 {
-    if (a->state == ST_UP && !a->down_noted) {
-        if (may_call(a) && a->ops->on_chunk) {
-            a->ops->on_chunk(a->user, sid, ppid, unordered, buf, len);
-            return;
-        }
-    } else if (a->state < ST_UP && !a->down_noted) {
-        /* before on_up could be reported (bundled with the handshake): keep the order */
+    if (a->state == ST_UP && !a->down_noted && !a->early && a->ep->owner == holder) {
+        hand_over(a, sid, ppid, unordered, buf, len);
+        return;
+    }
+    if (a->state <= ST_UP && !a->down_noted) {
+        /* before on_up could be reported (bundled with the handshake), behind such messages,
+         * or in another owner's call: queued in order, handed over by settle() */
         struct early *e = malloc(sizeof *e);
         if (e) {
             *e = (struct early){NULL, buf, len, sid, ppid, unordered};
             *a->early_tail = e;
             a->early_tail = &e->next;
+            if (a->state == ST_UP)
+                mark_dirty(a);
             return;
         }
     }
@@ -743,8 +801,10 @@ fail:
 
 /* ---- post-processing: everything that must not run inside usrsctp ------------------------ */
 
-static void enter(void)
+/* Owner o's call into usrsctp: the lock, and post_process() when the outermost one ends. */
+static void enter(struct iwarp_llp_sctp_owner *o)
 {
+    lock_enter(o);
     G.depth++;
 }
 
@@ -754,6 +814,7 @@ static void leave(void)
 {
     if (--G.depth == 0)
         post_process();
+    lock_leave();
 }
 
 /* RFC 5043 checks once COMM_UP is seen (wire_sctp's). 0 or the refusal reason. */
@@ -845,23 +906,23 @@ static void settle(struct iwarp_llp_sctp_assoc *a)
         }
         if (may_call(a) && a->ops->on_up)
             a->ops->on_up(a->user, a->out, a->max_seg);
-        while (a->early && !a->owner_closed && !a->down_noted) {
-            struct early *e = a->early;
-            a->early = e->next;
-            if (!a->early)
-                a->early_tail = &a->early;
-            void *buf = e->buf;
-            size_t len = e->len;
-            uint16_t sid = e->sid;
-            uint32_t ppid = e->ppid;
-            bool unordered = e->unordered;
-            free(e);
-            deliver(a, sid, ppid, unordered, buf, len);
-        }
-        if (a->owner_closed || a->down_noted) {
-            mark_dirty(a); /* the rest on the next round */
-            return;
-        }
+    }
+    while (a->early && a->state == ST_UP && !a->owner_closed && !a->down_noted) {
+        struct early *e = a->early;
+        a->early = e->next;
+        if (!a->early)
+            a->early_tail = &a->early;
+        void *buf = e->buf;
+        size_t len = e->len;
+        uint16_t sid = e->sid;
+        uint32_t ppid = e->ppid;
+        bool unordered = e->unordered;
+        free(e);
+        hand_over(a, sid, ppid, unordered, buf, len);
+    }
+    if (a->owner_closed) {
+        mark_dirty(a); /* closed by a callback: the rest on the next round */
+        return;
     }
     if (a->down_noted && a->state != ST_DOWN) {
         a->state = ST_DOWN;
@@ -902,6 +963,23 @@ static void lsn_accept_all(struct iwarp_llp_sctp_listener *l)
     }
 }
 
+/* a's events were noted in another owner's call: its owner collects them (its wake fd). */
+static void defer(struct iwarp_llp_sctp_assoc *a)
+{
+    struct iwarp_llp_sctp_owner *o = a->ep->owner;
+    if (!a->deferred) {
+        a->deferred = true;
+        a->fnext = o->deferred;
+        o->deferred = a;
+    }
+    if (!o->woken) {
+        o->woken = true;
+        uint64_t one = 1;
+        ssize_t n = write(o->wake_fd, &one, sizeof one);
+        (void)n; /* a full counter is readable all the same */
+    }
+}
+
 static void post_process(void)
 {
     G.depth++;
@@ -924,9 +1002,60 @@ static void post_process(void)
         G.dirty = a->dnext;
         a->dirty = false;
         a->dnext = NULL;
-        settle(a);
+        if (a->ep->owner != holder && !a->owner_closed)
+            defer(a); /* its callbacks run in its owner's call, under its owner's lock */
+        else
+            settle(a);
     }
     G.depth--;
+}
+
+/* ---- owners -------------------------------------------------------------------------------- */
+
+int iwarp_llp_sctp_owner_open(struct iwarp_llp_sctp_owner **out)
+{
+    if (!out)
+        return IWARP_ERR_INVAL;
+    struct iwarp_llp_sctp_owner *o = calloc(1, sizeof *o);
+    if (!o)
+        return IWARP_ERR_NOMEM;
+    o->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (o->wake_fd < 0) {
+        free(o);
+        return IWARP_ERR_IO;
+    }
+    *out = o;
+    return 0;
+}
+
+void iwarp_llp_sctp_owner_close(struct iwarp_llp_sctp_owner *o)
+{
+    if (!o)
+        return;
+    close(o->wake_fd);
+    free(o);
+}
+
+int iwarp_llp_sctp_owner_fd(const struct iwarp_llp_sctp_owner *o)
+{
+    return o->wake_fd;
+}
+
+void iwarp_llp_sctp_owner_collect(struct iwarp_llp_sctp_owner *o)
+{
+    enter(o);
+    uint64_t v;
+    ssize_t n = read(o->wake_fd, &v, sizeof v);
+    (void)n; /* nothing to read: woken already */
+    o->woken = false;
+    while (o->deferred) { /* settled by post_process, now in o's call */
+        struct iwarp_llp_sctp_assoc *a = o->deferred;
+        o->deferred = a->fnext;
+        a->deferred = false;
+        a->fnext = NULL;
+        mark_dirty(a);
+    }
+    leave();
 }
 
 /* ---- endpoints ----------------------------------------------------------------------------- */
@@ -934,7 +1063,7 @@ static void post_process(void)
 int iwarp_llp_sctp_ep_open(const struct iwarp_llp_sctp_ep_cfg *cfg,
                            struct iwarp_llp_sctp_ep **ep_out)
 {
-    if (!cfg || !ep_out)
+    if (!cfg || !ep_out || !cfg->owner)
         return IWARP_ERR_INVAL;
     struct sockaddr_storage local;
     memset(&local, 0, sizeof local);
@@ -957,6 +1086,7 @@ int iwarp_llp_sctp_ep_open(const struct iwarp_llp_sctp_ep_cfg *cfg,
     struct iwarp_llp_sctp_ep *ep = calloc(1, sizeof *ep);
     if (!ep)
         return IWARP_ERR_NOMEM;
+    ep->owner = cfg->owner;
     ep->fd = -1;
     ep->nstreams = cfg->nstreams ? cfg->nstreams : IWARP_LLP_SCTP_DEFAULT_STREAMS;
     ep->max_in = cfg->test_max_instreams ? cfg->test_max_instreams : ep->nstreams;
@@ -978,13 +1108,7 @@ int iwarp_llp_sctp_ep_open(const struct iwarp_llp_sctp_ep_cfg *cfg,
         return IWARP_ERR_NOMEM;
     }
 
-    pthread_mutex_lock(&init_lock);
-    if (G.n_ep > 0 && G.owner != cfg->owner) {
-        pthread_mutex_unlock(&init_lock);
-        free(ep->rxbuf);
-        free(ep);
-        return IWARP_ERR_BUSY;
-    }
+    lock_enter(ep->owner);
     if (!G.stack_up) {
         /* no threads, no sockets of its own: packets leave through conn_output */
         usrsctp_init_nothreads(0, conn_output, NULL);
@@ -992,8 +1116,6 @@ int iwarp_llp_sctp_ep_open(const struct iwarp_llp_sctp_ep_cfg *cfg,
         apply_sysctls();
     }
     G.n_ep++;
-    G.owner = cfg->owner;
-    pthread_mutex_unlock(&init_lock);
 
     int rc = IWARP_ERR_IO;
     ep->fd = socket(local.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -1014,16 +1136,16 @@ int iwarp_llp_sctp_ep_open(const struct iwarp_llp_sctp_ep_cfg *cfg,
         goto fail;
     ep->next = G.eps;
     G.eps = ep;
+    lock_leave();
     *ep_out = ep;
     return 0;
 fail:
     if (ep->fd >= 0)
         close(ep->fd);
+    stack_release_locked();
+    lock_leave();
     free(ep->rxbuf);
     free(ep);
-    pthread_mutex_lock(&init_lock);
-    stack_release_locked();
-    pthread_mutex_unlock(&init_lock);
     return rc;
 }
 
@@ -1040,7 +1162,9 @@ socklen_t iwarp_llp_sctp_ep_local(const struct iwarp_llp_sctp_ep *ep, struct soc
 
 void iwarp_llp_sctp_ep_stats(const struct iwarp_llp_sctp_ep *ep, struct iwarp_llp_sctp_stats *out)
 {
+    lock_enter(ep->owner); /* another owner's call may count this endpoint's packets */
     *out = ep->st;
+    lock_leave();
 }
 
 static void lsn_destroy(struct iwarp_llp_sctp_listener *l)
@@ -1077,7 +1201,7 @@ void iwarp_llp_sctp_listener_close(struct iwarp_llp_sctp_listener *l)
 {
     if (!l)
         return;
-    enter();
+    enter(l->ep->owner);
     for (struct iwarp_llp_sctp_listener **pp = &l->ep->listeners; *pp; pp = &(*pp)->next)
         if (*pp == l) {
             *pp = l->next;
@@ -1091,7 +1215,8 @@ void iwarp_llp_sctp_ep_close(struct iwarp_llp_sctp_ep *ep)
 {
     if (!ep)
         return;
-    enter();
+    lock_enter(ep->owner);
+    enter(ep->owner);
     for (struct iwarp_llp_sctp_ep **pp = &G.eps; *pp; pp = &(*pp)->next)
         if (*pp == ep) {
             *pp = ep->next;
@@ -1125,10 +1250,9 @@ void iwarp_llp_sctp_ep_close(struct iwarp_llp_sctp_ep *ep)
     close(ep->fd);
     free(ep->rxbuf);
     free(ep);
-    leave();
-    pthread_mutex_lock(&init_lock);
+    leave(); /* post_process, still under the lock */
     stack_release_locked();
-    pthread_mutex_unlock(&init_lock);
+    lock_leave();
 }
 
 /* ---- driving ------------------------------------------------------------------------------- */
@@ -1147,8 +1271,8 @@ static bool foreign_port(const struct iwarp_llp_sctp_ep *ep, uint16_t port)
 
 void iwarp_llp_sctp_on_readable(struct iwarp_llp_sctp_ep *ep, uint64_t now_ns)
 {
+    enter(ep->owner);
     G.now_ns = now_ns;
-    enter();
     for (int i = 0; i < RX_BATCH; i++) {
         struct sockaddr_storage src;
         socklen_t sl = sizeof src;
@@ -1185,16 +1309,19 @@ void iwarp_llp_sctp_on_readable(struct iwarp_llp_sctp_ep *ep, uint64_t now_ns)
     leave();
 }
 
-uint64_t iwarp_llp_sctp_timers(uint64_t now_ns)
+uint64_t iwarp_llp_sctp_timers(struct iwarp_llp_sctp_owner *o, uint64_t now_ns)
 {
-    if (!G.eps)
+    lock_enter(o); /* held across post_process and the deadline below */
+    if (!G.eps) {
+        lock_leave();
         return UINT64_MAX;
+    }
+    enter(o);
     G.now_ns = now_ns;
     if (!G.timer_started) {
         G.timer_started = true;
         G.timer_last = now_ns;
     }
-    enter();
     if (now_ns > G.timer_last) {
         uint64_t ms = (now_ns - G.timer_last) / 1000000u;
         if (ms) {
@@ -1209,17 +1336,16 @@ uint64_t iwarp_llp_sctp_timers(uint64_t now_ns)
     for (struct iwarp_llp_sctp_ep *ep = G.eps; ep; ep = ep->next)
         if (ep->dq && ep->dq->due < next)
             next = ep->dq->due;
+    lock_leave();
     return next;
 }
 
 /* ---- listen / connect / send / close -------------------------------------------------------- */
 
-int iwarp_llp_sctp_listen(struct iwarp_llp_sctp_ep *ep, uint16_t sctp_port, int backlog,
-                          iwarp_llp_sctp_accept_fn accept_fn, void *user,
-                          struct iwarp_llp_sctp_listener **l_out)
+static int listen_locked(struct iwarp_llp_sctp_ep *ep, uint16_t sctp_port, int backlog,
+                         iwarp_llp_sctp_accept_fn accept_fn, void *user,
+                         struct iwarp_llp_sctp_listener **l_out)
 {
-    if (!ep || !accept_fn || !l_out)
-        return IWARP_ERR_INVAL;
     struct iwarp_llp_sctp_listener *l = calloc(1, sizeof *l);
     if (!l)
         return IWARP_ERR_NOMEM;
@@ -1258,12 +1384,22 @@ fail:
     return rc;
 }
 
-int iwarp_llp_sctp_connect(struct iwarp_llp_sctp_ep *ep, const struct sockaddr *peer,
-                           uint16_t peer_sctp_port, const struct iwarp_llp_sctp_ops *ops,
-                           void *user, struct iwarp_llp_sctp_assoc **a_out)
+int iwarp_llp_sctp_listen(struct iwarp_llp_sctp_ep *ep, uint16_t sctp_port, int backlog,
+                          iwarp_llp_sctp_accept_fn accept_fn, void *user,
+                          struct iwarp_llp_sctp_listener **l_out)
 {
-    if (!ep || !peer || !a_out || !addr_len(peer) || peer->sa_family != ep->local.ss_family)
+    if (!ep || !accept_fn || !l_out)
         return IWARP_ERR_INVAL;
+    enter(ep->owner);
+    int rc = listen_locked(ep, sctp_port, backlog, accept_fn, user, l_out);
+    leave();
+    return rc;
+}
+
+static int connect_locked(struct iwarp_llp_sctp_ep *ep, const struct sockaddr *peer,
+                          uint16_t peer_sctp_port, const struct iwarp_llp_sctp_ops *ops, void *user,
+                          struct iwarp_llp_sctp_assoc **a_out)
+{
     struct sockaddr_storage ps;
     memset(&ps, 0, sizeof ps);
     memcpy(&ps, peer, addr_len(peer));
@@ -1296,15 +1432,23 @@ int iwarp_llp_sctp_connect(struct iwarp_llp_sctp_ep *ep, const struct sockaddr *
     }
     list_add(&ep->assocs, a);
     sc.sconn_port = htons(port);
-    enter();
-    int rc = 0;
     if (usrsctp_connect(a->so, (struct sockaddr *)&sc, sizeof sc) < 0 && errno != EINPROGRESS) {
-        rc = IWARP_ERR_IO;
         a->owner_closed = true;
         mark_dirty(a); /* post_process frees it */
-    } else {
-        *a_out = a;
+        return IWARP_ERR_IO;
     }
+    *a_out = a;
+    return 0;
+}
+
+int iwarp_llp_sctp_connect(struct iwarp_llp_sctp_ep *ep, const struct sockaddr *peer,
+                           uint16_t peer_sctp_port, const struct iwarp_llp_sctp_ops *ops,
+                           void *user, struct iwarp_llp_sctp_assoc **a_out)
+{
+    if (!ep || !peer || !a_out || !addr_len(peer) || peer->sa_family != ep->local.ss_family)
+        return IWARP_ERR_INVAL;
+    enter(ep->owner);
+    int rc = connect_locked(ep, peer, peer_sctp_port, ops, user, a_out);
     leave();
     return rc;
 }
@@ -1312,16 +1456,20 @@ int iwarp_llp_sctp_connect(struct iwarp_llp_sctp_ep *ep, const struct sockaddr *
 void iwarp_llp_sctp_set_ops(struct iwarp_llp_sctp_assoc *a, const struct iwarp_llp_sctp_ops *ops,
                             void *user)
 {
+    lock_enter(a->ep->owner);
     a->ops = ops;
     a->user = user;
+    lock_leave();
 }
 
 bool iwarp_llp_sctp_captured_here(const struct sockaddr *src)
 {
-    for (const struct iwarp_llp_sctp_ep *ep = G.eps; ep; ep = ep->next)
-        if (ep->capture && same_addr(&ep->local, src))
-            return true;
-    return false;
+    bool here = false;
+    lock_enter(NULL);
+    for (const struct iwarp_llp_sctp_ep *ep = G.eps; ep && !here; ep = ep->next)
+        here = ep->capture && same_addr(&ep->local, src);
+    lock_leave();
+    return here;
 }
 
 uint32_t iwarp_llp_sctp_unacked(const struct iwarp_llp_sctp_assoc *a)
@@ -1329,15 +1477,18 @@ uint32_t iwarp_llp_sctp_unacked(const struct iwarp_llp_sctp_assoc *a)
     struct sctp_status st;
     socklen_t len = sizeof st;
     memset(&st, 0, sizeof st);
-    if (!a || !a->so || usrsctp_getsockopt(a->so, IPPROTO_SCTP, SCTP_STATUS, &st, &len) < 0)
+    if (!a)
         return 0;
+    lock_enter(a->ep->owner);
+    if (!a->so || usrsctp_getsockopt(a->so, IPPROTO_SCTP, SCTP_STATUS, &st, &len) < 0)
+        st.sstat_unackdata = 0;
+    lock_leave();
     return st.sstat_unackdata;
 }
 
-socklen_t iwarp_llp_sctp_peer(const struct iwarp_llp_sctp_assoc *a, struct sockaddr_storage *out)
+static socklen_t peer_locked(const struct iwarp_llp_sctp_assoc *a, struct sockaddr_storage *out)
 {
-    memset(out, 0, sizeof *out);
-    if (!a || !a->so)
+    if (!a->so)
         return 0;
     struct sockaddr *addrs = NULL;
     int n = usrsctp_getpaddrs(a->so, 0, &addrs);
@@ -1355,23 +1506,42 @@ socklen_t iwarp_llp_sctp_peer(const struct iwarp_llp_sctp_assoc *a, struct socka
     return len;
 }
 
+socklen_t iwarp_llp_sctp_peer(const struct iwarp_llp_sctp_assoc *a, struct sockaddr_storage *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!a)
+        return 0;
+    lock_enter(a->ep->owner);
+    socklen_t len = peer_locked(a, out);
+    lock_leave();
+    return len;
+}
+
 uint32_t iwarp_llp_sctp_max_seg(const struct iwarp_llp_sctp_assoc *a)
 {
-    return a->state == ST_UP ? a->max_seg : 0;
+    lock_enter(a->ep->owner);
+    uint32_t seg = a->state == ST_UP ? a->max_seg : 0;
+    lock_leave();
+    return seg;
 }
 
 uint16_t iwarp_llp_sctp_nstreams(const struct iwarp_llp_sctp_assoc *a)
 {
-    return a->state == ST_UP ? a->out : 0;
+    lock_enter(a->ep->owner);
+    uint16_t n = a->state == ST_UP ? a->out : 0;
+    lock_leave();
+    return n;
 }
 
 void iwarp_llp_sctp_test_set_ordered(struct iwarp_llp_sctp_assoc *a, bool ordered)
 {
+    lock_enter(a->ep->owner);
     a->test_ordered = ordered;
+    lock_leave();
 }
 
-int iwarp_llp_sctp_send_chunk(struct iwarp_llp_sctp_assoc *a, uint16_t sid, uint32_t ppid,
-                              const struct iovec *iov, size_t n)
+static int send_locked(struct iwarp_llp_sctp_assoc *a, uint16_t sid, uint32_t ppid,
+                       const struct iovec *iov, size_t n)
 {
     if (a->owner_closed)
         return IWARP_ERR_STATE;
@@ -1408,7 +1578,6 @@ int iwarp_llp_sctp_send_chunk(struct iwarp_llp_sctp_assoc *a, uint16_t sid, uint
      * the PPID goes in network order (usrsctp.md) */
     struct sctp_sndinfo si = {
         .snd_sid = sid, .snd_flags = a->test_ordered ? 0 : SCTP_UNORDERED, .snd_ppid = htonl(ppid)};
-    enter();
     ssize_t r =
         usrsctp_sendv(a->so, buf, total, NULL, 0, &si, (socklen_t)sizeof si, SCTP_SENDV_SNDINFO, 0);
     int err = errno;
@@ -1429,31 +1598,42 @@ int iwarp_llp_sctp_send_chunk(struct iwarp_llp_sctp_assoc *a, uint16_t sid, uint
     } else if ((size_t)r != total) {
         rc = IWARP_ERR_IO;
     }
+    return rc;
+}
+
+int iwarp_llp_sctp_send_chunk(struct iwarp_llp_sctp_assoc *a, uint16_t sid, uint32_t ppid,
+                              const struct iovec *iov, size_t n)
+{
+    enter(a->ep->owner);
+    int rc = send_locked(a, sid, ppid, iov, n);
     leave();
     return rc;
 }
 
 int iwarp_llp_sctp_shutdown(struct iwarp_llp_sctp_assoc *a)
 {
-    if (a->owner_closed || a->state != ST_UP || !a->so || a->down_noted)
-        return IWARP_ERR_STATE;
-    if (a->shut_sent)
-        return 0;
-    a->shut_sent = true;
-    enter();
-    int rc = usrsctp_shutdown(a->so, SHUT_WR) < 0 ? IWARP_ERR_IO : 0;
+    enter(a->ep->owner);
+    int rc = 0;
+    if (a->owner_closed || a->state != ST_UP || !a->so || a->down_noted) {
+        rc = IWARP_ERR_STATE;
+    } else if (!a->shut_sent) {
+        a->shut_sent = true;
+        rc = usrsctp_shutdown(a->so, SHUT_WR) < 0 ? IWARP_ERR_IO : 0;
+    }
     leave();
     return rc;
 }
 
 void iwarp_llp_sctp_close(struct iwarp_llp_sctp_assoc *a, bool abortive)
 {
-    if (!a || a->owner_closed)
+    if (!a)
         return;
-    a->owner_closed = true;
-    a->graceful = !abortive;
-    enter();
-    mark_dirty(a); /* carried out when the outermost call returns */
+    enter(a->ep->owner);
+    if (!a->owner_closed) {
+        a->owner_closed = true;
+        a->graceful = !abortive;
+        mark_dirty(a); /* carried out when the outermost call returns */
+    }
     leave();
 }
 

@@ -16,8 +16,9 @@
  * - Associations are 1:1 (SOCK_STREAM) and non-blocking: iwarp_llp_sctp_connect() and
  *   iwarp_llp_sctp_listen() + its accept callback.
  * - No thread, no clock of its own: the owner polls each endpoint's fd for reading and calls
- *   iwarp_llp_sctp_on_readable(), and calls iwarp_llp_sctp_timers() by the deadline it returns
- *   (the timer wheel is usrsctp's, process-wide). Both take the owner's monotonic time in ns.
+ *   iwarp_llp_sctp_on_readable(), polls its wake fd and calls iwarp_llp_sctp_owner_collect(),
+ *   and calls iwarp_llp_sctp_timers() by the deadline it returns (the timer wheel is usrsctp's,
+ *   process-wide). Both take the owner's monotonic time in ns.
  *   Nothing here knows the progress loop (src/loop): its sources map onto these calls as
  *   llp_tcp's do.
  *
@@ -30,20 +31,34 @@
  * read per message into a buffer of ours (a copy whenever a chunk must wait) and a second
  * readiness mechanism. The callback also delivers notifications in order with the data.
  *
- * Locking and threads: usrsctp's stack is process-wide and its timers and callbacks are too (a
- * retransmission timeout of association A runs A's callbacks inside whichever call drove the
- * timers). So every call below, for every endpoint of the process, must be serialised by ONE
- * lock of the owner (in libiwarp the context lock of the context that owns SCTP) and runs in
- * the thread that holds it (the progress thread, or the application's thread in caller mode).
- * The only lock here is the init mutex (process-wide init/finish and the owner check).
- * iwarp_llp_sctp_ep_open() with a different cfg->owner while endpoints of another owner are
- * open returns IWARP_ERR_BUSY rather than racing.
+ * Owners, the usrsctp lock and threads: usrsctp's stack, timer wheel and callbacks are
+ * process-wide (a retransmission timeout of association A runs inside whichever call drove the
+ * timers), while its users are several: an owner (iwarp_llp_sctp_owner_open; in libiwarp, a
+ * context) is a party with its own lock and its own thread(s) that opens endpoints and drives
+ * them. This file is the one owner of usrsctp: every function below takes its process-wide
+ * usrsctp lock, which serialises all of usrsctp for all owners (a function called from inside
+ * a callback, on the thread that holds it already, does not take it again). A call made for
+ * owner O (an endpoint's, an association's or listener's of O's endpoints, or timers(O)) runs
+ * only O's callbacks: whatever usrsctp reports for another owner's association in it (a timer
+ * of that association firing, typically: it was lost, or can send again) is noted under the
+ * lock with the association and that owner's wake fd (iwarp_llp_sctp_owner_fd) becomes
+ * readable; its callbacks then run in its next iwarp_llp_sctp_owner_collect(). Received data
+ * only comes in through the endpoint's own socket, i.e. in its owner's on_readable(), so the
+ * data path never needs that detour.
+ *
+ * Lock order: an owner calls in holding its own lock (in libiwarp the context lock), and the
+ * usrsctp lock is taken inside: owner's lock, then the usrsctp lock, never the reverse. So a
+ * callback (which runs with both held) must not take another owner's lock, nor wait for a
+ * thread that might; an owner must not call in from a thread that holds the usrsctp lock for
+ * another owner (no cross-owner calls from callbacks).
  *
  * Callbacks (on_up, on_down, on_chunk, on_writable, accept) run inside on_readable, timers,
- * send_chunk, connect or close, with the owner's lock held. They may call any function here
- * except iwarp_llp_sctp_ep_close() and iwarp_llp_sctp_listener_close(); a close from a
- * callback is carried out when the outermost call returns, and no callback of that
- * association runs after iwarp_llp_sctp_close() returns.
+ * send_chunk, shutdown, connect, close and owner_collect of their owner, with the owner's lock
+ * and the usrsctp lock held. They may call any function here except
+ * iwarp_llp_sctp_ep_close(), iwarp_llp_sctp_listener_close() and the owner_* functions; a close
+ * from a callback is carried out when the outermost call returns, and no callback of that
+ * association runs after iwarp_llp_sctp_close() returns. The capture hook is the exception: it
+ * runs in whichever owner's call sends or receives the packet.
  *
  * Error returns: 0 or a negative IWARP_ERR_*.
  */
@@ -68,6 +83,7 @@
 #define IWARP_LLP_SCTP_DEFAULT_HEADROOM 32u
 #define IWARP_LLP_SCTP_DEFAULT_STREAMS  8u
 
+struct iwarp_llp_sctp_owner;
 struct iwarp_llp_sctp_ep;
 struct iwarp_llp_sctp_assoc;
 struct iwarp_llp_sctp_listener;
@@ -92,8 +108,8 @@ typedef void (*iwarp_llp_sctp_capture_fn)(void *user, int dir, const struct sock
 
 struct iwarp_llp_sctp_ep_cfg {
     const struct sockaddr *addr; /* local UDP address (IPv4/IPv6; port 0: any); NULL: 127.0.0.1:0 */
-    const void *owner;           /* the serialising lock's identity (see Locking above) */
-    uint16_t nstreams;           /* INITMSG N in / N out (RFC 5043 §8); 0: DEFAULT_STREAMS */
+    struct iwarp_llp_sctp_owner *owner; /* whose calls run its callbacks (required) */
+    uint16_t nstreams;       /* INITMSG N in / N out (RFC 5043 §8); 0: DEFAULT_STREAMS */
     uint32_t mtu;            /* network MTU to mimic (the path MTU is mtu - IP - UDP); 0: 1500 */
     uint32_t headroom;       /* bytes kept below the fragmentation point; 0: DEFAULT_HEADROOM */
     uint32_t sndbuf, rcvbuf; /* SCTP socket buffers; 0: usrsctp's defaults */
@@ -155,10 +171,27 @@ void iwarp_llp_sctp_set_test_timers(uint32_t rto_min_ms, uint32_t rto_initial_ms
 bool iwarp_llp_sctp_stack_active(void);
 
 /*
- * Open an endpoint (and the stack with the first one). Ownership: cfg and its addr are
- * copied. Returns 0; IWARP_ERR_INVAL (bad cfg: address family, mtu too small for RFC 5043's
- * 516 B segment); IWARP_ERR_ADDR (cannot bind); IWARP_ERR_BUSY (another owner has
- * endpoints open); IWARP_ERR_NOMEM; IWARP_ERR_IO.
+ * A new owner (see "Owners" above), with its wake fd (an eventfd). Returns 0 (*out set),
+ * IWARP_ERR_INVAL, IWARP_ERR_NOMEM, IWARP_ERR_IO. Not from inside a callback.
+ */
+int iwarp_llp_sctp_owner_open(struct iwarp_llp_sctp_owner **out);
+
+/* Free an owner whose endpoints are all closed. Not from inside a callback. */
+void iwarp_llp_sctp_owner_close(struct iwarp_llp_sctp_owner *o);
+
+/* The fd to poll for reading: readable while events of o's associations noted in another
+ * owner's call wait for iwarp_llp_sctp_owner_collect(). */
+int iwarp_llp_sctp_owner_fd(const struct iwarp_llp_sctp_owner *o);
+
+/* Run the callbacks of the events noted for o in other owners' calls (on_up, on_down,
+ * on_chunk, on_writable, accept; in o's call now) and make the wake fd quiet again. */
+void iwarp_llp_sctp_owner_collect(struct iwarp_llp_sctp_owner *o);
+
+/*
+ * Open an endpoint of cfg->owner (and the stack with the first one of the process). Ownership:
+ * cfg and its addr are copied; the owner must outlive the endpoint. Returns 0; IWARP_ERR_INVAL
+ * (bad cfg: no owner, address family, mtu too small for RFC 5043's 516 B segment);
+ * IWARP_ERR_ADDR (cannot bind); IWARP_ERR_NOMEM; IWARP_ERR_IO.
  */
 int iwarp_llp_sctp_ep_open(const struct iwarp_llp_sctp_ep_cfg *cfg,
                            struct iwarp_llp_sctp_ep **ep_out);
@@ -188,10 +221,11 @@ void iwarp_llp_sctp_on_readable(struct iwarp_llp_sctp_ep *ep, uint64_t now_ns);
 
 /*
  * Drive the process-wide timers up to now_ns (retransmissions, delayed SACKs, heartbeats,
- * shutdown guard) and send fault-delayed packets that are due. Returns the next deadline
- * (absolute, ns), UINT64_MAX when no endpoint is open. Harmless to call early or often.
+ * shutdown guard) and send fault-delayed packets that are due, in owner o's call (o's
+ * callbacks run; other owners' are noted for them). Returns the next deadline (absolute, ns),
+ * UINT64_MAX when no endpoint is open. Harmless to call early or often.
  */
-uint64_t iwarp_llp_sctp_timers(uint64_t now_ns);
+uint64_t iwarp_llp_sctp_timers(struct iwarp_llp_sctp_owner *o, uint64_t now_ns);
 
 /*
  * Listen for associations on SCTP port sctp_port (0: the endpoint's UDP port number) of ep.
