@@ -359,7 +359,7 @@ static int llp_send(int side, const void *buf, size_t len)
 
 static void llp_open(void)
 {
-    int rc = iwarp_llp_sctp_owner_open(&L_owner);
+    int rc = iwarp_llp_sctp_owner_open(NULL, &L_owner);
     if (rc)
         die("owner_open", rc);
     struct iwarp_llp_sctp_ep_cfg cfg = {

@@ -302,6 +302,17 @@ static void ep_unref(struct cm_sctp_ep *e)
 static void wake_on_io(struct iwarp_loop_src *src, uint32_t events, uint64_t now_ns);
 static void timer_on(struct iwarp_loop_src *src, uint64_t now_ns);
 
+/* llp_sctp's allocator for the context: its hooks (iwarp_mem_hooks), like every allocation. */
+static void *sctp_mem_calloc(void *ctx, size_t n, size_t size)
+{
+    return iwarp_api_calloc(ctx, n, size);
+}
+
+static void sctp_mem_free(void *ctx, void *ptr)
+{
+    iwarp_api_free(ctx, ptr);
+}
+
 static struct cm_sctp_ctx *sctp_ctx(struct iwarp_ctx *ctx)
 {
     if (ctx->sctp)
@@ -315,7 +326,9 @@ static struct cm_sctp_ctx *sctp_ctx(struct iwarp_ctx *ctx)
                                         .on_timer = timer_on,
                                         .user = sc,
                                         .heap_index = UINT32_MAX};
-    if (iwarp_llp_sctp_owner_open(&sc->owner) != 0) {
+    struct iwarp_llp_sctp_alloc alloc = {
+        .calloc_fn = sctp_mem_calloc, .free_fn = sctp_mem_free, .user = ctx};
+    if (iwarp_llp_sctp_owner_open(&alloc, &sc->owner) != 0) {
         iwarp_api_free(ctx, sc);
         return NULL;
     }

@@ -27,6 +27,9 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -72,6 +75,16 @@ struct early { /* a message that came before on_up could be reported */
     bool unordered;
 };
 
+/* A message usrsctp delivered in pieces, put together in a buffer of its owner's allocator:
+ * unlike usrsctp's own buffers it must go back to that allocator, so while the owner holds it
+ * it is in G.bigs, where iwarp_llp_sctp_chunk_free() tells the two kinds apart. */
+struct big {
+    struct big *prev, *next; /* G.bigs once handed out */
+    struct iwarp_llp_sctp_owner *owner;
+    size_t cap;
+    max_align_t data[]; /* cap octets */
+};
+
 struct delayed { /* a fault-delayed outgoing packet */
     struct delayed *next;
     struct path *path;
@@ -104,7 +117,7 @@ struct iwarp_llp_sctp_assoc {
     uint16_t in, out;
     uint32_t max_seg, max_msg;
     uint8_t *txbuf;
-    uint8_t *part; /* a message arriving in pieces */
+    struct big *part; /* a message arriving in pieces */
     size_t part_len;
     struct early *early, **early_tail;
     struct iwarp_llp_sctp_assoc *next, **pprev; /* ep->assocs or lsn->pending */
@@ -126,6 +139,7 @@ struct iwarp_llp_sctp_listener {
 
 struct iwarp_llp_sctp_ep {
     struct iwarp_llp_sctp_owner *owner;
+    uint32_t test_msg_max; /* cfg's */
     int fd;
     struct sockaddr_storage local;
     socklen_t locallen;
@@ -150,6 +164,7 @@ struct iwarp_llp_sctp_ep {
 
 /* An owner: whose calls run the callbacks of its endpoints' associations. */
 struct iwarp_llp_sctp_owner {
+    struct iwarp_llp_sctp_alloc alloc;     /* every allocation made for it */
     int wake_fd;                           /* eventfd: events were noted for it */
     bool woken;                            /* ... and it has not collected them yet */
     struct iwarp_llp_sctp_assoc *deferred; /* those associations (their fnext) */
@@ -195,9 +210,100 @@ static struct {
     unsigned depth;
     struct iwarp_llp_sctp_assoc *dirty;
     bool lsn_dirty;
-    struct path **slots; /* slot 0 unused */
+    struct path **slots; /* slot 0 unused; libc's (iwarp/verbs.h: it outlives its owners) */
     uint32_t nslots;
+    struct big *bigs; /* put-together messages the owners hold */
 } G;
+
+/* How many entries G.bigs has: read without the lock by iwarp_llp_sctp_chunk_free(), which
+ * needs the lock only when there are some (a buffer an owner frees was counted before the
+ * owner got it). */
+static atomic_size_t nbig;
+
+/* ---- memory: the owner's allocator, and the few buffers that are libc's -------------------- */
+
+static void *libc_calloc(void *user, size_t n, size_t size)
+{
+    (void)user;
+    return calloc(n, size); /* libc: an owner that gave no allocator */
+}
+
+static void libc_free(void *user, void *ptr)
+{
+    (void)user;
+    free(ptr); /* libc: an owner that gave no allocator */
+}
+
+static void *o_alloc(const struct iwarp_llp_sctp_owner *o, size_t size)
+{
+    return o->alloc.calloc_fn(o->alloc.user, 1, size ? size : 1);
+}
+
+static void o_free(const struct iwarp_llp_sctp_owner *o, void *ptr)
+{
+    if (ptr)
+        o->alloc.free_fn(o->alloc.user, ptr);
+}
+
+/* A buffer usrsctp allocated and handed to us (a message, a notification): libc's free, as its
+ * receive callback contract says (iwarp/verbs.h: not the owner's allocator). */
+static void usrsctp_buf_free(void *buf)
+{
+    free(buf); /* libc: usrsctp malloc'ed it */
+}
+
+/* A part-built message (not handed out) of capacity >= need, holding the first len octets of
+ * b (b is freed; NULL: a new one). NULL when out of memory (b is left as it was). */
+static struct big *big_grow(struct iwarp_llp_sctp_owner *o, struct big *b, size_t len, size_t need)
+{
+    if (b && b->cap >= need)
+        return b;
+    size_t cap = b && 2 * b->cap > need ? 2 * b->cap : need;
+    struct big *n = o_alloc(o, offsetof(struct big, data) + cap);
+    if (!n)
+        return NULL;
+    n->owner = o;
+    n->cap = cap;
+    if (b) {
+        memcpy(n->data, b->data, len);
+        o_free(o, b);
+    }
+    return n;
+}
+
+/* A put-together message goes to its owner: its octets, registered for chunk_free. */
+static void *big_hand_out(struct big *b)
+{
+    b->prev = NULL;
+    b->next = G.bigs;
+    if (G.bigs)
+        G.bigs->prev = b;
+    G.bigs = b;
+    atomic_fetch_add(&nbig, 1);
+    return b->data;
+}
+
+/* Give back a received message (sctp_lock held): a put-together one to its owner's allocator,
+ * one of usrsctp's with libc's free. */
+static void msg_free(void *buf)
+{
+    if (atomic_load(&nbig) != 0) {
+        for (struct big *b = G.bigs; b; b = b->next) {
+            if ((void *)b->data != buf)
+                continue;
+            if (b->prev)
+                b->prev->next = b->next;
+            else
+                G.bigs = b->next;
+            if (b->next)
+                b->next->prev = b->prev;
+            atomic_fetch_sub(&nbig, 1);
+            o_free(b->owner, b);
+            return;
+        }
+    }
+    usrsctp_buf_free(buf);
+}
 
 /* ---- paths: registered AF_CONN addresses behind generation-checked handles -------------- */
 
@@ -261,7 +367,7 @@ static struct path *path_get(struct iwarp_llp_sctp_ep *ep, const struct sockaddr
         uint32_t n = G.nslots ? G.nslots * 2 : 16;
         if (n > (1u << SLOT_BITS))
             return NULL;
-        struct path **s = realloc(G.slots, n * sizeof *s);
+        struct path **s = realloc(G.slots, n * sizeof *s); /* libc: process-wide */
         if (!s)
             return NULL;
         memset(s + G.nslots, 0, (n - G.nslots) * sizeof *s);
@@ -270,7 +376,7 @@ static struct path *path_get(struct iwarp_llp_sctp_ep *ep, const struct sockaddr
         G.slots = s;
         G.nslots = n;
     }
-    struct path *p = calloc(1, sizeof *p);
+    struct path *p = o_alloc(ep->owner, sizeof *p);
     if (!p)
         return NULL;
     static uint32_t gen_counter;
@@ -294,7 +400,7 @@ static void path_free(struct path *p)
     /* before usrsctp_finish (after it usrsctp crashes: usrsctp.md) */
     usrsctp_deregister_address(p->handle);
     G.slots[p->slot] = NULL;
-    free(p);
+    o_free(p->ep->owner, p);
 }
 
 /* ---- output: usrsctp -> UDP, with fault injection and capture ------------------------------ */
@@ -345,7 +451,9 @@ static int conn_output(void *addr, void *buf, size_t len, uint8_t tos, uint8_t s
             ep->st.fault_duplicated++;
             udp_send(p, buf, len);
         } else if (roll(ep, ep->fault.delay_ppm)) {
-            struct delayed *d = malloc(sizeof *d + len);
+            /* libc: usrsctp sends in any owner's call, and an owner's allocator is only
+             * called in its own calls (a test hook's copy) */
+            struct delayed *d = malloc(sizeof *d + len); /* libc: see above */
             if (d) {
                 ep->st.fault_delayed++;
                 d->next = NULL;
@@ -372,7 +480,7 @@ static void flush_delayed(struct iwarp_llp_sctp_ep *ep, uint64_t now, bool all)
             ep->dq_tail = &ep->dq;
         if (!all)
             udp_send(d->path, d->data, d->len);
-        free(d);
+        free(d); /* libc: fault injection's copy (conn_output) */
     }
 }
 
@@ -440,7 +548,7 @@ static void stack_release_locked(void)
             usrsctp_handle_timers(10);
         }
     }
-    free(G.slots);
+    free(G.slots); /* libc: process-wide */
     G.slots = NULL;
     G.nslots = 0;
 }
@@ -512,19 +620,20 @@ static void assoc_free(struct iwarp_llp_sctp_assoc *a)
                 *pp = a->fnext;
                 break;
             }
+    const struct iwarp_llp_sctp_owner *o = a->ep->owner;
     for (struct early *e = a->early, *n; e; e = n) {
         n = e->next;
-        free(e->buf);
-        free(e);
+        msg_free(e->buf);
+        o_free(o, e);
     }
-    free(a->part);
-    free(a->txbuf);
-    free(a);
+    o_free(o, a->part);
+    o_free(o, a->txbuf);
+    o_free(o, a);
 }
 
 static struct iwarp_llp_sctp_assoc *assoc_new(struct iwarp_llp_sctp_ep *ep)
 {
-    struct iwarp_llp_sctp_assoc *a = calloc(1, sizeof *a);
+    struct iwarp_llp_sctp_assoc *a = o_alloc(ep->owner, sizeof *a);
     if (a) {
         a->kind = KIND_ASSOC;
         a->ep = ep;
@@ -548,7 +657,7 @@ static void hand_over(struct iwarp_llp_sctp_assoc *a, uint16_t sid, uint32_t ppi
         a->ops->on_chunk(a->user, sid, ppid, unordered, buf, len);
         return;
     }
-    free(buf);
+    msg_free(buf);
 }
 
 static void deliver(struct iwarp_llp_sctp_assoc *a, uint16_t sid, uint32_t ppid, bool unordered,
@@ -561,7 +670,7 @@ static void deliver(struct iwarp_llp_sctp_assoc *a, uint16_t sid, uint32_t ppid,
     if (a->state <= ST_UP && !a->down_noted) {
         /* before on_up could be reported (bundled with the handshake), behind such messages,
          * or in another owner's call: queued in order, handed over by settle() */
-        struct early *e = malloc(sizeof *e);
+        struct early *e = o_alloc(a->ep->owner, sizeof *e);
         if (e) {
             *e = (struct early){NULL, buf, len, sid, ppid, unordered};
             *a->early_tail = e;
@@ -571,7 +680,7 @@ static void deliver(struct iwarp_llp_sctp_assoc *a, uint16_t sid, uint32_t ppid,
             return;
         }
     }
-    free(buf);
+    msg_free(buf);
 }
 
 static void on_data(struct iwarp_llp_sctp_assoc *a, void *data, size_t len,
@@ -582,27 +691,28 @@ static void on_data(struct iwarp_llp_sctp_assoc *a, void *data, size_t len,
     bool unordered = (rcv->rcv_flags & SCTP_UNORDERED) != 0;
     if (!(flags & MSG_EOR) || a->part) {
         /* above the partial delivery point a message comes in pieces: put it together */
+        struct iwarp_llp_sctp_owner *o = a->ep->owner;
         if (a->part_len + len > RX_MSG_MAX) {
-            free(data);
-            free(a->part);
+            usrsctp_buf_free(data);
+            o_free(o, a->part);
             a->part = NULL;
             a->part_len = 0;
             note_down(a, IWARP_ERR_SCTP_MSGSIZE);
             return;
         }
-        uint8_t *p = realloc(a->part, a->part_len + len ? a->part_len + len : 1);
-        if (!p) {
-            free(data);
+        struct big *b = big_grow(o, a->part, a->part_len, a->part_len + len);
+        if (!b) {
+            usrsctp_buf_free(data);
             note_down(a, IWARP_ERR_NOMEM);
             return;
         }
-        memcpy(p + a->part_len, data, len);
-        free(data);
-        a->part = p;
+        memcpy((uint8_t *)b->data + a->part_len, data, len);
+        usrsctp_buf_free(data);
+        a->part = b;
         a->part_len += len;
         if (!(flags & MSG_EOR))
             return;
-        data = a->part;
+        data = big_hand_out(a->part);
         len = a->part_len;
         a->part = NULL;
         a->part_len = 0;
@@ -652,7 +762,7 @@ static void on_notification(struct iwarp_llp_sctp_assoc *a, const void *data, si
         a->adapt_ind = n->sn_adaptation_event.sai_adaptation_ind;
         break;
     case SCTP_PARTIAL_DELIVERY_EVENT:
-        free(a->part); /* the partly delivered message is aborted */
+        o_free(a->ep->owner, a->part); /* the partly delivered message is aborted */
         a->part = NULL;
         a->part_len = 0;
         break;
@@ -701,7 +811,7 @@ static int recv_cb(struct socket *so, union sctp_sockstore addr, void *data, siz
         a = ulp_info;
     }
     if (!a || (a->owner_closed && data)) {
-        free(data);
+        usrsctp_buf_free(data);
         return 1;
     }
     if (!data) { /* the association is gone */
@@ -710,7 +820,7 @@ static int recv_cb(struct socket *so, union sctp_sockstore addr, void *data, siz
     }
     if (flags & MSG_NOTIFICATION) {
         on_notification(a, data, len);
-        free(data);
+        usrsctp_buf_free(data);
         return 1;
     }
     on_data(a, data, len, &rcv, flags);
@@ -843,7 +953,9 @@ static int compute_seg(struct iwarp_llp_sctp_assoc *a)
         seg = IWARP_SCTP_CTL_MAX; /* §9: a control message with 512 octets of private data */
     a->max_seg = seg;
     a->max_msg = seg + IWARP_SCTP_SSN_LEN; /* §5.2.1: the DDP-SSN before the segment */
-    a->txbuf = malloc(a->max_msg);
+    /* the gather buffer: the largest message we may send (a test may allow more, see cfg) */
+    a->txbuf =
+        o_alloc(a->ep->owner, a->max_msg > a->ep->test_msg_max ? a->max_msg : a->ep->test_msg_max);
     return a->txbuf ? 0 : IWARP_ERR_NOMEM;
 }
 
@@ -917,7 +1029,7 @@ static void settle(struct iwarp_llp_sctp_assoc *a)
         uint16_t sid = e->sid;
         uint32_t ppid = e->ppid;
         bool unordered = e->unordered;
-        free(e);
+        o_free(a->ep->owner, e);
         hand_over(a, sid, ppid, unordered, buf, len);
     }
     if (a->owner_closed) {
@@ -1002,8 +1114,8 @@ static void post_process(void)
         G.dirty = a->dnext;
         a->dirty = false;
         a->dnext = NULL;
-        if (a->ep->owner != holder && !a->owner_closed)
-            defer(a); /* its callbacks run in its owner's call, under its owner's lock */
+        if (a->ep->owner != holder)
+            defer(a); /* its callbacks (and its owner's allocator) in its owner's call */
         else
             settle(a);
     }
@@ -1012,16 +1124,20 @@ static void post_process(void)
 
 /* ---- owners -------------------------------------------------------------------------------- */
 
-int iwarp_llp_sctp_owner_open(struct iwarp_llp_sctp_owner **out)
+int iwarp_llp_sctp_owner_open(const struct iwarp_llp_sctp_alloc *alloc,
+                              struct iwarp_llp_sctp_owner **out)
 {
-    if (!out)
+    if (!out || (alloc && (!alloc->calloc_fn || !alloc->free_fn)))
         return IWARP_ERR_INVAL;
-    struct iwarp_llp_sctp_owner *o = calloc(1, sizeof *o);
+    struct iwarp_llp_sctp_alloc a =
+        alloc ? *alloc : (struct iwarp_llp_sctp_alloc){libc_calloc, libc_free, NULL};
+    struct iwarp_llp_sctp_owner *o = a.calloc_fn(a.user, 1, sizeof *o);
     if (!o)
         return IWARP_ERR_NOMEM;
+    o->alloc = a;
     o->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (o->wake_fd < 0) {
-        free(o);
+        o_free(o, o);
         return IWARP_ERR_IO;
     }
     *out = o;
@@ -1033,7 +1149,8 @@ void iwarp_llp_sctp_owner_close(struct iwarp_llp_sctp_owner *o)
     if (!o)
         return;
     close(o->wake_fd);
-    free(o);
+    struct iwarp_llp_sctp_alloc a = o->alloc;
+    a.free_fn(a.user, o);
 }
 
 int iwarp_llp_sctp_owner_fd(const struct iwarp_llp_sctp_owner *o)
@@ -1083,10 +1200,11 @@ int iwarp_llp_sctp_ep_open(const struct iwarp_llp_sctp_ep_cfg *cfg,
     if (mtu < 576 + iphdr || mtu > 65535)
         return IWARP_ERR_INVAL;
 
-    struct iwarp_llp_sctp_ep *ep = calloc(1, sizeof *ep);
+    struct iwarp_llp_sctp_ep *ep = o_alloc(cfg->owner, sizeof *ep);
     if (!ep)
         return IWARP_ERR_NOMEM;
     ep->owner = cfg->owner;
+    ep->test_msg_max = cfg->test_msg_max;
     ep->fd = -1;
     ep->nstreams = cfg->nstreams ? cfg->nstreams : IWARP_LLP_SCTP_DEFAULT_STREAMS;
     ep->max_in = cfg->test_max_instreams ? cfg->test_max_instreams : ep->nstreams;
@@ -1102,9 +1220,9 @@ int iwarp_llp_sctp_ep_open(const struct iwarp_llp_sctp_ep_cfg *cfg,
     ep->capture = cfg->capture;
     ep->capture_user = cfg->capture_user;
     ep->dq_tail = &ep->dq;
-    ep->rxbuf = malloc(RXBUF_LEN);
+    ep->rxbuf = o_alloc(ep->owner, RXBUF_LEN);
     if (!ep->rxbuf) {
-        free(ep);
+        o_free(ep->owner, ep);
         return IWARP_ERR_NOMEM;
     }
 
@@ -1144,8 +1262,8 @@ fail:
         close(ep->fd);
     stack_release_locked();
     lock_leave();
-    free(ep->rxbuf);
-    free(ep);
+    o_free(ep->owner, ep->rxbuf);
+    o_free(ep->owner, ep);
     return rc;
 }
 
@@ -1194,7 +1312,7 @@ static void lsn_destroy(struct iwarp_llp_sctp_listener *l)
     }
     (void)usrsctp_set_ulpinfo(l->so, NULL);
     usrsctp_close(l->so);
-    free(l);
+    o_free(l->ep->owner, l);
 }
 
 void iwarp_llp_sctp_listener_close(struct iwarp_llp_sctp_listener *l)
@@ -1248,8 +1366,8 @@ void iwarp_llp_sctp_ep_close(struct iwarp_llp_sctp_ep *ep)
         path_free(p);
     }
     close(ep->fd);
-    free(ep->rxbuf);
-    free(ep);
+    o_free(ep->owner, ep->rxbuf);
+    o_free(ep->owner, ep);
     leave(); /* post_process, still under the lock */
     stack_release_locked();
     lock_leave();
@@ -1346,7 +1464,7 @@ static int listen_locked(struct iwarp_llp_sctp_ep *ep, uint16_t sctp_port, int b
                          iwarp_llp_sctp_accept_fn accept_fn, void *user,
                          struct iwarp_llp_sctp_listener **l_out)
 {
-    struct iwarp_llp_sctp_listener *l = calloc(1, sizeof *l);
+    struct iwarp_llp_sctp_listener *l = o_alloc(ep->owner, sizeof *l);
     if (!l)
         return IWARP_ERR_NOMEM;
     l->kind = KIND_LISTENER;
@@ -1380,7 +1498,7 @@ fail:
         (void)usrsctp_set_ulpinfo(l->so, NULL);
         usrsctp_close(l->so);
     }
-    free(l);
+    o_free(ep->owner, l);
     return rc;
 }
 
@@ -1417,7 +1535,7 @@ static int connect_locked(struct iwarp_llp_sctp_ep *ep, const struct sockaddr *p
     a->handed = true;
     a->so = new_socket(ep, a);
     if (!a->so) {
-        free(a);
+        o_free(ep->owner, a);
         return IWARP_ERR_IO;
     }
     struct sockaddr_conn sc;
@@ -1427,7 +1545,7 @@ static int connect_locked(struct iwarp_llp_sctp_ep *ep, const struct sockaddr *p
     /* bound to this path only (ephemeral port): packets of other paths never reach it */
     if (usrsctp_bind(a->so, (struct sockaddr *)&sc, sizeof sc) < 0) {
         kill_socket(a);
-        free(a);
+        o_free(ep->owner, a);
         return IWARP_ERR_IO;
     }
     list_add(&ep->assocs, a);
@@ -1557,8 +1675,9 @@ static int send_locked(struct iwarp_llp_sctp_assoc *a, uint16_t sid, uint32_t pp
         total += iov[i].iov_len;
     if (total == 0)
         return IWARP_ERR_INVAL;
-    /* RFC 5043 §9: the adaptation layer MUST reject segments above the maximum it announced */
-    if (total > a->max_msg)
+    /* RFC 5043 §9: the adaptation layer MUST reject segments above the maximum it announced
+     * (unless a test makes us a non-conforming peer whose messages SCTP fragments) */
+    if (total > a->max_msg && total > a->ep->test_msg_max)
         return IWARP_ERR_SCTP_MSGSIZE;
     const void *buf;
     if (n == 1) {
@@ -1639,5 +1758,13 @@ void iwarp_llp_sctp_close(struct iwarp_llp_sctp_assoc *a, bool abortive)
 
 void iwarp_llp_sctp_chunk_free(void *buf)
 {
-    free(buf); /* usrsctp malloc'ed it (its receive callback contract), or we did */
+    if (!buf)
+        return;
+    if (atomic_load(&nbig) == 0) {
+        usrsctp_buf_free(buf); /* none of ours is out: usrsctp's */
+        return;
+    }
+    lock_enter(NULL);
+    msg_free(buf);
+    lock_leave();
 }

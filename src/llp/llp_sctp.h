@@ -25,7 +25,7 @@
  * Receive path: usrsctp's receive callback, not usrsctp_recvv + upcalls. In no-threads mode the
  * callback runs inside usrsctp_conninput()/usrsctp_handle_timers(), that is inside
  * iwarp_llp_sctp_on_readable()/iwarp_llp_sctp_timers(), on the owner's thread and under its
- * lock; it hands over a malloc'ed buffer holding exactly one message, which on_chunk passes
+ * lock; it hands over a buffer it malloc'ed holding exactly one message, which on_chunk passes
  * on: the owner keeps it as long as it likes (a DDP-SSN reorder window holds out-of-order
  * chunks without copying) and frees it with iwarp_llp_sctp_chunk_free(). recvv would need a
  * read per message into a buffer of ours (a copy whenever a chunk must wait) and a second
@@ -83,6 +83,32 @@
 #define IWARP_LLP_SCTP_DEFAULT_HEADROOM 32u
 #define IWARP_LLP_SCTP_DEFAULT_STREAMS  8u
 
+/*
+ * Memory. Everything this file allocates for an owner (its endpoints, listeners, associations,
+ * paths, buffers, queue entries, messages put together from pieces) comes from the allocator
+ * the owner gave iwarp_llp_sctp_owner_open(), and is given back to it. These use libc instead
+ * (include/iwarp/verbs.h lists them for the application):
+ * - usrsctp's own allocations (stack, sockets, timers, mbufs): it has no allocator hook;
+ * - a message usrsctp hands over (on_chunk) in a buffer it malloc'ed: freed with libc's free
+ *   (iwarp_llp_sctp_chunk_free), as its receive callback requires; copying it into the
+ *   owner's memory would cost a copy per message;
+ * - the process-wide table of path handles (one pointer per remote UDP address of any
+ *   owner's endpoints): it outlives the owner whose endpoint grew it and is freed with the
+ *   last endpoint of the process, possibly another owner's, so no owner's allocator fits;
+ * - fault injection's delayed copies of outgoing packets (a test hook): usrsctp sends in
+ *   whichever owner's call its timers run, and an owner's allocator is only called in that
+ *   owner's own calls.
+ * So the allocator runs in its owner's calls only (with the usrsctp lock held too): what needs
+ * memory at once inside usrsctp's callbacks (a message, an incoming association until it is
+ * accepted, which is in the same call) comes in through the endpoint's own socket, i.e. in
+ * the owner's on_readable(), and whatever else concerns an owner is settled in its calls.
+ */
+struct iwarp_llp_sctp_alloc {
+    void *(*calloc_fn)(void *user, size_t n, size_t size); /* zeroed, or NULL */
+    void (*free_fn)(void *user, void *ptr);                /* ptr is never NULL */
+    void *user;
+};
+
 struct iwarp_llp_sctp_owner;
 struct iwarp_llp_sctp_ep;
 struct iwarp_llp_sctp_assoc;
@@ -121,6 +147,8 @@ struct iwarp_llp_sctp_ep_cfg {
     bool test_no_adaptation;      /* send no Adaptation Layer Indication */
     uint32_t test_adaptation_ind; /* send this value instead of 1 (0: 1) */
     uint16_t test_max_instreams;  /* INITMSG max inbound streams (0: nstreams) */
+    uint32_t test_msg_max;        /* send messages up to this size, above the maximum segment
+                                     (SCTP fragments them: RFC 5043 §9 broken); 0: no */
 };
 
 struct iwarp_llp_sctp_stats {
@@ -145,8 +173,8 @@ struct iwarp_llp_sctp_ops {
      * iwarp_llp_sctp_close(). */
     void (*on_down)(void *user, int err);
     /* One complete message on stream sid. ppid in host order; unordered: the U bit (RFC 5043
-     * §10 requires it; checking is the session layer's job). Ownership: buf (len octets,
-     * malloc'ed) passes to the owner, who frees it with iwarp_llp_sctp_chunk_free(). */
+     * §10 requires it; checking is the session layer's job). Ownership: buf (len octets)
+     * passes to the owner, who frees it with iwarp_llp_sctp_chunk_free() before it closes. */
     void (*on_chunk)(void *user, uint16_t sid, uint32_t ppid, bool unordered, void *buf,
                      size_t len);
     /* A send that returned IWARP_ERR_BUSY can be retried. NULL: not wanted. */
@@ -171,12 +199,15 @@ void iwarp_llp_sctp_set_test_timers(uint32_t rto_min_ms, uint32_t rto_initial_ms
 bool iwarp_llp_sctp_stack_active(void);
 
 /*
- * A new owner (see "Owners" above), with its wake fd (an eventfd). Returns 0 (*out set),
- * IWARP_ERR_INVAL, IWARP_ERR_NOMEM, IWARP_ERR_IO. Not from inside a callback.
+ * A new owner (see "Owners" above), with its wake fd (an eventfd). alloc: its allocator (see
+ * "Memory"; copied; NULL: libc's); the owner itself is allocated with it. Returns 0 (*out
+ * set), IWARP_ERR_INVAL, IWARP_ERR_NOMEM, IWARP_ERR_IO. Not from inside a callback.
  */
-int iwarp_llp_sctp_owner_open(struct iwarp_llp_sctp_owner **out);
+int iwarp_llp_sctp_owner_open(const struct iwarp_llp_sctp_alloc *alloc,
+                              struct iwarp_llp_sctp_owner **out);
 
-/* Free an owner whose endpoints are all closed. Not from inside a callback. */
+/* Free an owner whose endpoints are all closed and whose messages are all given back. Not from
+ * inside a callback. */
 void iwarp_llp_sctp_owner_close(struct iwarp_llp_sctp_owner *o);
 
 /* The fd to poll for reading: readable while events of o's associations noted in another
@@ -300,7 +331,9 @@ int iwarp_llp_sctp_shutdown(struct iwarp_llp_sctp_assoc *a);
  */
 void iwarp_llp_sctp_close(struct iwarp_llp_sctp_assoc *a, bool abortive);
 
-/* Free a buffer received through on_chunk. */
+/* Give back a message received through on_chunk: to libc's free when usrsctp allocated it, to
+ * its owner's allocator when it was put together from pieces here. From any thread; it takes
+ * the usrsctp lock (lock order above) only while such put-together messages are out. */
 void iwarp_llp_sctp_chunk_free(void *buf);
 
 #endif

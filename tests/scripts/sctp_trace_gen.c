@@ -205,7 +205,7 @@ int main(int argc, char **argv)
     if (faults)
         iwarp_llp_sctp_set_test_timers(20, 40, 200);
 
-    if (iwarp_llp_sctp_owner_open(&owner) != 0)
+    if (iwarp_llp_sctp_owner_open(NULL, &owner) != 0)
         die("owner: out of memory or eventfd");
     struct iwarp_llp_sctp_ep_cfg sc = {.owner = owner, .nstreams = NSTREAMS};
     if (faults)

@@ -12,6 +12,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sys/time.h>
 #include <time.h>
 #include <stdlib.h>
@@ -38,13 +39,11 @@ struct side {
     uint8_t *buf;
 };
 
-static void side_init(struct side *s, enum iwarp_progress_mode mode)
+/* A side on a new context created with attributes a. */
+static void side_init_attr(struct side *s, const struct iwarp_ctx_attr *a)
 {
     memset(s, 0, sizeof *s);
-    struct iwarp_ctx_attr a;
-    iwarp_ctx_attr_default(&a);
-    a.progress = mode;
-    ASSERT_EQ(iwarp_ctx_create(&a, &s->ctx), 0);
+    ASSERT_EQ(iwarp_ctx_create(a, &s->ctx), 0);
     ASSERT_EQ(iwarp_cm_create_channel(s->ctx, &s->ch), 0);
     ASSERT_EQ(iwarp_alloc_pd(s->ctx, &s->pd), 0);
     ASSERT_EQ(iwarp_create_cq(s->ctx, 64, NULL, NULL, 0, &s->cq), 0);
@@ -55,6 +54,14 @@ static void side_init(struct side *s, enum iwarp_progress_mode mode)
                                IWARP_ACCESS_REMOTE_READ,
                            &s->mr),
               0);
+}
+
+static void side_init(struct side *s, enum iwarp_progress_mode mode)
+{
+    struct iwarp_ctx_attr a;
+    iwarp_ctx_attr_default(&a);
+    a.progress = mode;
+    side_init_attr(s, &a);
 }
 
 /* Share one context (caller mode: one thread drives both ends). */
@@ -824,6 +831,16 @@ TEST(sctp_over_ipv6_send_write_read_and_the_active_side_disconnects)
     full_run_ps(true, &opts, false, IWARP_PS_SCTP);
 }
 
+/* cli disconnects: DISCONNECTED on both sides, then both sides and their contexts end. */
+static void cli_disconnects_both_end(struct side *srv, struct side *cli)
+{
+    ASSERT_EQ(iwarp_cm_disconnect(cli->id), 0);
+    expect_ack(srv, IWARP_CM_EVENT_DISCONNECTED);
+    expect_ack(cli, IWARP_CM_EVENT_DISCONNECTED);
+    side_fini(cli, true);
+    side_fini(srv, true);
+}
+
 /* cli connects again to srv's SCTP listener on port with one octet of private data pd[0]:
  * accepted, up on both sides, then cli disconnects; both sides end. */
 static void sctp_next_session_is_accepted(struct side *srv, struct side *cli, uint16_t port,
@@ -839,11 +856,7 @@ static void sctp_next_session_is_accepted(struct side *srv, struct side *cli, ui
     ASSERT_EQ(iwarp_cm_accept(srv->id, NULL), 0);
     expect_ack(srv, IWARP_CM_EVENT_ESTABLISHED);
     expect_ack(cli, IWARP_CM_EVENT_ESTABLISHED);
-    ASSERT_EQ(iwarp_cm_disconnect(cli->id), 0);
-    expect_ack(srv, IWARP_CM_EVENT_DISCONNECTED);
-    expect_ack(cli, IWARP_CM_EVENT_DISCONNECTED);
-    side_fini(cli, true);
-    side_fini(srv, true);
+    cli_disconnects_both_end(srv, cli);
 }
 
 /* RFC 5043 §6.3: the responder's Reject carries its private data to the initiator; the
@@ -956,6 +969,62 @@ TEST(sctp_connect_timeout_is_unreachable)
         sctp_connect_nowhere(&cli, &(struct iwarp_conn_param){.timeout_ms = 300}, &ms);
     expect_connect_timed_out(&cli, ev, ms);
     side_fini(&cli, true);
+}
+
+/* Allocator hooks that count what is live and the requests of exactly 64 KiB, the size of an
+ * llp_sctp endpoint's datagram buffer (any thread: the progress threads allocate too). */
+static atomic_size_t HOOK_LIVE, HOOK_64K;
+
+static void *hook_note(void *p, size_t size)
+{
+    if (p) {
+        atomic_fetch_add(&HOOK_LIVE, 1);
+        if (size == 65536)
+            atomic_fetch_add(&HOOK_64K, 1);
+    }
+    return p;
+}
+
+static void *hook_malloc(size_t size, void *user)
+{
+    (void)user;
+    return hook_note(malloc(size), size);
+}
+
+static void *hook_calloc(size_t n, size_t size, void *user)
+{
+    (void)user;
+    return hook_note(calloc(n, size), n * size);
+}
+
+static void hook_free(void *p, void *user)
+{
+    (void)user;
+    if (p)
+        atomic_fetch_sub(&HOOK_LIVE, 1);
+    free(p);
+}
+
+/* verbs.h: the hooks serve every allocation, DDP over SCTP's included (llp_sctp's, e.g. each
+ * endpoint's 64 KiB datagram buffer), and all of it is given back by the time both contexts
+ * are destroyed. */
+TEST(sctp_allocations_go_through_the_context_hooks)
+{
+    sctp_fast_timers();
+    struct iwarp_mem_hooks hooks = {hook_malloc, hook_calloc, hook_free, NULL};
+    struct iwarp_ctx_attr a;
+    iwarp_ctx_attr_default(&a);
+    a.mem = &hooks;
+    struct side srv, cli;
+    side_init_attr(&srv, &a);
+    side_init_attr(&cli, &a);
+    size_t n64k = atomic_load(&HOOK_64K);
+    struct remote_buf rb;
+    establish_ps(&srv, &cli, false, &(struct iwarp_conn_param){0}, &rb, IWARP_PS_SCTP);
+    ASSERT_TRUE(atomic_load(&HOOK_64K) >= n64k + 2); /* both sides' endpoint buffers */
+    exchange(&srv, &cli, &rb, false);
+    cli_disconnects_both_end(&srv, &cli);
+    ASSERT_EQ(atomic_load(&HOOK_LIVE), 0u);
 }
 
 /* Destroying a connected QP ends its session abortively (our Terminate, RFC 5043 §6.2): its

@@ -201,7 +201,7 @@ static void pc_exec(const struct peer_cmd *c, struct peer_rep *r)
     case OP_CONNECT: {
         /* a new endpoint (each may be non-conforming in its own way); the previous one goes,
          * its association aborted */
-        if (!peer_owner && (r->rc = iwarp_llp_sctp_owner_open(&peer_owner)) != 0)
+        if (!peer_owner && (r->rc = iwarp_llp_sctp_owner_open(NULL, &peer_owner)) != 0)
             break;
         struct iwarp_llp_sctp_ep_cfg cfg = {.owner = peer_owner,
                                             .nstreams = c->nstreams ? c->nstreams : 16,

@@ -35,7 +35,7 @@ static struct iwarp_llp_sctp_owner *OWNER; /* the test's: it drives every endpoi
 static struct iwarp_llp_sctp_owner *owner(void)
 {
     if (!OWNER)
-        ASSERT_EQ(iwarp_llp_sctp_owner_open(&OWNER), 0);
+        ASSERT_EQ(iwarp_llp_sctp_owner_open(NULL, &OWNER), 0);
     return OWNER;
 }
 
@@ -799,7 +799,7 @@ TEST(an_event_noted_in_another_owners_call_is_collected_by_its_owner)
 {
     iwarp_llp_sctp_set_test_timers(10, 20, 40);
     struct iwarp_llp_sctp_owner *ob = NULL;
-    ASSERT_EQ(iwarp_llp_sctp_owner_open(&ob), 0);
+    ASSERT_EQ(iwarp_llp_sctp_owner_open(NULL, &ob), 0);
     struct iwarp_llp_sctp_ep_cfg sc = {.nstreams = 2}, cc = {.nstreams = 2, .owner = ob};
     struct pair pr;
     pair_up(&pr, &sc, &cc); /* pump_once runs B's callbacks in B's on_readable() */
@@ -825,6 +825,88 @@ TEST(an_event_noted_in_another_owners_call_is_collected_by_its_owner)
     ASSERT_EQ(pr.cli.down, 1);
     pair_close(&pr);
     iwarp_llp_sctp_owner_close(ob);
+}
+
+/* An allocator that counts what it hands out and can be told to fail. */
+struct counting {
+    size_t calls, live, fail_at; /* fail_at: the call that fails (1-based; 0: none) */
+};
+
+static void *count_calloc(void *user, size_t n, size_t size)
+{
+    struct counting *c = user;
+    if (++c->calls == c->fail_at)
+        return NULL;
+    c->live++;
+    return calloc(n, size);
+}
+
+static void count_free(void *user, void *ptr)
+{
+    struct counting *c = user;
+    ASSERT_TRUE(ptr != NULL && c->live > 0);
+    c->live--;
+    free(ptr);
+}
+
+/* Everything llp_sctp allocates for an owner comes from the owner's allocator and goes back to
+ * it: the owner, endpoints, listener, associations, paths and buffers, and a message usrsctp
+ * delivered in pieces (a sender past RFC 5043 §9's maximum, fragmented by SCTP, and a receive
+ * buffer small enough for partial delivery), which chunk_free gives back to it while
+ * usrsctp's own message buffers go to libc. */
+TEST(allocations_for_an_owner_come_from_its_allocator)
+{
+    struct counting c = {0};
+    struct iwarp_llp_sctp_alloc alloc = {count_calloc, count_free, &c};
+    ASSERT_EQ(iwarp_llp_sctp_owner_open(&alloc, &OWNER), 0);
+    ASSERT_EQ(c.live, 1u);
+    struct iwarp_llp_sctp_ep_cfg sc = {.nstreams = 2, .rcvbuf = 4096};
+    struct iwarp_llp_sctp_ep_cfg cc = {.nstreams = 2, .test_msg_max = 16384};
+    struct pair pr;
+    pair_up(&pr, &sc, &cc);
+    size_t up = c.live; /* owner, 2 endpoints and their buffers, listener, 2 associations... */
+    ASSERT_TRUE(up >= 10);
+    static uint8_t big[8000];
+    for (size_t i = 0; i < sizeof big; i++)
+        big[i] = (uint8_t)(i * 7);
+    ASSERT_EQ(send_bytes(pr.cli.a, 1, PPID_DDP, big, sizeof big), 0);
+    ASSERT_EQ(send_bytes(pr.cli.a, 0, PPID_DDP, "small", 5), 0);
+    struct peer *s = &pr.srv.peers[0];
+    RUN_UNTIL(s->nrx == 2, 5000);
+    ASSERT_EQ(s->nrx, 2u);
+    struct iwarp_llp_sctp_stats st;
+    iwarp_llp_sctp_ep_stats(pr.sep, &st);
+    ASSERT_EQ(st.rx_reassembled, 1u);
+    struct rxmsg *m = s->rx[0].len == sizeof big ? &s->rx[0] : &s->rx[1];
+    ASSERT_EQ(m->len, sizeof big);
+    ASSERT_MEM_EQ(m->buf, big, sizeof big);
+    size_t held = c.live;
+    iwarp_llp_sctp_chunk_free(m->buf); /* the put-together one: back to the allocator */
+    m->buf = NULL;
+    ASSERT_EQ(c.live, held - 1);
+    struct rxmsg *small = m == &s->rx[0] ? &s->rx[1] : &s->rx[0];
+    iwarp_llp_sctp_chunk_free(small->buf); /* usrsctp's: libc's */
+    small->buf = NULL;
+    ASSERT_EQ(c.live, held - 1);
+    pair_close(&pr); /* closes the owner too */
+    ASSERT_EQ(c.live, 0u);
+
+    /* no memory: refused, and nothing is left behind */
+    for (size_t at = 1; at <= 3; at++) {
+        c = (struct counting){.fail_at = at};
+        struct iwarp_llp_sctp_owner *o = NULL;
+        int rc = iwarp_llp_sctp_owner_open(&alloc, &o);
+        if (at == 1) {
+            ASSERT_EQ(rc, IWARP_ERR_NOMEM);
+            continue;
+        }
+        ASSERT_EQ(rc, 0);
+        struct iwarp_llp_sctp_ep_cfg e = {.owner = o};
+        struct iwarp_llp_sctp_ep *ep = NULL;
+        ASSERT_EQ(iwarp_llp_sctp_ep_open(&e, &ep), IWARP_ERR_NOMEM); /* the endpoint, its buffer */
+        iwarp_llp_sctp_owner_close(o);
+        ASSERT_EQ(c.live, 0u);
+    }
 }
 
 TEST(bad_configurations_are_refused)
