@@ -8,7 +8,7 @@
  *
  * One process, ONE thread pinned to CPU 0 drives both endpoints, busy-polling (non-blocking
  * recvfrom on both UDP sockets, then the timers): that is how libiwarp runs SCTP, one progress
- * loop owning the process-wide usrsctp stack (llp_sctp.h, "Locking and threads"). The libiwarp
+ * loop per llp_sctp owner (llp_sctp.h, "Owners, the usrsctp lock and threads"). The libiwarp
  * run is two contexts in IWARP_PROGRESS_CALLER mode, driven by the same thread through
  * iwarp_poll_cq / iwarp_ctx_progress, with the same MTU, streams and headroom.
  *
