@@ -8,7 +8,7 @@
  *
  * One process, ONE thread pinned to CPU 0 drives both endpoints, busy-polling (non-blocking
  * recvfrom on both UDP sockets, then the timers): that is how libiwarp runs SCTP, one progress
- * loop owning the process-wide usrsctp stack (llp_sctp.h, "Locking and threads"). The libiwarp
+ * loop per llp_sctp owner (llp_sctp.h, "Owners, the usrsctp lock and threads"). The libiwarp
  * run is two contexts in IWARP_PROGRESS_CALLER mode, driven by the same thread through
  * iwarp_poll_cq / iwarp_ctx_progress, with the same MTU, streams and headroom.
  *
@@ -300,6 +300,7 @@ static void raw_close(void)
 
 /* ---- transport 2: llp_sctp ------------------------------------------------------------------ */
 
+static struct iwarp_llp_sctp_owner *L_owner; /* one thread drives both endpoints */
 static struct iwarp_llp_sctp_ep *L_ep[2];
 static struct iwarp_llp_sctp_assoc *L_a[2];
 static struct iwarp_llp_sctp_listener *L_l;
@@ -311,7 +312,7 @@ static void l_up(void *user, uint16_t n, uint32_t max_seg)
 {
     (void)user, (void)n;
     L_up++;
-    A.max_msg = max_seg + IWARP_LLP_SCTP_SSN_LEN;
+    A.max_msg = max_seg + IWARP_SCTP_SSN_LEN;
 }
 
 static void l_down(void *user, int err)
@@ -344,7 +345,7 @@ static void llp_pump(void)
     iwarp_llp_sctp_on_readable(L_ep[0], now);
     iwarp_llp_sctp_on_readable(L_ep[1], now);
     if (now >= L_deadline)
-        L_deadline = iwarp_llp_sctp_timers(now);
+        L_deadline = iwarp_llp_sctp_timers(L_owner, now);
 }
 
 static int llp_send(int side, const void *buf, size_t len)
@@ -358,13 +359,17 @@ static int llp_send(int side, const void *buf, size_t len)
 
 static void llp_open(void)
 {
-    struct iwarp_llp_sctp_ep_cfg cfg = {.nstreams = 8, .mtu = opt_mtu, .headroom = opt_headroom};
+    int rc = iwarp_llp_sctp_owner_open(NULL, &L_owner);
+    if (rc)
+        die("owner_open", rc);
+    struct iwarp_llp_sctp_ep_cfg cfg = {
+        .owner = L_owner, .nstreams = 8, .mtu = opt_mtu, .headroom = opt_headroom};
     for (int s = 0; s < 2; s++) {
-        int rc = iwarp_llp_sctp_ep_open(&cfg, &L_ep[s]);
+        rc = iwarp_llp_sctp_ep_open(&cfg, &L_ep[s]);
         if (rc)
             die("ep_open", rc);
     }
-    int rc = iwarp_llp_sctp_listen(L_ep[1], 5043, 4, l_accept, NULL, &L_l);
+    rc = iwarp_llp_sctp_listen(L_ep[1], 5043, 4, l_accept, NULL, &L_l);
     if (rc)
         die("listen", rc);
     struct sockaddr_storage sa;
@@ -388,6 +393,7 @@ static void llp_close(void)
     iwarp_llp_sctp_close(L_a[1], true);
     iwarp_llp_sctp_ep_close(L_ep[0]);
     iwarp_llp_sctp_ep_close(L_ep[1]);
+    iwarp_llp_sctp_owner_close(L_owner);
 }
 
 /* ---- transport 3: libiwarp (verbs + CM over IWARP_PS_SCTP) ------------------------------- */

@@ -16,10 +16,13 @@
  *       n >= 0xF0: one tx_next only (the send buffer is full; the chunk stays produced);
  *   6   the owner acts: what(1) sid(1): post a receive, a Send, a Write or a Read (off(2)
  *       len(2)); disconnect; abort (and flush the QP, as the owner does); release; report SCTP
- *       acks; accept or reject a REQUEST left pending;
+ *       acks; accept or reject a REQUEST left pending; let go of the stream (detach); advance
+ *       the clock by us(2) microseconds and handle_timeout(); set the stream's deadline us(2)
+ *       microseconds ahead;
  *   7   the association is lost (graceful: bit 3 of op).
  *   The owner accepts a REQUEST (ird/ord 4) with a fresh QP, rejects it or leaves it pending
- *   (bits 5-6 above), and releases every stream that reports CLOSED.
+ *   (bits 5-6 above), releases every stream that reports CLOSED, and flushes the QP and lets
+ *   go of every stream that reports TIMEDOUT (cfg.linger_ns is 1 ms).
  * Properties:
  *   - never crashes (sanitizers); rx_chunk returns 0 or a negative IWARP_ERR_*;
  *   - every buffer handed in comes back through chunk_free exactly once (a registry: an unknown
@@ -29,8 +32,9 @@
  *     most max_seg that decodes as RDMAP; tx_next returns the same chunk until tx_done;
  *   - rx_chunk's error return leaves no live session on the stream (llp_assoc.h); a REQUEST
  *     is only reported for a session that awaits the owner's answer;
- *   - a Reject the owner asked for goes out before the stream is released (§6.3); no segment
- *     goes out once its QP was flushed (its WR memory is the ULP's again);
+ *   - a Reject the owner asked for goes out before the stream is released (§6.3), by the owner
+ *     or by llp_assoc after detach(); no segment goes out once its QP was flushed (its WR
+ *     memory is the ULP's again); next_timeout() is never in the past after handle_timeout();
  *   - nothing is placed outside the MR (guard zones).
  */
 #include <stdbool.h>
@@ -85,6 +89,8 @@ static uint8_t policy;         /* REQUESTs: 0, 3 accept; 1 reject; 2 leave pendi
 static bool waiting[NS];       /* a REQUEST left pending */
 static bool rejected[NS];      /* the owner rejected the stream's session */
 static bool reject_out[NS];    /* ... and its Reject went out */
+static bool detached[NS];      /* the owner let go of the stream: llp_assoc releases it */
+static uint64_t now_ns;        /* the owner's clock */
 static uint8_t gather[2 + 65536];
 
 /* ---- buffers handed in ---------------------------------------------------------------------- */
@@ -168,15 +174,33 @@ static void drain_cqs(void)
 
 /* ---- the owner --------------------------------------------------------------------------- */
 
-static void release(uint16_t sid)
+/* Stream sid was released (by the owner, or by llp_assoc after detach()); timed_out: because a
+ * deadline of it passed, which gives up on what it still had to send. */
+static void released(uint16_t sid, bool timed_out)
 {
     /* §6.3: a Reject the owner asked for goes out before the stream can be released */
-    FUZZ_CHECK(!rejected[sid] || reject_out[sid] || A.lost);
+    FUZZ_CHECK(!rejected[sid] || reject_out[sid] || A.lost || timed_out);
     rejected[sid] = reject_out[sid] = false;
-    iwarp_llp_assoc_release(&A, sid);
+    detached[sid] = false;
     tx_expect[sid] = 0; /* §6.6: DDP-SSN 0 again */
     rx_auto[sid] = 0;
     send_msn[sid] = 1;
+}
+
+static void release(uint16_t sid)
+{
+    iwarp_llp_assoc_release(&A, sid);
+    released(sid, false);
+}
+
+static void detach(uint16_t sid)
+{
+    waiting[sid] = false;
+    bool had = ST[sid].state != IWARP_LLP_ASSOC_FREE, expired = ST[sid].expired;
+    iwarp_llp_assoc_detach(&A, sid);
+    detached[sid] = ST[sid].detached;
+    if (had && !detached[sid])
+        released(sid, expired); /* at once (a deadline of it passed, or it was done) */
 }
 
 /* The owner's answer to stream sid's REQUEST. */
@@ -199,7 +223,11 @@ static void answer(uint16_t sid, bool accept)
 static void owner_events(void)
 {
     for (uint16_t sid = 0; sid < NS; sid++) {
+        if (detached[sid] && !ST[sid].detached)
+            released(sid, false); /* llp_assoc released it (and a new session may have begun) */
         uint32_t ev = iwarp_llp_assoc_take_events(&A, sid);
+        if (detached[sid])
+            continue; /* of no interest any more */
         if (ev & IWARP_LLP_ASSOC_EV_REQUEST) {
             FUZZ_CHECK(ST[sid].state == IWARP_LLP_ASSOC_SESSION);
             if (policy == 2)
@@ -213,6 +241,11 @@ static void owner_events(void)
             FUZZ_CHECK(ST[sid].state == IWARP_LLP_ASSOC_OVER);
             release(sid);
             FUZZ_CHECK(ST[sid].state == IWARP_LLP_ASSOC_FREE);
+        } else if (ev & IWARP_LLP_ASSOC_EV_TIMEDOUT) {
+            FUZZ_CHECK(ST[sid].state != IWARP_LLP_ASSOC_FREE);
+            if (Q[sid].used)
+                iwarp_core_qp_llp_closed(&Q[sid].qp, false); /* the owner's flush */
+            detach(sid);
         }
     }
     FUZZ_CHECK(iwarp_llp_assoc_in_use(&A) <= NS);
@@ -233,12 +266,12 @@ static void check_out(const struct iwarp_llp_assoc_chunk *c)
     FUZZ_CHECK(len == c->len && len >= IWARP_SCTP_SSN_LEN);
     /* §5.2.1, §6.1: the stream's next DDP-SSN, from 0 per session, control chunks included */
     FUZZ_CHECK(iwarp_sctp_ssn_peek(gather, len) == tx_expect[c->sid]);
-    if (c->ppid == IWARP_LLP_ASSOC_PPID_CTL) {
+    if (c->ppid == IWARP_SCTP_PPID_DDP_CONTROL) {
         struct iwarp_sctp_ctl ctl;
         FUZZ_CHECK(len <= IWARP_SCTP_CTL_MAX);
         FUZZ_CHECK(iwarp_sctp_ctl_decode(gather, len, &ctl) == (iwarp_ssize)len);
     } else {
-        FUZZ_CHECK(c->ppid == IWARP_LLP_ASSOC_PPID_SEG);
+        FUZZ_CHECK(c->ppid == IWARP_SCTP_PPID_DDP_SEGMENT);
         FUZZ_CHECK(len - IWARP_SCTP_SSN_LEN <= max_seg); /* §9 */
         struct iwarp_wire_segment seg;
         FUZZ_CHECK(iwarp_wire_segment_decode(gather + 2, len - 2, &seg, NULL) == 0);
@@ -268,7 +301,7 @@ static void send_some(uint32_t n, uint32_t *r)
             FUZZ_CHECK(iwarp_sctp_ssn_peek(c->iov[0].iov_base, c->iov[0].iov_len) ==
                        tx_expect[c->sid]);
         }
-        if (c->ppid == IWARP_LLP_ASSOC_PPID_SEG) {
+        if (c->ppid == IWARP_SCTP_PPID_DDP_SEGMENT) {
             /* a flushed QP's WRs went back to the ULP: none of their memory goes out */
             FUZZ_CHECK(Q[c->sid].qp.state != IWARP_CORE_QP_ERROR);
         } else {
@@ -402,7 +435,7 @@ static void op_segment(const uint8_t **d, size_t *n)
     uint16_t s = auto_ssn(sid);
     buf[0] = (uint8_t)(s >> 8);
     buf[1] = (uint8_t)s;
-    rx(sid, IWARP_LLP_ASSOC_PPID_SEG, true, buf, 2 + (size_t)k);
+    rx(sid, IWARP_SCTP_PPID_DDP_SEGMENT, true, buf, 2 + (size_t)k);
 }
 
 static void op_control(const uint8_t **d, size_t *n)
@@ -423,14 +456,14 @@ static void op_control(const uint8_t **d, size_t *n)
         for (size_t i = 0; i < extra + pd_len; i++)
             buf[len++] = fuzz_take(d, n);
     }
-    rx(sid, IWARP_LLP_ASSOC_PPID_CTL, true, buf, len);
+    rx(sid, IWARP_SCTP_PPID_DDP_CONTROL, true, buf, len);
 }
 
 static void op_owner(const uint8_t **d, size_t *n, uint32_t *r)
 {
     uint8_t what = fuzz_take(d, n);
     uint16_t sid = fuzz_take(d, n) % NS;
-    switch (what % 10u) {
+    switch (what % 13u) {
     case 0:
     case 1:
     case 2:
@@ -440,7 +473,7 @@ static void op_owner(const uint8_t **d, size_t *n, uint32_t *r)
         break;
     }
     case 4:
-        iwarp_llp_assoc_disconnect(&A, sid);
+        iwarp_llp_assoc_disconnect(&A, sid, now_ns);
         break;
     case 5:
         iwarp_llp_assoc_abort(&A, sid);
@@ -454,9 +487,24 @@ static void op_owner(const uint8_t **d, size_t *n, uint32_t *r)
     case 7:
         iwarp_llp_assoc_unacked(&A, rng(r) % 4u ? 0u : 40000u);
         break;
-    default:
+    case 8:
+    case 9:
         if (waiting[sid])
-            answer(sid, what % 10u == 8u);
+            answer(sid, what % 13u == 8u);
+        break;
+    case 10:
+        detach(sid);
+        break;
+    case 11:
+        now_ns += (uint64_t)take16(d, n) * 1000u;
+        (void)iwarp_llp_assoc_handle_timeout(&A, now_ns);
+        FUZZ_CHECK(iwarp_llp_assoc_next_timeout(&A) > now_ns);
+        for (uint16_t i = 0; i < NS; i++)
+            if (detached[i] && !ST[i].detached)
+                released(i, true); /* its linger passed */
+        break;
+    default:
+        iwarp_llp_assoc_set_deadline(&A, sid, now_ns + (uint64_t)take16(d, n) * 1000u);
         break;
     }
     owner_events();
@@ -489,7 +537,8 @@ static void setup(uint8_t cfgb)
                                       .max_seg = max_seg,
                                       .passive = true,
                                       .chunk_free = chunk_free,
-                                      .window = windows[(cfgb >> 1) & 3u]};
+                                      .window = windows[(cfgb >> 1) & 3u],
+                                      .linger_ns = 1000000u};
     iwarp_sess_cfg_default(&cfg.passive_sess, IWARP_SESS_PASSIVE);
     cfg.passive_sess.enhanced = cfgb & 1u;
     cfg.passive_sess.pending = &PEND;
@@ -502,6 +551,8 @@ static void setup(uint8_t cfgb)
     memset(waiting, 0, sizeof waiting);
     memset(rejected, 0, sizeof rejected);
     memset(reject_out, 0, sizeof reject_out);
+    memset(detached, 0, sizeof detached);
+    now_ns = 1;
     nlive = 0;
 }
 

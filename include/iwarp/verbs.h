@@ -46,6 +46,22 @@ struct iwarp_srq;
  * All three functions or none (iwarp_ctx_attr.mem NULL: libc). calloc_fn must return zeroed
  * memory. The hooks may be called from any thread of the library, with the context lock held:
  * they must not call into libiwarp. Input struct (common.h).
+ *
+ * Used for every allocation the library makes, with these exceptions, all in DDP over SCTP
+ * (IWARP_PS_SCTP) and all made with libc's malloc/free:
+ * - usrsctp's own allocations (its stack, sockets, timers, packet buffers): usrsctp has no
+ *   allocator hook;
+ * - each SCTP message usrsctp hands over: usrsctp allocates its buffer with malloc and the
+ *   library, which holds it until the message is placed, frees it with free (taking it into
+ *   hooked memory would cost a copy per message). A message that arrives in pieces is put
+ *   together in memory from the hooks;
+ * - one process-wide table of pointers, one per remote UDP address any context's SCTP
+ *   endpoints talk to: it is shared by every context, outlives the context whose endpoint grew
+ *   it, and is freed with the last SCTP endpoint of the process, so no context's hooks fit;
+ * - the copies of delayed packets that SCTP fault injection makes (the IWARP_SCTP_FAULT test
+ *   hook): they are made in whichever context's call usrsctp sends the packet.
+ * A context's hooks are called only from the threads that call into the library with that
+ * context and from its progress thread (with SCTP too: never in another context's call).
  */
 struct iwarp_mem_hooks {
     void *(*malloc_fn)(size_t size, void *user);           /* malloc(3) */

@@ -2,17 +2,15 @@
  * The CM's SCTP transport (struct cm_transport): DDP streams (QPs) as sessions on
  * the SCTP streams of associations (RFC 5043), run by llp_assoc, carried by llp_sctp (usrsctp).
  *
- * Who drives usrsctp: its stack, timers and callbacks are process-wide, so one process-wide
- * mutex (dom_lock) is the owner lock of llp_sctp for every context. A context's progress loop
- * watches its own endpoints' UDP sockets and one timer source; whoever holds the context lock
- * takes dom_lock around each llp_sctp call (lock order: a context's lock, then dom_lock, never
- * the reverse). llp_sctp's callbacks run inside those calls: for an association of the context
- * that holds dom_lock (always so for received data: it only comes in through the endpoint's own
- * socket) they feed llp_assoc at once; a callback for another context's association (a timer
- * of usrsctp's that fired in our call: the association was lost, or became writable) is noted
- * under dom_lock and that context is woken through its eventfd source. After each llp_sctp call
- * the associations it touched are serviced under the context lock alone: chunks produced and
- * sent, events turned into CM events.
+ * Who drives usrsctp: llp_sctp, its one owner (the usrsctp lock, llp_sctp.h). Each context is
+ * an llp_sctp owner: its progress loop watches its own endpoints' UDP sockets, the owner's wake
+ * fd and one timer source, and calls llp_sctp holding the context lock (lock order: the
+ * context's lock, then llp_sctp's). llp_sctp runs a context's callbacks only in that context's
+ * calls, so they feed llp_assoc at once; what usrsctp reports for this context's associations
+ * in another context's call (one of their timers fired there) llp_sctp notes and hands over
+ * through the wake fd (iwarp_llp_sctp_owner_collect). After each llp_sctp call the associations
+ * it touched are serviced under the context lock: chunks produced and sent, events turned into
+ * CM events.
  *
  * Association sharing: connect() to a peer the context already has an association with (same
  * endpoint, a free stream) opens the session on a free stream of it (RFC 5043 §5.2: a DDP
@@ -27,7 +25,6 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <netinet/in.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -46,11 +43,6 @@
 #define CM_SCTP_CONNECT_MS   10000u
 /* Services of a context in a row before the loop gets control back (each sends what it can). */
 #define SERVICE_ROUNDS       64
-/* DATA chunks of an association unacknowledged at most. The peer's DDP-SSN window holds
- * IWARP_LLP_ASSOC_WINDOW chunks per stream, so whatever arrives after a loss always fits in it
- * (RFC 5043 §6.1 order restored, never a window overrun); it also keeps §10's bound of 32767
- * per stream. */
-#define INFLIGHT_MAX         IWARP_LLP_ASSOC_WINDOW
 
 struct cm_sctp_ep {
     struct cm_sctp_ctx *sc;
@@ -70,9 +62,7 @@ struct cm_assoc {
     bool la_ready; /* up: la initialised */
     struct iwarp_llp_assoc_stream *streams;
     struct iwarp_sess_ssn_slot *slots;
-    struct cm_id **ids;     /* per stream: the id whose session it carries, or NULL */
-    uint64_t *ending_until; /* per stream: ENDING (our Terminate out) at most until then: §6.2
-                               does not oblige the peer to answer it */
+    struct cm_id **ids; /* per stream: the id whose session it carries, or NULL */
     uint16_t nstreams;
     struct cm_id *waiting;   /* active ids waiting for the association to come up */
     struct cm_id *listen_id; /* passive: the listener (NULL once it is gone) */
@@ -80,11 +70,6 @@ struct cm_assoc {
     struct sockaddr_storage peer;
     bool passive, own, down, dirty;
     int down_err;
-    uint32_t inflight; /* chunks unacknowledged, at most: SCTP's count plus those sent since */
-    bool cap_blocked;  /* INFLIGHT_MAX reached: a SACK (any packet in) lets it go on */
-    /* noted by another context's call (dom_lock) */
-    bool f_down, f_writable;
-    int f_down_err;
     struct cm_assoc *next, *next_dirty;
 };
 
@@ -101,32 +86,18 @@ struct cm_sctp_link {
     uint8_t pd[IWARP_SCTP_PD_MAX];
     uint32_t ird, ord;
     struct cm_id *next_wait;
-    uint64_t linger_deadline;
+    uint64_t connect_deadline; /* while waiting for the association (then the stream's) */
 };
 
 struct cm_sctp_ctx {
     struct iwarp_ctx *ctx;
-    struct iwarp_loop_src timer; /* usrsctp's timers and the lingers */
-    struct iwarp_loop_src wake;  /* eventfd: another context noted something for us */
+    struct iwarp_loop_src timer;        /* usrsctp's timers and the lingers */
+    struct iwarp_llp_sctp_owner *owner; /* the context as llp_sctp's owner */
+    struct iwarp_loop_src wake;         /* its wake fd: events noted in another's call */
     struct cm_sctp_ep *eps;
     struct cm_assoc *assocs;
     struct cm_assoc *dirty;
 };
-
-static pthread_mutex_t dom_lock = PTHREAD_MUTEX_INITIALIZER;
-static __thread struct iwarp_ctx *dom_holder;
-
-static void dom_enter(struct iwarp_ctx *ctx)
-{
-    pthread_mutex_lock(&dom_lock);
-    dom_holder = ctx;
-}
-
-static void dom_leave(void)
-{
-    dom_holder = NULL;
-    pthread_mutex_unlock(&dom_lock);
-}
 
 static struct cm_sctp_link *link_of(struct cm_id *id)
 {
@@ -142,43 +113,34 @@ static void mark(struct cm_assoc *ca)
     ca->sc->dirty = ca;
 }
 
-static void service(struct cm_sctp_ctx *sc);
+static void service(struct cm_sctp_ctx *sc, uint64_t now);
 static struct cm_assoc *find_assoc(struct cm_sctp_ctx *sc, struct cm_sctp_ep *e,
                                    const struct sockaddr_storage *peer);
 static void rearm(struct cm_sctp_ctx *sc, uint64_t now);
 
-/* ---- llp_sctp callbacks (dom_lock held) --------------------------------------------------- */
-
-/* Another context's association: note it and wake its loop. */
-static void foreign(struct cm_assoc *ca)
-{
-    uint64_t one = 1;
-    ssize_t n = write(ca->sc->wake.fd, &one, sizeof one);
-    (void)n;
-}
+/* ---- llp_sctp callbacks (in this context's llp_sctp calls: both locks held) --------------- */
 
 static void on_up(void *user, uint16_t nstreams, uint32_t max_seg)
 {
     struct cm_assoc *ca = user;
     struct iwarp_ctx *ctx = ca->sc->ctx;
-    if (dom_holder != ctx || ca->la_ready)
-        return; /* cannot happen: COMM_UP comes in through the association's own socket */
+    if (ca->la_ready)
+        return; /* once */
     ca->nstreams = nstreams;
     uint16_t w = IWARP_LLP_ASSOC_WINDOW;
     ca->streams = iwarp_api_calloc(ctx, nstreams, sizeof *ca->streams);
     ca->slots = iwarp_api_calloc(ctx, (size_t)nstreams * w, sizeof *ca->slots);
     ca->ids = iwarp_api_calloc(ctx, nstreams, sizeof *ca->ids);
-    ca->ending_until = iwarp_api_calloc(ctx, nstreams, sizeof *ca->ending_until);
-    for (uint16_t i = 0; ca->ending_until && i < nstreams; i++)
-        ca->ending_until[i] = UINT64_MAX;
     struct iwarp_llp_assoc_cfg cfg = {.nstreams = nstreams,
                                       .max_seg = max_seg,
                                       .passive = ca->passive,
                                       .chunk_free = iwarp_llp_sctp_chunk_free,
-                                      .window = w};
+                                      .window = w,
+                                      .inflight_max = IWARP_LLP_ASSOC_INFLIGHT_MAX,
+                                      .linger_ns = CM_LINGER_NS};
     iwarp_sess_cfg_default(&cfg.passive_sess, IWARP_SESS_PASSIVE);
     cfg.passive_sess.pending = &ca->pending;
-    if (!ca->streams || !ca->slots || !ca->ids || !ca->ending_until ||
+    if (!ca->streams || !ca->slots || !ca->ids ||
         iwarp_llp_assoc_init(&ca->la, &cfg, ca->streams, ca->slots) != 0) {
         ca->down = true;
         ca->down_err = IWARP_ERR_NOMEM;
@@ -191,12 +153,6 @@ static void on_up(void *user, uint16_t nstreams, uint32_t max_seg)
 static void on_down(void *user, int err)
 {
     struct cm_assoc *ca = user;
-    if (dom_holder != ca->sc->ctx) {
-        ca->f_down = true;
-        ca->f_down_err = err;
-        foreign(ca);
-        return;
-    }
     ca->down = true;
     ca->down_err = err;
     if (ca->la_ready)
@@ -207,8 +163,8 @@ static void on_down(void *user, int err)
 static void on_chunk(void *user, uint16_t sid, uint32_t ppid, bool unordered, void *buf, size_t len)
 {
     struct cm_assoc *ca = user;
-    if (dom_holder != ca->sc->ctx || !ca->la_ready) {
-        iwarp_llp_sctp_chunk_free(buf); /* cannot happen: see the file header */
+    if (!ca->la_ready) {
+        iwarp_llp_sctp_chunk_free(buf); /* cannot happen: on_up comes first */
         return;
     }
     (void)iwarp_llp_assoc_rx_chunk(&ca->la, sid, ppid, unordered, buf, len);
@@ -218,11 +174,6 @@ static void on_chunk(void *user, uint16_t sid, uint32_t ppid, bool unordered, vo
 static void on_writable(void *user)
 {
     struct cm_assoc *ca = user;
-    if (dom_holder != ca->sc->ctx) {
-        ca->f_writable = true;
-        foreign(ca);
-        return;
-    }
     mark(ca);
 }
 
@@ -236,16 +187,11 @@ static void ep_on_io(struct iwarp_loop_src *src, uint32_t events, uint64_t now_n
     (void)events;
     struct cm_sctp_ep *e = src->user;
     struct cm_sctp_ctx *sc = e->sc;
-    dom_enter(sc->ctx);
     iwarp_llp_sctp_on_readable(e->ep, now_ns);
-    dom_leave();
-    for (struct cm_assoc *ca = sc->assocs; ca; ca = ca->next) {
-        if (ca->cap_blocked && ca->ep == e) {
-            ca->cap_blocked = false; /* packets came in: perhaps the SACK it waits for */
-            mark(ca);
-        }
-    }
-    service(sc);
+    for (struct cm_assoc *ca = sc->assocs; ca; ca = ca->next)
+        if (ca->ep == e && ca->la_ready && iwarp_llp_assoc_packets_in(&ca->la))
+            mark(ca); /* packets came in: perhaps the SACK it waits for at the cap */
+    service(sc, now_ns);
     rearm(sc, now_ns);
 }
 
@@ -272,7 +218,8 @@ static void env_test_hooks(struct iwarp_llp_sctp_ep_cfg *cfg)
         iwarp_llp_sctp_set_test_timers(lo, init, hi);
 }
 
-/* The capture hook (dom_lock held): every SCTP packet of the endpoint, as a UDP datagram. */
+/* The capture hook (llp_sctp's lock held, in any context's call: a retransmission of this
+ * endpoint's may leave in another's): every SCTP packet of the endpoint, as a UDP datagram. */
 static void capture(void *user, int dir, const struct sockaddr *local, const struct sockaddr *peer,
                     const uint8_t *pkt, size_t len, uint64_t now_ns)
 {
@@ -294,7 +241,7 @@ static int ep_open(struct cm_sctp_ctx *sc, const struct sockaddr *addr, bool cli
     if (!e)
         return IWARP_ERR_NOMEM;
     struct iwarp_llp_sctp_ep_cfg cfg = {
-        .addr = addr, .owner = &dom_lock, .nstreams = ctx_streams(ctx), .mtu = ctx->attr.sctp_mtu};
+        .addr = addr, .owner = sc->owner, .nstreams = ctx_streams(ctx), .mtu = ctx->attr.sctp_mtu};
     env_test_hooks(&cfg);
     e->trace = iwarp_api_trace_sink(ctx); /* NULL: tracing is off */
     if (e->trace) {
@@ -302,9 +249,7 @@ static int ep_open(struct cm_sctp_ctx *sc, const struct sockaddr *addr, bool cli
         cfg.capture_user = e;
     }
     e->sc = sc;
-    dom_enter(ctx);
     int rc = iwarp_llp_sctp_ep_open(&cfg, &e->ep);
-    dom_leave();
     if (rc != 0) {
         (void)iwarp_trace_sink_release(e->trace);
         iwarp_api_free(ctx, e);
@@ -319,9 +264,7 @@ static int ep_open(struct cm_sctp_ctx *sc, const struct sockaddr *addr, bool cli
                                      .heap_index = UINT32_MAX};
     rc = iwarp_loop_add(&ctx->loop, &e->src);
     if (rc != 0) {
-        dom_enter(ctx);
         iwarp_llp_sctp_ep_close(e->ep);
-        dom_leave();
         (void)iwarp_trace_sink_release(e->trace);
         iwarp_api_free(ctx, e);
         return rc;
@@ -342,9 +285,7 @@ static void ep_close(struct cm_sctp_ep *e)
         }
     }
     iwarp_loop_del(&sc->ctx->loop, &e->src);
-    dom_enter(sc->ctx);
     iwarp_llp_sctp_ep_close(e->ep);
-    dom_leave();
     if (e->trace && iwarp_trace_sink_release(e->trace) != 0)
         iwarp_api_log(sc->ctx, IWARP_LOG_ERROR, "trace: writing the capture failed");
     iwarp_api_free(sc->ctx, e);
@@ -361,6 +302,17 @@ static void ep_unref(struct cm_sctp_ep *e)
 static void wake_on_io(struct iwarp_loop_src *src, uint32_t events, uint64_t now_ns);
 static void timer_on(struct iwarp_loop_src *src, uint64_t now_ns);
 
+/* llp_sctp's allocator for the context: its hooks (iwarp_mem_hooks), like every allocation. */
+static void *sctp_mem_calloc(void *ctx, size_t n, size_t size)
+{
+    return iwarp_api_calloc(ctx, n, size);
+}
+
+static void sctp_mem_free(void *ctx, void *ptr)
+{
+    iwarp_api_free(ctx, ptr);
+}
+
 static struct cm_sctp_ctx *sctp_ctx(struct iwarp_ctx *ctx)
 {
     if (ctx->sctp)
@@ -374,22 +326,26 @@ static struct cm_sctp_ctx *sctp_ctx(struct iwarp_ctx *ctx)
                                         .on_timer = timer_on,
                                         .user = sc,
                                         .heap_index = UINT32_MAX};
-    int wfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    sc->wake = (struct iwarp_loop_src){.fd = wfd,
+    struct iwarp_llp_sctp_alloc alloc = {
+        .calloc_fn = sctp_mem_calloc, .free_fn = sctp_mem_free, .user = ctx};
+    if (iwarp_llp_sctp_owner_open(&alloc, &sc->owner) != 0) {
+        iwarp_api_free(ctx, sc);
+        return NULL;
+    }
+    sc->wake = (struct iwarp_loop_src){.fd = iwarp_llp_sctp_owner_fd(sc->owner),
                                        .events = EPOLLIN,
                                        .deadline = UINT64_MAX,
                                        .on_io = wake_on_io,
                                        .user = sc,
                                        .heap_index = UINT32_MAX};
-    if (wfd < 0 || iwarp_loop_add(&ctx->loop, &sc->timer) != 0) {
-        if (wfd >= 0)
-            close(wfd);
+    if (iwarp_loop_add(&ctx->loop, &sc->timer) != 0) {
+        iwarp_llp_sctp_owner_close(sc->owner);
         iwarp_api_free(ctx, sc);
         return NULL;
     }
     if (iwarp_loop_add(&ctx->loop, &sc->wake) != 0) {
         iwarp_loop_del(&ctx->loop, &sc->timer);
-        close(wfd);
+        iwarp_llp_sctp_owner_close(sc->owner);
         iwarp_api_free(ctx, sc);
         return NULL;
     }
@@ -397,37 +353,33 @@ static struct cm_sctp_ctx *sctp_ctx(struct iwarp_ctx *ctx)
     return sc;
 }
 
-/* The earliest linger deadline of the context's connections. */
-static uint64_t next_linger(struct cm_sctp_ctx *sc)
+/* The earliest deadline of the context's connections: a connect waiting for its association,
+ * or a stream's (llp_assoc's: connect timeout, disconnect drain, linger). */
+static uint64_t next_deadline(struct cm_sctp_ctx *sc)
 {
     uint64_t t = UINT64_MAX;
     for (struct cm_assoc *ca = sc->assocs; ca; ca = ca->next) {
         for (struct cm_id *w = ca->waiting; w; w = link_of(w)->next_wait)
-            if (link_of(w)->linger_deadline < t)
-                t = link_of(w)->linger_deadline;
-        for (uint16_t i = 0; ca->ids && i < ca->nstreams; i++) {
-            if (ca->ids[i] && link_of(ca->ids[i])->linger_deadline < t)
-                t = link_of(ca->ids[i])->linger_deadline;
-            if (ca->ending_until[i] < t)
-                t = ca->ending_until[i];
-        }
+            if (link_of(w)->connect_deadline < t)
+                t = link_of(w)->connect_deadline;
+        uint64_t a = ca->la_ready ? iwarp_llp_assoc_next_timeout(&ca->la) : UINT64_MAX;
+        if (a < t)
+            t = a;
     }
     return t;
 }
 
-/* Drive usrsctp's timers and arm ours for the next deadline (usrsctp's or a linger). */
+/* Drive usrsctp's timers and arm ours for the next deadline (usrsctp's or a connection's). */
 static void rearm(struct cm_sctp_ctx *sc, uint64_t now)
 {
     for (int round = 0; round < 4; round++) {
-        dom_enter(sc->ctx);
-        uint64_t next = iwarp_llp_sctp_timers(now);
-        dom_leave();
+        uint64_t next = iwarp_llp_sctp_timers(sc->owner, now);
         if (!sc->dirty) {
-            uint64_t l = next_linger(sc);
+            uint64_t l = next_deadline(sc);
             iwarp_loop_set_timer(&sc->ctx->loop, &sc->timer, l < next ? l : next);
             return;
         }
-        service(sc);
+        service(sc, now);
     }
     iwarp_loop_set_timer(&sc->ctx->loop, &sc->timer, now);
 }
@@ -459,14 +411,11 @@ static void assoc_free(struct cm_assoc *ca, bool abortive)
     if (ca->la_ready)
         iwarp_llp_assoc_lost(&ca->la, !abortive); /* gives held chunks back */
     if (ca->sa) {
-        dom_enter(ctx);
         iwarp_llp_sctp_close(ca->sa, abortive);
-        dom_leave();
     }
     iwarp_api_free(ctx, ca->streams);
     iwarp_api_free(ctx, ca->slots);
     iwarp_api_free(ctx, ca->ids);
-    iwarp_api_free(ctx, ca->ending_until);
     struct cm_sctp_ep *e = ca->ep;
     iwarp_api_free(ctx, ca);
     ep_unref(e);
@@ -479,6 +428,7 @@ static void unlink_stream(struct cm_id *id)
     struct cm_assoc *ca = lk->ca;
     if (ca && lk->sid >= 0) {
         ca->ids[lk->sid] = NULL;
+        iwarp_llp_assoc_detach(&ca->la, (uint16_t)lk->sid); /* released once it is done */
         mark(ca);
     } else if (ca) {
         for (struct cm_id **p = &ca->waiting; *p; p = &link_of(*p)->next_wait) {
@@ -491,7 +441,7 @@ static void unlink_stream(struct cm_id *id)
     }
     lk->ca = NULL;
     lk->sid = -1;
-    lk->linger_deadline = UINT64_MAX;
+    lk->connect_deadline = UINT64_MAX;
     iwarp_cm_unhook_qp(id);
 }
 
@@ -523,12 +473,13 @@ static void stream_request(struct cm_assoc *ca, uint16_t sid)
         iwarp_api_free(ctx, lk);
         /* §6.3/§6.4: nobody listens (or no memory): the session is refused */
         (void)iwarp_llp_assoc_reject(&ca->la, sid, NULL);
+        iwarp_llp_assoc_detach(&ca->la, sid);
         return;
     }
     id->conn = lk;
     lk->ca = ca;
     lk->sid = sid;
-    lk->linger_deadline = UINT64_MAX;
+    lk->connect_deadline = UINT64_MAX;
     (void)iwarp_llp_sctp_ep_local(ca->ep->ep, &id->pub.local_addr);
     memcpy(&id->pub.peer_addr, &ca->peer, sizeof ca->peer);
     ca->ids[sid] = id;
@@ -545,12 +496,13 @@ static void stream_events(struct cm_assoc *ca, uint16_t sid, uint32_t ev)
         stream_request(ca, sid);
         return;
     }
-    if (!id)
-        return; /* an orphan stream: released below once over */
+    if (!id) {
+        iwarp_llp_assoc_detach(&ca->la, sid); /* nobody's (a request withdrawn): let it go */
+        return;
+    }
     struct cm_sctp_link *lk = link_of(id);
     if ((ev & IWARP_LLP_ASSOC_EV_ESTABLISHED) && !id->passive && id->state == CM_CONNECTING) {
         struct cm_setup setup = setup_of(r, false, lk->ird, lk->ord);
-        lk->linger_deadline = UINT64_MAX; /* the connect deadline */
         iwarp_cm_on_established(id, &setup);
     }
     if (ev & IWARP_LLP_ASSOC_EV_REJECTED) {
@@ -563,6 +515,18 @@ static void stream_events(struct cm_assoc *ca, uint16_t sid, uint32_t ev)
     if (ev & IWARP_LLP_ASSOC_EV_CLOSED) {
         iwarp_cm_on_closed(id, st->err);
         unlink_stream(id);
+        return;
+    }
+    if (ev & IWARP_LLP_ASSOC_EV_TIMEDOUT) {
+        /* not established in time (our Terminate withdrew the Initiate), a disconnect that
+         * did not drain, or a Terminate of ours the peer did not answer: over for us */
+        if (id->state == CM_CONNECTING)
+            iwarp_cm_on_failed(id, IWARP_ERR_TIMEDOUT);
+        else
+            iwarp_cm_on_closed(id, 0);
+        struct iwarp_core_engine *eng = id_engine(id);
+        unlink_stream(id);
+        iwarp_core_eng_llp_closed(eng, false); /* whatever is left is flushed */
     }
 }
 
@@ -578,10 +542,8 @@ static int assoc_new(struct cm_sctp_ctx *sc, struct cm_sctp_ep *e,
     ca->ep = e;
     ca->own = own;
     memcpy(&ca->peer, peer, sizeof ca->peer);
-    dom_enter(ctx);
     int rc =
         iwarp_llp_sctp_connect(e->ep, (const struct sockaddr *)peer, 0, &assoc_ops, ca, &ca->sa);
-    dom_leave();
     if (rc != 0) {
         iwarp_api_free(ctx, ca);
         return rc;
@@ -631,39 +593,33 @@ static void open_waiting(struct cm_assoc *ca)
         }
         lk->sid = sid;
         ca->ids[sid] = id;
+        /* like MPA's Reply timeout: no answer to the Initiate fails the connect */
+        iwarp_llp_assoc_set_deadline(&ca->la, (uint16_t)sid, lk->connect_deadline);
     }
 }
 
 /* Send what the association has to send. */
 static void flush_tx(struct cm_assoc *ca)
 {
-    struct iwarp_ctx *ctx = ca->sc->ctx;
-    const struct iwarp_llp_assoc_chunk *ch;
-    while (!ca->down && ca->sa && (ch = iwarp_llp_assoc_tx_next(&ca->la)) != NULL) {
-        if (ca->inflight >= INFLIGHT_MAX) {
-            /* SCTP knows how many of the association's chunks are unacknowledged, which
-             * bounds every stream's count (RFC 5043 §10) */
-            dom_enter(ctx);
-            ca->inflight = iwarp_llp_sctp_unacked(ca->sa);
-            dom_leave();
-            iwarp_llp_assoc_unacked(&ca->la, ca->inflight);
-            if (ca->inflight >= INFLIGHT_MAX) {
-                ca->cap_blocked = true; /* the chunk stays produced until then */
-                break;
-            }
+    while (!ca->down && ca->sa) {
+        const struct iwarp_llp_assoc_chunk *ch = iwarp_llp_assoc_tx_next(&ca->la);
+        if (!ch && iwarp_llp_assoc_tx_capped(&ca->la)) {
+            /* at the in-flight cap: SCTP knows how many chunks are unacknowledged */
+            uint32_t unacked = iwarp_llp_sctp_unacked(ca->sa);
+            iwarp_llp_assoc_unacked(&ca->la, unacked);
+            ch = iwarp_llp_assoc_tx_next(&ca->la);
         }
-        dom_enter(ctx);
+        if (!ch)
+            break; /* nothing to send, or the cap holds until packets come in */
         int rc = iwarp_llp_sctp_send_chunk(ca->sa, ch->sid, ch->ppid, ch->iov, ch->niov);
-        dom_leave();
         if (rc != 0)
             break; /* BUSY: on_writable follows; another error: on_down follows */
         iwarp_llp_assoc_tx_done(&ca->la);
-        ca->inflight++;
     }
 }
 
-/* Service one association (context lock held, dom_lock not). Returns false when freed. */
-static bool assoc_service(struct cm_assoc *ca)
+/* Service one association (context lock held) at time now. Returns false when freed. */
+static bool assoc_service(struct cm_assoc *ca, uint64_t now)
 {
     if (ca->la_ready && !ca->down)
         open_waiting(ca);
@@ -679,6 +635,8 @@ static bool assoc_service(struct cm_assoc *ca)
     }
     for (int round = 0; ca->la_ready && round < 4; round++) {
         flush_tx(ca);
+        /* lingers of streams that began ending, deadlines that passed, streams let go of */
+        (void)iwarp_llp_assoc_handle_timeout(&ca->la, now);
         bool any = false;
         for (uint16_t sid = 0; sid < ca->nstreams; sid++) {
             uint32_t ev = iwarp_llp_assoc_take_events(&ca->la, sid);
@@ -686,17 +644,6 @@ static bool assoc_service(struct cm_assoc *ca)
                 any = true;
                 stream_events(ca, sid, ev);
             }
-            /* how long a stream may wait for the peer's answering Terminate */
-            bool ending = ca->la.st[sid].state == IWARP_LLP_ASSOC_ENDING;
-            if (!ending)
-                ca->ending_until[sid] = UINT64_MAX;
-            else if (ca->ending_until[sid] == UINT64_MAX)
-                ca->ending_until[sid] = iwarp_loop_now() + CM_LINGER_NS;
-            /* a stream nobody owns any more is free again once its session is over and
-             * nothing of it waits to be sent (a Reject, our Terminate) */
-            if (!ca->ids[sid] && ca->la.st[sid].state == IWARP_LLP_ASSOC_OVER &&
-                !(ca->la.has_pend && ca->la.pend.sid == sid))
-                iwarp_llp_assoc_release(&ca->la, sid);
         }
         if (!any && !iwarp_llp_assoc_tx_ready(&ca->la))
             break;
@@ -711,13 +658,13 @@ static bool assoc_service(struct cm_assoc *ca)
     return true;
 }
 
-static void service(struct cm_sctp_ctx *sc)
+static void service(struct cm_sctp_ctx *sc, uint64_t now)
 {
     for (int round = 0; sc->dirty && round < SERVICE_ROUNDS; round++) {
         struct cm_assoc *ca = sc->dirty;
         sc->dirty = ca->next_dirty;
         ca->dirty = false;
-        (void)assoc_service(ca);
+        (void)assoc_service(ca, now);
     }
 }
 
@@ -725,75 +672,30 @@ static void wake_on_io(struct iwarp_loop_src *src, uint32_t events, uint64_t now
 {
     (void)events;
     struct cm_sctp_ctx *sc = src->user;
-    uint64_t v;
-    ssize_t n = read(sc->wake.fd, &v, sizeof v);
-    (void)n;
-    dom_enter(sc->ctx);
-    for (struct cm_assoc *ca = sc->assocs; ca; ca = ca->next) {
-        if (ca->f_down) {
-            ca->f_down = false;
-            ca->down = true;
-            ca->down_err = ca->f_down_err;
-            if (ca->la_ready)
-                iwarp_llp_assoc_lost(&ca->la, ca->f_down_err == 0);
-            mark(ca);
-        }
-        if (ca->f_writable) {
-            ca->f_writable = false;
-            mark(ca);
-        }
-    }
-    dom_leave();
-    service(sc);
+    iwarp_llp_sctp_owner_collect(sc->owner); /* their callbacks mark what they touch */
+    service(sc, now_ns);
     rearm(sc, now_ns);
 }
 
 static void timer_on(struct iwarp_loop_src *src, uint64_t now_ns)
 {
     struct cm_sctp_ctx *sc = src->user;
-    /* lingers: a disconnect that did not drain, or a Terminate of ours the peer did not
-     * answer (§6.2 does not oblige it to): the session is over for us, the stream freed */
     for (struct cm_assoc *ca = sc->assocs; ca; ca = ca->next) {
+        /* a connect whose association did not come up in time */
         for (struct cm_id *id = ca->waiting, *next; id; id = next) {
             next = link_of(id)->next_wait;
-            if (link_of(id)->linger_deadline > now_ns)
+            if (link_of(id)->connect_deadline > now_ns)
                 continue;
             struct iwarp_core_engine *eng = id_engine(id);
             unlink_stream(id); /* off the waiting list */
             iwarp_core_eng_llp_closed(eng, false);
             iwarp_cm_on_failed(id, IWARP_ERR_TIMEDOUT);
         }
-        for (uint16_t i = 0; ca->ids && i < ca->nstreams; i++) {
-            struct cm_id *id = ca->ids[i];
-            bool late =
-                ca->ending_until[i] <= now_ns || (id && link_of(id)->linger_deadline <= now_ns);
-            if (!late)
-                continue;
-            ca->ending_until[i] = UINT64_MAX;
-            if (id && id->state == CM_CONNECTING && ca->la.st[i].state == IWARP_LLP_ASSOC_SESSION) {
-                /* our Initiate was not answered in time: withdraw it with a Terminate (§6.2);
-                 * the stream is freed once that is settled */
-                struct iwarp_core_engine *eng = id_engine(id);
-                iwarp_llp_assoc_abort(&ca->la, i);
-                unlink_stream(id);
-                iwarp_core_eng_llp_closed(eng, false);
-                iwarp_cm_on_failed(id, IWARP_ERR_TIMEDOUT);
-                continue;
-            }
-            if (id) {
-                if (id->state == CM_CONNECTING)
-                    iwarp_cm_on_failed(id, IWARP_ERR_TIMEDOUT);
-                else
-                    iwarp_cm_on_closed(id, 0);
-                struct iwarp_core_engine *eng = id_engine(id);
-                unlink_stream(id);
-                iwarp_core_eng_llp_closed(eng, false); /* whatever is left is flushed */
-            }
-            iwarp_llp_assoc_release(&ca->la, i);
+        /* the streams' deadlines: assoc_service() hands them to llp_assoc */
+        if (ca->la_ready && iwarp_llp_assoc_next_timeout(&ca->la) <= now_ns)
             mark(ca);
-        }
     }
-    service(sc);
+    service(sc, now_ns);
     rearm(sc, now_ns);
 }
 
@@ -805,7 +707,7 @@ static struct cm_sctp_link *link_alloc(struct cm_id *id)
         struct cm_sctp_link *lk = iwarp_api_calloc(id->pub.context, 1, sizeof *lk);
         if (lk) {
             lk->sid = -1;
-            lk->linger_deadline = UINT64_MAX;
+            lk->connect_deadline = UINT64_MAX;
         }
         id->conn = lk;
     }
@@ -855,9 +757,7 @@ static int sctp_listen(struct cm_id *id, int backlog)
     l->ep->refs = 1;
     l->backlog = backlog;
     id->lsn = l;
-    dom_enter(ctx);
     rc = iwarp_llp_sctp_listen(l->ep->ep, 0, backlog > 0 ? backlog : 1, accept_cb, id, &l->lsn);
-    dom_leave();
     if (rc != 0) {
         id->lsn = NULL;
         ep_unref(l->ep);
@@ -865,7 +765,7 @@ static int sctp_listen(struct cm_id *id, int backlog)
         return rc;
     }
     (void)iwarp_llp_sctp_ep_local(l->ep->ep, &id->pub.local_addr); /* the bound port */
-    service(sc);
+    service(sc, iwarp_loop_now());
     return 0;
 }
 
@@ -874,16 +774,14 @@ static void sctp_listen_close(struct cm_id *id)
     struct cm_sctp_lsn *l = id->lsn;
     struct iwarp_ctx *ctx = id->pub.context;
     struct cm_sctp_ctx *sc = l->ep->sc;
-    dom_enter(ctx);
     iwarp_llp_sctp_listener_close(l->lsn);
-    dom_leave();
     for (struct cm_assoc *ca = sc->assocs; ca; ca = ca->next)
         if (ca->listen_id == id)
             ca->listen_id = NULL;
     id->lsn = NULL;
     ep_unref(l->ep);
     iwarp_api_free(ctx, l);
-    service(sc);
+    service(sc, iwarp_loop_now());
 }
 
 /* The local address the kernel would send from to peer (port 0): a client endpoint binds it, so
@@ -1009,12 +907,13 @@ static int sctp_connect(struct cm_id *id, const struct iwarp_conn_param *param)
     (void)iwarp_llp_sctp_ep_local(e->ep, &id->pub.local_addr);
     /* like MPA's Reply timeout: no answer (an unreachable peer, a peer that does not answer
      * the Initiate) fails the connect with UNREACHABLE */
-    lk->linger_deadline = iwarp_loop_now() +
-                          (param->timeout_ms ? param->timeout_ms : CM_SCTP_CONNECT_MS) * 1000000ull;
+    uint64_t now = iwarp_loop_now();
+    lk->connect_deadline =
+        now + (param->timeout_ms ? param->timeout_ms : CM_SCTP_CONNECT_MS) * 1000000ull;
     iwarp_cm_hook_qp(id);
     mark(ca);
-    service(sc);
-    rearm(sc, iwarp_loop_now());
+    service(sc, now);
+    rearm(sc, now);
     return 0;
 }
 
@@ -1045,8 +944,9 @@ static int sctp_accept(struct cm_id *id, const struct iwarp_conn_param *param)
         setup_of(iwarp_sess_ctl_result(&ca->la.st[lk->sid].ctl), false, ird, ord);
     iwarp_cm_on_established(id, &setup);
     mark(ca);
-    service(ca->sc);
-    rearm(ca->sc, iwarp_loop_now());
+    uint64_t now = iwarp_loop_now();
+    service(ca->sc, now);
+    rearm(ca->sc, now);
     return 0;
 }
 
@@ -1060,8 +960,9 @@ static int sctp_reject(struct cm_id *id, const void *pd, uint16_t pd_len)
     int rc = iwarp_llp_assoc_reject(&ca->la, (uint16_t)lk->sid, &ans);
     struct cm_sctp_ctx *sc = ca->sc;
     unlink_stream(id); /* the stream is released once the Reject is sent */
-    service(sc);
-    rearm(sc, iwarp_loop_now());
+    uint64_t now = iwarp_loop_now();
+    service(sc, now);
+    rearm(sc, now);
     return rc;
 }
 
@@ -1072,13 +973,12 @@ static int sctp_disconnect(struct cm_id *id)
         return IWARP_ERR_STATE;
     struct cm_assoc *ca = lk->ca;
     uint64_t now = iwarp_loop_now();
-    lk->linger_deadline = now + CM_LINGER_NS;
-    if (id->pub.qp)
-        iwarp_llp_assoc_disconnect(&ca->la, (uint16_t)lk->sid); /* drain, then Terminate */
-    else
+    if (id->pub.qp) /* drain, then Terminate; the close takes CM_LINGER_NS at most */
+        iwarp_llp_assoc_disconnect(&ca->la, (uint16_t)lk->sid, now);
+    else /* our Terminate; the peer's answer is awaited CM_LINGER_NS at most */
         iwarp_llp_assoc_abort(&ca->la, (uint16_t)lk->sid);
     mark(ca);
-    service(ca->sc);
+    service(ca->sc, now);
     rearm(ca->sc, now);
     return 0;
 }
@@ -1095,8 +995,9 @@ static bool sctp_abort(struct cm_id *id)
     iwarp_core_eng_llp_closed(eng, false);                 /* flush the QP */
     struct cm_sctp_ctx *sc = ca->sc;
     unlink_stream(id);
-    service(sc);
-    rearm(sc, iwarp_loop_now());
+    uint64_t now = iwarp_loop_now();
+    service(sc, now);
+    rearm(sc, now);
     return true;
 }
 
@@ -1109,8 +1010,9 @@ static void sctp_kick(struct iwarp_qp_impl *q)
         return;
     struct cm_sctp_ctx *sc = lk->ca->sc;
     mark(lk->ca);
-    service(sc);
-    rearm(sc, iwarp_loop_now());
+    uint64_t now = iwarp_loop_now();
+    service(sc, now);
+    rearm(sc, now);
 }
 
 static void sctp_free(struct cm_id *id, bool live)
@@ -1135,7 +1037,7 @@ static void sctp_ctx_fini(struct iwarp_ctx *ctx)
         ep_close(sc->eps);
     iwarp_loop_del(&ctx->loop, &sc->timer);
     iwarp_loop_del(&ctx->loop, &sc->wake);
-    close(sc->wake.fd);
+    iwarp_llp_sctp_owner_close(sc->owner);
     ctx->sctp = NULL;
     pthread_mutex_unlock(&ctx->lock);
     iwarp_api_free(ctx, sc);

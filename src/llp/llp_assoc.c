@@ -22,17 +22,51 @@ static void give_back(struct iwarp_llp_assoc *a, void *ptr)
         a->cfg.chunk_free(ptr);
 }
 
+/* A free stream's fields (its receive window aside): no session, no deadline. */
+static void stream_clear(struct iwarp_llp_assoc_stream *st)
+{
+    struct iwarp_sess_ssn_rx rx = st->ssn_rx;
+    memset(st, 0, sizeof *st);
+    st->ssn_rx = rx;
+    st->deadline = UINT64_MAX;
+    st->ending_until = UINT64_MAX;
+    iwarp_sess_ssn_tx_init(&st->ssn_tx); /* §6.1: DDP-SSN 0 at each session start */
+}
+
 static void stream_reset(struct iwarp_llp_assoc *a, uint16_t sid)
 {
     struct iwarp_llp_assoc_stream *st = &a->st[sid];
     struct iwarp_sess_chunk c;
     while (iwarp_sess_ssn_rx_drain(&st->ssn_rx, &c))
         give_back(a, c.ptr);
-    struct iwarp_sess_ssn_rx rx = st->ssn_rx;
-    memset(st, 0, sizeof *st);
-    st->ssn_rx = rx;
+    stream_clear(st);
     (void)iwarp_sess_ssn_rx_reset(&st->ssn_rx);
-    iwarp_sess_ssn_tx_init(&st->ssn_tx); /* §6.1: DDP-SSN 0 at each session start */
+}
+
+/* Whether the owner's in-flight cap holds chunks back now. */
+static bool at_cap(const struct iwarp_llp_assoc *a)
+{
+    return a->cfg.inflight_max != 0 && a->inflight >= a->cfg.inflight_max;
+}
+
+/* A detached stream is released once its session is over and nothing of it waits to be sent
+ * (a Reject, our Terminate: §6.2, §6.3), or at once when a deadline of it passed. */
+static bool releasable(const struct iwarp_llp_assoc *a, uint16_t sid)
+{
+    const struct iwarp_llp_assoc_stream *st = &a->st[sid];
+    bool unsent = a->has_pend && a->pend.sid == sid;
+    return st->detached && (st->expired || (st->state == IWARP_LLP_ASSOC_OVER && !unsent));
+}
+
+/* Release the detached streams that are done (at the end of every call that may end one). */
+static void reap(struct iwarp_llp_assoc *a)
+{
+    if (!a->reap)
+        return;
+    a->reap = false;
+    for (uint16_t i = 0; i < a->cfg.nstreams; i++)
+        if (releasable(a, i))
+            iwarp_llp_assoc_release(a, i);
 }
 
 int iwarp_llp_assoc_init(struct iwarp_llp_assoc *a, const struct iwarp_llp_assoc_cfg *cfg,
@@ -53,7 +87,7 @@ int iwarp_llp_assoc_init(struct iwarp_llp_assoc *a, const struct iwarp_llp_assoc
         int rc = iwarp_sess_ssn_rx_init(&streams[i].ssn_rx, slots + (size_t)i * w, w);
         if (rc != 0)
             return rc;
-        iwarp_sess_ssn_tx_init(&streams[i].ssn_tx);
+        stream_clear(&streams[i]);
     }
     return 0;
 }
@@ -87,7 +121,7 @@ uint32_t iwarp_llp_assoc_take_events(struct iwarp_llp_assoc *a, uint16_t sid)
  * Terminate handed out and the peer's received, or nothing of ours will be sent. Handed out
  * means given to SCTP (tx_done): a last chunk (Reject, Terminate) still waiting in a->pend for
  * room would be lost if the owner released the stream on CLOSED (§6.2, §6.3). */
-static void settle_end(const struct iwarp_llp_assoc *a, struct iwarp_llp_assoc_stream *st)
+static void settle_end(struct iwarp_llp_assoc *a, struct iwarp_llp_assoc_stream *st)
 {
     if (st->state != IWARP_LLP_ASSOC_ENDING)
         return;
@@ -98,6 +132,7 @@ static void settle_end(const struct iwarp_llp_assoc *a, struct iwarp_llp_assoc_s
     if (ours_done && theirs_done) {
         st->state = IWARP_LLP_ASSOC_OVER;
         st->events |= IWARP_LLP_ASSOC_EV_CLOSED;
+        a->reap = true;
     }
 }
 
@@ -171,6 +206,7 @@ static void after_session(struct iwarp_llp_assoc *a, struct iwarp_llp_assoc_stre
             ev |= IWARP_SESS_EV_TERMINATED;
         } else {
             st->events |= IWARP_LLP_ASSOC_EV_ESTABLISHED;
+            st->deadline = UINT64_MAX; /* established in time */
         }
     }
     if (ev & IWARP_SESS_EV_REJECTED) {
@@ -183,6 +219,7 @@ static void after_session(struct iwarp_llp_assoc *a, struct iwarp_llp_assoc_stre
         st->state =
             iwarp_sess_ctl_tx_pending(&st->ctl) ? IWARP_LLP_ASSOC_ENDING : IWARP_LLP_ASSOC_OVER;
         st->events |= IWARP_LLP_ASSOC_EV_REJECTED;
+        a->reap = true;
     }
     if ((ev & IWARP_SESS_EV_TERMINATED) && st->state == IWARP_LLP_ASSOC_SESSION) {
         const struct iwarp_sess_result *r = iwarp_sess_ctl_result(&st->ctl);
@@ -245,7 +282,9 @@ int iwarp_llp_assoc_accept(struct iwarp_llp_assoc *a, uint16_t sid,
         return rc;
     }
     after_session(a, st); /* ESTABLISHED: the engine starts; RFC 6581 §7: it may send first */
-    return st->started ? 0 : (st->err ? st->err : IWARP_ERR_STATE);
+    rc = st->started ? 0 : (st->err ? st->err : IWARP_ERR_STATE);
+    reap(a);
+    return rc;
 }
 
 int iwarp_llp_assoc_reject(struct iwarp_llp_assoc *a, uint16_t sid,
@@ -258,6 +297,7 @@ int iwarp_llp_assoc_reject(struct iwarp_llp_assoc *a, uint16_t sid,
     if (rc == 0)
         after_session(a, st);
     st->events &= ~(uint32_t)IWARP_LLP_ASSOC_EV_REJECTED; /* the owner knows: it rejected */
+    reap(a);
     return rc;
 }
 
@@ -278,12 +318,22 @@ void iwarp_llp_assoc_abort(struct iwarp_llp_assoc *a, uint16_t sid)
     st->err = IWARP_ERR_SESSION_TERMINATED;
     st->state = IWARP_LLP_ASSOC_ENDING;
     settle_end(a, st);
+    reap(a);
 }
 
-void iwarp_llp_assoc_disconnect(struct iwarp_llp_assoc *a, uint16_t sid)
+/* now_ns + ns, saturated; ns 0: never. */
+static uint64_t after_ns(uint64_t now_ns, uint64_t ns)
+{
+    return ns == 0 || now_ns > UINT64_MAX - ns ? UINT64_MAX : now_ns + ns;
+}
+
+void iwarp_llp_assoc_disconnect(struct iwarp_llp_assoc *a, uint16_t sid, uint64_t now_ns)
 {
     struct iwarp_llp_assoc_stream *st = session_of(a, sid);
-    if (!st || st->state != IWARP_LLP_ASSOC_SESSION)
+    if (!st)
+        return;
+    st->deadline = after_ns(now_ns, a->cfg.linger_ns); /* how long the close may take */
+    if (st->state != IWARP_LLP_ASSOC_SESSION)
         return;
     if (!st->started) {
         iwarp_llp_assoc_abort(a, sid); /* never established: nothing to drain */
@@ -303,6 +353,24 @@ void iwarp_llp_assoc_release(struct iwarp_llp_assoc *a, uint16_t sid)
     if (st->state == IWARP_LLP_ASSOC_SESSION || st->state == IWARP_LLP_ASSOC_ENDING)
         iwarp_sess_ctl_lost(&st->ctl); /* a pending Initiate leaves the pending count */
     stream_reset(a, sid);
+}
+
+void iwarp_llp_assoc_detach(struct iwarp_llp_assoc *a, uint16_t sid)
+{
+    if (!a || sid >= a->cfg.nstreams || a->st[sid].state == IWARP_LLP_ASSOC_FREE)
+        return;
+    struct iwarp_llp_assoc_stream *st = &a->st[sid];
+    st->detached = true;
+    st->user = NULL;
+    st->deadline = UINT64_MAX; /* the owner's deadlines go with it; the linger stays */
+    if (releasable(a, sid))
+        iwarp_llp_assoc_release(a, sid);
+}
+
+void iwarp_llp_assoc_set_deadline(struct iwarp_llp_assoc *a, uint16_t sid, uint64_t deadline_ns)
+{
+    if (a && sid < a->cfg.nstreams && a->st[sid].state != IWARP_LLP_ASSOC_FREE)
+        a->st[sid].deadline = deadline_ns;
 }
 
 /* ---- receive ------------------------------------------------------------------------------ */
@@ -375,8 +443,8 @@ static int fail_stream(struct iwarp_llp_assoc *a, struct iwarp_llp_assoc_stream 
     return err;
 }
 
-int iwarp_llp_assoc_rx_chunk(struct iwarp_llp_assoc *a, uint16_t sid, uint32_t ppid, bool unordered,
-                             void *buf, size_t len)
+static int rx_chunk(struct iwarp_llp_assoc *a, uint16_t sid, uint32_t ppid, bool unordered,
+                    void *buf, size_t len)
 {
     int kind = iwarp_sctp_chunk_kind(ppid, true); /* §5.2 PPIDs */
     int ssn = iwarp_sctp_ssn_peek(buf, len);
@@ -434,13 +502,21 @@ int iwarp_llp_assoc_rx_chunk(struct iwarp_llp_assoc *a, uint16_t sid, uint32_t p
     return rc;
 }
 
+int iwarp_llp_assoc_rx_chunk(struct iwarp_llp_assoc *a, uint16_t sid, uint32_t ppid, bool unordered,
+                             void *buf, size_t len)
+{
+    int rc = rx_chunk(a, sid, ppid, unordered, buf, len);
+    reap(a);
+    return rc;
+}
+
 /* ---- transmit ----------------------------------------------------------------------------- */
 
 static void build_ctl(struct iwarp_llp_assoc *a, uint16_t sid, size_t n)
 {
     struct iwarp_llp_assoc_chunk *ch = &a->pend;
     ch->sid = sid;
-    ch->ppid = IWARP_LLP_ASSOC_PPID_CTL;
+    ch->ppid = IWARP_SCTP_PPID_DDP_CONTROL;
     ch->is_seg = false;
     ch->iov[0] = (struct iovec){.iov_base = ch->ctl, .iov_len = n};
     ch->niov = 1;
@@ -451,10 +527,9 @@ static void build_seg(struct iwarp_llp_assoc *a, uint16_t sid, uint16_t ssn)
 {
     struct iwarp_llp_assoc_chunk *ch = &a->pend;
     ch->sid = sid;
-    ch->ppid = IWARP_LLP_ASSOC_PPID_SEG;
+    ch->ppid = IWARP_SCTP_PPID_DDP_SEGMENT;
     ch->is_seg = true;
-    ch->ssn[0] = (uint8_t)(ssn >> 8); /* §5.2.1: DDP-SSN, network order, before the segment */
-    ch->ssn[1] = (uint8_t)ssn;
+    (void)iwarp_sctp_ssn_encode(ch->ssn, sizeof ch->ssn, ssn); /* §5.2.1: before the segment */
     ch->iov[0] = (struct iovec){.iov_base = ch->ssn, .iov_len = IWARP_SCTP_SSN_LEN};
     ch->iov[1] = (struct iovec){.iov_base = ch->seg.hdr, .iov_len = ch->seg.hdr_len};
     ch->niov = 2;
@@ -504,22 +579,29 @@ static bool produce_stream(struct iwarp_llp_assoc *a, uint16_t sid)
     return false;
 }
 
-const struct iwarp_llp_assoc_chunk *iwarp_llp_assoc_tx_next(struct iwarp_llp_assoc *a)
+/* Produce the next chunk of the streams, round robin, into a->pend. */
+static void produce(struct iwarp_llp_assoc *a)
 {
-    if (a->lost)
-        return NULL;
-    if (a->has_pend)
-        return &a->pend;
     for (uint16_t i = 0; i < a->cfg.nstreams; i++) {
         uint16_t sid = (uint16_t)((a->rr + i) % a->cfg.nstreams);
         if (produce_stream(a, sid)) {
             a->rr = (uint16_t)((sid + 1u) % a->cfg.nstreams);
             a->has_pend = true;
-            return &a->pend;
+            return;
         }
         settle_end(a, &a->st[sid]);
     }
-    return NULL;
+}
+
+const struct iwarp_llp_assoc_chunk *iwarp_llp_assoc_tx_next(struct iwarp_llp_assoc *a)
+{
+    if (a->lost)
+        return NULL;
+    if (!a->has_pend)
+        produce(a);
+    reap(a);
+    /* at the cap the chunk stays produced until SCTP's count lets it go (tx_capped) */
+    return a->has_pend && !at_cap(a) ? &a->pend : NULL;
 }
 
 void iwarp_llp_assoc_tx_done(struct iwarp_llp_assoc *a)
@@ -527,18 +609,27 @@ void iwarp_llp_assoc_tx_done(struct iwarp_llp_assoc *a)
     if (!a->has_pend)
         return;
     a->has_pend = false;
+    if (a->cfg.inflight_max)
+        a->inflight++;
     struct iwarp_llp_assoc_stream *st = &a->st[a->pend.sid];
     if (a->pend.is_seg) {
         if (st->started)
             iwarp_core_eng_tx_sent(st->eng, &a->pend.seg);
     } else {
+        a->reap = true;       /* a detached stream's last chunk may be out */
         after_session(a, st); /* our Terminate may have ended the exchange */
     }
+    reap(a);
+}
+
+bool iwarp_llp_assoc_tx_capped(const struct iwarp_llp_assoc *a)
+{
+    return !a->lost && a->has_pend && at_cap(a);
 }
 
 bool iwarp_llp_assoc_tx_ready(const struct iwarp_llp_assoc *a)
 {
-    if (a->lost)
+    if (a->lost || at_cap(a))
         return false;
     if (a->has_pend)
         return true;
@@ -562,6 +653,79 @@ void iwarp_llp_assoc_unacked(struct iwarp_llp_assoc *a, uint32_t unacked)
         if (tx->unacked > unacked)
             iwarp_sess_ssn_tx_acked(tx, tx->unacked - unacked);
     }
+    if (a->cfg.inflight_max) {
+        a->inflight = unacked;
+        a->cap_blocked = at_cap(a); /* a SACK (packets_in) lets it go on */
+    }
+}
+
+bool iwarp_llp_assoc_packets_in(struct iwarp_llp_assoc *a)
+{
+    bool was = a->cap_blocked;
+    a->cap_blocked = false;
+    return was;
+}
+
+/* ---- time --------------------------------------------------------------------------------- */
+
+/* A stream that began ending waits at most cfg.linger_ns for the peer's Terminate from now
+ * (§6.2 does not oblige the peer to answer ours); one that no longer ends waits for nothing. */
+static void stamp(const struct iwarp_llp_assoc *a, struct iwarp_llp_assoc_stream *st,
+                  uint64_t now_ns)
+{
+    if (st->state != IWARP_LLP_ASSOC_ENDING)
+        st->ending_until = UINT64_MAX;
+    else if (st->ending_until == UINT64_MAX)
+        st->ending_until = after_ns(now_ns, a->cfg.linger_ns);
+}
+
+uint64_t iwarp_llp_assoc_next_timeout(const struct iwarp_llp_assoc *a)
+{
+    uint64_t t = UINT64_MAX;
+    for (uint16_t i = 0; i < a->cfg.nstreams; i++) {
+        const struct iwarp_llp_assoc_stream *st = &a->st[i];
+        if (st->state == IWARP_LLP_ASSOC_FREE || st->state == IWARP_LLP_ASSOC_OVER || st->expired)
+            continue;
+        if (st->state == IWARP_LLP_ASSOC_ENDING && st->ending_until == UINT64_MAX &&
+            a->cfg.linger_ns)
+            return 0; /* its linger starts at the next handle_timeout() */
+        if (st->ending_until < t)
+            t = st->ending_until;
+        if (st->deadline < t)
+            t = st->deadline;
+    }
+    return t;
+}
+
+bool iwarp_llp_assoc_handle_timeout(struct iwarp_llp_assoc *a, uint64_t now_ns)
+{
+    bool reported = false;
+    for (uint16_t i = 0; i < a->cfg.nstreams; i++) {
+        struct iwarp_llp_assoc_stream *st = &a->st[i];
+        if (st->state == IWARP_LLP_ASSOC_FREE || st->state == IWARP_LLP_ASSOC_OVER || st->expired)
+            continue; /* an OVER stream's CLOSED is its end; an expired one's TIMEDOUT */
+        stamp(a, st, now_ns);
+        if (st->ending_until > now_ns && st->deadline > now_ns)
+            continue;
+        st->ending_until = UINT64_MAX;
+        st->deadline = UINT64_MAX;
+        if (st->detached) {
+            iwarp_llp_assoc_release(a, i); /* nobody waits for it: free again */
+            continue;
+        }
+        if (st->state == IWARP_LLP_ASSOC_SESSION && !st->started) {
+            /* not established in time: our Terminate withdraws the Initiate (§6.2); the
+             * stream is released once that is settled, or its linger passes */
+            iwarp_llp_assoc_abort(a, i);
+            stamp(a, st, now_ns);
+        } else {
+            st->expired = true; /* over for us now: released once the owner detaches it */
+        }
+        st->events |= IWARP_LLP_ASSOC_EV_TIMEDOUT;
+        reported = true;
+    }
+    reap(a);
+    return reported;
 }
 
 void iwarp_llp_assoc_lost(struct iwarp_llp_assoc *a, bool graceful)
@@ -589,4 +753,6 @@ void iwarp_llp_assoc_lost(struct iwarp_llp_assoc *a, bool graceful)
             st->events |= IWARP_LLP_ASSOC_EV_CLOSED;
         }
     }
+    a->reap = true;
+    reap(a);
 }

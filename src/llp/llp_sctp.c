@@ -1,7 +1,7 @@
 /*
  * The SCTP back-end: usrsctp (no-threads, AF_CONN) over our own UDP sockets. See llp_sctp.h for
- * the model (one stack, one owner lock, receive callback) and ../shared/docs/usrsctp.md for
- * the usrsctp behaviour this relies on.
+ * the model (one stack, one usrsctp lock, owners, receive callback) and
+ * ../shared/docs/usrsctp.md for the usrsctp behaviour this relies on.
  *
  * Object lifetimes. usrsctp calls back with the socket's ulp_info: an endpoint never, a
  * listener (for sockets it created that are not accepted yet: they inherit its ulp_info) or an
@@ -13,7 +13,11 @@
  *
  * Re-entrancy. Callbacks from usrsctp only record what happened (and deliver data); the rest
  * (accepting, the RFC 5043 checks after COMM_UP, on_up/on_down/on_writable, closing sockets)
- * runs in post_process() when the outermost entry point returns, outside usrsctp.
+ * runs in post_process() when the outermost entry point returns, outside usrsctp but still
+ * under the usrsctp lock. An association of another owner than the call's is not settled
+ * there: it goes on its owner's deferred list (defer()) and the owner's wake fd is written;
+ * owner_collect() settles it in that owner's call. Data that arrives for it meanwhile waits in
+ * its `early` queue, as data bundled with the handshake does.
  */
 #define _GNU_SOURCE 1
 #include "llp/llp_sctp.h"
@@ -23,8 +27,12 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <usrsctp.h>
@@ -67,6 +75,16 @@ struct early { /* a message that came before on_up could be reported */
     bool unordered;
 };
 
+/* A message usrsctp delivered in pieces, put together in a buffer of its owner's allocator:
+ * unlike usrsctp's own buffers it must go back to that allocator, so while the owner holds it
+ * it is in G.bigs, where iwarp_llp_sctp_chunk_free() tells the two kinds apart. */
+struct big {
+    struct big *prev, *next; /* G.bigs once handed out */
+    struct iwarp_llp_sctp_owner *owner;
+    size_t cap;
+    max_align_t data[]; /* cap octets */
+};
+
 struct delayed { /* a fault-delayed outgoing packet */
     struct delayed *next;
     struct path *path;
@@ -92,17 +110,19 @@ struct iwarp_llp_sctp_assoc {
     bool tx_blocked, writable_pending;
     bool adapt_seen;
     bool dirty;
+    bool deferred;     /* on its owner's list: noted in another owner's call */
     bool test_ordered; /* test hook: send with U=0 (iwarp_llp_sctp_test_set_ordered) */
     int down_err;
     uint32_t adapt_ind;
     uint16_t in, out;
     uint32_t max_seg, max_msg;
     uint8_t *txbuf;
-    uint8_t *part; /* a message arriving in pieces */
+    struct big *part; /* a message arriving in pieces */
     size_t part_len;
     struct early *early, **early_tail;
     struct iwarp_llp_sctp_assoc *next, **pprev; /* ep->assocs or lsn->pending */
     struct iwarp_llp_sctp_assoc *dnext;         /* dirty list */
+    struct iwarp_llp_sctp_assoc *fnext;         /* its owner's deferred list */
 };
 
 struct iwarp_llp_sctp_listener {
@@ -118,6 +138,8 @@ struct iwarp_llp_sctp_listener {
 };
 
 struct iwarp_llp_sctp_ep {
+    struct iwarp_llp_sctp_owner *owner;
+    uint32_t test_msg_max; /* cfg's */
     int fd;
     struct sockaddr_storage local;
     socklen_t locallen;
@@ -140,12 +162,45 @@ struct iwarp_llp_sctp_ep {
     struct iwarp_llp_sctp_ep *next;
 };
 
-/* Process-wide state. The first group is under init_lock; the rest under the owner's lock. */
-static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
+/* An owner: whose calls run the callbacks of its endpoints' associations. */
+struct iwarp_llp_sctp_owner {
+    struct iwarp_llp_sctp_alloc alloc;     /* every allocation made for it */
+    int wake_fd;                           /* eventfd: events were noted for it */
+    bool woken;                            /* ... and it has not collected them yet */
+    struct iwarp_llp_sctp_assoc *deferred; /* those associations (their fnext) */
+};
+
+/*
+ * The usrsctp lock: one process-wide mutex around every call into this file, and so around
+ * everything usrsctp does (its stack, timer wheel and callbacks are process-wide). A call
+ * takes it unless its thread holds it already (a callback calling back in: `held`); `holder`
+ * is the owner whose call it is, and only that owner's callbacks run in it (post_process
+ * defers the others'). Lock order: an owner's own lock, then this one (llp_sctp.h).
+ */
+static pthread_mutex_t sctp_lock = PTHREAD_MUTEX_INITIALIZER;
+static __thread unsigned held;
+static __thread struct iwarp_llp_sctp_owner *holder;
+
+static void lock_enter(struct iwarp_llp_sctp_owner *o)
+{
+    if (held++ == 0) {
+        pthread_mutex_lock(&sctp_lock);
+        holder = o;
+    }
+}
+
+static void lock_leave(void)
+{
+    if (--held == 0) {
+        holder = NULL;
+        pthread_mutex_unlock(&sctp_lock);
+    }
+}
+
+/* Process-wide state, under sctp_lock. */
 static struct {
     unsigned n_ep;
     bool stack_up;
-    const void *owner;
     uint32_t rto_min, rto_init, rto_max;
 
     struct iwarp_llp_sctp_ep *eps;
@@ -155,9 +210,100 @@ static struct {
     unsigned depth;
     struct iwarp_llp_sctp_assoc *dirty;
     bool lsn_dirty;
-    struct path **slots; /* slot 0 unused */
+    struct path **slots; /* slot 0 unused; libc's (iwarp/verbs.h: it outlives its owners) */
     uint32_t nslots;
+    struct big *bigs; /* put-together messages the owners hold */
 } G;
+
+/* How many entries G.bigs has: read without the lock by iwarp_llp_sctp_chunk_free(), which
+ * needs the lock only when there are some (a buffer an owner frees was counted before the
+ * owner got it). */
+static atomic_size_t nbig;
+
+/* ---- memory: the owner's allocator, and the few buffers that are libc's -------------------- */
+
+static void *libc_calloc(void *user, size_t n, size_t size)
+{
+    (void)user;
+    return calloc(n, size); /* libc: an owner that gave no allocator */
+}
+
+static void libc_free(void *user, void *ptr)
+{
+    (void)user;
+    free(ptr); /* libc: an owner that gave no allocator */
+}
+
+static void *o_alloc(const struct iwarp_llp_sctp_owner *o, size_t size)
+{
+    return o->alloc.calloc_fn(o->alloc.user, 1, size ? size : 1);
+}
+
+static void o_free(const struct iwarp_llp_sctp_owner *o, void *ptr)
+{
+    if (ptr)
+        o->alloc.free_fn(o->alloc.user, ptr);
+}
+
+/* A buffer usrsctp allocated and handed to us (a message, a notification): libc's free, as its
+ * receive callback contract says (iwarp/verbs.h: not the owner's allocator). */
+static void usrsctp_buf_free(void *buf)
+{
+    free(buf); /* libc: usrsctp malloc'ed it */
+}
+
+/* A part-built message (not handed out) of capacity >= need, holding the first len octets of
+ * b (b is freed; NULL: a new one). NULL when out of memory (b is left as it was). */
+static struct big *big_grow(struct iwarp_llp_sctp_owner *o, struct big *b, size_t len, size_t need)
+{
+    if (b && b->cap >= need)
+        return b;
+    size_t cap = b && 2 * b->cap > need ? 2 * b->cap : need;
+    struct big *n = o_alloc(o, offsetof(struct big, data) + cap);
+    if (!n)
+        return NULL;
+    n->owner = o;
+    n->cap = cap;
+    if (b) {
+        memcpy(n->data, b->data, len);
+        o_free(o, b);
+    }
+    return n;
+}
+
+/* A put-together message goes to its owner: its octets, registered for chunk_free. */
+static void *big_hand_out(struct big *b)
+{
+    b->prev = NULL;
+    b->next = G.bigs;
+    if (G.bigs)
+        G.bigs->prev = b;
+    G.bigs = b;
+    atomic_fetch_add(&nbig, 1);
+    return b->data;
+}
+
+/* Give back a received message (sctp_lock held): a put-together one to its owner's allocator,
+ * one of usrsctp's with libc's free. */
+static void msg_free(void *buf)
+{
+    if (atomic_load(&nbig) != 0) {
+        for (struct big *b = G.bigs; b; b = b->next) {
+            if ((void *)b->data != buf)
+                continue;
+            if (b->prev)
+                b->prev->next = b->next;
+            else
+                G.bigs = b->next;
+            if (b->next)
+                b->next->prev = b->prev;
+            atomic_fetch_sub(&nbig, 1);
+            o_free(b->owner, b);
+            return;
+        }
+    }
+    usrsctp_buf_free(buf);
+}
 
 /* ---- paths: registered AF_CONN addresses behind generation-checked handles -------------- */
 
@@ -221,7 +367,7 @@ static struct path *path_get(struct iwarp_llp_sctp_ep *ep, const struct sockaddr
         uint32_t n = G.nslots ? G.nslots * 2 : 16;
         if (n > (1u << SLOT_BITS))
             return NULL;
-        struct path **s = realloc(G.slots, n * sizeof *s);
+        struct path **s = realloc(G.slots, n * sizeof *s); /* libc: process-wide */
         if (!s)
             return NULL;
         memset(s + G.nslots, 0, (n - G.nslots) * sizeof *s);
@@ -230,7 +376,7 @@ static struct path *path_get(struct iwarp_llp_sctp_ep *ep, const struct sockaddr
         G.slots = s;
         G.nslots = n;
     }
-    struct path *p = calloc(1, sizeof *p);
+    struct path *p = o_alloc(ep->owner, sizeof *p);
     if (!p)
         return NULL;
     static uint32_t gen_counter;
@@ -254,7 +400,7 @@ static void path_free(struct path *p)
     /* before usrsctp_finish (after it usrsctp crashes: usrsctp.md) */
     usrsctp_deregister_address(p->handle);
     G.slots[p->slot] = NULL;
-    free(p);
+    o_free(p->ep->owner, p);
 }
 
 /* ---- output: usrsctp -> UDP, with fault injection and capture ------------------------------ */
@@ -305,7 +451,9 @@ static int conn_output(void *addr, void *buf, size_t len, uint8_t tos, uint8_t s
             ep->st.fault_duplicated++;
             udp_send(p, buf, len);
         } else if (roll(ep, ep->fault.delay_ppm)) {
-            struct delayed *d = malloc(sizeof *d + len);
+            /* libc: usrsctp sends in any owner's call, and an owner's allocator is only
+             * called in its own calls (a test hook's copy) */
+            struct delayed *d = malloc(sizeof *d + len); /* libc: see above */
             if (d) {
                 ep->st.fault_delayed++;
                 d->next = NULL;
@@ -332,7 +480,7 @@ static void flush_delayed(struct iwarp_llp_sctp_ep *ep, uint64_t now, bool all)
             ep->dq_tail = &ep->dq;
         if (!all)
             udp_send(d->path, d->data, d->len);
-        free(d);
+        free(d); /* libc: fault injection's copy (conn_output) */
     }
 }
 
@@ -358,7 +506,7 @@ static void apply_sysctls(void)
 void iwarp_llp_sctp_set_test_timers(uint32_t rto_min_ms, uint32_t rto_initial_ms,
                                     uint32_t rto_max_ms)
 {
-    pthread_mutex_lock(&init_lock);
+    lock_enter(NULL);
     G.rto_min = rto_min_ms;
     G.rto_init = rto_initial_ms;
     G.rto_max = rto_max_ms;
@@ -372,23 +520,22 @@ void iwarp_llp_sctp_set_test_timers(uint32_t rto_min_ms, uint32_t rto_initial_ms
         }
         apply_sysctls();
     }
-    pthread_mutex_unlock(&init_lock);
+    lock_leave();
 }
 
 bool iwarp_llp_sctp_stack_active(void)
 {
-    pthread_mutex_lock(&init_lock);
+    lock_enter(NULL);
     bool up = G.stack_up;
-    pthread_mutex_unlock(&init_lock);
+    lock_leave();
     return up;
 }
 
-/* init_lock held. */
+/* sctp_lock held. */
 static void stack_release_locked(void)
 {
     if (--G.n_ep > 0)
         return;
-    G.owner = NULL;
     G.timer_started = false;
     if (G.stack_up) {
         /* finish() is -1 while any socket lingers; advance virtual time so deferred frees run,
@@ -401,7 +548,7 @@ static void stack_release_locked(void)
             usrsctp_handle_timers(10);
         }
     }
-    free(G.slots);
+    free(G.slots); /* libc: process-wide */
     G.slots = NULL;
     G.nslots = 0;
 }
@@ -467,19 +614,26 @@ static void assoc_free(struct iwarp_llp_sctp_assoc *a)
                 *pp = a->dnext;
                 break;
             }
+    if (a->deferred) /* ... or for its owner's collect */
+        for (struct iwarp_llp_sctp_assoc **pp = &a->ep->owner->deferred; *pp; pp = &(*pp)->fnext)
+            if (*pp == a) {
+                *pp = a->fnext;
+                break;
+            }
+    const struct iwarp_llp_sctp_owner *o = a->ep->owner;
     for (struct early *e = a->early, *n; e; e = n) {
         n = e->next;
-        free(e->buf);
-        free(e);
+        msg_free(e->buf);
+        o_free(o, e);
     }
-    free(a->part);
-    free(a->txbuf);
-    free(a);
+    o_free(o, a->part);
+    o_free(o, a->txbuf);
+    o_free(o, a);
 }
 
 static struct iwarp_llp_sctp_assoc *assoc_new(struct iwarp_llp_sctp_ep *ep)
 {
-    struct iwarp_llp_sctp_assoc *a = calloc(1, sizeof *a);
+    struct iwarp_llp_sctp_assoc *a = o_alloc(ep->owner, sizeof *a);
     if (a) {
         a->kind = KIND_ASSOC;
         a->ep = ep;
@@ -495,25 +649,38 @@ static bool may_call(const struct iwarp_llp_sctp_assoc *a)
 
 /* ---- input: usrsctp callbacks --------------------------------------------------------------- */
 
+/* A message to the owner now (its call: holder), or freed when nobody takes it any more. */
+static void hand_over(struct iwarp_llp_sctp_assoc *a, uint16_t sid, uint32_t ppid, bool unordered,
+                      void *buf, size_t len)
+{
+    if (a->state == ST_UP && !a->down_noted && may_call(a) && a->ops->on_chunk) {
+        a->ops->on_chunk(a->user, sid, ppid, unordered, buf, len);
+        return;
+    }
+    msg_free(buf);
+}
+
 static void deliver(struct iwarp_llp_sctp_assoc *a, uint16_t sid, uint32_t ppid, bool unordered,
                     void *buf, size_t len)
 {
-    if (a->state == ST_UP && !a->down_noted) {
-        if (may_call(a) && a->ops->on_chunk) {
-            a->ops->on_chunk(a->user, sid, ppid, unordered, buf, len);
-            return;
-        }
-    } else if (a->state < ST_UP && !a->down_noted) {
-        /* before on_up could be reported (bundled with the handshake): keep the order */
-        struct early *e = malloc(sizeof *e);
+    if (a->state == ST_UP && !a->down_noted && !a->early && a->ep->owner == holder) {
+        hand_over(a, sid, ppid, unordered, buf, len);
+        return;
+    }
+    if (a->state <= ST_UP && !a->down_noted) {
+        /* before on_up could be reported (bundled with the handshake), behind such messages,
+         * or in another owner's call: queued in order, handed over by settle() */
+        struct early *e = o_alloc(a->ep->owner, sizeof *e);
         if (e) {
             *e = (struct early){NULL, buf, len, sid, ppid, unordered};
             *a->early_tail = e;
             a->early_tail = &e->next;
+            if (a->state == ST_UP)
+                mark_dirty(a);
             return;
         }
     }
-    free(buf);
+    msg_free(buf);
 }
 
 static void on_data(struct iwarp_llp_sctp_assoc *a, void *data, size_t len,
@@ -524,27 +691,28 @@ static void on_data(struct iwarp_llp_sctp_assoc *a, void *data, size_t len,
     bool unordered = (rcv->rcv_flags & SCTP_UNORDERED) != 0;
     if (!(flags & MSG_EOR) || a->part) {
         /* above the partial delivery point a message comes in pieces: put it together */
+        struct iwarp_llp_sctp_owner *o = a->ep->owner;
         if (a->part_len + len > RX_MSG_MAX) {
-            free(data);
-            free(a->part);
+            usrsctp_buf_free(data);
+            o_free(o, a->part);
             a->part = NULL;
             a->part_len = 0;
             note_down(a, IWARP_ERR_SCTP_MSGSIZE);
             return;
         }
-        uint8_t *p = realloc(a->part, a->part_len + len ? a->part_len + len : 1);
-        if (!p) {
-            free(data);
+        struct big *b = big_grow(o, a->part, a->part_len, a->part_len + len);
+        if (!b) {
+            usrsctp_buf_free(data);
             note_down(a, IWARP_ERR_NOMEM);
             return;
         }
-        memcpy(p + a->part_len, data, len);
-        free(data);
-        a->part = p;
+        memcpy((uint8_t *)b->data + a->part_len, data, len);
+        usrsctp_buf_free(data);
+        a->part = b;
         a->part_len += len;
         if (!(flags & MSG_EOR))
             return;
-        data = a->part;
+        data = big_hand_out(a->part);
         len = a->part_len;
         a->part = NULL;
         a->part_len = 0;
@@ -594,7 +762,7 @@ static void on_notification(struct iwarp_llp_sctp_assoc *a, const void *data, si
         a->adapt_ind = n->sn_adaptation_event.sai_adaptation_ind;
         break;
     case SCTP_PARTIAL_DELIVERY_EVENT:
-        free(a->part); /* the partly delivered message is aborted */
+        o_free(a->ep->owner, a->part); /* the partly delivered message is aborted */
         a->part = NULL;
         a->part_len = 0;
         break;
@@ -643,7 +811,7 @@ static int recv_cb(struct socket *so, union sctp_sockstore addr, void *data, siz
         a = ulp_info;
     }
     if (!a || (a->owner_closed && data)) {
-        free(data);
+        usrsctp_buf_free(data);
         return 1;
     }
     if (!data) { /* the association is gone */
@@ -652,7 +820,7 @@ static int recv_cb(struct socket *so, union sctp_sockstore addr, void *data, siz
     }
     if (flags & MSG_NOTIFICATION) {
         on_notification(a, data, len);
-        free(data);
+        usrsctp_buf_free(data);
         return 1;
     }
     on_data(a, data, len, &rcv, flags);
@@ -743,8 +911,10 @@ fail:
 
 /* ---- post-processing: everything that must not run inside usrsctp ------------------------ */
 
-static void enter(void)
+/* Owner o's call into usrsctp: the lock, and post_process() when the outermost one ends. */
+static void enter(struct iwarp_llp_sctp_owner *o)
 {
+    lock_enter(o);
     G.depth++;
 }
 
@@ -754,19 +924,17 @@ static void leave(void)
 {
     if (--G.depth == 0)
         post_process();
+    lock_leave();
 }
 
-/* RFC 5043 checks once COMM_UP is seen; then the segment size. 0 or the refusal reason. */
-static int check_up(struct iwarp_llp_sctp_assoc *a)
+/* RFC 5043 checks once COMM_UP is seen (wire_sctp's). 0 or the refusal reason. */
+static int check_up(const struct iwarp_llp_sctp_assoc *a)
 {
     /* RFC 5043 §5.1, §11.1: a peer indication of NONE (no notification) or any other value
      * means no DDP on this association */
-    if (!a->adapt_seen || a->adapt_ind != IWARP_LLP_SCTP_ADAPTATION_DDP)
-        return IWARP_ERR_SCTP_ADAPTATION;
+    int rc = iwarp_sctp_adaptation_check(a->adapt_seen, a->adapt_ind);
     /* RFC 5043 §8: inbound and outbound stream counts MUST be equal */
-    if (a->in != a->out || a->in == 0)
-        return IWARP_ERR_SCTP_STREAMS;
-    return 0;
+    return rc != 0 ? rc : iwarp_sctp_streams_check(a->in, a->out);
 }
 
 static int compute_seg(struct iwarp_llp_sctp_assoc *a)
@@ -779,13 +947,15 @@ static int compute_seg(struct iwarp_llp_sctp_assoc *a)
     /* RFC 5043 §9: the largest segment that needs no SCTP or IP fragmentation (the frag point
      * less the DDP-SSN and room for bundling), but at least 516 */
     uint32_t fp = st.sstat_fragmentation_point;
-    uint32_t below = IWARP_LLP_SCTP_SSN_LEN + a->ep->headroom;
+    uint32_t below = IWARP_SCTP_SSN_LEN + a->ep->headroom;
     uint32_t seg = fp > below ? fp - below : 0;
-    if (seg < IWARP_LLP_SCTP_MIN_SEG)
-        seg = IWARP_LLP_SCTP_MIN_SEG;
+    if (seg < IWARP_SCTP_CTL_MAX)
+        seg = IWARP_SCTP_CTL_MAX; /* §9: a control message with 512 octets of private data */
     a->max_seg = seg;
-    a->max_msg = seg + IWARP_LLP_SCTP_SSN_LEN;
-    a->txbuf = malloc(a->max_msg);
+    a->max_msg = seg + IWARP_SCTP_SSN_LEN; /* §5.2.1: the DDP-SSN before the segment */
+    /* the gather buffer: the largest message we may send (a test may allow more, see cfg) */
+    a->txbuf =
+        o_alloc(a->ep->owner, a->max_msg > a->ep->test_msg_max ? a->max_msg : a->ep->test_msg_max);
     return a->txbuf ? 0 : IWARP_ERR_NOMEM;
 }
 
@@ -848,23 +1018,23 @@ static void settle(struct iwarp_llp_sctp_assoc *a)
         }
         if (may_call(a) && a->ops->on_up)
             a->ops->on_up(a->user, a->out, a->max_seg);
-        while (a->early && !a->owner_closed && !a->down_noted) {
-            struct early *e = a->early;
-            a->early = e->next;
-            if (!a->early)
-                a->early_tail = &a->early;
-            void *buf = e->buf;
-            size_t len = e->len;
-            uint16_t sid = e->sid;
-            uint32_t ppid = e->ppid;
-            bool unordered = e->unordered;
-            free(e);
-            deliver(a, sid, ppid, unordered, buf, len);
-        }
-        if (a->owner_closed || a->down_noted) {
-            mark_dirty(a); /* the rest on the next round */
-            return;
-        }
+    }
+    while (a->early && a->state == ST_UP && !a->owner_closed && !a->down_noted) {
+        struct early *e = a->early;
+        a->early = e->next;
+        if (!a->early)
+            a->early_tail = &a->early;
+        void *buf = e->buf;
+        size_t len = e->len;
+        uint16_t sid = e->sid;
+        uint32_t ppid = e->ppid;
+        bool unordered = e->unordered;
+        o_free(a->ep->owner, e);
+        hand_over(a, sid, ppid, unordered, buf, len);
+    }
+    if (a->owner_closed) {
+        mark_dirty(a); /* closed by a callback: the rest on the next round */
+        return;
     }
     if (a->down_noted && a->state != ST_DOWN) {
         a->state = ST_DOWN;
@@ -905,6 +1075,23 @@ static void lsn_accept_all(struct iwarp_llp_sctp_listener *l)
     }
 }
 
+/* a's events were noted in another owner's call: its owner collects them (its wake fd). */
+static void defer(struct iwarp_llp_sctp_assoc *a)
+{
+    struct iwarp_llp_sctp_owner *o = a->ep->owner;
+    if (!a->deferred) {
+        a->deferred = true;
+        a->fnext = o->deferred;
+        o->deferred = a;
+    }
+    if (!o->woken) {
+        o->woken = true;
+        uint64_t one = 1;
+        ssize_t n = write(o->wake_fd, &one, sizeof one);
+        (void)n; /* a full counter is readable all the same */
+    }
+}
+
 static void post_process(void)
 {
     G.depth++;
@@ -927,9 +1114,65 @@ static void post_process(void)
         G.dirty = a->dnext;
         a->dirty = false;
         a->dnext = NULL;
-        settle(a);
+        if (a->ep->owner != holder)
+            defer(a); /* its callbacks (and its owner's allocator) in its owner's call */
+        else
+            settle(a);
     }
     G.depth--;
+}
+
+/* ---- owners -------------------------------------------------------------------------------- */
+
+int iwarp_llp_sctp_owner_open(const struct iwarp_llp_sctp_alloc *alloc,
+                              struct iwarp_llp_sctp_owner **out)
+{
+    if (!out || (alloc && (!alloc->calloc_fn || !alloc->free_fn)))
+        return IWARP_ERR_INVAL;
+    struct iwarp_llp_sctp_alloc a =
+        alloc ? *alloc : (struct iwarp_llp_sctp_alloc){libc_calloc, libc_free, NULL};
+    struct iwarp_llp_sctp_owner *o = a.calloc_fn(a.user, 1, sizeof *o);
+    if (!o)
+        return IWARP_ERR_NOMEM;
+    o->alloc = a;
+    o->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (o->wake_fd < 0) {
+        o_free(o, o);
+        return IWARP_ERR_IO;
+    }
+    *out = o;
+    return 0;
+}
+
+void iwarp_llp_sctp_owner_close(struct iwarp_llp_sctp_owner *o)
+{
+    if (!o)
+        return;
+    close(o->wake_fd);
+    struct iwarp_llp_sctp_alloc a = o->alloc;
+    a.free_fn(a.user, o);
+}
+
+int iwarp_llp_sctp_owner_fd(const struct iwarp_llp_sctp_owner *o)
+{
+    return o->wake_fd;
+}
+
+void iwarp_llp_sctp_owner_collect(struct iwarp_llp_sctp_owner *o)
+{
+    enter(o);
+    uint64_t v;
+    ssize_t n = read(o->wake_fd, &v, sizeof v);
+    (void)n; /* nothing to read: woken already */
+    o->woken = false;
+    while (o->deferred) { /* settled by post_process, now in o's call */
+        struct iwarp_llp_sctp_assoc *a = o->deferred;
+        o->deferred = a->fnext;
+        a->deferred = false;
+        a->fnext = NULL;
+        mark_dirty(a);
+    }
+    leave();
 }
 
 /* ---- endpoints ----------------------------------------------------------------------------- */
@@ -937,7 +1180,7 @@ static void post_process(void)
 int iwarp_llp_sctp_ep_open(const struct iwarp_llp_sctp_ep_cfg *cfg,
                            struct iwarp_llp_sctp_ep **ep_out)
 {
-    if (!cfg || !ep_out)
+    if (!cfg || !ep_out || !cfg->owner)
         return IWARP_ERR_INVAL;
     struct sockaddr_storage local;
     memset(&local, 0, sizeof local);
@@ -957,9 +1200,11 @@ int iwarp_llp_sctp_ep_open(const struct iwarp_llp_sctp_ep_cfg *cfg,
     if (mtu < 576 + iphdr || mtu > 65535)
         return IWARP_ERR_INVAL;
 
-    struct iwarp_llp_sctp_ep *ep = calloc(1, sizeof *ep);
+    struct iwarp_llp_sctp_ep *ep = o_alloc(cfg->owner, sizeof *ep);
     if (!ep)
         return IWARP_ERR_NOMEM;
+    ep->owner = cfg->owner;
+    ep->test_msg_max = cfg->test_msg_max;
     ep->fd = -1;
     ep->nstreams = cfg->nstreams ? cfg->nstreams : IWARP_LLP_SCTP_DEFAULT_STREAMS;
     ep->max_in = cfg->test_max_instreams ? cfg->test_max_instreams : ep->nstreams;
@@ -969,25 +1214,19 @@ int iwarp_llp_sctp_ep_open(const struct iwarp_llp_sctp_ep_cfg *cfg,
     ep->rcvbuf = cfg->rcvbuf;
     ep->no_adaptation = cfg->test_no_adaptation;
     ep->adaptation_ind =
-        cfg->test_adaptation_ind ? cfg->test_adaptation_ind : IWARP_LLP_SCTP_ADAPTATION_DDP;
+        cfg->test_adaptation_ind ? cfg->test_adaptation_ind : IWARP_SCTP_ADAPTATION_DDP;
     ep->fault = cfg->fault;
     ep->rng = cfg->fault.seed;
     ep->capture = cfg->capture;
     ep->capture_user = cfg->capture_user;
     ep->dq_tail = &ep->dq;
-    ep->rxbuf = malloc(RXBUF_LEN);
+    ep->rxbuf = o_alloc(ep->owner, RXBUF_LEN);
     if (!ep->rxbuf) {
-        free(ep);
+        o_free(ep->owner, ep);
         return IWARP_ERR_NOMEM;
     }
 
-    pthread_mutex_lock(&init_lock);
-    if (G.n_ep > 0 && G.owner != cfg->owner) {
-        pthread_mutex_unlock(&init_lock);
-        free(ep->rxbuf);
-        free(ep);
-        return IWARP_ERR_BUSY;
-    }
+    lock_enter(ep->owner);
     if (!G.stack_up) {
         /* no threads, no sockets of its own: packets leave through conn_output */
         usrsctp_init_nothreads(0, conn_output, NULL);
@@ -995,8 +1234,6 @@ int iwarp_llp_sctp_ep_open(const struct iwarp_llp_sctp_ep_cfg *cfg,
         apply_sysctls();
     }
     G.n_ep++;
-    G.owner = cfg->owner;
-    pthread_mutex_unlock(&init_lock);
 
     int rc = IWARP_ERR_IO;
     ep->fd = socket(local.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -1017,16 +1254,16 @@ int iwarp_llp_sctp_ep_open(const struct iwarp_llp_sctp_ep_cfg *cfg,
         goto fail;
     ep->next = G.eps;
     G.eps = ep;
+    lock_leave();
     *ep_out = ep;
     return 0;
 fail:
     if (ep->fd >= 0)
         close(ep->fd);
-    free(ep->rxbuf);
-    free(ep);
-    pthread_mutex_lock(&init_lock);
     stack_release_locked();
-    pthread_mutex_unlock(&init_lock);
+    lock_leave();
+    o_free(ep->owner, ep->rxbuf);
+    o_free(ep->owner, ep);
     return rc;
 }
 
@@ -1043,7 +1280,9 @@ socklen_t iwarp_llp_sctp_ep_local(const struct iwarp_llp_sctp_ep *ep, struct soc
 
 void iwarp_llp_sctp_ep_stats(const struct iwarp_llp_sctp_ep *ep, struct iwarp_llp_sctp_stats *out)
 {
+    lock_enter(ep->owner); /* another owner's call may count this endpoint's packets */
     *out = ep->st;
+    lock_leave();
 }
 
 static void lsn_destroy(struct iwarp_llp_sctp_listener *l)
@@ -1073,14 +1312,14 @@ static void lsn_destroy(struct iwarp_llp_sctp_listener *l)
     }
     (void)usrsctp_set_ulpinfo(l->so, NULL);
     usrsctp_close(l->so);
-    free(l);
+    o_free(l->ep->owner, l);
 }
 
 void iwarp_llp_sctp_listener_close(struct iwarp_llp_sctp_listener *l)
 {
     if (!l)
         return;
-    enter();
+    enter(l->ep->owner);
     for (struct iwarp_llp_sctp_listener **pp = &l->ep->listeners; *pp; pp = &(*pp)->next)
         if (*pp == l) {
             *pp = l->next;
@@ -1094,7 +1333,8 @@ void iwarp_llp_sctp_ep_close(struct iwarp_llp_sctp_ep *ep)
 {
     if (!ep)
         return;
-    enter();
+    lock_enter(ep->owner);
+    enter(ep->owner);
     for (struct iwarp_llp_sctp_ep **pp = &G.eps; *pp; pp = &(*pp)->next)
         if (*pp == ep) {
             *pp = ep->next;
@@ -1126,12 +1366,11 @@ void iwarp_llp_sctp_ep_close(struct iwarp_llp_sctp_ep *ep)
         path_free(p);
     }
     close(ep->fd);
-    free(ep->rxbuf);
-    free(ep);
-    leave();
-    pthread_mutex_lock(&init_lock);
+    o_free(ep->owner, ep->rxbuf);
+    o_free(ep->owner, ep);
+    leave(); /* post_process, still under the lock */
     stack_release_locked();
-    pthread_mutex_unlock(&init_lock);
+    lock_leave();
 }
 
 /* ---- driving ------------------------------------------------------------------------------- */
@@ -1150,8 +1389,8 @@ static bool foreign_port(const struct iwarp_llp_sctp_ep *ep, uint16_t port)
 
 void iwarp_llp_sctp_on_readable(struct iwarp_llp_sctp_ep *ep, uint64_t now_ns)
 {
+    enter(ep->owner);
     G.now_ns = now_ns;
-    enter();
     for (int i = 0; i < RX_BATCH; i++) {
         struct sockaddr_storage src;
         socklen_t sl = sizeof src;
@@ -1163,8 +1402,8 @@ void iwarp_llp_sctp_on_readable(struct iwarp_llp_sctp_ep *ep, uint64_t now_ns)
         }
         ep->st.pkts_in++;
         ep->st.bytes_in += (uint64_t)n;
-        /* the SCTP common header is 12 octets */
-        if (n < 12) {
+        /* RFC 4960 §3.1: no SCTP packet is shorter than its common header */
+        if (n < (ssize_t)SCTP_COMMON_HDR_LEN) {
             ep->st.rx_dropped++;
             continue;
         }
@@ -1188,16 +1427,19 @@ void iwarp_llp_sctp_on_readable(struct iwarp_llp_sctp_ep *ep, uint64_t now_ns)
     leave();
 }
 
-uint64_t iwarp_llp_sctp_timers(uint64_t now_ns)
+uint64_t iwarp_llp_sctp_timers(struct iwarp_llp_sctp_owner *o, uint64_t now_ns)
 {
-    if (!G.eps)
+    lock_enter(o); /* held across post_process and the deadline below */
+    if (!G.eps) {
+        lock_leave();
         return UINT64_MAX;
+    }
+    enter(o);
     G.now_ns = now_ns;
     if (!G.timer_started) {
         G.timer_started = true;
         G.timer_last = now_ns;
     }
-    enter();
     if (now_ns > G.timer_last) {
         uint64_t ms = (now_ns - G.timer_last) / 1000000u;
         if (ms) {
@@ -1212,18 +1454,17 @@ uint64_t iwarp_llp_sctp_timers(uint64_t now_ns)
     for (struct iwarp_llp_sctp_ep *ep = G.eps; ep; ep = ep->next)
         if (ep->dq && ep->dq->due < next)
             next = ep->dq->due;
+    lock_leave();
     return next;
 }
 
 /* ---- listen / connect / send / close -------------------------------------------------------- */
 
-int iwarp_llp_sctp_listen(struct iwarp_llp_sctp_ep *ep, uint16_t sctp_port, int backlog,
-                          iwarp_llp_sctp_accept_fn accept_fn, void *user,
-                          struct iwarp_llp_sctp_listener **l_out)
+static int listen_locked(struct iwarp_llp_sctp_ep *ep, uint16_t sctp_port, int backlog,
+                         iwarp_llp_sctp_accept_fn accept_fn, void *user,
+                         struct iwarp_llp_sctp_listener **l_out)
 {
-    if (!ep || !accept_fn || !l_out)
-        return IWARP_ERR_INVAL;
-    struct iwarp_llp_sctp_listener *l = calloc(1, sizeof *l);
+    struct iwarp_llp_sctp_listener *l = o_alloc(ep->owner, sizeof *l);
     if (!l)
         return IWARP_ERR_NOMEM;
     l->kind = KIND_LISTENER;
@@ -1257,16 +1498,26 @@ fail:
         (void)usrsctp_set_ulpinfo(l->so, NULL);
         usrsctp_close(l->so);
     }
-    free(l);
+    o_free(ep->owner, l);
     return rc;
 }
 
-int iwarp_llp_sctp_connect(struct iwarp_llp_sctp_ep *ep, const struct sockaddr *peer,
-                           uint16_t peer_sctp_port, const struct iwarp_llp_sctp_ops *ops,
-                           void *user, struct iwarp_llp_sctp_assoc **a_out)
+int iwarp_llp_sctp_listen(struct iwarp_llp_sctp_ep *ep, uint16_t sctp_port, int backlog,
+                          iwarp_llp_sctp_accept_fn accept_fn, void *user,
+                          struct iwarp_llp_sctp_listener **l_out)
 {
-    if (!ep || !peer || !a_out || !addr_len(peer) || peer->sa_family != ep->local.ss_family)
+    if (!ep || !accept_fn || !l_out)
         return IWARP_ERR_INVAL;
+    enter(ep->owner);
+    int rc = listen_locked(ep, sctp_port, backlog, accept_fn, user, l_out);
+    leave();
+    return rc;
+}
+
+static int connect_locked(struct iwarp_llp_sctp_ep *ep, const struct sockaddr *peer,
+                          uint16_t peer_sctp_port, const struct iwarp_llp_sctp_ops *ops, void *user,
+                          struct iwarp_llp_sctp_assoc **a_out)
+{
     struct sockaddr_storage ps;
     memset(&ps, 0, sizeof ps);
     memcpy(&ps, peer, addr_len(peer));
@@ -1284,7 +1535,7 @@ int iwarp_llp_sctp_connect(struct iwarp_llp_sctp_ep *ep, const struct sockaddr *
     a->handed = true;
     a->so = new_socket(ep, a);
     if (!a->so) {
-        free(a);
+        o_free(ep->owner, a);
         return IWARP_ERR_IO;
     }
     struct sockaddr_conn sc;
@@ -1294,20 +1545,28 @@ int iwarp_llp_sctp_connect(struct iwarp_llp_sctp_ep *ep, const struct sockaddr *
     /* bound to this path only (ephemeral port): packets of other paths never reach it */
     if (usrsctp_bind(a->so, (struct sockaddr *)&sc, sizeof sc) < 0) {
         kill_socket(a);
-        free(a);
+        o_free(ep->owner, a);
         return IWARP_ERR_IO;
     }
     list_add(&ep->assocs, a);
     sc.sconn_port = htons(port);
-    enter();
-    int rc = 0;
     if (usrsctp_connect(a->so, (struct sockaddr *)&sc, sizeof sc) < 0 && errno != EINPROGRESS) {
-        rc = IWARP_ERR_IO;
         a->owner_closed = true;
         mark_dirty(a); /* post_process frees it */
-    } else {
-        *a_out = a;
+        return IWARP_ERR_IO;
     }
+    *a_out = a;
+    return 0;
+}
+
+int iwarp_llp_sctp_connect(struct iwarp_llp_sctp_ep *ep, const struct sockaddr *peer,
+                           uint16_t peer_sctp_port, const struct iwarp_llp_sctp_ops *ops,
+                           void *user, struct iwarp_llp_sctp_assoc **a_out)
+{
+    if (!ep || !peer || !a_out || !addr_len(peer) || peer->sa_family != ep->local.ss_family)
+        return IWARP_ERR_INVAL;
+    enter(ep->owner);
+    int rc = connect_locked(ep, peer, peer_sctp_port, ops, user, a_out);
     leave();
     return rc;
 }
@@ -1315,16 +1574,20 @@ int iwarp_llp_sctp_connect(struct iwarp_llp_sctp_ep *ep, const struct sockaddr *
 void iwarp_llp_sctp_set_ops(struct iwarp_llp_sctp_assoc *a, const struct iwarp_llp_sctp_ops *ops,
                             void *user)
 {
+    lock_enter(a->ep->owner);
     a->ops = ops;
     a->user = user;
+    lock_leave();
 }
 
 bool iwarp_llp_sctp_captured_here(const struct sockaddr *src)
 {
-    for (const struct iwarp_llp_sctp_ep *ep = G.eps; ep; ep = ep->next)
-        if (ep->capture && same_addr(&ep->local, src))
-            return true;
-    return false;
+    bool here = false;
+    lock_enter(NULL);
+    for (const struct iwarp_llp_sctp_ep *ep = G.eps; ep && !here; ep = ep->next)
+        here = ep->capture && same_addr(&ep->local, src);
+    lock_leave();
+    return here;
 }
 
 uint32_t iwarp_llp_sctp_unacked(const struct iwarp_llp_sctp_assoc *a)
@@ -1332,15 +1595,18 @@ uint32_t iwarp_llp_sctp_unacked(const struct iwarp_llp_sctp_assoc *a)
     struct sctp_status st;
     socklen_t len = sizeof st;
     memset(&st, 0, sizeof st);
-    if (!a || !a->so || usrsctp_getsockopt(a->so, IPPROTO_SCTP, SCTP_STATUS, &st, &len) < 0)
+    if (!a)
         return 0;
+    lock_enter(a->ep->owner);
+    if (!a->so || usrsctp_getsockopt(a->so, IPPROTO_SCTP, SCTP_STATUS, &st, &len) < 0)
+        st.sstat_unackdata = 0;
+    lock_leave();
     return st.sstat_unackdata;
 }
 
-socklen_t iwarp_llp_sctp_peer(const struct iwarp_llp_sctp_assoc *a, struct sockaddr_storage *out)
+static socklen_t peer_locked(const struct iwarp_llp_sctp_assoc *a, struct sockaddr_storage *out)
 {
-    memset(out, 0, sizeof *out);
-    if (!a || !a->so)
+    if (!a->so)
         return 0;
     struct sockaddr *addrs = NULL;
     int n = usrsctp_getpaddrs(a->so, 0, &addrs);
@@ -1358,23 +1624,42 @@ socklen_t iwarp_llp_sctp_peer(const struct iwarp_llp_sctp_assoc *a, struct socka
     return len;
 }
 
+socklen_t iwarp_llp_sctp_peer(const struct iwarp_llp_sctp_assoc *a, struct sockaddr_storage *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!a)
+        return 0;
+    lock_enter(a->ep->owner);
+    socklen_t len = peer_locked(a, out);
+    lock_leave();
+    return len;
+}
+
 uint32_t iwarp_llp_sctp_max_seg(const struct iwarp_llp_sctp_assoc *a)
 {
-    return a->state == ST_UP ? a->max_seg : 0;
+    lock_enter(a->ep->owner);
+    uint32_t seg = a->state == ST_UP ? a->max_seg : 0;
+    lock_leave();
+    return seg;
 }
 
 uint16_t iwarp_llp_sctp_nstreams(const struct iwarp_llp_sctp_assoc *a)
 {
-    return a->state == ST_UP ? a->out : 0;
+    lock_enter(a->ep->owner);
+    uint16_t n = a->state == ST_UP ? a->out : 0;
+    lock_leave();
+    return n;
 }
 
 void iwarp_llp_sctp_test_set_ordered(struct iwarp_llp_sctp_assoc *a, bool ordered)
 {
+    lock_enter(a->ep->owner);
     a->test_ordered = ordered;
+    lock_leave();
 }
 
-int iwarp_llp_sctp_send_chunk(struct iwarp_llp_sctp_assoc *a, uint16_t sid, uint32_t ppid,
-                              const struct iovec *iov, size_t n)
+static int send_locked(struct iwarp_llp_sctp_assoc *a, uint16_t sid, uint32_t ppid,
+                       const struct iovec *iov, size_t n)
 {
     if (a->owner_closed)
         return IWARP_ERR_STATE;
@@ -1390,8 +1675,9 @@ int iwarp_llp_sctp_send_chunk(struct iwarp_llp_sctp_assoc *a, uint16_t sid, uint
         total += iov[i].iov_len;
     if (total == 0)
         return IWARP_ERR_INVAL;
-    /* RFC 5043 §9: the adaptation layer MUST reject segments above the maximum it announced */
-    if (total > a->max_msg)
+    /* RFC 5043 §9: the adaptation layer MUST reject segments above the maximum it announced
+     * (unless a test makes us a non-conforming peer whose messages SCTP fragments) */
+    if (total > a->max_msg && total > a->ep->test_msg_max)
         return IWARP_ERR_SCTP_MSGSIZE;
     const void *buf;
     if (n == 1) {
@@ -1411,7 +1697,6 @@ int iwarp_llp_sctp_send_chunk(struct iwarp_llp_sctp_assoc *a, uint16_t sid, uint
      * the PPID goes in network order (usrsctp.md) */
     struct sctp_sndinfo si = {
         .snd_sid = sid, .snd_flags = a->test_ordered ? 0 : SCTP_UNORDERED, .snd_ppid = htonl(ppid)};
-    enter();
     ssize_t r =
         usrsctp_sendv(a->so, buf, total, NULL, 0, &si, (socklen_t)sizeof si, SCTP_SENDV_SNDINFO, 0);
     int err = errno;
@@ -1432,35 +1717,54 @@ int iwarp_llp_sctp_send_chunk(struct iwarp_llp_sctp_assoc *a, uint16_t sid, uint
     } else if ((size_t)r != total) {
         rc = IWARP_ERR_IO;
     }
+    return rc;
+}
+
+int iwarp_llp_sctp_send_chunk(struct iwarp_llp_sctp_assoc *a, uint16_t sid, uint32_t ppid,
+                              const struct iovec *iov, size_t n)
+{
+    enter(a->ep->owner);
+    int rc = send_locked(a, sid, ppid, iov, n);
     leave();
     return rc;
 }
 
 int iwarp_llp_sctp_shutdown(struct iwarp_llp_sctp_assoc *a)
 {
-    if (a->owner_closed || a->state != ST_UP || !a->so || a->down_noted)
-        return IWARP_ERR_STATE;
-    if (a->shut_sent)
-        return 0;
-    a->shut_sent = true;
-    enter();
-    int rc = usrsctp_shutdown(a->so, SHUT_WR) < 0 ? IWARP_ERR_IO : 0;
+    enter(a->ep->owner);
+    int rc = 0;
+    if (a->owner_closed || a->state != ST_UP || !a->so || a->down_noted) {
+        rc = IWARP_ERR_STATE;
+    } else if (!a->shut_sent) {
+        a->shut_sent = true;
+        rc = usrsctp_shutdown(a->so, SHUT_WR) < 0 ? IWARP_ERR_IO : 0;
+    }
     leave();
     return rc;
 }
 
 void iwarp_llp_sctp_close(struct iwarp_llp_sctp_assoc *a, bool abortive)
 {
-    if (!a || a->owner_closed)
+    if (!a)
         return;
-    a->owner_closed = true;
-    a->graceful = !abortive;
-    enter();
-    mark_dirty(a); /* carried out when the outermost call returns */
+    enter(a->ep->owner);
+    if (!a->owner_closed) {
+        a->owner_closed = true;
+        a->graceful = !abortive;
+        mark_dirty(a); /* carried out when the outermost call returns */
+    }
     leave();
 }
 
 void iwarp_llp_sctp_chunk_free(void *buf)
 {
-    free(buf); /* usrsctp malloc'ed it (its receive callback contract), or we did */
+    if (!buf)
+        return;
+    if (atomic_load(&nbig) == 0) {
+        usrsctp_buf_free(buf); /* none of ours is out: usrsctp's */
+        return;
+    }
+    lock_enter(NULL);
+    msg_free(buf);
+    lock_leave();
 }

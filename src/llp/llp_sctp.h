@@ -16,34 +16,49 @@
  * - Associations are 1:1 (SOCK_STREAM) and non-blocking: iwarp_llp_sctp_connect() and
  *   iwarp_llp_sctp_listen() + its accept callback.
  * - No thread, no clock of its own: the owner polls each endpoint's fd for reading and calls
- *   iwarp_llp_sctp_on_readable(), and calls iwarp_llp_sctp_timers() by the deadline it returns
- *   (the timer wheel is usrsctp's, process-wide). Both take the owner's monotonic time in ns.
+ *   iwarp_llp_sctp_on_readable(), polls its wake fd and calls iwarp_llp_sctp_owner_collect(),
+ *   and calls iwarp_llp_sctp_timers() by the deadline it returns (the timer wheel is usrsctp's,
+ *   process-wide). Both take the owner's monotonic time in ns.
  *   Nothing here knows the progress loop (src/loop): its sources map onto these calls as
  *   llp_tcp's do.
  *
  * Receive path: usrsctp's receive callback, not usrsctp_recvv + upcalls. In no-threads mode the
  * callback runs inside usrsctp_conninput()/usrsctp_handle_timers(), that is inside
  * iwarp_llp_sctp_on_readable()/iwarp_llp_sctp_timers(), on the owner's thread and under its
- * lock; it hands over a malloc'ed buffer holding exactly one message, which on_chunk passes
+ * lock; it hands over a buffer it malloc'ed holding exactly one message, which on_chunk passes
  * on: the owner keeps it as long as it likes (a DDP-SSN reorder window holds out-of-order
  * chunks without copying) and frees it with iwarp_llp_sctp_chunk_free(). recvv would need a
  * read per message into a buffer of ours (a copy whenever a chunk must wait) and a second
  * readiness mechanism. The callback also delivers notifications in order with the data.
  *
- * Locking and threads: usrsctp's stack is process-wide and its timers and callbacks are too (a
- * retransmission timeout of association A runs A's callbacks inside whichever call drove the
- * timers). So every call below, for every endpoint of the process, must be serialised by ONE
- * lock of the owner (in libiwarp the context lock of the context that owns SCTP) and runs in
- * the thread that holds it (the progress thread, or the application's thread in caller mode).
- * The only lock here is the init mutex (process-wide init/finish and the owner check).
- * iwarp_llp_sctp_ep_open() with a different cfg->owner while endpoints of another owner are
- * open returns IWARP_ERR_BUSY rather than racing.
+ * Owners, the usrsctp lock and threads: usrsctp's stack, timer wheel and callbacks are
+ * process-wide (a retransmission timeout of association A runs inside whichever call drove the
+ * timers), while its users are several: an owner (iwarp_llp_sctp_owner_open; in libiwarp, a
+ * context) is a party with its own lock and its own thread(s) that opens endpoints and drives
+ * them. This file is the one owner of usrsctp: every function below takes its process-wide
+ * usrsctp lock, which serialises all of usrsctp for all owners (a function called from inside
+ * a callback, on the thread that holds it already, does not take it again). A call made for
+ * owner O (an endpoint's, an association's or listener's of O's endpoints, or timers(O)) runs
+ * only O's callbacks: whatever usrsctp reports for another owner's association in it (a timer
+ * of that association firing, typically: it was lost, or can send again) is noted under the
+ * lock with the association and that owner's wake fd (iwarp_llp_sctp_owner_fd) becomes
+ * readable; its callbacks then run in its next iwarp_llp_sctp_owner_collect(). Received data
+ * only comes in through the endpoint's own socket, i.e. in its owner's on_readable(), so the
+ * data path never needs that detour.
+ *
+ * Lock order: an owner calls in holding its own lock (in libiwarp the context lock), and the
+ * usrsctp lock is taken inside: owner's lock, then the usrsctp lock, never the reverse. So a
+ * callback (which runs with both held) must not take another owner's lock, nor wait for a
+ * thread that might; an owner must not call in from a thread that holds the usrsctp lock for
+ * another owner (no cross-owner calls from callbacks).
  *
  * Callbacks (on_up, on_down, on_chunk, on_writable, accept) run inside on_readable, timers,
- * send_chunk, connect or close, with the owner's lock held. They may call any function here
- * except iwarp_llp_sctp_ep_close() and iwarp_llp_sctp_listener_close(); a close from a
- * callback is carried out when the outermost call returns, and no callback of that
- * association runs after iwarp_llp_sctp_close() returns.
+ * send_chunk, shutdown, connect, close and owner_collect of their owner, with the owner's lock
+ * and the usrsctp lock held. They may call any function here except
+ * iwarp_llp_sctp_ep_close(), iwarp_llp_sctp_listener_close() and the owner_* functions; a close
+ * from a callback is carried out when the outermost call returns, and no callback of that
+ * association runs after iwarp_llp_sctp_close() returns. The capture hook is the exception: it
+ * runs in whichever owner's call sends or receives the packet.
  *
  * Error returns: 0 or a negative IWARP_ERR_*.
  */
@@ -56,18 +71,45 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
-/* RFC 5043 §5.1: the Adaptation Layer Indication value for DDP. */
-#define IWARP_LLP_SCTP_ADAPTATION_DDP   0x00000001u
-/* RFC 5043 §5.2.2: every chunk begins with the 16-bit DDP-SSN. */
-#define IWARP_LLP_SCTP_SSN_LEN          2u
-/* RFC 5043 §9: the maximum DDP segment is at least 516 (control message, 512 B private data). */
-#define IWARP_LLP_SCTP_MIN_SEG          516u
+#include "wire/wire_sctp.h"
+
+/* The RFC 5043 constants and checks (the Adaptation Layer Indication value, the DDP-SSN
+ * length, the 516-octet minimum of the maximum segment; §5.1 and §8 after COMM_UP) are
+ * wire_sctp's (wire/wire.h, wire/wire_sctp.h). */
+
 /* The network MTU an endpoint mimics unless told otherwise (IP MTU: UDP/IP headers inside). */
 #define IWARP_LLP_SCTP_DEFAULT_MTU      1500u
 /* RFC 5043 §9 SHOULD: room left below the fragmentation point so a SACK can be bundled. */
 #define IWARP_LLP_SCTP_DEFAULT_HEADROOM 32u
 #define IWARP_LLP_SCTP_DEFAULT_STREAMS  8u
 
+/*
+ * Memory. Everything this file allocates for an owner (its endpoints, listeners, associations,
+ * paths, buffers, queue entries, messages put together from pieces) comes from the allocator
+ * the owner gave iwarp_llp_sctp_owner_open(), and is given back to it. These use libc instead
+ * (include/iwarp/verbs.h lists them for the application):
+ * - usrsctp's own allocations (stack, sockets, timers, mbufs): it has no allocator hook;
+ * - a message usrsctp hands over (on_chunk) in a buffer it malloc'ed: freed with libc's free
+ *   (iwarp_llp_sctp_chunk_free), as its receive callback requires; copying it into the
+ *   owner's memory would cost a copy per message;
+ * - the process-wide table of path handles (one pointer per remote UDP address of any
+ *   owner's endpoints): it outlives the owner whose endpoint grew it and is freed with the
+ *   last endpoint of the process, possibly another owner's, so no owner's allocator fits;
+ * - fault injection's delayed copies of outgoing packets (a test hook): usrsctp sends in
+ *   whichever owner's call its timers run, and an owner's allocator is only called in that
+ *   owner's own calls.
+ * So the allocator runs in its owner's calls only (with the usrsctp lock held too): what needs
+ * memory at once inside usrsctp's callbacks (a message, an incoming association until it is
+ * accepted, which is in the same call) comes in through the endpoint's own socket, i.e. in
+ * the owner's on_readable(), and whatever else concerns an owner is settled in its calls.
+ */
+struct iwarp_llp_sctp_alloc {
+    void *(*calloc_fn)(void *user, size_t n, size_t size); /* zeroed, or NULL */
+    void (*free_fn)(void *user, void *ptr);                /* ptr is never NULL */
+    void *user;
+};
+
+struct iwarp_llp_sctp_owner;
 struct iwarp_llp_sctp_ep;
 struct iwarp_llp_sctp_assoc;
 struct iwarp_llp_sctp_listener;
@@ -92,8 +134,8 @@ typedef void (*iwarp_llp_sctp_capture_fn)(void *user, int dir, const struct sock
 
 struct iwarp_llp_sctp_ep_cfg {
     const struct sockaddr *addr; /* local UDP address (IPv4/IPv6; port 0: any); NULL: 127.0.0.1:0 */
-    const void *owner;           /* the serialising lock's identity (see Locking above) */
-    uint16_t nstreams;           /* INITMSG N in / N out (RFC 5043 §8); 0: DEFAULT_STREAMS */
+    struct iwarp_llp_sctp_owner *owner; /* whose calls run its callbacks (required) */
+    uint16_t nstreams;       /* INITMSG N in / N out (RFC 5043 §8); 0: DEFAULT_STREAMS */
     uint32_t mtu;            /* network MTU to mimic (the path MTU is mtu - IP - UDP); 0: 1500 */
     uint32_t headroom;       /* bytes kept below the fragmentation point; 0: DEFAULT_HEADROOM */
     uint32_t sndbuf, rcvbuf; /* SCTP socket buffers; 0: usrsctp's defaults */
@@ -105,6 +147,8 @@ struct iwarp_llp_sctp_ep_cfg {
     bool test_no_adaptation;      /* send no Adaptation Layer Indication */
     uint32_t test_adaptation_ind; /* send this value instead of 1 (0: 1) */
     uint16_t test_max_instreams;  /* INITMSG max inbound streams (0: nstreams) */
+    uint32_t test_msg_max;        /* send messages up to this size, above the maximum segment
+                                     (SCTP fragments them: RFC 5043 §9 broken); 0: no */
 };
 
 struct iwarp_llp_sctp_stats {
@@ -129,8 +173,8 @@ struct iwarp_llp_sctp_ops {
      * iwarp_llp_sctp_close(). */
     void (*on_down)(void *user, int err);
     /* One complete message on stream sid. ppid in host order; unordered: the U bit (RFC 5043
-     * §10 requires it; checking is the session layer's job). Ownership: buf (len octets,
-     * malloc'ed) passes to the owner, who frees it with iwarp_llp_sctp_chunk_free(). */
+     * §10 requires it; checking is the session layer's job). Ownership: buf (len octets)
+     * passes to the owner, who frees it with iwarp_llp_sctp_chunk_free() before it closes. */
     void (*on_chunk)(void *user, uint16_t sid, uint32_t ppid, bool unordered, void *buf,
                      size_t len);
     /* A send that returned IWARP_ERR_BUSY can be retried. NULL: not wanted. */
@@ -155,10 +199,30 @@ void iwarp_llp_sctp_set_test_timers(uint32_t rto_min_ms, uint32_t rto_initial_ms
 bool iwarp_llp_sctp_stack_active(void);
 
 /*
- * Open an endpoint (and the stack with the first one). Ownership: cfg and its addr are
- * copied. Returns 0; IWARP_ERR_INVAL (bad cfg: address family, mtu too small for RFC 5043's
- * 516 B segment); IWARP_ERR_ADDR (cannot bind); IWARP_ERR_BUSY (another owner has
- * endpoints open); IWARP_ERR_NOMEM; IWARP_ERR_IO.
+ * A new owner (see "Owners" above), with its wake fd (an eventfd). alloc: its allocator (see
+ * "Memory"; copied; NULL: libc's); the owner itself is allocated with it. Returns 0 (*out
+ * set), IWARP_ERR_INVAL, IWARP_ERR_NOMEM, IWARP_ERR_IO. Not from inside a callback.
+ */
+int iwarp_llp_sctp_owner_open(const struct iwarp_llp_sctp_alloc *alloc,
+                              struct iwarp_llp_sctp_owner **out);
+
+/* Free an owner whose endpoints are all closed and whose messages are all given back. Not from
+ * inside a callback. */
+void iwarp_llp_sctp_owner_close(struct iwarp_llp_sctp_owner *o);
+
+/* The fd to poll for reading: readable while events of o's associations noted in another
+ * owner's call wait for iwarp_llp_sctp_owner_collect(). */
+int iwarp_llp_sctp_owner_fd(const struct iwarp_llp_sctp_owner *o);
+
+/* Run the callbacks of the events noted for o in other owners' calls (on_up, on_down,
+ * on_chunk, on_writable, accept; in o's call now) and make the wake fd quiet again. */
+void iwarp_llp_sctp_owner_collect(struct iwarp_llp_sctp_owner *o);
+
+/*
+ * Open an endpoint of cfg->owner (and the stack with the first one of the process). Ownership:
+ * cfg and its addr are copied; the owner must outlive the endpoint. Returns 0; IWARP_ERR_INVAL
+ * (bad cfg: no owner, address family, mtu too small for RFC 5043's 516 B segment);
+ * IWARP_ERR_ADDR (cannot bind); IWARP_ERR_NOMEM; IWARP_ERR_IO.
  */
 int iwarp_llp_sctp_ep_open(const struct iwarp_llp_sctp_ep_cfg *cfg,
                            struct iwarp_llp_sctp_ep **ep_out);
@@ -188,10 +252,11 @@ void iwarp_llp_sctp_on_readable(struct iwarp_llp_sctp_ep *ep, uint64_t now_ns);
 
 /*
  * Drive the process-wide timers up to now_ns (retransmissions, delayed SACKs, heartbeats,
- * shutdown guard) and send fault-delayed packets that are due. Returns the next deadline
- * (absolute, ns), UINT64_MAX when no endpoint is open. Harmless to call early or often.
+ * shutdown guard) and send fault-delayed packets that are due, in owner o's call (o's
+ * callbacks run; other owners' are noted for them). Returns the next deadline (absolute, ns),
+ * UINT64_MAX when no endpoint is open. Harmless to call early or often.
  */
-uint64_t iwarp_llp_sctp_timers(uint64_t now_ns);
+uint64_t iwarp_llp_sctp_timers(struct iwarp_llp_sctp_owner *o, uint64_t now_ns);
 
 /*
  * Listen for associations on SCTP port sctp_port (0: the endpoint's UDP port number) of ep.
@@ -225,7 +290,7 @@ void iwarp_llp_sctp_set_ops(struct iwarp_llp_sctp_assoc *a, const struct iwarp_l
 /*
  * Send one message (iov[0..n) gathered: the DDP-SSN and the segment) on stream sid with PPID
  * ppid (host order), always unordered (RFC 5043 §10). The message may not exceed
- * max_seg + IWARP_LLP_SCTP_SSN_LEN octets (RFC 5043 §9: reject larger segments). Ownership: the
+ * max_seg + IWARP_SCTP_SSN_LEN octets (RFC 5043 §9: reject larger segments). Ownership: the
  * data is copied (usrsctp's send buffer; more than one iovec is first gathered into the
  * association's buffer). Returns 0; IWARP_ERR_SCTP_MSGSIZE; IWARP_ERR_BUSY (send buffer full:
  * on_writable follows); IWARP_ERR_INVAL (sid >= nstreams, empty message); IWARP_ERR_STATE (not
@@ -266,7 +331,9 @@ int iwarp_llp_sctp_shutdown(struct iwarp_llp_sctp_assoc *a);
  */
 void iwarp_llp_sctp_close(struct iwarp_llp_sctp_assoc *a, bool abortive);
 
-/* Free a buffer received through on_chunk. */
+/* Give back a message received through on_chunk: to libc's free when usrsctp allocated it, to
+ * its owner's allocator when it was put together from pieces here. From any thread; it takes
+ * the usrsctp lock (lock order above) only while such put-together messages are out. */
 void iwarp_llp_sctp_chunk_free(void *buf);
 
 #endif

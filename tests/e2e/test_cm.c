@@ -12,6 +12,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sys/time.h>
 #include <time.h>
 #include <stdlib.h>
@@ -41,13 +42,11 @@ struct side {
     uint8_t *buf;
 };
 
-static void side_init(struct side *s, enum iwarp_progress_mode mode)
+/* A side on a new context created with attributes a. */
+static void side_init_attr(struct side *s, const struct iwarp_ctx_attr *a)
 {
     memset(s, 0, sizeof *s);
-    struct iwarp_ctx_attr a;
-    iwarp_ctx_attr_default(&a);
-    a.progress = mode;
-    ASSERT_EQ(iwarp_ctx_create(&a, &s->ctx), 0);
+    ASSERT_EQ(iwarp_ctx_create(a, &s->ctx), 0);
     ASSERT_EQ(iwarp_cm_create_channel(s->ctx, &s->ch), 0);
     ASSERT_EQ(iwarp_alloc_pd(s->ctx, &s->pd), 0);
     ASSERT_EQ(iwarp_create_cq(s->ctx, 64, NULL, NULL, 0, &s->cq), 0);
@@ -58,6 +57,14 @@ static void side_init(struct side *s, enum iwarp_progress_mode mode)
                                IWARP_ACCESS_REMOTE_READ,
                            &s->mr),
               0);
+}
+
+static void side_init(struct side *s, enum iwarp_progress_mode mode)
+{
+    struct iwarp_ctx_attr a;
+    iwarp_ctx_attr_default(&a);
+    a.progress = mode;
+    side_init_attr(s, &a);
 }
 
 /* Share one context (caller mode: one thread drives both ends). */
@@ -854,6 +861,34 @@ TEST(sctp_over_ipv6_send_write_read_and_the_active_side_disconnects)
     full_run_ps(true, &opts, false, IWARP_PS_SCTP);
 }
 
+/* cli disconnects: DISCONNECTED on both sides, then both sides and their contexts end. */
+static void cli_disconnects_both_end(struct side *srv, struct side *cli)
+{
+    ASSERT_EQ(iwarp_cm_disconnect(cli->id), 0);
+    expect_ack(srv, IWARP_CM_EVENT_DISCONNECTED);
+    expect_ack(cli, IWARP_CM_EVENT_DISCONNECTED);
+    side_fini(cli, true);
+    side_fini(srv, true);
+}
+
+/* cli connects again to srv's SCTP listener on port with one octet of private data pd[0]:
+ * accepted, up on both sides, then cli disconnects; both sides end. */
+static void sctp_next_session_is_accepted(struct side *srv, struct side *cli, uint16_t port,
+                                          const char *pd)
+{
+    struct iwarp_conn_param cp = {.private_data = pd, .private_data_len = 1};
+    connect_to_ps(cli, false, port, &cp, IWARP_PS_SCTP);
+    struct iwarp_cm_event *ev = expect_event(srv, IWARP_CM_EVENT_CONNECT_REQUEST);
+    ASSERT_EQ(((const char *)ev->param.private_data)[0], pd[0]);
+    srv->id = ev->id;
+    ASSERT_EQ(iwarp_cm_ack_event(ev), 0);
+    create_qp(srv, srv->id);
+    ASSERT_EQ(iwarp_cm_accept(srv->id, NULL), 0);
+    expect_ack(srv, IWARP_CM_EVENT_ESTABLISHED);
+    expect_ack(cli, IWARP_CM_EVENT_ESTABLISHED);
+    cli_disconnects_both_end(srv, cli);
+}
+
 /* RFC 5043 §6.3: the responder's Reject carries its private data to the initiator; the
  * stream is free again and the next connection to the same listener is accepted. */
 TEST(sctp_reject_with_private_data_reaches_the_initiator)
@@ -889,21 +924,7 @@ TEST(sctp_reject_with_private_data_reaches_the_initiator)
     ASSERT_EQ(iwarp_cm_destroy_id(cli.id), 0);
 
     /* a new session to the same listener: accepted, up on both sides */
-    cp.private_data = "y";
-    connect_to_ps(&cli, false, port, &cp, IWARP_PS_SCTP);
-    ev = expect_event(&srv, IWARP_CM_EVENT_CONNECT_REQUEST);
-    ASSERT_EQ(((const char *)ev->param.private_data)[0], 'y');
-    srv.id = ev->id;
-    ASSERT_EQ(iwarp_cm_ack_event(ev), 0);
-    create_qp(&srv, srv.id);
-    ASSERT_EQ(iwarp_cm_accept(srv.id, NULL), 0);
-    expect_ack(&srv, IWARP_CM_EVENT_ESTABLISHED);
-    expect_ack(&cli, IWARP_CM_EVENT_ESTABLISHED);
-    ASSERT_EQ(iwarp_cm_disconnect(cli.id), 0);
-    expect_ack(&srv, IWARP_CM_EVENT_DISCONNECTED);
-    expect_ack(&cli, IWARP_CM_EVENT_DISCONNECTED);
-    side_fini(&cli, true);
-    side_fini(&srv, true);
+    sctp_next_session_is_accepted(&srv, &cli, port, "y");
 }
 
 /* An SCTP connect with cp from a new client side to a UDP port of 127.0.0.1 nobody listens on
@@ -954,6 +975,19 @@ TEST(sctp_connect_to_a_port_nobody_listens_on_fails_in_bounded_time)
     side_fini(&cli, true);
 }
 
+/* ev, cli's event ms milliseconds after its connect with timeout_ms 300, is that timeout:
+ * UNREACHABLE / TIMEDOUT on time, and the QP never reached RTS. Acks ev. */
+static void expect_connect_timed_out(struct side *cli, struct iwarp_cm_event *ev, int64_t ms)
+{
+    ASSERT_EQ(ev->event, IWARP_CM_EVENT_UNREACHABLE);
+    ASSERT_EQ(ev->status, IWARP_ERR_TIMEDOUT);
+    ASSERT_TRUE(ms >= 250 && ms < 1500);
+    ASSERT_EQ(iwarp_cm_ack_event(ev), 0);
+    struct iwarp_qp_attr qa;
+    ASSERT_EQ(iwarp_query_qp(cli->id->qp, &qa), 0);
+    ASSERT_TRUE(qa.qp_state != IWARP_QPS_RTS);
+}
+
 /* iwarp_conn_param.timeout_ms bounds an SCTP connect too (as MPA's Reply wait): long before
  * SCTP's own INIT retransmissions give up, the connect fails with UNREACHABLE / TIMEDOUT, and
  * its QP never reaches RTS. */
@@ -963,14 +997,65 @@ TEST(sctp_connect_timeout_is_unreachable)
     int64_t ms;
     struct iwarp_cm_event *ev =
         sctp_connect_nowhere(&cli, &(struct iwarp_conn_param){.timeout_ms = 300}, &ms);
-    ASSERT_EQ(ev->event, IWARP_CM_EVENT_UNREACHABLE);
-    ASSERT_EQ(ev->status, IWARP_ERR_TIMEDOUT);
-    ASSERT_TRUE(ms >= 250 && ms < 1500);
-    ASSERT_EQ(iwarp_cm_ack_event(ev), 0);
-    struct iwarp_qp_attr qa;
-    ASSERT_EQ(iwarp_query_qp(cli.id->qp, &qa), 0);
-    ASSERT_TRUE(qa.qp_state != IWARP_QPS_RTS);
+    expect_connect_timed_out(&cli, ev, ms);
     side_fini(&cli, true);
+}
+
+/* Allocator hooks that count what is live and the requests of exactly 64 KiB, the size of an
+ * llp_sctp endpoint's datagram buffer (any thread: the progress threads allocate too). */
+static atomic_size_t HOOK_LIVE, HOOK_64K;
+
+static void *hook_note(void *p, size_t size)
+{
+    if (p) {
+        atomic_fetch_add(&HOOK_LIVE, 1);
+        if (size == 65536)
+            atomic_fetch_add(&HOOK_64K, 1);
+    }
+    return p;
+}
+
+static void *hook_malloc(size_t size, void *user)
+{
+    (void)user;
+    return hook_note(malloc(size), size);
+}
+
+static void *hook_calloc(size_t n, size_t size, void *user)
+{
+    (void)user;
+    return hook_note(calloc(n, size), n * size);
+}
+
+static void hook_free(void *p, void *user)
+{
+    (void)user;
+    if (p)
+        atomic_fetch_sub(&HOOK_LIVE, 1);
+    free(p);
+}
+
+/* verbs.h: the hooks serve every allocation, DDP over SCTP's included (llp_sctp's, e.g. each
+ * endpoint's 64 KiB datagram buffer), and all of it is given back by the time both contexts
+ * are destroyed. */
+TEST(sctp_allocations_go_through_the_context_hooks)
+{
+    sctp_fast_timers();
+    struct iwarp_mem_hooks hooks = {
+        .malloc_fn = hook_malloc, .calloc_fn = hook_calloc, .free_fn = hook_free};
+    struct iwarp_ctx_attr a;
+    iwarp_ctx_attr_default(&a);
+    a.mem = &hooks;
+    struct side srv, cli;
+    side_init_attr(&srv, &a);
+    side_init_attr(&cli, &a);
+    size_t n64k = atomic_load(&HOOK_64K);
+    struct remote_buf rb;
+    establish_ps(&srv, &cli, false, &(struct iwarp_conn_param){0}, &rb, IWARP_PS_SCTP);
+    ASSERT_TRUE(atomic_load(&HOOK_64K) >= n64k + 2); /* both sides' endpoint buffers */
+    exchange(&srv, &cli, &rb, false);
+    cli_disconnects_both_end(&srv, &cli);
+    ASSERT_EQ(atomic_load(&HOOK_LIVE), 0u);
 }
 
 /* Destroying a connected QP ends its session abortively (our Terminate, RFC 5043 §6.2): its
@@ -1073,18 +1158,28 @@ static void failure_local_abort(enum iwarp_port_space ps)
     close(fd);
 }
 
-/* Two new sides, cli connecting to srv in port space ps; returns srv's request's id. */
-static struct iwarp_cm_id *request_pending(struct side *srv, struct side *cli,
-                                           enum iwarp_port_space ps)
+/* Two new sides, cli connecting with cp to srv's listener on *port in port space ps; returns
+ * srv's request's id. */
+static struct iwarp_cm_id *request_pending_cp(struct side *srv, struct side *cli,
+                                              enum iwarp_port_space ps,
+                                              const struct iwarp_conn_param *cp, uint16_t *port)
 {
     side_init(srv, IWARP_PROGRESS_THREAD);
     side_init(cli, IWARP_PROGRESS_THREAD);
-    uint16_t port = listen_on_ps(srv, false, ps);
-    connect_to_ps(cli, false, port, &(struct iwarp_conn_param){0}, ps);
+    *port = listen_on_ps(srv, false, ps);
+    connect_to_ps(cli, false, *port, cp, ps);
     struct iwarp_cm_event *ev = expect_event(srv, IWARP_CM_EVENT_CONNECT_REQUEST);
     struct iwarp_cm_id *child = ev->id;
     ASSERT_EQ(iwarp_cm_ack_event(ev), 0);
     return child;
+}
+
+/* Two new sides, cli connecting to srv in port space ps; returns srv's request's id. */
+static struct iwarp_cm_id *request_pending(struct side *srv, struct side *cli,
+                                           enum iwarp_port_space ps)
+{
+    uint16_t port;
+    return request_pending_cp(srv, cli, ps, &(struct iwarp_conn_param){0}, &port);
 }
 
 /* The peer refuses (MPA Reject, session Reject): REJECTED with the transport's Reject code and
@@ -1137,6 +1232,35 @@ static void failure_peer_ends(enum iwarp_port_space ps, bool abortive)
     expect_ack(&srv, IWARP_CM_EVENT_DISCONNECTED);
     side_fini(&cli, true);
     side_fini(&srv, true);
+}
+
+/* timeout_ms bounds the session too: the association comes up, but the listener never
+ * answers the Initiate. UNREACHABLE / TIMEDOUT on time, and our Terminate withdraws the
+ * Initiate (RFC 5043 §6.2): the request the listener did not answer is gone. */
+TEST(sctp_session_unanswered_within_timeout_is_unreachable)
+{
+    sctp_fast_timers();
+    struct side srv, cli;
+    uint16_t port;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    struct iwarp_cm_id *child = request_pending_cp(
+        &srv, &cli, IWARP_PS_SCTP, &(struct iwarp_conn_param){.timeout_ms = 300}, &port);
+    struct iwarp_cm_event *ev = expect_event(&cli, IWARP_CM_EVENT_UNREACHABLE);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    expect_connect_timed_out(&cli, ev,
+                             (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000);
+    /* the Terminate withdrew the request: accepting it now fails */
+    create_qp(&srv, child);
+    struct timespec nap = {0, 200 * 1000000};
+    nanosleep(&nap, NULL);
+    ASSERT_EQ(iwarp_cm_accept(child, NULL), IWARP_ERR_STATE);
+    iwarp_cm_destroy_qp(child);
+    ASSERT_EQ(iwarp_cm_destroy_id(child), 0);
+    /* the listener serves the next connect: accepted, up on both sides */
+    iwarp_cm_destroy_qp(cli.id);
+    ASSERT_EQ(iwarp_cm_destroy_id(cli.id), 0);
+    sctp_next_session_is_accepted(&srv, &cli, port, "y");
 }
 
 TEST(each_failure_gives_the_same_event_over_tcp_and_sctp)

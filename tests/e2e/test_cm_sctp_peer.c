@@ -1,8 +1,9 @@
 /* The CM's SCTP listener (IWARP_PS_SCTP, progress thread, 127.0.0.1) against a hand-driven,
  * misbehaving DDP/SCTP peer (RFC 5043, RFC 6581 §7). The peer is built directly on llp_sctp
- * and runs in a forked child process: llp_sctp allows one owner lock per process and the CM
- * holds its own. The child is forked before any libiwarp context exists, drives its endpoint
- * with poll() + iwarp_llp_sctp_timers(), and obeys a script of commands sent through a pipe,
+ * and runs in a forked child process, with a usrsctp stack of its own as a remote peer has (in
+ * one process the two would share usrsctp's stack and timers). The child is forked before any
+ * libiwarp context exists, drives its endpoint as its one llp_sctp owner with poll() +
+ * iwarp_llp_sctp_timers(), and obeys a script of commands sent through a pipe,
  * answering each (chunks received, association up/down) through another.
  *
  * Each test asserts both sides: what the peer receives (function code, DDP-SSN, private data,
@@ -92,7 +93,7 @@ struct rx_chunk {
 };
 
 #define RXQ 64u
-static const char peer_owner[] = "raw peer";
+static struct iwarp_llp_sctp_owner *peer_owner; /* the child's */
 static struct {
     struct iwarp_llp_sctp_ep *ep;
     struct iwarp_llp_sctp_assoc *a;
@@ -150,7 +151,7 @@ static void pc_drop_queue(void)
 static void pc_pump(int max_ms, int cmd_fd)
 {
     uint64_t now = now_ns();
-    uint64_t dl = iwarp_llp_sctp_timers(now);
+    uint64_t dl = iwarp_llp_sctp_timers(peer_owner, now);
     int to = max_ms;
     if (dl != UINT64_MAX) {
         uint64_t ms = dl <= now ? 0 : (dl - now + 999999) / 1000000;
@@ -201,6 +202,8 @@ static void pc_exec(const struct peer_cmd *c, struct peer_rep *r)
     case OP_CONNECT: {
         /* a new endpoint (each may be non-conforming in its own way); the previous one goes,
          * its association aborted */
+        if (!peer_owner && (r->rc = iwarp_llp_sctp_owner_open(NULL, &peer_owner)) != 0)
+            break;
         struct iwarp_llp_sctp_ep_cfg cfg = {.owner = peer_owner,
                                             .nstreams = c->nstreams ? c->nstreams : 16,
                                             .test_no_adaptation = c->no_adaptation,

@@ -30,12 +30,19 @@ static uint64_t now_ns(void)
 
 static struct iwarp_llp_sctp_ep *loop_eps[4];
 static int n_loop;
-static const char owner_token[] = "test";
+static struct iwarp_llp_sctp_owner *OWNER; /* the test's: it drives every endpoint */
+
+static struct iwarp_llp_sctp_owner *owner(void)
+{
+    if (!OWNER)
+        ASSERT_EQ(iwarp_llp_sctp_owner_open(NULL, &OWNER), 0);
+    return OWNER;
+}
 
 static void pump_once(int max_ms)
 {
     uint64_t now = now_ns();
-    uint64_t dl = iwarp_llp_sctp_timers(now);
+    uint64_t dl = iwarp_llp_sctp_timers(owner(), now);
     int to = max_ms;
     if (dl != UINT64_MAX) {
         uint64_t ms = dl <= now ? 0 : (dl - now + 999999) / 1000000;
@@ -60,7 +67,8 @@ static void pump_once(int max_ms)
 
 static struct iwarp_llp_sctp_ep *open_ep(struct iwarp_llp_sctp_ep_cfg *cfg)
 {
-    cfg->owner = owner_token;
+    if (!cfg->owner)
+        cfg->owner = owner();
     struct iwarp_llp_sctp_ep *ep = NULL;
     ASSERT_EQ(iwarp_llp_sctp_ep_open(cfg, &ep), 0);
     ASSERT_TRUE(ep != NULL);
@@ -75,6 +83,8 @@ static void close_all(void)
     n_loop = 0;
     /* the last endpoint finished the stack (usrsctp_finish() == 0): nothing lingers */
     ASSERT_FALSE(iwarp_llp_sctp_stack_active());
+    iwarp_llp_sctp_owner_close(OWNER);
+    OWNER = NULL;
 }
 
 /* ---- one side of an association as its owner sees it ------------------------------------ */
@@ -258,11 +268,11 @@ TEST(association_up_both_ways_with_n_streams_and_max_segment)
      * SCTP over UDP on a 1500-byte network), less the DDP-SSN and the default headroom */
     ASSERT_EQ(pr.cli.max_seg, 1444 - 2 - IWARP_LLP_SCTP_DEFAULT_HEADROOM);
     ASSERT_EQ(s->max_seg, pr.cli.max_seg);
-    ASSERT_TRUE(pr.cli.max_seg >= IWARP_LLP_SCTP_MIN_SEG);
+    ASSERT_TRUE(pr.cli.max_seg >= IWARP_SCTP_CTL_MAX);
     ASSERT_EQ(iwarp_llp_sctp_max_seg(pr.cli.a), pr.cli.max_seg);
 
     /* RFC 5043 §9: one octet above the maximum is refused, the maximum passes */
-    size_t max_msg = pr.cli.max_seg + IWARP_LLP_SCTP_SSN_LEN;
+    size_t max_msg = pr.cli.max_seg + IWARP_SCTP_SSN_LEN;
     uint8_t *big = calloc(1, max_msg + 1);
     ASSERT_EQ(send_bytes(pr.cli.a, 0, PPID_DDP, big, max_msg + 1), IWARP_ERR_SCTP_MSGSIZE);
     ASSERT_EQ(send_bytes(s->a, 3, PPID_DDP, big, max_msg + 1), IWARP_ERR_SCTP_MSGSIZE);
@@ -322,7 +332,7 @@ TEST(largest_message_fills_exactly_one_packet_of_the_mtu)
     struct pair pr;
     pair_up(&pr, &s, &c);
     ASSERT_EQ(pr.cli.max_seg, 1444 - 2 - 1);
-    size_t max_msg = pr.cli.max_seg + IWARP_LLP_SCTP_SSN_LEN;
+    size_t max_msg = pr.cli.max_seg + IWARP_SCTP_SSN_LEN;
     uint8_t *big = calloc(1, max_msg);
     ASSERT_EQ(send_bytes(pr.cli.a, 0, PPID_DDP, big, max_msg), 0);
     RUN_UNTIL(pr.srv.peers[0].nrx == 1, 5000);
@@ -406,7 +416,7 @@ TEST(chunks_of_various_sizes_on_several_streams)
     pair_up(&pr, &c, &c);
     struct peer *s = &pr.srv.peers[0];
     s->echo = true;
-    uint32_t max_msg = pr.cli.max_seg + IWARP_LLP_SCTP_SSN_LEN;
+    uint32_t max_msg = pr.cli.max_seg + IWARP_SCTP_SSN_LEN;
     const size_t sizes[] = {1, 2, 3, 17, 100, 515, 516, 517, 518, 1000, 1400, max_msg - 1, max_msg};
     enum { NS = sizeof sizes / sizeof sizes[0] };
     uint8_t *buf = malloc(max_msg);
@@ -768,37 +778,153 @@ TEST(endpoint_close_with_live_associations_frees_everything)
         peer_free(&pr.srv.peers[0]);
         peer_free(&pr.cli);
         close_all();
-        ASSERT_EQ(iwarp_llp_sctp_timers(now_ns()), UINT64_MAX);
+        ASSERT_EQ(iwarp_llp_sctp_timers(owner(), now_ns()), UINT64_MAX);
+        iwarp_llp_sctp_owner_close(OWNER);
+        OWNER = NULL;
     }
 }
 
-TEST(a_second_owner_is_refused_while_endpoints_are_open)
+/* Whether fd is readable now. */
+static bool readable(int fd)
 {
-    struct iwarp_llp_sctp_ep_cfg c = {.nstreams = 1};
-    open_ep(&c);
-    static const char other[] = "other";
-    struct iwarp_llp_sctp_ep_cfg o = {.nstreams = 1, .owner = other};
-    struct iwarp_llp_sctp_ep *ep = NULL;
-    ASSERT_EQ(iwarp_llp_sctp_ep_open(&o, &ep), IWARP_ERR_BUSY);
-    close_all();
-    ASSERT_EQ(iwarp_llp_sctp_ep_open(&o, &ep), 0); /* free again once they are closed */
-    iwarp_llp_sctp_ep_close(ep);
+    struct pollfd pf = {.fd = fd, .events = POLLIN};
+    return poll(&pf, 1, 0) == 1 && (pf.revents & POLLIN);
+}
+
+/* Two owners share the one usrsctp stack (llp_sctp.h, "Owners"). What usrsctp reports for one
+ * owner's association inside the other owner's call, here the loss of B's association when its
+ * retransmissions, driven by A's timers() calls, go unanswered, does not run there: it is
+ * noted, B's wake fd becomes readable, and B's on_down runs in B's owner_collect(). */
+TEST(an_event_noted_in_another_owners_call_is_collected_by_its_owner)
+{
+    iwarp_llp_sctp_set_test_timers(10, 20, 40);
+    struct iwarp_llp_sctp_owner *ob = NULL;
+    ASSERT_EQ(iwarp_llp_sctp_owner_open(NULL, &ob), 0);
+    struct iwarp_llp_sctp_ep_cfg sc = {.nstreams = 2}, cc = {.nstreams = 2, .owner = ob};
+    struct pair pr;
+    pair_up(&pr, &sc, &cc); /* pump_once runs B's callbacks in B's on_readable() */
+    ASSERT_FALSE(readable(iwarp_llp_sctp_owner_fd(ob)));
+    /* from now on only A's timers() drive usrsctp: nobody reads A's socket, so B's chunk is
+     * never acknowledged and B's retransmission timer gives up on the association there */
+    ASSERT_EQ(send_bytes(pr.cli.a, 1, PPID_DDP, "lost", 4), 0);
+    uint64_t end = now_ns() + 10000000000ull;
+    while (!readable(iwarp_llp_sctp_owner_fd(ob)) && now_ns() < end) {
+        (void)iwarp_llp_sctp_timers(owner(), now_ns());
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+    }
+    ASSERT_TRUE(readable(iwarp_llp_sctp_owner_fd(ob)));
+    ASSERT_EQ(pr.cli.down, 0); /* not in A's call */
+    (void)iwarp_llp_sctp_timers(owner(), now_ns());
+    ASSERT_EQ(pr.cli.down, 0);
+    iwarp_llp_sctp_owner_collect(ob);
+    ASSERT_EQ(pr.cli.down, 1);
+    ASSERT_EQ(pr.cli.down_err, IWARP_ERR_SCTP_ASSOC_LOST);
+    ASSERT_FALSE(readable(iwarp_llp_sctp_owner_fd(ob)));
+    iwarp_llp_sctp_owner_collect(ob); /* nothing more */
+    ASSERT_EQ(pr.cli.down, 1);
+    pair_close(&pr);
+    iwarp_llp_sctp_owner_close(ob);
+}
+
+/* An allocator that counts what it hands out and can be told to fail. */
+struct counting {
+    size_t calls, live, fail_at; /* fail_at: the call that fails (1-based; 0: none) */
+};
+
+static void *count_calloc(void *user, size_t n, size_t size)
+{
+    struct counting *c = user;
+    if (++c->calls == c->fail_at)
+        return NULL;
+    c->live++;
+    return calloc(n, size);
+}
+
+static void count_free(void *user, void *ptr)
+{
+    struct counting *c = user;
+    ASSERT_TRUE(ptr != NULL && c->live > 0);
+    c->live--;
+    free(ptr);
+}
+
+/* Everything llp_sctp allocates for an owner comes from the owner's allocator and goes back to
+ * it: the owner, endpoints, listener, associations, paths and buffers, and a message usrsctp
+ * delivered in pieces (a sender past RFC 5043 §9's maximum, fragmented by SCTP, and a receive
+ * buffer small enough for partial delivery), which chunk_free gives back to it while
+ * usrsctp's own message buffers go to libc. */
+TEST(allocations_for_an_owner_come_from_its_allocator)
+{
+    struct counting c = {0};
+    struct iwarp_llp_sctp_alloc alloc = {count_calloc, count_free, &c};
+    ASSERT_EQ(iwarp_llp_sctp_owner_open(&alloc, &OWNER), 0);
+    ASSERT_EQ(c.live, 1u);
+    struct iwarp_llp_sctp_ep_cfg sc = {.nstreams = 2, .rcvbuf = 4096};
+    struct iwarp_llp_sctp_ep_cfg cc = {.nstreams = 2, .test_msg_max = 16384};
+    struct pair pr;
+    pair_up(&pr, &sc, &cc);
+    size_t up = c.live; /* owner, 2 endpoints and their buffers, listener, 2 associations... */
+    ASSERT_TRUE(up >= 10);
+    static uint8_t big[8000];
+    for (size_t i = 0; i < sizeof big; i++)
+        big[i] = (uint8_t)(i * 7);
+    ASSERT_EQ(send_bytes(pr.cli.a, 1, PPID_DDP, big, sizeof big), 0);
+    ASSERT_EQ(send_bytes(pr.cli.a, 0, PPID_DDP, "small", 5), 0);
+    struct peer *s = &pr.srv.peers[0];
+    RUN_UNTIL(s->nrx == 2, 5000);
+    ASSERT_EQ(s->nrx, 2u);
+    struct iwarp_llp_sctp_stats st;
+    iwarp_llp_sctp_ep_stats(pr.sep, &st);
+    ASSERT_EQ(st.rx_reassembled, 1u);
+    struct rxmsg *m = s->rx[0].len == sizeof big ? &s->rx[0] : &s->rx[1];
+    ASSERT_EQ(m->len, sizeof big);
+    ASSERT_MEM_EQ(m->buf, big, sizeof big);
+    size_t held = c.live;
+    iwarp_llp_sctp_chunk_free(m->buf); /* the put-together one: back to the allocator */
+    m->buf = NULL;
+    ASSERT_EQ(c.live, held - 1);
+    struct rxmsg *small = m == &s->rx[0] ? &s->rx[1] : &s->rx[0];
+    iwarp_llp_sctp_chunk_free(small->buf); /* usrsctp's: libc's */
+    small->buf = NULL;
+    ASSERT_EQ(c.live, held - 1);
+    pair_close(&pr); /* closes the owner too */
+    ASSERT_EQ(c.live, 0u);
+
+    /* no memory: refused, and nothing is left behind */
+    for (size_t at = 1; at <= 3; at++) {
+        c = (struct counting){.fail_at = at};
+        struct iwarp_llp_sctp_owner *o = NULL;
+        int rc = iwarp_llp_sctp_owner_open(&alloc, &o);
+        if (at == 1) {
+            ASSERT_EQ(rc, IWARP_ERR_NOMEM);
+            continue;
+        }
+        ASSERT_EQ(rc, 0);
+        struct iwarp_llp_sctp_ep_cfg e = {.owner = o};
+        struct iwarp_llp_sctp_ep *ep = NULL;
+        ASSERT_EQ(iwarp_llp_sctp_ep_open(&e, &ep), IWARP_ERR_NOMEM); /* the endpoint, its buffer */
+        iwarp_llp_sctp_owner_close(o);
+        ASSERT_EQ(c.live, 0u);
+    }
 }
 
 TEST(bad_configurations_are_refused)
 {
     struct iwarp_llp_sctp_ep *ep = NULL;
-    struct iwarp_llp_sctp_ep_cfg c = {.mtu = 500};
+    struct iwarp_llp_sctp_ep_cfg n = {.nstreams = 1};
+    ASSERT_EQ(iwarp_llp_sctp_ep_open(&n, &ep), IWARP_ERR_INVAL); /* no owner */
+    struct iwarp_llp_sctp_ep_cfg c = {.mtu = 500, .owner = owner()};
     ASSERT_EQ(iwarp_llp_sctp_ep_open(&c, &ep), IWARP_ERR_INVAL);
     struct sockaddr_storage un = {.ss_family = AF_UNIX};
-    struct iwarp_llp_sctp_ep_cfg u = {.addr = (struct sockaddr *)&un};
+    struct iwarp_llp_sctp_ep_cfg u = {.addr = (struct sockaddr *)&un, .owner = owner()};
     ASSERT_EQ(iwarp_llp_sctp_ep_open(&u, &ep), IWARP_ERR_INVAL);
     /* a taken UDP port */
     struct iwarp_llp_sctp_ep_cfg a = {0};
     struct iwarp_llp_sctp_ep *first = open_ep(&a);
     struct sockaddr_storage sa;
     peer_addr(first, &sa);
-    struct iwarp_llp_sctp_ep_cfg b = {.addr = (struct sockaddr *)&sa, .owner = owner_token};
+    struct iwarp_llp_sctp_ep_cfg b = {.addr = (struct sockaddr *)&sa, .owner = owner()};
     ASSERT_EQ(iwarp_llp_sctp_ep_open(&b, &ep), IWARP_ERR_ADDR);
     /* two listeners on one SCTP port */
     struct iwarp_llp_sctp_listener *l1, *l2;

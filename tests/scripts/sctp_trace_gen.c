@@ -34,7 +34,7 @@
 
 #define NSTREAMS 2u
 
-static const char owner[] = "sctp_trace_gen";
+static struct iwarp_llp_sctp_owner *owner;
 static struct iwarp_llp_sctp_ep *eps[2];
 static struct iwarp_trace_sink *sink;
 static int capture_err;
@@ -60,7 +60,7 @@ static uint64_t now_ns(void)
 static void pump_once(int max_ms)
 {
     uint64_t now = now_ns();
-    uint64_t dl = iwarp_llp_sctp_timers(now);
+    uint64_t dl = iwarp_llp_sctp_timers(owner, now);
     int to = max_ms;
     if (dl != UINT64_MAX) {
         uint64_t ms = dl <= now ? 0 : (dl - now + 999999) / 1000000;
@@ -205,6 +205,8 @@ int main(int argc, char **argv)
     if (faults)
         iwarp_llp_sctp_set_test_timers(20, 40, 200);
 
+    if (iwarp_llp_sctp_owner_open(NULL, &owner) != 0)
+        die("owner: out of memory or eventfd");
     struct iwarp_llp_sctp_ep_cfg sc = {.owner = owner, .nstreams = NSTREAMS};
     if (faults)
         sc.fault = (struct iwarp_llp_sctp_fault){.seed = 0x5ca1ab1e,
@@ -276,6 +278,7 @@ int main(int argc, char **argv)
     iwarp_llp_sctp_close(server.a, false);
     iwarp_llp_sctp_ep_close(eps[1]);
     iwarp_llp_sctp_ep_close(eps[0]);
+    iwarp_llp_sctp_owner_close(owner);
     if (capture_err)
         die("capture: %s", iwarp_strerror(capture_err));
     if ((rc = iwarp_trace_sink_release(sink)) < 0)

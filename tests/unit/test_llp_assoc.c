@@ -37,7 +37,8 @@ enum {
     EV_REQ = IWARP_LLP_ASSOC_EV_REQUEST,
     EV_EST = IWARP_LLP_ASSOC_EV_ESTABLISHED,
     EV_REJ = IWARP_LLP_ASSOC_EV_REJECTED,
-    EV_CLOSED = IWARP_LLP_ASSOC_EV_CLOSED
+    EV_CLOSED = IWARP_LLP_ASSOC_EV_CLOSED,
+    EV_TIMEDOUT = IWARP_LLP_ASSOC_EV_TIMEDOUT
 };
 
 /* ---- received buffers: every one handed in must come back through chunk_free once -------- */
@@ -346,6 +347,8 @@ static bool SHUFFLE; /* deliver each batch in a seeded random order */
 static bool STALL;   /* ask tx_next() again before taking a chunk (a full send buffer) */
 static int RX_ALLOW; /* the one error rx_chunk() may return while pumping (0: none) */
 static unsigned RX_ERRS;
+static uint32_t CFG_CAP;    /* world(): both sides' cfg.inflight_max */
+static uint64_t CFG_LINGER; /* world(): both sides' cfg.linger_ns */
 
 static uint32_t rnd(void)
 {
@@ -422,14 +425,14 @@ static void check_chunk(unsigned s, const struct iwarp_llp_assoc_chunk *c, const
     l->ssn = ssn;
     l->len = c->len;
     memcpy(l->head, b, c->len < sizeof l->head ? c->len : sizeof l->head);
-    if (c->ppid == IWARP_LLP_ASSOC_PPID_CTL) {
+    if (c->ppid == IWARP_SCTP_PPID_DDP_CONTROL) {
         struct iwarp_sctp_ctl ctl;
         ASSERT_EQ(iwarp_sctp_ctl_decode(b, c->len, &ctl), (iwarp_ssize)c->len);
         ASSERT_TRUE(c->len <= IWARP_SCTP_CTL_MAX);
         l->fc = ctl.fc;
         return;
     }
-    ASSERT_EQ_U(c->ppid, IWARP_LLP_ASSOC_PPID_SEG); /* §5.2.2 */
+    ASSERT_EQ_U(c->ppid, IWARP_SCTP_PPID_DDP_SEGMENT); /* §5.2.2 */
     /* §9: no segment above the maximum the association gave DDP */
     ASSERT_TRUE(c->len - IWARP_SCTP_SSN_LEN <= x->max_seg);
     if (x->rdmap[c->sid]) {
@@ -563,7 +566,9 @@ static void world(uint16_t window, uint32_t max_seg, uint32_t limit, bool b_enha
                                           .max_seg = max_seg,
                                           .passive = s == SIDE_B,
                                           .chunk_free = chunk_free_counted,
-                                          .window = window};
+                                          .window = window,
+                                          .inflight_max = CFG_CAP,
+                                          .linger_ns = CFG_LINGER};
         if (s == SIDE_B) {
             iwarp_sess_cfg_default(&cfg.passive_sess, IWARP_SESS_PASSIVE);
             cfg.passive_sess.enhanced = b_enhanced;
@@ -664,14 +669,14 @@ static struct wchunk send_chunk(uint16_t sid, uint16_t ssn, uint32_t msn, uint32
     struct iwarp_wire_msg m = {.opcode = IWARP_RDMAP_OP_SEND, .last = true, .msn = msn};
     iwarp_ssize n = iwarp_wire_segment_encode(b + 2, sizeof b - 2, &m, payload, plen);
     ASSERT_TRUE(n > 0);
-    return make_chunk(sid, IWARP_LLP_ASSOC_PPID_SEG, true, b, 2 + (size_t)n);
+    return make_chunk(sid, IWARP_SCTP_PPID_DDP_SEGMENT, true, b, 2 + (size_t)n);
 }
 
 /* A control chunk: DDP-SSN ssn and function code fc, no private data. */
 static struct wchunk ctl_chunk(uint16_t sid, uint16_t ssn, uint16_t fc)
 {
     uint8_t b[4] = {(uint8_t)(ssn >> 8), (uint8_t)ssn, (uint8_t)(fc >> 8), (uint8_t)fc};
-    return make_chunk(sid, IWARP_LLP_ASSOC_PPID_CTL, true, b, 4);
+    return make_chunk(sid, IWARP_SCTP_PPID_DDP_CONTROL, true, b, 4);
 }
 
 /* ---- session setup ----------------------------------------------------------------------- */
@@ -695,7 +700,7 @@ TEST(enhanced_session_starts_engines_with_negotiated_ird_ord)
     pump();
     /* A's Enhanced Initiate (RFC 6581 §7): DDP-SSN 0, fc 5, A=0 IRD 8, ORD 6, the ULP's data */
     ASSERT_EQ_U(NLOG[SIDE_A], 1u);
-    ASSERT_EQ(log_at(SIDE_A, 2, 0)->ppid, IWARP_LLP_ASSOC_PPID_CTL);
+    ASSERT_EQ(log_at(SIDE_A, 2, 0)->ppid, IWARP_SCTP_PPID_DDP_CONTROL);
     expect_head(log_at(SIDE_A, 2, 0), "0000 0005 0008 0006 68656c6c6f");
     ASSERT_EQ_U(take(SIDE_B, 2), EV_REQ);
     ASSERT_EQ_U(iwarp_llp_assoc_in_use(&S[SIDE_B].a), 1u);
@@ -730,7 +735,7 @@ TEST(enhanced_session_starts_engines_with_negotiated_ird_ord)
     ASSERT_MEM_EQ(ra->peer_pd, "ok", 2);
     /* B's Enhanced Accept (fc 6, IRD 4, ORD 8) took DDP-SSN 0, its Send DDP-SSN 1 */
     expect_head(log_at(SIDE_B, 2, 0), "0000 0006 0004 0008 6f6b");
-    ASSERT_EQ(log_at(SIDE_B, 2, 1)->ppid, IWARP_LLP_ASSOC_PPID_SEG);
+    ASSERT_EQ(log_at(SIDE_B, 2, 1)->ppid, IWARP_SCTP_PPID_DDP_SEGMENT);
     ASSERT_EQ(log_at(SIDE_B, 2, 1)->ssn, 1);
     ASSERT_EQ(log_at(SIDE_B, 2, 1)->opcode, IWARP_RDMAP_OP_SEND);
     struct iwarp_wc wc = wc_next(&qa->rcq, 0xA1, IWARP_WC_SUCCESS, IWARP_WC_RECV);
@@ -743,7 +748,7 @@ TEST(enhanced_session_starts_engines_with_negotiated_ird_ord)
     post_send(qa, IWARP_WR_SEND, 0xA2, 4096, 33, 0);
     pump();
     ASSERT_EQ(log_at(SIDE_A, 2, 1)->ssn, 1);
-    ASSERT_EQ(log_at(SIDE_A, 2, 1)->ppid, IWARP_LLP_ASSOC_PPID_SEG);
+    ASSERT_EQ(log_at(SIDE_A, 2, 1)->ppid, IWARP_SCTP_PPID_DDP_SEGMENT);
     wc_next(&qb->rcq, 0xB2, IWARP_WC_SUCCESS, IWARP_WC_RECV);
     same(SIDE_B, 8192, SIDE_A, 4096, 33);
     ASSERT_EQ(qa->nerr + qb->nerr, 0);
@@ -955,10 +960,10 @@ TEST(write_and_read_of_256k_split_into_max_seg_segments)
     uint32_t per = max_seg - IWARP_DDP_TAGGED_HDR_LEN;
     size_t writes = 0, responses = 0;
     for (size_t i = 0; i < NLOG[SIDE_A]; i++)
-        writes += LOG[SIDE_A][i].ppid == IWARP_LLP_ASSOC_PPID_SEG &&
+        writes += LOG[SIDE_A][i].ppid == IWARP_SCTP_PPID_DDP_SEGMENT &&
                   LOG[SIDE_A][i].opcode == IWARP_RDMAP_OP_WRITE;
     for (size_t i = 0; i < NLOG[SIDE_B]; i++)
-        responses += LOG[SIDE_B][i].ppid == IWARP_LLP_ASSOC_PPID_SEG &&
+        responses += LOG[SIDE_B][i].ppid == IWARP_SCTP_PPID_DDP_SEGMENT &&
                      LOG[SIDE_B][i].opcode == IWARP_RDMAP_OP_READ_RESP;
     ASSERT_EQ_U(writes, (big + per - 1) / per);
     ASSERT_EQ_U(responses, (big + per - 1) / per);
@@ -1037,7 +1042,7 @@ TEST(tx_next_returns_the_same_chunk_until_tx_done)
     }
     const struct iwarp_llp_assoc_chunk *c1 = iwarp_llp_assoc_tx_next(&S[SIDE_A].a);
     ASSERT_TRUE(c1 != NULL);
-    ASSERT_EQ_U(c1->ppid, IWARP_LLP_ASSOC_PPID_SEG);
+    ASSERT_EQ_U(c1->ppid, IWARP_SCTP_PPID_DDP_SEGMENT);
     uint8_t first[2 + IWARP_DDP_TX_HDR_MAX];
     size_t hl = c1->iov[0].iov_len + c1->iov[1].iov_len;
     ASSERT_TRUE(hl <= sizeof first);
@@ -1057,7 +1062,7 @@ TEST(tx_next_returns_the_same_chunk_until_tx_done)
     /* the test's ship() takes it (a gathered copy) and the rest, asking twice now and then */
     STALL = true;
     pump();
-    ASSERT_EQ_U(log_count(SIDE_A, 1, IWARP_LLP_ASSOC_PPID_SEG), 3u);
+    ASSERT_EQ_U(log_count(SIDE_A, 1, IWARP_SCTP_PPID_DDP_SEGMENT), 3u);
     ASSERT_EQ(log_at(SIDE_A, 1, 1)->ssn, 1);
     ASSERT_EQ(log_at(SIDE_A, 1, 2)->ssn, 2); /* the next one after tx_done, no gap */
     for (unsigned i = 0; i < 3; i++) {
@@ -1079,7 +1084,7 @@ static void both_close_after_b_failed(uint16_t sid, int err)
     ASSERT_TRUE(iwarp_llp_assoc_tx_ready(&S[SIDE_B].a));
     pump();
     const struct logent *t = log_at(SIDE_B, sid, -1);
-    ASSERT_EQ_U(t->ppid, IWARP_LLP_ASSOC_PPID_CTL);
+    ASSERT_EQ_U(t->ppid, IWARP_SCTP_PPID_DDP_CONTROL);
     ASSERT_EQ(t->fc, IWARP_SCTP_FC_TERMINATE);
     ASSERT_EQ(log_at(SIDE_A, sid, -1)->fc, IWARP_SCTP_FC_TERMINATE); /* A's answer (§6.2) */
     ASSERT_TRUE(take(SIDE_A, sid) & EV_CLOSED);
@@ -1250,7 +1255,7 @@ TEST(segment_before_the_session_is_established)
     pump();
     ASSERT_EQ(log_at(SIDE_B, 0, 0)->fc, IWARP_SCTP_FC_TERMINATE);
     ASSERT_EQ(log_at(SIDE_B, 0, 0)->ssn, 0);
-    ASSERT_EQ_U(log_count(SIDE_A, 0, IWARP_LLP_ASSOC_PPID_CTL), 1u); /* the Initiate only */
+    ASSERT_EQ_U(log_count(SIDE_A, 0, IWARP_SCTP_PPID_DDP_CONTROL), 1u); /* the Initiate only */
     ASSERT_EQ_U(take(SIDE_A, 0), EV_CLOSED);
     ASSERT_EQ_U(take(SIDE_B, 0), EV_CLOSED);
     wc_next(&qa->rcq, 0xA0, IWARP_WC_WR_FLUSH_ERR, 0); /* A's engine never started: flushed */
@@ -1295,7 +1300,7 @@ TEST(initiates_beyond_the_pending_limit_are_terminated)
     ASSERT_EQ_U(ev, EV_CLOSED); /* Initiate, Terminate: complete, B awaits nothing more */
     ASSERT_EQ_U(take(SIDE_A, 1), EV_CLOSED);
     ASSERT_EQ(S[SIDE_A].st[1].err, IWARP_ERR_SESSION_TERMINATED);
-    ASSERT_EQ_U(log_count(SIDE_A, 1, IWARP_LLP_ASSOC_PPID_CTL), 1u); /* no answer (§6.4) */
+    ASSERT_EQ_U(log_count(SIDE_A, 1, IWARP_SCTP_PPID_DDP_CONTROL), 1u); /* no answer (§6.4) */
     /* §6.6: nothing of that session is outstanding: A may start another one there at once */
     release(SIDE_A, 1);
     release(SIDE_B, 1);
@@ -1330,7 +1335,7 @@ TEST(graceful_disconnect_drains_then_terminates_and_the_stream_is_reused)
     post_send(qa, IWARP_WR_RDMA_WRITE, 0xA0, 0, 8192, 65536);
     post_send(qa, IWARP_WR_SEND, 0xA1, 16384, 2000, 0);
     post_send(qa, IWARP_WR_RDMA_READ, 0xA2, 32768, 5000, 32768);
-    iwarp_llp_assoc_disconnect(&S[SIDE_A].a, 3);
+    iwarp_llp_assoc_disconnect(&S[SIDE_A].a, 3, 0);
     ASSERT_EQ(post_send_rc(qa, IWARP_WR_SEND, 0xA3, 0, 1, 0), IWARP_ERR_STATE);
     pump();
     /* everything posted completed (drained, not flushed) */
@@ -1343,12 +1348,12 @@ TEST(graceful_disconnect_drains_then_terminates_and_the_stream_is_reused)
     wc_next(&qb->rcq, 0xB0, IWARP_WC_SUCCESS, IWARP_WC_RECV);
     /* §6.2: A's Terminate is its last chunk, after its last segment; B answers */
     const struct logent *last = log_at(SIDE_A, 3, -1);
-    ASSERT_EQ_U(last->ppid, IWARP_LLP_ASSOC_PPID_CTL);
+    ASSERT_EQ_U(last->ppid, IWARP_SCTP_PPID_DDP_CONTROL);
     ASSERT_EQ(last->fc, IWARP_SCTP_FC_TERMINATE);
-    ASSERT_EQ(log_at(SIDE_A, 3, -2)->ppid, IWARP_LLP_ASSOC_PPID_SEG);
-    ASSERT_EQ_U(log_count(SIDE_A, 3, IWARP_LLP_ASSOC_PPID_CTL), 2u); /* Initiate, Terminate */
+    ASSERT_EQ(log_at(SIDE_A, 3, -2)->ppid, IWARP_SCTP_PPID_DDP_SEGMENT);
+    ASSERT_EQ_U(log_count(SIDE_A, 3, IWARP_SCTP_PPID_DDP_CONTROL), 2u); /* Initiate, Terminate */
     ASSERT_EQ(log_at(SIDE_B, 3, -1)->fc, IWARP_SCTP_FC_TERMINATE);
-    ASSERT_EQ_U(log_count(SIDE_B, 3, IWARP_LLP_ASSOC_PPID_CTL), 2u); /* Accept, Terminate */
+    ASSERT_EQ_U(log_count(SIDE_B, 3, IWARP_SCTP_PPID_DDP_CONTROL), 2u); /* Accept, Terminate */
     ASSERT_EQ_U(take(SIDE_A, 3), EV_CLOSED);
     ASSERT_EQ_U(take(SIDE_B, 3), EV_CLOSED);
     ASSERT_TRUE(S[SIDE_A].st[3].graceful && S[SIDE_B].st[3].graceful);
@@ -1389,11 +1394,11 @@ TEST(closed_waits_until_our_last_chunk_is_handed_to_sctp)
     struct qpe *qa = qp_new(SIDE_A, 0), *qb = qp_new(SIDE_B, 0);
     establish(0, true, eng_qp(qa), eng_qp(qb));
     /* both close at once; B's Terminate waits for room in its send buffer */
-    iwarp_llp_assoc_disconnect(&S[SIDE_A].a, 0);
-    iwarp_llp_assoc_disconnect(&S[SIDE_B].a, 0);
+    iwarp_llp_assoc_disconnect(&S[SIDE_A].a, 0, 0);
+    iwarp_llp_assoc_disconnect(&S[SIDE_B].a, 0, 0);
     ASSERT_EQ_U(ship(SIDE_A), 1u);
     const struct iwarp_llp_assoc_chunk *c = iwarp_llp_assoc_tx_next(&S[SIDE_B].a);
-    ASSERT_TRUE(c != NULL && c->ppid == IWARP_LLP_ASSOC_PPID_CTL);
+    ASSERT_TRUE(c != NULL && c->ppid == IWARP_SCTP_PPID_DDP_CONTROL);
     ASSERT_EQ_U(deliver(SIDE_A), 1u); /* A's Terminate crosses it */
     /* §6.2: B's Terminate is its final chunk and has not left: released now, it never would,
      * and A would wait for it for ever */
@@ -1417,7 +1422,7 @@ TEST(closed_waits_until_our_last_chunk_is_handed_to_sctp)
     ASSERT_EQ_U(take(SIDE_B, 0), EV_REQ);
     ASSERT_EQ(iwarp_llp_assoc_reject(&S[SIDE_B].a, 0, NULL), 0);
     c = iwarp_llp_assoc_tx_next(&S[SIDE_B].a);
-    ASSERT_TRUE(c != NULL && c->ppid == IWARP_LLP_ASSOC_PPID_CTL);
+    ASSERT_TRUE(c != NULL && c->ppid == IWARP_SCTP_PPID_DDP_CONTROL);
     iwarp_llp_assoc_abort(&S[SIDE_A].a, 0);
     ASSERT_EQ_U(ship(SIDE_A), 1u);
     ASSERT_EQ_U(deliver(SIDE_A), 1u);
@@ -1445,7 +1450,7 @@ TEST(abort_flushes_terminates_and_gives_held_chunks_back)
     post_send(qa, IWARP_WR_RDMA_READ, 0xA3, 65536, 4096, 65536);
     /* a segment produced and not sent (full send buffer), and a chunk from B held early */
     const struct iwarp_llp_assoc_chunk *c = iwarp_llp_assoc_tx_next(&S[SIDE_A].a);
-    ASSERT_TRUE(c != NULL && c->ppid == IWARP_LLP_ASSOC_PPID_SEG);
+    ASSERT_TRUE(c != NULL && c->ppid == IWARP_SCTP_PPID_DDP_SEGMENT);
     struct wchunk early = send_chunk(0, 3, 3, 10);
     void *held = early.buf;
     ASSERT_EQ(inject(SIDE_A, early), 0);
@@ -1460,10 +1465,10 @@ TEST(abort_flushes_terminates_and_gives_held_chunks_back)
     /* the withdrawn segment gave its DDP-SSN back: the Terminate takes 1, no gap (§6) */
     ASSERT_EQ_U(ship(SIDE_A), 1u);
     const struct logent *t = log_at(SIDE_A, 0, -1);
-    ASSERT_EQ_U(t->ppid, IWARP_LLP_ASSOC_PPID_CTL);
+    ASSERT_EQ_U(t->ppid, IWARP_SCTP_PPID_DDP_CONTROL);
     ASSERT_EQ(t->fc, IWARP_SCTP_FC_TERMINATE);
     ASSERT_EQ(t->ssn, 1);
-    ASSERT_EQ_U(log_count(SIDE_A, 0, IWARP_LLP_ASSOC_PPID_SEG), 0u);
+    ASSERT_EQ_U(log_count(SIDE_A, 0, IWARP_SCTP_PPID_DDP_SEGMENT), 0u);
     ASSERT_EQ_U(take(SIDE_A, 0), 0u); /* CLOSED once B answers */
     pump();
     /* B: the peer's Terminate ends its session; its engine closes: receives flushed */
@@ -1532,16 +1537,16 @@ TEST(a_closed_engine_never_sends_its_unsent_segment)
     establish(0, true, eng_qp(qa), eng_qp(qb));
     post_send(qa, IWARP_WR_RDMA_WRITE, 0xA0, 0, 1000, 0);
     const struct iwarp_llp_assoc_chunk *c = iwarp_llp_assoc_tx_next(&S[SIDE_A].a);
-    ASSERT_TRUE(c != NULL && c->ppid == IWARP_LLP_ASSOC_PPID_SEG); /* waits for room */
+    ASSERT_TRUE(c != NULL && c->ppid == IWARP_SCTP_PPID_DDP_SEGMENT); /* waits for room */
     /* meanwhile B closes: its Terminate reaches A, A's engine closes and flushes the Write,
      * whose memory the ULP may now reuse: the segment pointing at it must not go out */
-    iwarp_llp_assoc_disconnect(&S[SIDE_B].a, 0);
+    iwarp_llp_assoc_disconnect(&S[SIDE_B].a, 0, 0);
     pump_from(SIDE_B);
     wc_next(&qa->scq, 0xA0, IWARP_WC_WR_FLUSH_ERR, 0);
     ASSERT_EQ(qa->qp.state, IWARP_CORE_QP_ERROR);
     ASSERT_EQ_U(ship(SIDE_A), 1u);
     const struct logent *t = log_at(SIDE_A, 0, -1);
-    ASSERT_EQ_U(t->ppid, IWARP_LLP_ASSOC_PPID_CTL);
+    ASSERT_EQ_U(t->ppid, IWARP_SCTP_PPID_DDP_CONTROL);
     ASSERT_EQ(t->fc, IWARP_SCTP_FC_TERMINATE);
     ASSERT_EQ(t->ssn, 1); /* the withdrawn segment's DDP-SSN */
     pump();
@@ -1602,5 +1607,207 @@ TEST(lost_association_flushes_every_engine)
     wc_next(&qb0->scq, 0xB1, IWARP_WC_WR_FLUSH_ERR, 0);
     wc_next(&qb1->rcq, 0xB0, IWARP_WC_WR_FLUSH_ERR, 0);
     ASSERT_EQ(qb0->nerr + qb1->nerr, 0);
+    finish();
+}
+
+/* ---- policy: the in-flight cap, deadlines, lingers, streams let go of ----------------------- */
+
+/* A fresh world whose associations have the in-flight cap `cap` and the linger `linger_ns`,
+ * with stream 0 established between A's QP *qa and B's *qb. Returns A's association. */
+static struct iwarp_llp_assoc *policy_world(uint32_t cap, uint64_t linger_ns, struct qpe **qa,
+                                            struct qpe **qb)
+{
+    CFG_CAP = cap;
+    CFG_LINGER = linger_ns;
+    world(0, 1400, 4, true);
+    *qa = qp_new(SIDE_A, 0);
+    *qb = qp_new(SIDE_B, 0);
+    establish(0, true, eng_qp(*qa), eng_qp(*qb));
+    return &S[SIDE_A].a;
+}
+
+/* At cfg.inflight_max chunks in flight the next one is produced and held: tx_next() gives it
+ * only once SCTP's count (unacked()) is below the cap; at the cap still, the association waits
+ * for packets (packets_in() says so once). */
+TEST(in_flight_cap_holds_the_next_chunk_until_sctp_counts_fewer)
+{
+    struct qpe *qa, *qb;
+    struct iwarp_llp_assoc *a = policy_world(3, 0, &qa, &qb);
+    for (unsigned i = 0; i < 5; i++) {
+        post_recv(qb, 0xB0 + i, i * 256, 256);
+        post_send(qa, IWARP_WR_SEND, 0xA0 + i, i * 256, 100 + i, 0);
+    }
+    ASSERT_FALSE(iwarp_llp_assoc_tx_capped(a));
+    ASSERT_EQ_U(ship(SIDE_A), 3u); /* tx_ready() is false at the cap (ship() checks it) */
+    ASSERT_TRUE(iwarp_llp_assoc_tx_capped(a));
+    ASSERT_FALSE(iwarp_llp_assoc_packets_in(a)); /* nothing waits for packets yet */
+    /* SCTP still counts all three: blocked until packets come in */
+    iwarp_llp_assoc_unacked(a, 3);
+    ASSERT_TRUE(iwarp_llp_assoc_tx_next(a) == NULL);
+    ASSERT_TRUE(iwarp_llp_assoc_tx_capped(a));
+    ASSERT_TRUE(iwarp_llp_assoc_packets_in(a));
+    ASSERT_FALSE(iwarp_llp_assoc_packets_in(a)); /* once */
+    /* one acknowledged: the held chunk goes, then the cap holds again */
+    iwarp_llp_assoc_unacked(a, 2);
+    ASSERT_FALSE(iwarp_llp_assoc_packets_in(a));
+    ASSERT_EQ_U(ship(SIDE_A), 1u);
+    ASSERT_EQ(log_at(SIDE_A, 0, -1)->ssn, 4); /* after the Initiate (0): the fourth Send */
+    ASSERT_TRUE(iwarp_llp_assoc_tx_capped(a));
+    /* all acknowledged (deliver() reports it): the rest goes, in order */
+    pump();
+    for (unsigned i = 0; i < 5; i++) {
+        struct iwarp_wc wc = wc_next(&qb->rcq, 0xB0 + i, IWARP_WC_SUCCESS, IWARP_WC_RECV);
+        ASSERT_EQ_U(wc.byte_len, 100 + i);
+    }
+    ASSERT_FALSE(iwarp_llp_assoc_tx_capped(a));
+    finish();
+}
+
+/* §6.2 does not oblige the peer to answer our Terminate: the stream waits cfg.linger_ns for
+ * it, counted from the first handle_timeout() after it began ending, then reports TIMEDOUT;
+ * one the owner let go of is released then, without an event. */
+TEST(a_terminate_the_peer_does_not_answer_times_out_after_the_linger)
+{
+    struct qpe *qa, *qb;
+    struct iwarp_llp_assoc *a = policy_world(0, 1000, &qa, &qb);
+    struct qpe *qa1 = qp_new(SIDE_A, 1), *qb1 = qp_new(SIDE_B, 1);
+    establish(1, true, eng_qp(qa1), eng_qp(qb1));
+    ASSERT_EQ_U(iwarp_llp_assoc_next_timeout(a), UINT64_MAX);
+    ASSERT_FALSE(iwarp_llp_assoc_handle_timeout(a, 1));
+
+    iwarp_llp_assoc_abort(a, 0);
+    iwarp_core_qp_llp_closed(&qa->qp, false);
+    ASSERT_EQ_U(ship(SIDE_A), 1u); /* our Terminate: it never reaches B */
+    discard_flights();
+    ASSERT_EQ(S[SIDE_A].st[0].state, IWARP_LLP_ASSOC_ENDING);
+    ASSERT_EQ_U(iwarp_llp_assoc_next_timeout(a), 0u); /* the linger starts at the next call */
+    ASSERT_FALSE(iwarp_llp_assoc_handle_timeout(a, 5000));
+    ASSERT_EQ_U(iwarp_llp_assoc_next_timeout(a), 6000u);
+    ASSERT_FALSE(iwarp_llp_assoc_handle_timeout(a, 5999));
+    ASSERT_EQ_U(take(SIDE_A, 0), 0u);
+    ASSERT_TRUE(iwarp_llp_assoc_handle_timeout(a, 6000));
+    ASSERT_EQ_U(take(SIDE_A, 0), EV_TIMEDOUT);
+    ASSERT_EQ(S[SIDE_A].st[0].state, IWARP_LLP_ASSOC_ENDING); /* the owner's until detached */
+    ASSERT_EQ_U(iwarp_llp_assoc_next_timeout(a), UINT64_MAX);
+    ASSERT_FALSE(iwarp_llp_assoc_handle_timeout(a, 100000)); /* once */
+    iwarp_llp_assoc_detach(a, 0);
+    ASSERT_EQ(S[SIDE_A].st[0].state, IWARP_LLP_ASSOC_FREE);
+
+    /* let go of while waiting: released when the linger passes, and nobody is told */
+    iwarp_llp_assoc_abort(a, 1);
+    iwarp_core_qp_llp_closed(&qa1->qp, false);
+    ASSERT_EQ_U(ship(SIDE_A), 1u);
+    discard_flights();
+    iwarp_llp_assoc_detach(a, 1);
+    ASSERT_EQ(S[SIDE_A].st[1].state, IWARP_LLP_ASSOC_ENDING);
+    ASSERT_FALSE(iwarp_llp_assoc_handle_timeout(a, 7000));
+    ASSERT_FALSE(iwarp_llp_assoc_handle_timeout(a, 7999));
+    ASSERT_EQ(S[SIDE_A].st[1].state, IWARP_LLP_ASSOC_ENDING);
+    ASSERT_FALSE(iwarp_llp_assoc_handle_timeout(a, 8000));
+    ASSERT_EQ(S[SIDE_A].st[1].state, IWARP_LLP_ASSOC_FREE);
+    ASSERT_EQ_U(take(SIDE_A, 1), 0u);
+    ASSERT_EQ_U(iwarp_llp_assoc_next_timeout(a), UINT64_MAX);
+    finish();
+}
+
+/* The owner's connect deadline: an Initiate unanswered by then is withdrawn with our Terminate
+ * (§6.2) and TIMEDOUT reported; the stream, let go of, is free once the peer answers. A
+ * session established in time loses the deadline. */
+TEST(an_unanswered_initiate_is_withdrawn_at_the_deadline)
+{
+    CFG_LINGER = 1000;
+    world(0, 1400, 4, true);
+    struct iwarp_llp_assoc *a = &S[SIDE_A].a;
+    struct qpe *qa = qp_new(SIDE_A, 0);
+    struct iwarp_sess_cfg c = active_cfg(true);
+    ASSERT_EQ(iwarp_llp_assoc_open(a, 0, &c, eng_qp(qa), 4, 4, NULL), 0);
+    iwarp_llp_assoc_set_deadline(a, 0, 10000);
+    ASSERT_EQ_U(ship(SIDE_A), 1u); /* the Initiate; B does not see it yet */
+    ASSERT_EQ_U(iwarp_llp_assoc_next_timeout(a), 10000u);
+    ASSERT_FALSE(iwarp_llp_assoc_handle_timeout(a, 9999));
+    ASSERT_EQ_U(take(SIDE_A, 0), 0u);
+    ASSERT_EQ_U(ship(SIDE_A), 0u);
+    ASSERT_TRUE(iwarp_llp_assoc_handle_timeout(a, 10000));
+    ASSERT_EQ_U(take(SIDE_A, 0), EV_TIMEDOUT);
+    ASSERT_EQ(S[SIDE_A].st[0].state, IWARP_LLP_ASSOC_ENDING);
+    ASSERT_EQ_U(ship(SIDE_A), 1u);
+    ASSERT_EQ(log_at(SIDE_A, 0, -1)->fc, IWARP_SCTP_FC_TERMINATE);
+    ASSERT_EQ_U(iwarp_llp_assoc_next_timeout(a), 11000u); /* now the linger for B's answer */
+    iwarp_core_qp_llp_closed(&qa->qp, false);             /* the owner's flush */
+    iwarp_llp_assoc_detach(a, 0);
+    ASSERT_EQ(S[SIDE_A].st[0].state, IWARP_LLP_ASSOC_ENDING); /* B's Terminate is awaited */
+    pump(); /* B takes the Initiate and the Terminate and answers it */
+    ASSERT_EQ(S[SIDE_A].st[0].state, IWARP_LLP_ASSOC_FREE);
+    ASSERT_EQ_U(take(SIDE_A, 0), 0u);
+    ASSERT_TRUE(take(SIDE_B, 0) & EV_CLOSED);
+    release(SIDE_B, 0);
+
+    /* in time: ESTABLISHED clears the deadline */
+    struct qpe *qa1 = qp_new(SIDE_A, 1), *qb1 = qp_new(SIDE_B, 1);
+    ASSERT_EQ(iwarp_llp_assoc_open(a, 1, &c, eng_qp(qa1), 4, 4, NULL), 0);
+    iwarp_llp_assoc_set_deadline(a, 1, 20000);
+    pump();
+    ASSERT_EQ_U(take(SIDE_B, 1), EV_REQ);
+    struct iwarp_sess_answer ans = {.ird = 4, .ord = 4};
+    ASSERT_EQ(iwarp_llp_assoc_accept(&S[SIDE_B].a, 1, &ans, eng_qp(qb1), 4, 4), 0);
+    pump();
+    ASSERT_EQ_U(take(SIDE_A, 1), EV_EST);
+    ASSERT_EQ_U(iwarp_llp_assoc_next_timeout(a), UINT64_MAX);
+    ASSERT_FALSE(iwarp_llp_assoc_handle_timeout(a, 50000));
+    ASSERT_EQ_U(take(SIDE_A, 1), 0u);
+    ASSERT_EQ(S[SIDE_A].st[1].state, IWARP_LLP_ASSOC_SESSION);
+    finish();
+}
+
+/* A graceful disconnect drains for at most cfg.linger_ns from the owner's now: past it,
+ * TIMEDOUT, and the stream is released as soon as the owner lets go of it. */
+TEST(a_disconnect_that_does_not_drain_times_out)
+{
+    struct qpe *qa, *qb;
+    struct iwarp_llp_assoc *a = policy_world(0, 1000, &qa, &qb);
+    post_send(qa, IWARP_WR_SEND, 0xA0, 0, 100, 0); /* never shipped: the drain cannot end */
+    iwarp_llp_assoc_disconnect(a, 0, 3000);
+    ASSERT_EQ_U(iwarp_llp_assoc_next_timeout(a), 4000u);
+    ASSERT_FALSE(iwarp_llp_assoc_handle_timeout(a, 3999));
+    ASSERT_EQ_U(take(SIDE_A, 0), 0u);
+    ASSERT_TRUE(iwarp_llp_assoc_handle_timeout(a, 4000));
+    ASSERT_EQ_U(take(SIDE_A, 0), EV_TIMEDOUT);
+    ASSERT_EQ(S[SIDE_A].st[0].state, IWARP_LLP_ASSOC_SESSION);
+    iwarp_core_qp_llp_closed(&qa->qp, false); /* the owner's flush */
+    wc_next(&qa->scq, 0xA0, IWARP_WC_WR_FLUSH_ERR, 0);
+    iwarp_llp_assoc_detach(a, 0);
+    ASSERT_EQ(S[SIDE_A].st[0].state, IWARP_LLP_ASSOC_FREE); /* at once: its deadline passed */
+    ASSERT_EQ_U(ship(SIDE_A), 0u);
+    ASSERT_EQ_U(iwarp_llp_assoc_next_timeout(a), UINT64_MAX);
+    finish();
+}
+
+/* A stream the owner let go of after rejecting is released once the Reject is handed to SCTP
+ * (§6.3), not before: released earlier, the Reject would never leave. */
+TEST(a_detached_stream_is_released_once_its_last_chunk_is_out)
+{
+    world(0, 1400, 4, true);
+    struct qpe *qa = qp_new(SIDE_A, 2);
+    struct iwarp_sess_cfg c = active_cfg(true);
+    ASSERT_EQ(iwarp_llp_assoc_open(&S[SIDE_A].a, 2, &c, eng_qp(qa), 4, 4, NULL), 0);
+    pump();
+    ASSERT_EQ_U(take(SIDE_B, 2), EV_REQ);
+    struct iwarp_llp_assoc *b = &S[SIDE_B].a;
+    ASSERT_EQ(iwarp_llp_assoc_reject(b, 2, NULL), 0);
+    iwarp_llp_assoc_detach(b, 2);
+    ASSERT_EQ(S[SIDE_B].st[2].state, IWARP_LLP_ASSOC_ENDING);
+    const struct iwarp_llp_assoc_chunk *ch = iwarp_llp_assoc_tx_next(b);
+    ASSERT_TRUE(ch != NULL && ch->sid == 2); /* produced, the send buffer is full */
+    ASSERT_EQ(S[SIDE_B].st[2].state, IWARP_LLP_ASSOC_ENDING);
+    ASSERT_EQ_U(ship(SIDE_B), 1u);
+    ASSERT_EQ(log_at(SIDE_B, 2, -1)->fc, IWARP_SCTP_FC_REJECT);
+    ASSERT_EQ(S[SIDE_B].st[2].state, IWARP_LLP_ASSOC_FREE);
+    ASSERT_EQ_U(take(SIDE_B, 2), 0u);
+    pump();
+    ASSERT_EQ_U(take(SIDE_A, 2), EV_REJ);
+    /* a stream nobody had is not the owner's to let go of: nothing happens */
+    iwarp_llp_assoc_detach(b, 3);
+    ASSERT_EQ(S[SIDE_B].st[3].state, IWARP_LLP_ASSOC_FREE);
+    ASSERT_FALSE(S[SIDE_B].st[3].detached);
     finish();
 }
