@@ -21,7 +21,9 @@
  * the bounce buffer (<= 64 KiB). CRC off: the payload of a Write, Read Response or Send is
  * placed in its destination (the MR, the posted receive's SGEs) that the engine's rx_hdr()
  * validated for the whole ULPDU_Length: copied from the window for the octets read ahead, read
- * straight into it for the rest of a large one. llp_conn.c's file header has the details.
+ * straight into it for the rest of a large one. llp_conn_int.h has the details (the bounce
+ * buffer's regions, the receive states); llp_conn.c negotiates and holds the entry points of
+ * state, time and close, llp_conn_rx.c receives, llp_conn_tx.c frames and sends.
  * Responder: the QP starts at accept; its FPDUs are held until the initiator's first FPDU has
  * arrived (RFC 5044 §7.1.2 rule 4).
  */
@@ -71,6 +73,55 @@ struct iwarp_llp_conn_txf {
                                             points to */
 };
 
+/* The receive side's states; llp_conn_int.h says what each does and when it changes. */
+enum iwarp_llp_conn_rx_state {
+    IWARP_LLP_CONN_RX_NEG = 0, /* the peer's MPA Request or Reply */
+    IWARP_LLP_CONN_RX_HDR,     /* an FPDU's ULPDU_Length and first ULPDU octets, staged */
+    IWARP_LLP_CONN_RX_PAYLOAD, /* the rest of its ULPDU: placed directly, or dropped */
+    IWARP_LLP_CONN_RX_TRAILER, /* its PAD and CRC; the FPDU's end delivers the ULPDU */
+    IWARP_LLP_CONN_RX_DEAD,    /* receive stopped: octets are read and dropped */
+};
+
+/* How the current FPDU's ULPDU reaches the engine (llp_conn_int.h). */
+enum iwarp_llp_conn_rx_place {
+    IWARP_LLP_CONN_RX_STAGED = 0, /* staged whole, rx_segment() at the FPDU's end */
+    IWARP_LLP_CONN_RX_DIRECT,     /* headers to rx_hdr(), payload read into its iovecs */
+    IWARP_LLP_CONN_RX_DROPPED,    /* rx_hdr() refused the segment: its payload is dropped */
+};
+
+/* The regions of the caller's bounce buffer, set by init (llp_conn_int.h draws them). */
+struct iwarp_llp_conn_bounce {
+    uint8_t *stage;   /* ULPDUs staged at their ULPDU offsets, the read-ahead window behind */
+    uint8_t *neg_in;  /* the peer's Request/Reply, read exactly to its end */
+    uint8_t *neg_out; /* our Request/Reply/Reject while it is being written */
+    uint8_t *scratch; /* a marker inside a large ULPDU; octets read once receive stopped */
+    uint8_t *end;     /* one past the buffer: the read-ahead window ends here */
+};
+
+/* The FPDU being received (full operation). */
+struct iwarp_llp_conn_rx_fpdu {
+    enum iwarp_llp_conn_rx_place place;
+    uint32_t ulpdu_len, ulpdu_done; /* its ULPDU_Length and octets seen (0: none yet) */
+    /* Its first `staged` ULPDU octets (only the headers when placed directly), contiguous and
+     * without markers, at seg: bounce.stage, or in place in the read-ahead window. */
+    const uint8_t *seg;
+    uint32_t staged;
+    /* Direct placement: the iovecs rx_hdr() gave, the one being filled, its octets filled. */
+    struct iovec dst[IWARP_CORE_RX_IOV_MAX];
+    uint32_t ndst, dst_i;
+    size_t dst_off;
+};
+
+/* The receive side (private to llp_conn*.c). */
+struct iwarp_llp_conn_recv {
+    enum iwarp_llp_conn_rx_state state;
+    struct iwarp_llp_conn_rx_fpdu fpdu;
+    bool ra_wide;           /* the last read-ahead filled its window with small FPDUs: read the
+                               most */
+    bool tagged_open;       /* the last tagged segment received did not end its message */
+    uint32_t untagged_open; /* bit q: same for untagged queue q (q < 32) */
+};
+
 struct iwarp_llp_conn {
     struct iwarp_llp_conn_cfg cfg;
     enum iwarp_llp_conn_state state;
@@ -79,37 +130,25 @@ struct iwarp_llp_conn {
     struct iwarp_core_engine *eng; /* set by attach(); the engine fed in full operation */
     struct iwarp_mpa_rx rx;
     struct iwarp_mpa_tx tx;
-    uint32_t max_seg; /* largest DDP segment: MULPDU for the EMSS and markers */
-    /* RX bounce buffer: one FPDU's ULPDU (<= 64768 octets), verified before placement */
-    uint8_t *bounce; /* caller-owned, IWARP_LLP_CONN_BOUNCE octets */
-    uint32_t bounce_len;
+    uint32_t max_seg;                    /* largest DDP segment: MULPDU for the EMSS and markers */
+    struct iwarp_llp_conn_bounce bounce; /* caller-owned, IWARP_LLP_CONN_BOUNCE octets */
     /* TX ring of framed FPDUs */
     struct iwarp_llp_conn_txf *txf; /* caller-owned, IWARP_LLP_CONN_TX_SEGS entries */
     uint32_t txf_head, txf_count;
     uint32_t txf_off;       /* octets of the head FPDU already written */
     uint64_t first_fpdu_at; /* initiator: earliest time of the first FPDU */
     uint64_t now_ns;        /* last time seen */
-    /* Private to llp_conn.c. */
-    uint16_t stage_len, stage_off; /* negotiation frame staged in bounce (see llp_conn.c) */
-    bool fullop;         /* deframer and framer set up (RFC 5044 §7.1.2 full operation) */
-    bool started;        /* iwarp_core_qp_start() was called */
-    bool rx_dead;        /* receive stopped (error, Terminate, close): octets are discarded */
-    bool rtr_pending;    /* initiator: the negotiated RTR still has to be framed */
-    bool rtr_wait;       /* initiator: awaiting the zero-length Read Response to our Read RTR */
-    bool term_queued;    /* a Terminate built by the connection is queued; nothing follows it */
-    bool tx_hold;        /* responder: the QP runs but sends nothing before the initiator's first
-                            FPDU has arrived (RFC 5044 §7.1.2 rule 4) */
-    bool ra_wide;        /* the last read-ahead filled its window with small FPDUs: read the most */
-    bool rx_tagged_open; /* the last tagged segment received did not end its message */
-    uint32_t rx_untagged_open; /* bit q: same for untagged queue q (q < 32) */
-    /* Receive of the current FPDU's ULPDU (CRC off: direct placement; see llp_conn.c). */
-    const uint8_t *rx_seg;                /* its first bounce_len octets: bounce, or the window */
-    uint32_t rx_ulpdu_len, rx_ulpdu_done; /* its ULPDU_Length and octets seen (0: none yet) */
-    uint8_t rx_mode;
-    uint32_t rx_ndst, rx_dst_i;                 /* destination iovecs, the one being filled */
-    size_t rx_dst_off;                          /* octets of rx_dst[rx_dst_i] already filled */
-    struct iovec rx_dst[IWARP_CORE_RX_IOV_MAX]; /* from the engine's rx_hdr() */
-    /* Counters (read-only outside llp_conn.c): ULPDU octets received with CRC off placed by
+    /* Private to llp_conn*.c. */
+    uint16_t neg_out_len, neg_out_off; /* our negotiation frame in bounce.neg_out, written */
+    bool fullop;      /* deframer and framer set up (RFC 5044 §7.1.2 full operation) */
+    bool started;     /* iwarp_core_qp_start() was called */
+    bool rtr_pending; /* initiator: the negotiated RTR still has to be framed */
+    bool rtr_wait;    /* initiator: awaiting the zero-length Read Response to our Read RTR */
+    bool term_queued; /* a Terminate built by the connection is queued; nothing follows it */
+    bool tx_hold;     /* responder: the QP runs but sends nothing before the initiator's first
+                         FPDU has arrived (RFC 5044 §7.1.2 rule 4) */
+    struct iwarp_llp_conn_recv recv;
+    /* Counters (read-only outside llp_conn*.c): ULPDU octets received with CRC off placed by
      * the transport straight into their destination, or copied there from the read-ahead
      * window; ULPDU octets moved from the window into the staging area (a ULPDU not wholly
      * inside one read). */
@@ -155,6 +194,11 @@ void iwarp_llp_conn_tx_ack(struct iwarp_llp_conn *c, size_t n);
 
 /* Whether tx_iov would return something now. */
 bool iwarp_llp_conn_tx_ready(struct iwarp_llp_conn *c, uint64_t now_ns);
+
+/* Whether the receive side of full operation stands between two FPDUs: no octet of the next
+ * one read (RFC 5044 §4.3: before its length field, or before the marker that precedes it) and
+ * nothing of a segment pending. For drivers that insert octets into the stream (llp_e2e). */
+bool iwarp_llp_conn_rx_between_fpdus(const struct iwarp_llp_conn *c);
 
 /* Absolute time of the next deadline (UINT64_MAX: none) and its handling. */
 uint64_t iwarp_llp_conn_next_timeout(const struct iwarp_llp_conn *c);

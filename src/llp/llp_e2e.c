@@ -437,29 +437,19 @@ int iwarp_llp_e2e_connect(struct iwarp_llp_e2e *e, unsigned *failed)
     return 0;
 }
 
-/* Whether c's deframer stands between two FPDUs (RFC 5044 §4.3: before a length field, or
- * before the marker that precedes one) with nothing of a segment pending in the connection. */
-static bool between_fpdus(const struct iwarp_llp_conn *c)
-{
-    struct iwarp_mpa_rx_want w;
-    iwarp_mpa_rx_want(&c->rx, &w);
-    bool boundary = (w.part == IWARP_MPA_RX_PART_HDR && w.len == IWARP_MPA_LEN_FIELD) ||
-                    (w.part == IWARP_MPA_RX_PART_MARKER && w.len == IWARP_MPA_MARKER_LEN);
-    return boundary && c->bounce_len == 0 && c->rx_ulpdu_len == 0;
-}
-
 /* Whether c is in full operation with nothing framed ahead and nothing held. */
 static bool conn_idle(const struct iwarp_llp_conn *c)
 {
-    return c->state == IWARP_LLP_CONN_ESTABLISHED && c->fullop && !c->rx_dead && !c->tx_hold &&
-           !c->rtr_pending && !c->rtr_wait && c->txf_count == 0;
+    return c->state == IWARP_LLP_CONN_ESTABLISHED && c->fullop &&
+           c->recv.state != IWARP_LLP_CONN_RX_DEAD && !c->tx_hold && !c->rtr_pending &&
+           !c->rtr_wait && c->txf_count == 0;
 }
 
 int iwarp_llp_e2e_inject(struct iwarp_llp_e2e *e, unsigned side, const uint8_t *seg, size_t len)
 {
     struct iwarp_llp_conn *tx = &e->side[side & 1u].conn, *rx = &e->side[(side & 1u) ^ 1u].conn;
     if (e->cfg.editor || e->link.pipe[0].len || e->link.pipe[1].len || !conn_idle(tx) ||
-        !conn_idle(rx) || !between_fpdus(rx))
+        !conn_idle(rx) || !iwarp_llp_conn_rx_between_fpdus(rx))
         return IWARP_ERR_STATE;
     struct iovec in = {(void *)(uintptr_t)seg, len};
     iwarp_ssize n =

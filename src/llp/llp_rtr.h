@@ -14,7 +14,7 @@
  *          RFC 5040 §5.2.1 checks skipped for zero length) and answers it with a zero-length
  *          Read Response, as siw does. siw's initiator puts the RTR in its ORQ; ours keeps the
  *          ORQ for send-queue Reads and instead holds the QP's transmit until the answer is
- *          back (llp_conn.c), so the responder never sees more than ORD Reads outstanding.
+ *          back (llp_conn_tx.c), so the responder never sees more than ORD Reads outstanding.
  */
 #ifndef IWARP_LLP_LLP_RTR_H
 #define IWARP_LLP_LLP_RTR_H

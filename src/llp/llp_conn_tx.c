@@ -1,0 +1,199 @@
+/*
+ * The MPA connection's transmit side (see llp_conn.h, llp_conn_int.h): our negotiation frame,
+ * then the engine's segments (and the RTR, and the connection's own Terminate) framed into
+ * FPDUs in the TX ring, handed to the transport as iovecs and given back as written.
+ */
+#include <string.h>
+
+#include "iwarp/errors.h"
+#include "llp/llp_conn.h"
+#include "llp/llp_conn_int.h"
+#include "llp/llp_rtr.h"
+#include "wire/wire_term.h"
+
+/* The TX ring's slot of the i-th FPDU after the oldest. */
+static struct iwarp_llp_conn_txf *txf_slot(struct iwarp_llp_conn *c, uint32_t i)
+{
+    return &c->txf[(c->txf_head + i) % IWARP_LLP_CONN_TX_SEGS];
+}
+
+/* Frame the segment in slot t as the next FPDU (RFC 5044 §4.1: length, ULPDU in place,
+ * markers, pad, CRC). */
+static int frame(struct iwarp_llp_conn *c, struct iwarp_llp_conn_txf *t)
+{
+    struct iovec in[1 + IWARP_CORE_TX_IOV_MAX];
+    size_t nin = 0;
+    in[nin++] = (struct iovec){t->seg.hdr, t->seg.hdr_len};
+    for (uint32_t i = 0; i < t->seg.niov && i < IWARP_CORE_TX_IOV_MAX; i++)
+        in[nin++] = t->seg.iov[i];
+    iwarp_ssize n =
+        iwarp_mpa_tx_frame(&c->tx, in, nin, &t->scratch, t->iov, IWARP_LLP_CONN_FPDU_IOV);
+    if (n < 0)
+        return (int)n;
+    t->niov = (uint32_t)n;
+    uint32_t len = 0;
+    for (uint32_t i = 0; i < t->niov; i++)
+        len += (uint32_t)t->iov[i].iov_len;
+    t->wire_len = len;
+    return 0;
+}
+
+void iwarp_llp_conn_terminate(struct iwarp_llp_conn *c, int err, struct iwarp_term_cause cause,
+                              const uint8_t *seg, size_t len)
+{
+    c->state = IWARP_LLP_CONN_FAILED;
+    c->err = err;
+    iwarp_llp_conn_rx_stop(c);
+    c->rtr_pending = false;
+    if (c->term_queued || !c->fullop || c->txf_count >= IWARP_LLP_CONN_TX_SEGS)
+        return;
+    struct iwarp_llp_conn_txf *t = txf_slot(c, c->txf_count);
+    struct iwarp_term_offender off = {
+        .seg = seg, .avail = len, .seg_len = (uint32_t)(len > UINT32_MAX ? UINT32_MAX : len)};
+    memset(&t->seg, 0, sizeof t->seg);
+    iwarp_ssize n = iwarp_term_build(t->seg.hdr, sizeof t->seg.hdr, cause, seg ? &off : NULL);
+    if (n <= 0)
+        return;
+    t->seg.hdr_len = (uint32_t)n;
+    t->seg.src = IWARP_CORE_TX_NONE;
+    t->seg.last = true;
+    if (frame(c, t) != 0)
+        return;
+    c->txf_count++;
+    c->term_queued = true;
+}
+
+/* Stage the negotiation's pending frame in neg_out when the previous one has been written. */
+static void stage_neg(struct iwarp_llp_conn *c)
+{
+    if (iwarp_llp_conn_neg_out_pending(c) || iwarp_mpa_neg_tx_pending(&c->neg) == 0)
+        return;
+    c->neg_out_len =
+        (uint16_t)iwarp_mpa_neg_tx(&c->neg, c->bounce.neg_out, IWARP_LLP_CONN_NEG_FRAME_MAX);
+    c->neg_out_off = 0;
+}
+
+bool iwarp_llp_conn_tx_gated(struct iwarp_llp_conn *c, uint64_t now_ns)
+{
+    if (c->first_fpdu_at == 0)
+        return false;
+    if (now_ns < c->first_fpdu_at)
+        return true;
+    c->first_fpdu_at = 0;
+    return false;
+}
+
+/* Whether the QP may produce segments now. */
+static bool qp_may_send(const struct iwarp_llp_conn *c)
+{
+    if (c->state != IWARP_LLP_CONN_ESTABLISHED || !c->started || c->term_queued || c->tx_hold)
+        return false;
+    /* While our Read RTR is unanswered only a Terminate may go (see llp_rtr.h). */
+    return !c->rtr_wait || c->eng->rdmap->term_pending;
+}
+
+/* Frame FPDUs ahead while the ring has room. */
+static void tx_fill(struct iwarp_llp_conn *c)
+{
+    while (c->fullop && c->txf_count < IWARP_LLP_CONN_TX_SEGS &&
+           c->state == IWARP_LLP_CONN_ESTABLISHED) {
+        struct iwarp_llp_conn_txf *t = txf_slot(c, c->txf_count);
+        if (c->rtr_pending) {
+            uint8_t rtr = iwarp_mpa_neg_result(&c->neg)->rtr;
+            if (iwarp_llp_rtr_build(c->eng->rdmap, rtr, &t->seg) != 0)
+                break; /* cannot happen: the negotiation picked exactly one type */
+            c->rtr_pending = false;
+            c->rtr_wait = rtr == IWARP_MPA_RTR_READ;
+        } else if (!qp_may_send(c) || !iwarp_core_eng_tx_next(c->eng, c->max_seg, &t->seg)) {
+            break;
+        }
+        int rc = frame(c, t);
+        if (rc != 0) {
+            /* The QP produced a segment over max_seg or empty: an engine bug. */
+            c->state = IWARP_LLP_CONN_FAILED;
+            c->err = rc;
+            iwarp_llp_conn_rx_stop(c);
+            break;
+        }
+        c->txf_count++;
+    }
+}
+
+/* Full operation is over once the QP says so and everything framed has been written. */
+static void update_close(struct iwarp_llp_conn *c)
+{
+    if (c->state == IWARP_LLP_CONN_ESTABLISHED && c->started && c->txf_count == 0 &&
+        !c->rtr_pending && iwarp_core_eng_tx_close(c->eng)) {
+        c->state = IWARP_LLP_CONN_CLOSE;
+        iwarp_llp_conn_rx_stop(c);
+    }
+}
+
+uint32_t iwarp_llp_conn_tx_iov(struct iwarp_llp_conn *c, struct iovec *iov, uint32_t max,
+                               uint64_t now_ns)
+{
+    c->now_ns = now_ns;
+    uint32_t k = 0;
+    stage_neg(c);
+    if (iwarp_llp_conn_neg_out_pending(c) && k < max)
+        iov[k++] = (struct iovec){c->bounce.neg_out + c->neg_out_off,
+                                  (size_t)(c->neg_out_len - c->neg_out_off)};
+    if (iwarp_llp_conn_tx_gated(c, now_ns))
+        return k;
+    tx_fill(c);
+    update_close(c);
+    size_t skip = c->txf_off;
+    for (uint32_t f = 0; f < c->txf_count && k < max; f++) {
+        struct iwarp_llp_conn_txf *t = txf_slot(c, f);
+        for (uint32_t i = 0; i < t->niov && k < max; i++) {
+            size_t l = t->iov[i].iov_len;
+            if (skip >= l) {
+                skip -= l;
+                continue;
+            }
+            iov[k++] = (struct iovec){(uint8_t *)t->iov[i].iov_base + skip, l - skip};
+            skip = 0;
+        }
+    }
+    return k;
+}
+
+void iwarp_llp_conn_tx_ack(struct iwarp_llp_conn *c, size_t n)
+{
+    size_t st = (size_t)(c->neg_out_len - c->neg_out_off);
+    size_t take = n < st ? n : st;
+    c->neg_out_off = (uint16_t)(c->neg_out_off + take);
+    n -= take;
+    while (n > 0 && c->txf_count > 0) {
+        struct iwarp_llp_conn_txf *t = txf_slot(c, 0);
+        size_t rem = t->wire_len - c->txf_off;
+        if (n < rem) {
+            c->txf_off += (uint32_t)n;
+            break;
+        }
+        n -= rem;
+        c->txf_off = 0;
+        c->txf_head = (c->txf_head + 1u) % IWARP_LLP_CONN_TX_SEGS;
+        c->txf_count--;
+        /* RFC 5044 §7.1.2 rule 4: the initiator's first FPDU is out; the responder may now
+         * send, so what arrives is FPDUs. */
+        if (iwarp_llp_conn_neg_state(c) == IWARP_MPA_NEG_SEND_FIRST) {
+            (void)iwarp_mpa_neg_first_sent(&c->neg);
+            iwarp_llp_conn_rx_begin(c);
+        }
+        if (t->seg.src != IWARP_CORE_TX_NONE && c->started)
+            iwarp_core_eng_tx_sent(c->eng, &t->seg);
+    }
+    update_close(c);
+}
+
+bool iwarp_llp_conn_tx_ready(struct iwarp_llp_conn *c, uint64_t now_ns)
+{
+    if (iwarp_llp_conn_neg_out_pending(c) || iwarp_mpa_neg_tx_pending(&c->neg) > 0)
+        return true;
+    if (c->first_fpdu_at != 0 && now_ns < c->first_fpdu_at)
+        return false;
+    if (c->txf_count > 0 || (c->rtr_pending && c->state == IWARP_LLP_CONN_ESTABLISHED))
+        return true;
+    return qp_may_send(c) && iwarp_core_eng_tx_pending(c->eng);
+}
