@@ -9,6 +9,7 @@
 #include "api/api_ext.h"
 #include "api/api_internal.h"
 #include "iwarp/errors.h"
+#include "util/ring.h"
 
 void iwarp_api_async_push_locked(struct iwarp_ctx *ctx, const struct iwarp_async_event *ev)
 {
@@ -18,7 +19,7 @@ void iwarp_api_async_push_locked(struct iwarp_ctx *ctx, const struct iwarp_async
                       iwarp_event_type_str(ev->event_type));
         return;
     }
-    ctx->async_ring[(ctx->async_head + ctx->async_count) % IWARP_API_ASYNC_MAX] = *ev;
+    ctx->async_ring[iwarp_ring_slot(ctx->async_head, ctx->async_count, IWARP_API_ASYNC_MAX)] = *ev;
     ctx->async_count++;
     if (ctx->async_count == 1)
         (void)eventfd_write(ctx->async_fd, 1);
@@ -35,10 +36,11 @@ void iwarp_api_async_drop_qp_locked(struct iwarp_ctx *ctx, const struct iwarp_qp
 {
     uint32_t kept = 0;
     for (uint32_t i = 0; i < ctx->async_count; i++) {
-        struct iwarp_async_event ev = ctx->async_ring[(ctx->async_head + i) % IWARP_API_ASYNC_MAX];
+        struct iwarp_async_event ev =
+            ctx->async_ring[iwarp_ring_slot(ctx->async_head, i, IWARP_API_ASYNC_MAX)];
         if (names_qp(ev.event_type) && ev.element.qp == qp)
             continue;
-        ctx->async_ring[(ctx->async_head + kept++) % IWARP_API_ASYNC_MAX] = ev;
+        ctx->async_ring[iwarp_ring_slot(ctx->async_head, kept++, IWARP_API_ASYNC_MAX)] = ev;
     }
     if (ctx->async_count && kept == 0) {
         eventfd_t v;
@@ -63,7 +65,7 @@ int iwarp_get_async_event_sized(struct iwarp_ctx *ctx, struct iwarp_async_event 
         struct iwarp_async_event ev = ctx->async_ring[ctx->async_head];
         ev.comp_mask = 0; /* no extension fields yet */
         memcpy(event, &ev, IWARP_API_EXT_BASE(struct iwarp_async_event));
-        ctx->async_head = (ctx->async_head + 1u) % IWARP_API_ASYNC_MAX;
+        ctx->async_head = iwarp_ring_advance(ctx->async_head, 1, IWARP_API_ASYNC_MAX);
         ctx->async_count--;
         if (ctx->async_count == 0) {
             eventfd_t v;

@@ -2,6 +2,7 @@
 #include "core/core_cq.h"
 
 #include "iwarp/errors.h"
+#include "util/ring.h"
 
 int iwarp_core_cq_init(struct iwarp_core_cq *cq, struct iwarp_wc *ring, uint32_t cap,
                        iwarp_core_cq_notify_fn notify, void *notify_user)
@@ -25,7 +26,7 @@ int iwarp_core_cq_push(struct iwarp_core_cq *cq, const struct iwarp_wc *wc, bool
         }
         return IWARP_ERR_NOSPC;
     }
-    cq->ring[(cq->head + cq->count) % cq->cap] = *wc;
+    cq->ring[iwarp_ring_slot(cq->head, cq->count, cq->cap)] = *wc;
     cq->count++;
     bool fire =
         cq->arm == IWARP_CORE_CQ_ARM_NEXT ||
@@ -50,7 +51,7 @@ uint32_t iwarp_core_cq_poll(struct iwarp_core_cq *cq, struct iwarp_wc *out, uint
     uint32_t n = 0;
     while (n < max && cq->count) {
         out[n++] = cq->ring[cq->head];
-        cq->head = (cq->head + 1u) % cq->cap;
+        cq->head = iwarp_ring_advance(cq->head, 1, cq->cap);
         cq->count--;
     }
     return n;

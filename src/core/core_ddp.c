@@ -8,6 +8,7 @@
 #include "mem/mem_access.h"
 #include "mem/mem_region.h"
 #include "util/bytes.h"
+#include "util/ring.h"
 #include "wire/wire_rdmap.h"
 
 static uint32_t cause_u32(struct iwarp_term_cause c)
@@ -88,7 +89,7 @@ static void sq_pop(struct iwarp_core_ddp *d)
     for (uint32_t i = 0; i < e->nheld; i++)
         iwarp_mem_release(d->cfg.mem, e->held[i]);
     e->nheld = 0;
-    d->sq_head = (d->sq_head + 1u) % d->cfg.sq_cap;
+    d->sq_head = iwarp_ring_advance(d->sq_head, 1, d->cfg.sq_cap);
     d->sq_count--;
     if (d->sq_next)
         d->sq_next--;
@@ -145,7 +146,7 @@ int iwarp_core_ddp_post_send(struct iwarp_core_ddp *d, const struct iwarp_core_d
         return IWARP_ERR_STATE;
     if (d->sq_count == d->cfg.sq_cap)
         return IWARP_ERR_NOSPC;
-    struct iwarp_core_ddp_sqe *e = &d->sq[(d->sq_head + d->sq_count) % d->cfg.sq_cap];
+    struct iwarp_core_ddp_sqe *e = &d->sq[iwarp_ring_slot(d->sq_head, d->sq_count, d->cfg.sq_cap)];
     uint64_t total = 0;
     uint32_t nheld = 0;
     for (int i = 0; i < s->num_sge; i++) {
@@ -204,8 +205,8 @@ int iwarp_core_ddp_post_recv(struct iwarp_core_ddp *d, uint32_t qn, const struct
     if (rc == 0)
         rc = iwarp_core_rq_push(&q->rq, &rqe);
     if (rc == 0) /* the MRs stay registered while the receive is posted (mem_region.h) */
-        iwarp_core_rqe_hold(&q->rq.ring[(q->rq.head + q->rq.count - 1u) % q->rq.cap], d->cfg.mem,
-                            true);
+        iwarp_core_rqe_hold(&q->rq.ring[iwarp_ring_slot(q->rq.head, q->rq.count - 1u, q->rq.cap)],
+                            d->cfg.mem, true);
     return rc;
 }
 
@@ -232,7 +233,8 @@ bool iwarp_core_ddp_tx_close(const struct iwarp_core_ddp *d)
  * RsvdULP[8:39] and QN) are then rewritten with the ULP's values (see patch_hdr). */
 static int tx_start(struct iwarp_core_ddp *d)
 {
-    const struct iwarp_core_ddp_sqe *e = &d->sq[(d->sq_head + d->sq_next) % d->cfg.sq_cap];
+    const struct iwarp_core_ddp_sqe *e =
+        &d->sq[iwarp_ring_slot(d->sq_head, d->sq_next, d->cfg.sq_cap)];
     struct iwarp_wire_msg wm = {0};
     if (e->tagged) {
         wm.opcode = IWARP_RDMAP_OP_WRITE;
@@ -277,7 +279,7 @@ int iwarp_core_ddp_tx_next(struct iwarp_core_ddp *d, uint32_t max_seg,
         if (d->sq_next >= d->sq_count || tx_start(d) != 0)
             return 0; /* tx_start cannot fail: post_send checked the message */
     }
-    uint32_t index = (d->sq_head + d->sq_next - 1u) % d->cfg.sq_cap;
+    uint32_t index = iwarp_ring_slot(d->sq_head, d->sq_next - 1u, d->cfg.sq_cap);
     const struct iwarp_core_ddp_sqe *e = &d->sq[index];
     memset(seg, 0, sizeof *seg);
     size_t npl = 0;

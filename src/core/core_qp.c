@@ -10,6 +10,7 @@
 #include "iwarp/errors.h"
 #include "mem/mem_access.h"
 #include "mem/mem_region.h"
+#include "util/ring.h"
 #include "wire/wire_term.h"
 
 int iwarp_core_qp_init(struct iwarp_core_qp *qp, const struct iwarp_core_qp_cfg *cfg,
@@ -106,7 +107,7 @@ void iwarp_core_qp_sq_finish(struct iwarp_core_qp *qp, uint32_t index, uint8_t s
         for (uint32_t i = 0; i < h->nheld; i++)
             iwarp_mem_release(qp->cfg.mem, h->held[i]);
         h->nheld = 0;
-        qp->sq_head = (qp->sq_head + 1u) % qp->cfg.sq_cap;
+        qp->sq_head = iwarp_ring_advance(qp->sq_head, 1, qp->cfg.sq_cap);
         qp->sq_count--;
         if (qp->sq_next)
             qp->sq_next--;
@@ -151,7 +152,7 @@ void iwarp_core_qp_pop_rqe(struct iwarp_core_qp *qp)
         iwarp_core_rqe_hold(r, qp->cfg.mem, false);
     if (qp->cfg.srq) {
         if (qp->srq_taken_count) {
-            qp->srq_taken_head = (qp->srq_taken_head + 1u) % IWARP_CORE_SRQ_WINDOW;
+            qp->srq_taken_head = iwarp_ring_advance(qp->srq_taken_head, 1, IWARP_CORE_SRQ_WINDOW);
             qp->srq_taken_count--;
         }
     } else if (qp->rq.count) {

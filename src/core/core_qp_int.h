@@ -6,11 +6,12 @@
 #define IWARP_CORE_CORE_QP_INT_H
 
 #include "core/core_qp.h"
+#include "util/ring.h"
 
 /* The SQ slot index of the i-th posted entry after sq_head. */
 static inline uint32_t iwarp_core_sq_slot(const struct iwarp_core_qp *qp, uint32_t i)
 {
-    return (qp->sq_head + i) % qp->cfg.sq_cap;
+    return iwarp_ring_slot(qp->sq_head, i, qp->cfg.sq_cap);
 }
 
 /*

@@ -30,6 +30,7 @@
 #include "iwarp/errors.h"
 #include "mem/mem_access.h"
 #include "mem/mem_region.h"
+#include "util/ring.h"
 #include "wire/wire_segment.h"
 #include "wire/wire_term.h"
 
@@ -101,7 +102,7 @@ static void recv_fail(struct iwarp_core_qp *qp, uint8_t status, struct iwarp_ter
 /* Remove the ORQ head. */
 static void orq_pop(struct iwarp_core_qp *qp)
 {
-    qp->orq_head = (qp->orq_head + 1u) % IWARP_CORE_MAX_ORD;
+    qp->orq_head = iwarp_ring_advance(qp->orq_head, 1, IWARP_CORE_MAX_ORD);
     qp->orq_count--;
 }
 
@@ -217,7 +218,7 @@ static void srq_pull(struct iwarp_core_qp *qp, const struct iwarp_ddp_hdr *h)
         h->msn != iwarp_ddp_rx_uq_expected_msn(&qp->uq_send) ||
         qp->srq_taken_count >= IWARP_CORE_SRQ_WINDOW)
         return;
-    uint32_t slot = (qp->srq_taken_head + qp->srq_taken_count) % IWARP_CORE_SRQ_WINDOW;
+    uint32_t slot = iwarp_ring_slot(qp->srq_taken_head, qp->srq_taken_count, IWARP_CORE_SRQ_WINDOW);
     if (!iwarp_core_srq_take(srq, &qp->srq_taken[slot]))
         return; /* none: DDP reports "no buffer available" (RFC 5041 §7.1 check 4) */
     /* Counted before the DDP post so that the receive is flushed, never lost, if the post
@@ -356,7 +357,7 @@ static void done_read_req(struct iwarp_core_qp *qp)
     (void)iwarp_ddp_rx_uq_complete(&qp->uq_read);
     /* RFC 5040 §5.2.1: processed in the order sent; answered in that order (§5.5 rule 20).
      * irq_count < IWARP_CORE_MAX_IRD: phase 1 checked it and only TX removes entries. */
-    qp->irq[(qp->irq_head + qp->irq_count) % IWARP_CORE_MAX_IRD] =
+    qp->irq[iwarp_ring_slot(qp->irq_head, qp->irq_count, IWARP_CORE_MAX_IRD)] =
         (struct iwarp_core_irqe){.sink_stag = c->read_req.sink_stag,
                                  .sink_to = c->read_req.sink_to,
                                  .src_addr = c->src_addr,

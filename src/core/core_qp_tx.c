@@ -14,6 +14,7 @@
 #include "core/core_qp_int.h"
 #include "iwarp/errors.h"
 #include "mem/mem_region.h"
+#include "util/ring.h"
 
 /* Local operations (no wire traffic) finish as soon as the TX side reaches them, in order. */
 static void run_local_op(struct iwarp_core_qp *qp, uint32_t index, struct iwarp_core_sqe *e)
@@ -119,7 +120,7 @@ static bool start_sq(struct iwarp_core_qp *qp)
         }
         if (e->opcode == IWARP_WR_RDMA_READ) {
             struct iwarp_core_orqe *o =
-                &qp->orq[(qp->orq_head + qp->orq_count) % IWARP_CORE_MAX_ORD];
+                &qp->orq[iwarp_ring_slot(qp->orq_head, qp->orq_count, IWARP_CORE_MAX_ORD)];
             *o = (struct iwarp_core_orqe){
                 .sq_index = index, .sink_stag = e->lkey0, .sink_to = e->laddr0, .len = e->len};
             qp->orq_count++;
@@ -137,7 +138,7 @@ static bool start_sq(struct iwarp_core_qp *qp)
 static bool start_irq(struct iwarp_core_qp *qp)
 {
     for (uint32_t i = 0; i < qp->irq_count; i++) {
-        uint32_t index = (qp->irq_head + i) % IWARP_CORE_MAX_IRD;
+        uint32_t index = iwarp_ring_slot(qp->irq_head, i, IWARP_CORE_MAX_IRD);
         struct iwarp_core_irqe *r = &qp->irq[index];
         if (r->started)
             continue;
@@ -159,7 +160,7 @@ static bool start_irq(struct iwarp_core_qp *qp)
 static bool irq_ready(const struct iwarp_core_qp *qp)
 {
     for (uint32_t i = 0; i < qp->irq_count; i++)
-        if (!qp->irq[(qp->irq_head + i) % IWARP_CORE_MAX_IRD].started)
+        if (!qp->irq[iwarp_ring_slot(qp->irq_head, i, IWARP_CORE_MAX_IRD)].started)
             return true;
     return false;
 }
@@ -239,7 +240,7 @@ void iwarp_core_qp_tx_sent(struct iwarp_core_qp *qp, const struct iwarp_core_tx_
             if (qp->sq[seg->index].opcode != IWARP_WR_RDMA_READ)
                 iwarp_core_qp_sq_finish(qp, seg->index, IWARP_WC_SUCCESS, 0);
         } else if (seg->src == IWARP_CORE_TX_IRQ && qp->irq_count && seg->index == qp->irq_head) {
-            qp->irq_head = (qp->irq_head + 1u) % IWARP_CORE_MAX_IRD;
+            qp->irq_head = iwarp_ring_advance(qp->irq_head, 1, IWARP_CORE_MAX_IRD);
             qp->irq_count--;
             iwarp_core_qp_rx_read_slot_free(qp);
         }

@@ -4,6 +4,7 @@
 #include "iwarp/errors.h"
 #include "mem/mem_access.h"
 #include "mem/mem_region.h"
+#include "util/ring.h"
 
 int iwarp_core_rqe_from_wr(struct iwarp_core_rqe *rqe, const struct iwarp_recv_wr *wr,
                            uint32_t max_sge, const struct iwarp_mem_table *mem, uint32_t pd)
@@ -61,7 +62,7 @@ int iwarp_core_rq_push(struct iwarp_core_rq *rq, const struct iwarp_core_rqe *rq
 {
     if (rq->count == rq->cap)
         return IWARP_ERR_NOSPC;
-    rq->ring[(rq->head + rq->count) % rq->cap] = *rqe;
+    rq->ring[iwarp_ring_slot(rq->head, rq->count, rq->cap)] = *rqe;
     rq->count++;
     return 0;
 }

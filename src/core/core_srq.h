@@ -14,6 +14,7 @@
 
 #include "iwarp/verbs.h"
 #include "mem/mem_stag.h"
+#include "util/ring.h"
 
 /* siw's defaults (wire-reference §2): 6 SGEs per WR, 1 for an RDMA Read sink. */
 #define IWARP_CORE_MAX_SGE    6u
@@ -64,7 +65,7 @@ static inline struct iwarp_core_rqe *iwarp_core_rq_peek(struct iwarp_core_rq *rq
 /* Remove the oldest receive (after peek). */
 static inline void iwarp_core_rq_pop(struct iwarp_core_rq *rq)
 {
-    rq->head = (rq->head + 1u) % rq->cap;
+    rq->head = iwarp_ring_advance(rq->head, 1, rq->cap);
     rq->count--;
 }
 

@@ -4,6 +4,7 @@
 #include <stddef.h>
 
 #include "iwarp/errors.h"
+#include "util/ring.h"
 
 int iwarp_ddp_rx_uq_init(struct iwarp_ddp_rx_uq *q, uint64_t *lens, uint32_t cap)
 {
@@ -19,7 +20,7 @@ int iwarp_ddp_rx_uq_post(struct iwarp_ddp_rx_uq *q, uint64_t len)
         return IWARP_ERR_INVAL;
     if (q->posted == q->cap)
         return IWARP_ERR_NOSPC;
-    q->lens[(uint32_t)(((uint64_t)q->head + q->posted) % q->cap)] = len;
+    q->lens[iwarp_ring_slot(q->head, q->posted, q->cap)] = len;
     q->posted++;
     return 0;
 }
@@ -69,7 +70,7 @@ int iwarp_ddp_rx_uq_complete(struct iwarp_ddp_rx_uq *q)
     if (!q->last_received)
         return IWARP_ERR_STATE;
     /* last_received implies an accepted segment, hence a posted buffer (posted > 0, cap > 0). */
-    q->head = (q->head + 1u) % q->cap;
+    q->head = iwarp_ring_advance(q->head, 1, q->cap);
     q->posted--;
     q->msn++; /* RFC 5041 §4.3: modulo 2^32, 0xFFFFFFFF wraps to 0 */
     q->received = 0;

@@ -9,12 +9,13 @@
 #include "llp/llp_conn.h"
 #include "llp/llp_conn_int.h"
 #include "llp/llp_rtr.h"
+#include "util/ring.h"
 #include "wire/wire_term.h"
 
 /* The TX ring's slot of the i-th FPDU after the oldest. */
 static struct iwarp_llp_conn_txf *txf_slot(struct iwarp_llp_conn *c, uint32_t i)
 {
-    return &c->txf[(c->txf_head + i) % IWARP_LLP_CONN_TX_SEGS];
+    return &c->txf[iwarp_ring_slot(c->txf_head, i, IWARP_LLP_CONN_TX_SEGS)];
 }
 
 /* Frame the segment in slot t as the next FPDU (RFC 5044 §4.1: length, ULPDU in place,
@@ -173,7 +174,7 @@ void iwarp_llp_conn_tx_ack(struct iwarp_llp_conn *c, size_t n)
         }
         n -= rem;
         c->txf_off = 0;
-        c->txf_head = (c->txf_head + 1u) % IWARP_LLP_CONN_TX_SEGS;
+        c->txf_head = iwarp_ring_advance(c->txf_head, 1, IWARP_LLP_CONN_TX_SEGS);
         c->txf_count--;
         /* RFC 5044 §7.1.2 rule 4: the initiator's first FPDU is out; the responder may now
          * send, so what arrives is FPDUs. */

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "iwarp/errors.h"
+#include "util/ring.h"
 
 #define IOV_BATCH 64u
 
@@ -48,7 +49,7 @@ int iwarp_llp_mem_put(struct iwarp_llp_mem *m, unsigned dir, const uint8_t *p, s
     if (q->cap - q->len < n)
         return IWARP_ERR_NOSPC;
     while (n > 0) {
-        size_t tail = (q->head + q->len) % q->cap;
+        size_t tail = iwarp_ring_slot_size(q->head, q->len, q->cap);
         size_t k = q->cap - tail < n ? q->cap - tail : n;
         memcpy(q->buf + tail, p, k);
         if (m->hook)
@@ -109,7 +110,7 @@ static size_t read_once(struct iwarp_llp_mem *m, unsigned d)
     while (done < n) {
         size_t k = p->cap - p->head < n - done ? p->cap - p->head : n - done;
         memcpy(dst + done, p->buf + p->head, k);
-        p->head = (p->head + k) % p->cap;
+        p->head = iwarp_ring_advance_size(p->head, k, p->cap);
         p->len -= k;
         done += k;
     }

@@ -2,6 +2,7 @@
 #include "session/session_ssn.h"
 
 #include "iwarp/errors.h"
+#include "util/ring.h"
 #include "wire/wire_sctp.h"
 
 void iwarp_sess_ssn_tx_init(struct iwarp_sess_ssn_tx *tx)
@@ -71,7 +72,7 @@ int iwarp_sess_ssn_rx_reset(struct iwarp_sess_ssn_rx *rx)
  * next() has not popped it yet. */
 static struct iwarp_sess_ssn_slot *slot_at(const struct iwarp_sess_ssn_rx *rx, uint32_t d)
 {
-    return &rx->slot[(rx->base + d) % rx->cap];
+    return &rx->slot[iwarp_ring_slot(rx->base, d, rx->cap)];
 }
 
 enum iwarp_sess_ssn_class iwarp_sess_ssn_rx_classify(const struct iwarp_sess_ssn_rx *rx,
@@ -99,7 +100,7 @@ enum iwarp_sess_ssn_class iwarp_sess_ssn_rx_classify(const struct iwarp_sess_ssn
 static void advance(struct iwarp_sess_ssn_rx *rx)
 {
     rx->expected++;
-    rx->base = (uint16_t)((rx->base + 1u) % rx->cap);
+    rx->base = (uint16_t)iwarp_ring_advance(rx->base, 1, rx->cap);
 }
 
 int iwarp_sess_ssn_rx_accept(struct iwarp_sess_ssn_rx *rx, uint16_t ssn,
