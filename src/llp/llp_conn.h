@@ -12,7 +12,7 @@
  *        frames, then FPDUs: header and CRC from the connection, payload straight from
  *        registered memory); after writing n octets of them, call iwarp_llp_conn_tx_ack(n).
  *   Time: iwarp_llp_conn_next_timeout() / iwarp_llp_conn_handle_timeout(now).
- *   Events: iwarp_llp_conn_state() after each call; on IWARP_LLP_CONN_REQUEST the CM decides
+ *   Events: the state field after each call; on IWARP_LLP_CONN_REQUEST the CM decides
  *        with iwarp_llp_conn_accept()/reject().
  * Receive: rx_buf offers a read-ahead window in the bounce buffer, so that one read brings in
  * many small FPDUs; only inside a large ULPDU (more than 2 KiB to come) are reads exact.
