@@ -20,8 +20,8 @@ void iwarp_api_free(struct iwarp_ctx *ctx, void *p)
         ctx->mem_hooks.free_fn(p, ctx->mem_hooks.user);
 }
 
-static void vlog_attr(const struct iwarp_ctx_attr *a, enum iwarp_log_level level, const char *fmt,
-                      va_list ap)
+__attribute__((format(printf, 3, 0))) static void
+vlog_attr(const struct iwarp_ctx_attr *a, enum iwarp_log_level level, const char *fmt, va_list ap)
 {
     if (!a->log || level > a->log_level)
         return;
