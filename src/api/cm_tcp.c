@@ -240,9 +240,8 @@ static void attach_qp(struct tcp_conn *cc)
     iwarp_cm_hook_qp(cc->id);
 }
 
-/* Free a passive connection that was never announced (its negotiation failed, or its
- * listener went away). */
-static void hidden_free(struct tcp_conn *cc)
+/* Take a passive connection off its listener's list of unannounced ones. */
+static void unhide(struct tcp_conn *cc)
 {
     for (struct tcp_conn **p = &cc->lsn->hidden; *p; p = &(*p)->next_hidden) {
         if (*p == cc) {
@@ -250,6 +249,14 @@ static void hidden_free(struct tcp_conn *cc)
             break;
         }
     }
+    cc->next_hidden = NULL;
+}
+
+/* Free a passive connection that was never announced (its negotiation failed, or its
+ * listener went away). */
+static void hidden_free(struct tcp_conn *cc)
+{
+    unhide(cc);
     conn_release(cc, true);
     conn_free(cc);
 }
@@ -378,13 +385,7 @@ static bool announce(struct tcp_conn *cc)
         hidden_free(cc);
         return false;
     }
-    for (struct tcp_conn **p = &cc->lsn->hidden; *p; p = &(*p)->next_hidden) {
-        if (*p == cc) {
-            *p = cc->next_hidden;
-            break;
-        }
-    }
-    cc->next_hidden = NULL;
+    unhide(cc);
     cc->lsn = NULL;
     cc->id = id;
     id->conn = cc;
