@@ -116,7 +116,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint32_t msn[NQ] = {1, 1, 1};
     while (n > 0) {
         uint8_t op = fuzz_take(&p, &n) % 5;
-        bool stopped_before = D.rx_stopped || D.state != IWARP_CORE_DDP_RUNNING;
+        bool stopped_before = D.rx_stopped || D.stream.state != IWARP_CORE_STREAM_RUNNING;
         if (stopped_before)
             memcpy(snapshot, arena + GUARD, MRLEN);
         int rc = 0;

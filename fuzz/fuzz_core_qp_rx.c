@@ -156,7 +156,8 @@ static uint32_t pick_stag(uint8_t c)
 
 static void feed(const uint8_t *seg, size_t len)
 {
-    bool placing = Q.state == IWARP_CORE_QP_RUNNING || Q.state == IWARP_CORE_QP_CLOSING;
+    bool placing =
+        Q.stream.state == IWARP_CORE_STREAM_RUNNING || Q.stream.state == IWARP_CORE_STREAM_CLOSING;
     if (!placing)
         memcpy(snapshot, arena + GUARD, MRLEN);
     int rc = iwarp_core_qp_rx_segment(&Q, seg, len);

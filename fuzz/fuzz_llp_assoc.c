@@ -303,7 +303,7 @@ static void send_some(uint32_t n, uint32_t *r)
         }
         if (c->ppid == IWARP_SCTP_PPID_DDP_SEGMENT) {
             /* a flushed QP's WRs went back to the ULP: none of their memory goes out */
-            FUZZ_CHECK(Q[c->sid].qp.state != IWARP_CORE_QP_ERROR);
+            FUZZ_CHECK(Q[c->sid].qp.stream.state != IWARP_CORE_STREAM_ERROR);
         } else {
             uint16_t fc = (uint16_t)(gather[2] << 8 | gather[3]);
             reject_out[c->sid] |= fc == IWARP_SCTP_FC_REJECT || fc == IWARP_SCTP_FC_ENH_REJECT;

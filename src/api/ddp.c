@@ -33,11 +33,14 @@ static void ddp_event(void *user, int event_type, uint32_t cause)
                   (cause >> 8) & 0xFFu, cause & 0xFFu);
 }
 
-/* The QP's free hook (and a failed create's): the engine's memory, then the QP. */
+/* The QP's free hook (and a failed create's, before the engine exists): whatever never
+ * completed lets go of its MRs, then the engine's memory and the QP go. */
 static void ddp_qp_free(struct iwarp_qp_impl *q)
 {
     struct ddp_qp *d = (struct ddp_qp *)q;
     struct iwarp_ctx *ctx = q->pub.context;
+    if (d->core.eng.ops)
+        iwarp_core_eng_fini(&d->core.eng);
     iwarp_api_free(ctx, d->mem.sq);
     iwarp_api_free(ctx, d->mem.uq);
     iwarp_api_free(ctx, d->mem.rqe);

@@ -49,7 +49,7 @@ static void free_qp_mem(struct iwarp_ctx *ctx, struct rdmap_qp *r)
 static void rdmap_qp_free(struct iwarp_qp_impl *q)
 {
     struct rdmap_qp *r = (struct rdmap_qp *)q;
-    iwarp_core_qp_fini(&r->core);
+    iwarp_core_eng_fini(&r->core.eng);
     free_qp_mem(q->pub.context, r);
 }
 

@@ -1,6 +1,7 @@
 /* The DDP-level stream engine (RFC 5041 with a non-RDMAP ULP); see core_ddp.h. */
 #include "core/core_ddp.h"
 
+#include <stddef.h>
 #include <string.h>
 
 #include "ddp/ddp_rx_tagged.h"
@@ -10,11 +11,6 @@
 #include "util/bytes.h"
 #include "util/ring.h"
 #include "wire/wire_rdmap.h"
-
-static uint32_t cause_u32(struct iwarp_term_cause c)
-{
-    return (uint32_t)c.layer << 16 | (uint32_t)c.etype << 8 | c.ecode;
-}
 
 static struct iwarp_term_cause ddp_cause(uint8_t etype, uint8_t ecode)
 {
@@ -39,8 +35,9 @@ int iwarp_core_ddp_init(struct iwarp_core_ddp *d, const struct iwarp_core_ddp_cf
     memset(d, 0, sizeof *d);
     d->eng = (struct iwarp_core_engine){.ops = &iwarp_core_ddp_engine_ops};
     d->cfg = *cfg;
-    d->state = IWARP_CORE_DDP_IDLE;
     d->sq = mem->sq;
+    iwarp_core_stream_init(&d->stream, cfg->mem, mem->sq, sizeof *mem->sq,
+                           offsetof(struct iwarp_core_ddp_sqe, held), cfg->sq_cap);
     d->uq = mem->uq;
     for (uint32_t i = 0; i < cfg->num_queues; i++) {
         size_t base = (size_t)i * cfg->rq_cap;
@@ -60,9 +57,9 @@ int iwarp_core_ddp_start(struct iwarp_core_ddp *d, uint32_t ird, uint32_t ord)
 {
     (void)ird;
     (void)ord;
-    if (d->state != IWARP_CORE_DDP_IDLE)
+    if (d->stream.state != IWARP_CORE_STREAM_IDLE)
         return IWARP_ERR_STATE;
-    d->state = IWARP_CORE_DDP_RUNNING; /* RFC 5041 §6.1: both directions at once */
+    d->stream.state = IWARP_CORE_STREAM_RUNNING; /* RFC 5041 §6.1: both directions at once */
     return 0;
 }
 
@@ -82,28 +79,14 @@ static void push_send(struct iwarp_core_ddp *d, const struct iwarp_core_ddp_sqe 
     (void)iwarp_core_cq_push(d->cfg.send_cq, &wc, false);
 }
 
-/* Retire the oldest send entry: its MRs may be deregistered again. */
-static void sq_pop(struct iwarp_core_ddp *d)
-{
-    struct iwarp_core_ddp_sqe *e = &d->sq[d->sq_head];
-    for (uint32_t i = 0; i < e->nheld; i++)
-        iwarp_mem_release(d->cfg.mem, e->held[i]);
-    e->nheld = 0;
-    d->sq_head = iwarp_ring_advance(d->sq_head, 1, d->cfg.sq_cap);
-    d->sq_count--;
-    if (d->sq_next)
-        d->sq_next--;
-}
-
 static void flush_sq(struct iwarp_core_ddp *d)
 {
-    d->sq_flush_pending = false;
     d->tx_active = false;
-    while (d->sq_count) {
-        push_send(d, &d->sq[d->sq_head], IWARP_WC_WR_FLUSH_ERR);
-        sq_pop(d);
+    while (d->stream.sq_count) {
+        push_send(d, &d->sq[d->stream.sq_head], IWARP_WC_WR_FLUSH_ERR);
+        iwarp_core_stream_sq_retire(&d->stream);
     }
-    d->sq_next = 0;
+    iwarp_core_stream_sq_flushed(&d->stream);
 }
 
 static void flush_rqs(struct iwarp_core_ddp *d)
@@ -125,15 +108,6 @@ static void flush_rqs(struct iwarp_core_ddp *d)
     }
 }
 
-/* Flush the send queue now, or once the LLP holds none of its payload. */
-static void flush_sq_when_idle(struct iwarp_core_ddp *d)
-{
-    if (d->tx_unsent == 0)
-        flush_sq(d);
-    else
-        d->sq_flush_pending = true;
-}
-
 /* ---- posting ------------------------------------------------------------------------------ */
 
 int iwarp_core_ddp_post_send(struct iwarp_core_ddp *d, const struct iwarp_core_ddp_send *s)
@@ -142,30 +116,22 @@ int iwarp_core_ddp_post_send(struct iwarp_core_ddp *d, const struct iwarp_core_d
         (s->num_sge > 0 && !s->sg_list) || (!s->tagged && s->qn >= IWARP_CORE_DDP_MAX_QUEUES))
         return IWARP_ERR_INVAL;
     /* RFC 5041 §6.2.1: after a graceful teardown request, data transfer requests fail. */
-    if (d->state != IWARP_CORE_DDP_IDLE && d->state != IWARP_CORE_DDP_RUNNING)
+    if (d->stream.state != IWARP_CORE_STREAM_IDLE && d->stream.state != IWARP_CORE_STREAM_RUNNING)
         return IWARP_ERR_STATE;
-    if (d->sq_count == d->cfg.sq_cap)
+    if (iwarp_core_stream_sq_full(&d->stream))
         return IWARP_ERR_NOSPC;
-    struct iwarp_core_ddp_sqe *e = &d->sq[iwarp_ring_slot(d->sq_head, d->sq_count, d->cfg.sq_cap)];
-    uint64_t total = 0;
-    uint32_t nheld = 0;
-    for (int i = 0; i < s->num_sge; i++) {
-        const struct iwarp_sge *g = &s->sg_list[i];
-        uint64_t local = 0;
-        if (g->length) {
-            /* A source: local read needs no right; the lkey must be an MR of the PD. */
-            int rc = iwarp_mem_check_local(d->cfg.mem, g->lkey, g->addr, g->length, 0, d->cfg.pd,
-                                           &local);
-            if (rc < 0)
-                return rc;
-            e->held[nheld++] = g->lkey;
-        }
-        e->iov[i] = (struct iovec){(void *)(uintptr_t)local, g->length};
-        total += g->length;
-    }
-    /* RFC 5041 §5.2: the ULP Message Length MUST be less than 2^32. RFC 5041 §7.1 check 5:
-     * the Data Sink rejects a tagged segment whose TO + length wraps 64 bits. */
-    if (total > UINT32_MAX || (s->tagged && total > UINT64_MAX - s->to))
+    struct iwarp_core_ddp_sqe *e =
+        &d->sq[iwarp_core_stream_sq_slot(&d->stream, d->stream.sq_count)];
+    /* A source: local read needs no right; each lkey must be an MR of the PD. RFC 5041 §5.2:
+     * the ULP Message Length MUST be less than 2^32. */
+    uint32_t total = 0;
+    int rc = iwarp_core_sge_resolve(d->cfg.mem, d->cfg.pd, 0, s->sg_list, (uint32_t)s->num_sge,
+                                    e->iov, &e->held, &total);
+    if (rc != 0)
+        return rc;
+    /* RFC 5041 §7.1 check 5: the Data Sink rejects a tagged segment whose TO + length wraps
+     * 64 bits. */
+    if (s->tagged && total > UINT64_MAX - s->to)
         return IWARP_ERR_INVAL;
     e->wr_id = s->wr_id;
     e->tagged = s->tagged;
@@ -177,12 +143,8 @@ int iwarp_core_ddp_post_send(struct iwarp_core_ddp *d, const struct iwarp_core_d
     if (s->rsvdulp)
         memcpy(e->rsvdulp, s->rsvdulp, s->tagged ? 1u : IWARP_CORE_DDP_RSVDULP_LEN);
     e->nsge = (uint32_t)s->num_sge;
-    e->len = (uint32_t)total;
-    /* The MRs stay registered until the completion (mem_region.h). */
-    e->nheld = nheld;
-    for (uint32_t i = 0; i < nheld; i++)
-        iwarp_mem_hold(d->cfg.mem, e->held[i]);
-    d->sq_count++;
+    e->len = total;
+    iwarp_core_stream_sq_post(&d->stream);
     return 0;
 }
 
@@ -191,7 +153,7 @@ int iwarp_core_ddp_post_recv(struct iwarp_core_ddp *d, uint32_t qn, const struct
     if (!d || !wr || qn >= d->cfg.num_queues)
         return IWARP_ERR_INVAL;
     /* RFC 5041 §7.1: after a receive error nothing is placed any more. */
-    if (d->state == IWARP_CORE_DDP_ERROR || d->rx_stopped)
+    if (d->stream.state == IWARP_CORE_STREAM_ERROR || d->rx_stopped)
         return IWARP_ERR_STATE;
     struct iwarp_core_ddp_uq *q = &d->uq[qn];
     if (q->rq.count == q->rq.cap)
@@ -205,26 +167,22 @@ int iwarp_core_ddp_post_recv(struct iwarp_core_ddp *d, uint32_t qn, const struct
     if (rc == 0)
         rc = iwarp_core_rq_push(&q->rq, &rqe);
     if (rc == 0) /* the MRs stay registered while the receive is posted (mem_region.h) */
-        iwarp_core_rqe_hold(&q->rq.ring[iwarp_ring_slot(q->rq.head, q->rq.count - 1u, q->rq.cap)],
-                            d->cfg.mem, true);
+        iwarp_core_rqe_hold(&rqe, d->cfg.mem, true);
     return rc;
 }
 
 /* ---- transmit ----------------------------------------------------------------------------- */
 
-static bool tx_running(const struct iwarp_core_ddp *d)
-{
-    return d->state == IWARP_CORE_DDP_RUNNING || d->state == IWARP_CORE_DDP_CLOSING;
-}
-
 bool iwarp_core_ddp_tx_pending(const struct iwarp_core_ddp *d)
 {
-    return tx_running(d) && (d->tx_active || d->sq_next < d->sq_count);
+    return iwarp_core_stream_open(&d->stream) &&
+           (d->tx_active || d->stream.sq_next < d->stream.sq_count);
 }
 
 bool iwarp_core_ddp_tx_close(const struct iwarp_core_ddp *d)
 {
-    return d->state == IWARP_CORE_DDP_CLOSING && d->sq_count == 0 && d->tx_unsent == 0;
+    return d->stream.state == IWARP_CORE_STREAM_CLOSING && d->stream.sq_count == 0 &&
+           d->stream.tx_unsent == 0;
 }
 
 /* Start segmenting the message at sq_next. ddp_tx segments it as an RDMAP Send (untagged) or
@@ -234,7 +192,7 @@ bool iwarp_core_ddp_tx_close(const struct iwarp_core_ddp *d)
 static int tx_start(struct iwarp_core_ddp *d)
 {
     const struct iwarp_core_ddp_sqe *e =
-        &d->sq[iwarp_ring_slot(d->sq_head, d->sq_next, d->cfg.sq_cap)];
+        &d->sq[iwarp_core_stream_sq_slot(&d->stream, d->stream.sq_next)];
     struct iwarp_wire_msg wm = {0};
     if (e->tagged) {
         wm.opcode = IWARP_RDMAP_OP_WRITE;
@@ -250,7 +208,7 @@ static int tx_start(struct iwarp_core_ddp *d)
     if (!e->tagged)
         d->send_msn[e->qn]++; /* modulo 2^32 (RFC 5041 §4.3) */
     d->tx_active = true;
-    d->sq_next++;
+    d->stream.sq_next++;
     return 0;
 }
 
@@ -273,13 +231,13 @@ static int patch_hdr(const struct iwarp_core_ddp_sqe *e, uint8_t *hdr, size_t le
 int iwarp_core_ddp_tx_next(struct iwarp_core_ddp *d, uint32_t max_seg,
                            struct iwarp_core_tx_seg *seg)
 {
-    if (!tx_running(d))
+    if (!iwarp_core_stream_open(&d->stream))
         return 0;
     if (!d->tx_active) {
-        if (d->sq_next >= d->sq_count || tx_start(d) != 0)
+        if (d->stream.sq_next >= d->stream.sq_count || tx_start(d) != 0)
             return 0; /* tx_start cannot fail: post_send checked the message */
     }
-    uint32_t index = iwarp_ring_slot(d->sq_head, d->sq_next - 1u, d->cfg.sq_cap);
+    uint32_t index = iwarp_core_stream_sq_slot(&d->stream, d->stream.sq_next - 1u);
     const struct iwarp_core_ddp_sqe *e = &d->sq[index];
     memset(seg, 0, sizeof *seg);
     size_t npl = 0;
@@ -298,22 +256,22 @@ int iwarp_core_ddp_tx_next(struct iwarp_core_ddp *d, uint32_t max_seg,
     seg->index = index;
     if (seg->last)
         d->tx_active = false;
-    d->tx_unsent++;
+    iwarp_core_stream_tx_produced(&d->stream);
     return 1;
 }
 
 void iwarp_core_ddp_tx_sent(struct iwarp_core_ddp *d, const struct iwarp_core_tx_seg *seg)
 {
-    if (d->tx_unsent == 0)
+    if (!iwarp_core_stream_tx_returned(&d->stream))
         return;
-    d->tx_unsent--;
     /* RFC 5041 §5.4: at the Data Source a message is complete once the LLP has it. Messages
      * go out in posting order, so the one ending here is the oldest. */
-    if (seg->last && d->sq_count && seg->index == d->sq_head && d->state != IWARP_CORE_DDP_ERROR) {
-        push_send(d, &d->sq[d->sq_head], IWARP_WC_SUCCESS);
-        sq_pop(d);
+    if (seg->last && d->stream.sq_count && seg->index == d->stream.sq_head &&
+        d->stream.state != IWARP_CORE_STREAM_ERROR) {
+        push_send(d, &d->sq[d->stream.sq_head], IWARP_WC_SUCCESS);
+        iwarp_core_stream_sq_retire(&d->stream);
     }
-    if (d->sq_flush_pending && d->tx_unsent == 0)
+    if (iwarp_core_stream_sq_flush_due(&d->stream))
         flush_sq(d);
 }
 
@@ -328,7 +286,7 @@ static int rx_fail(struct iwarp_core_ddp *d, int err, struct iwarp_term_cause ca
     if (d->rx_stopped)
         return err;
     d->rx_stopped = true; /* a pending segment stays pending: rx_dst_valid() now says no */
-    d->err.cause = cause_u32(cause);
+    d->err.cause = iwarp_core_cause_u32(cause);
     d->err.seg_len = seg_len > UINT32_MAX ? UINT32_MAX : (uint32_t)seg_len;
     size_t n = 0;
     if (hdr && hdr_len) {
@@ -446,11 +404,11 @@ int iwarp_core_ddp_rx_hdr(struct iwarp_core_ddp *d, const uint8_t *hdr, size_t h
         hdr_len > seg_len || seg_len > UINT32_MAX)
         return IWARP_ERR_INVAL;
     *ndst = 0;
-    if (d->state == IWARP_CORE_DDP_IDLE)
+    if (d->stream.state == IWARP_CORE_STREAM_IDLE)
         return IWARP_ERR_STATE;
     /* RFC 5041 §7.1: after an error (or teardown) every segment is silently dropped, and one
      * still pending from before it is over. */
-    if (d->rx_stopped || d->state == IWARP_CORE_DDP_ERROR) {
+    if (d->rx_stopped || d->stream.state == IWARP_CORE_STREAM_ERROR) {
         d->rx_cur.active = false;
         return 0;
     }
@@ -482,8 +440,8 @@ bool iwarp_core_ddp_rx_dst_valid(struct iwarp_core_ddp *d)
 {
     struct iwarp_core_ddp_rx_cur *c = &d->rx_cur;
     if (!c->active)
-        return true;                                       /* nothing pending */
-    if (d->rx_stopped || d->state == IWARP_CORE_DDP_ERROR) /* flushed: the ULP's again */
+        return true;                                                 /* nothing pending */
+    if (d->rx_stopped || d->stream.state == IWARP_CORE_STREAM_ERROR) /* flushed: the ULP's again */
         return false;
     if (!c->tagged || c->payload_len == 0)
         return true; /* a posted receive leaves only by a flush */
@@ -512,7 +470,7 @@ int iwarp_core_ddp_rx_payload_done(struct iwarp_core_ddp *d)
         return 0;
     struct iwarp_core_ddp_rx_cur c = d->rx_cur;
     d->rx_cur.active = false;
-    if (d->rx_stopped || d->state == IWARP_CORE_DDP_ERROR || !c.last) {
+    if (d->rx_stopped || d->stream.state == IWARP_CORE_STREAM_ERROR || !c.last) {
         if (c.tagged && !d->rx_stopped)
             d->tagged_rx += c.payload_len;
         return 0;
@@ -569,7 +527,7 @@ int iwarp_core_ddp_rx_segment(struct iwarp_core_ddp *d, const uint8_t *seg, size
 void iwarp_core_ddp_rx_llp_error(struct iwarp_core_ddp *d, struct iwarp_term_cause cause,
                                  const uint8_t *hdr, size_t hdr_len)
 {
-    if (d->state == IWARP_CORE_DDP_ERROR)
+    if (d->stream.state == IWARP_CORE_STREAM_ERROR)
         return;
     (void)rx_fail(d, IWARP_ERR_PROTO, cause, hdr, hdr_len, 0);
 }
@@ -578,47 +536,51 @@ void iwarp_core_ddp_rx_llp_error(struct iwarp_core_ddp *d, struct iwarp_term_cau
 
 void iwarp_core_ddp_disconnect(struct iwarp_core_ddp *d)
 {
-    if (d->state == IWARP_CORE_DDP_IDLE || d->state == IWARP_CORE_DDP_RUNNING)
-        d->state = IWARP_CORE_DDP_CLOSING;
+    if (d->stream.state == IWARP_CORE_STREAM_IDLE || d->stream.state == IWARP_CORE_STREAM_RUNNING)
+        d->stream.state = IWARP_CORE_STREAM_CLOSING;
 }
 
 void iwarp_core_ddp_llp_closed(struct iwarp_core_ddp *d, bool graceful)
 {
-    if (d->llp_closed)
+    bool fatal;
+    if (!iwarp_core_stream_llp_closed(&d->stream, graceful, &fatal))
         return;
-    d->llp_closed = true;
-    uint8_t was = d->state;
-    d->state = IWARP_CORE_DDP_ERROR;
-    d->tx_unsent = 0; /* the LLP holds nothing any more */
     /* RFC 5041 §6.2.2: a lost LLP connection is a fatal error the ULP is told of (RFC 5044 §8
      * code 1: TCP connection closed, terminated, or lost). */
-    if (was == IWARP_CORE_DDP_RUNNING && !graceful)
+    if (fatal)
         event(d, IWARP_EVENT_QP_FATAL,
-              cause_u32((struct iwarp_term_cause){IWARP_TERM_LAYER_LLP, IWARP_TERM_LLP_ETYPE_MPA,
-                                                  IWARP_TERM_MPA_TCP_CLOSED}));
+              iwarp_core_cause_u32((struct iwarp_term_cause){
+                  IWARP_TERM_LAYER_LLP, IWARP_TERM_LLP_ETYPE_MPA, IWARP_TERM_MPA_TCP_CLOSED}));
     flush_rqs(d);
     flush_sq(d);
 }
 
 void iwarp_core_ddp_set_error(struct iwarp_core_ddp *d)
 {
-    if (d->state == IWARP_CORE_DDP_ERROR)
+    if (d->stream.state == IWARP_CORE_STREAM_ERROR)
         return;
-    d->state = IWARP_CORE_DDP_ERROR;
+    d->stream.state = IWARP_CORE_STREAM_ERROR;
     flush_rqs(d);
-    flush_sq_when_idle(d);
+    if (iwarp_core_stream_sq_flush_now(&d->stream))
+        flush_sq(d);
 }
 
 enum iwarp_qp_state iwarp_core_ddp_verbs_state(const struct iwarp_core_ddp *d)
 {
-    switch (d->state) {
-    case IWARP_CORE_DDP_IDLE:
-        return IWARP_QPS_INIT;
-    case IWARP_CORE_DDP_RUNNING:
-        return d->rx_stopped ? IWARP_QPS_SQE : IWARP_QPS_RTS;
-    case IWARP_CORE_DDP_CLOSING:
-        return IWARP_QPS_SQD;
-    default:
-        return IWARP_QPS_ERR;
+    /* RFC 5041 §7.1: after a receive error the stream still sends (verbs SQE). */
+    if (d->stream.state == IWARP_CORE_STREAM_RUNNING && d->rx_stopped)
+        return IWARP_QPS_SQE;
+    return iwarp_core_stream_verbs_state(&d->stream);
+}
+
+void iwarp_core_ddp_fini(struct iwarp_core_ddp *d)
+{
+    iwarp_core_stream_fini(&d->stream);
+    for (uint32_t q = 0; q < d->cfg.num_queues; q++) {
+        struct iwarp_core_rqe *r;
+        while ((r = iwarp_core_rq_peek(&d->uq[q].rq)) != NULL) {
+            iwarp_core_rqe_hold(r, d->cfg.mem, false);
+            iwarp_core_rq_pop(&d->uq[q].rq);
+        }
     }
 }

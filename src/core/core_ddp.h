@@ -42,6 +42,7 @@
 #include "core/core_engine.h"
 #include "core/core_qp.h"
 #include "core/core_srq.h"
+#include "core/core_stream.h"
 #include "ddp/ddp_rx_untagged.h"
 #include "ddp/ddp_tx.h"
 #include "mem/mem_stag.h"
@@ -52,13 +53,6 @@
 #define IWARP_CORE_DDP_MAX_QUEUES  64u
 /* RsvdULP octets: 5 in the untagged header (RFC 5041 §4.3), 1 in the tagged one (§4.2). */
 #define IWARP_CORE_DDP_RSVDULP_LEN 5u
-
-enum iwarp_core_ddp_state {
-    IWARP_CORE_DDP_IDLE = 0,    /* created; the stream is not yet enabled (RFC 5041 §6.1) */
-    IWARP_CORE_DDP_RUNNING = 1, /* both directions enabled */
-    IWARP_CORE_DDP_CLOSING = 2, /* ULP graceful teardown: the send queue drains (§6.2.1) */
-    IWARP_CORE_DDP_ERROR = 3,   /* torn down: every request flushed */
-};
 
 /* One posted send: an untagged or tagged message, its SGEs resolved at post time. */
 struct iwarp_core_ddp_sqe {
@@ -72,8 +66,7 @@ struct iwarp_core_ddp_sqe {
     uint32_t nsge;
     uint32_t len;
     struct iovec iov[IWARP_CORE_MAX_SGE];
-    uint32_t held[IWARP_CORE_MAX_SGE]; /* lkeys held until completion (iwarp_mem_hold) */
-    uint32_t nheld;
+    struct iwarp_core_held held; /* MRs held until the completion */
 };
 
 /* One untagged queue: posted receives (iovecs) and their DDP state (lengths, MSN, MO). */
@@ -135,16 +128,15 @@ struct iwarp_core_ddp_rx_cur {
 struct iwarp_core_ddp {
     struct iwarp_core_engine eng; /* first: what the LLPs drive (core_engine.h) */
     struct iwarp_core_ddp_cfg cfg;
-    uint8_t state; /* enum iwarp_core_ddp_state */
+    /* state (enum iwarp_core_stream_state: IDLE is RFC 5041 §6.1's not yet enabled; CLOSING
+     * the ULP's graceful teardown, §6.2.1; never TERMINATING), the send queue ring over sq,
+     * produced segments, the flush that waits for the LLP */
+    struct iwarp_core_stream stream;
     struct iwarp_core_ddp_uq *uq;
 
-    /* send queue: [sq_head, sq_head + sq_count) posted; sq_next the next to start */
-    struct iwarp_core_ddp_sqe *sq;
-    uint32_t sq_head, sq_count, sq_next;
-    bool tx_active; /* a message is being segmented (the one at sq_next - 1) */
+    struct iwarp_core_ddp_sqe *sq; /* the send queue's entries (ring indices in stream) */
+    bool tx_active;                /* a message is being segmented (the one at sq_next - 1) */
     struct iwarp_ddp_tx_msg tx_msg;
-    uint32_t tx_unsent;    /* segments produced and not yet tx_sent */
-    bool sq_flush_pending; /* flush the send queue once the LLP gives every segment back */
     /* next MSN we send per QN (RFC 5041 §4.3: from 1, per queue); QNs we can send to are
      * below IWARP_CORE_DDP_MAX_QUEUES, whatever the peer's count */
     uint32_t send_msn[IWARP_CORE_DDP_MAX_QUEUES];
@@ -154,8 +146,6 @@ struct iwarp_core_ddp {
     uint64_t tagged_rx; /* payload octets of the current tagged message placed so far */
     struct iwarp_core_ddp_rx_cur rx_cur;
     struct iwarp_core_ddp_err err;
-
-    bool llp_closed;
 };
 
 /*
@@ -270,5 +260,9 @@ void iwarp_core_ddp_set_error(struct iwarp_core_ddp *d);
 
 /* The verbs QP state: INIT, RTS (SQE after a receive error), SQD, ERR. */
 enum iwarp_qp_state iwarp_core_ddp_verbs_state(const struct iwarp_core_ddp *d);
+
+/* Before the engine's memory is freed: release the MR holds of every send never completed and
+ * of every receive still posted. */
+void iwarp_core_ddp_fini(struct iwarp_core_ddp *d);
 
 #endif

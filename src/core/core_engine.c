@@ -92,6 +92,11 @@ static enum iwarp_qp_state qp_verbs_state(const struct iwarp_core_engine *e)
     return iwarp_core_qp_verbs_state(qp_of_c(e));
 }
 
+static void qp_fini(struct iwarp_core_engine *e)
+{
+    iwarp_core_qp_fini(qp_of(e));
+}
+
 const struct iwarp_core_engine_ops iwarp_core_qp_engine_ops = {
     .start = qp_start,
     .rx_segment = qp_rx_segment,
@@ -108,6 +113,7 @@ const struct iwarp_core_engine_ops iwarp_core_qp_engine_ops = {
     .llp_closed = qp_llp_closed,
     .set_error = qp_set_error,
     .verbs_state = qp_verbs_state,
+    .fini = qp_fini,
 };
 
 /* ---- the DDP-level stream ---- */
@@ -194,6 +200,11 @@ static enum iwarp_qp_state ddp_verbs_state(const struct iwarp_core_engine *e)
     return iwarp_core_ddp_verbs_state(ddp_of_c(e));
 }
 
+static void ddp_fini(struct iwarp_core_engine *e)
+{
+    iwarp_core_ddp_fini(ddp_of(e));
+}
+
 const struct iwarp_core_engine_ops iwarp_core_ddp_engine_ops = {
     .start = ddp_start,
     .rx_segment = ddp_rx_segment,
@@ -210,4 +221,5 @@ const struct iwarp_core_engine_ops iwarp_core_ddp_engine_ops = {
     .llp_closed = ddp_llp_closed,
     .set_error = ddp_set_error,
     .verbs_state = ddp_verbs_state,
+    .fini = ddp_fini,
 };

@@ -56,12 +56,19 @@ struct iwarp_core_engine_ops {
     void (*llp_closed)(struct iwarp_core_engine *e, bool graceful);
     void (*set_error)(struct iwarp_core_engine *e);
     enum iwarp_qp_state (*verbs_state)(const struct iwarp_core_engine *e);
+    void (*fini)(struct iwarp_core_engine *e);
 };
 
 struct iwarp_core_engine {
     const struct iwarp_core_engine_ops *ops;
     struct iwarp_core_qp *rdmap; /* the RDMAP engine, or NULL for a DDP-level stream */
 };
+
+/* Pack a Terminate cause for vendor_err / async events: layer << 16 | etype << 8 | code. */
+static inline uint32_t iwarp_core_cause_u32(struct iwarp_term_cause c)
+{
+    return (uint32_t)c.layer << 16 | (uint32_t)c.etype << 8 | c.ecode;
+}
 
 /* The two engines' ops (core_engine.c), installed by iwarp_core_qp_init/iwarp_core_ddp_init. */
 extern const struct iwarp_core_engine_ops iwarp_core_qp_engine_ops;
@@ -154,6 +161,13 @@ static inline void iwarp_core_eng_set_error(struct iwarp_core_engine *e)
 static inline enum iwarp_qp_state iwarp_core_eng_verbs_state(const struct iwarp_core_engine *e)
 {
     return e->ops->verbs_state(e);
+}
+
+/* Before the engine's memory is freed: every WR never completed and every receive still
+ * posted releases its MR holds. */
+static inline void iwarp_core_eng_fini(struct iwarp_core_engine *e)
+{
+    e->ops->fini(e);
 }
 
 #endif

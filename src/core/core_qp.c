@@ -1,9 +1,11 @@
 /*
- * The QP engine: creation, posting, the stream state machine of seed 001 §6, completions in
- * order, Terminate queuing and flushing. Transmit is in core_qp_tx.c, receive in core_qp_rx.c.
+ * The QP engine: creation, posting, the RDMAP stream's state machine (RFC 5040 §5.4),
+ * completions in order, Terminate queuing and flushing. Transmit is in core_qp_tx.c, receive in
+ * core_qp_rx.c.
  */
 #include "core/core_qp.h"
 
+#include <stddef.h>
 #include <string.h>
 
 #include "core/core_qp_int.h"
@@ -25,8 +27,9 @@ int iwarp_core_qp_init(struct iwarp_core_qp *qp, const struct iwarp_core_qp_cfg 
     memset(qp, 0, sizeof *qp);
     qp->eng = (struct iwarp_core_engine){.ops = &iwarp_core_qp_engine_ops, .rdmap = qp};
     qp->cfg = *cfg;
-    qp->state = IWARP_CORE_QP_IDLE;
     qp->sq = mem->sq;
+    iwarp_core_stream_init(&qp->stream, cfg->mem, mem->sq, sizeof *mem->sq,
+                           offsetof(struct iwarp_core_sqe, held), cfg->sq_cap);
     qp->orq = mem->orq;
     qp->irq = mem->irq;
     int rc = 0;
@@ -49,7 +52,7 @@ int iwarp_core_qp_init(struct iwarp_core_qp *qp, const struct iwarp_core_qp_cfg 
 
 int iwarp_core_qp_start(struct iwarp_core_qp *qp, uint32_t ird, uint32_t ord)
 {
-    if (qp->state != IWARP_CORE_QP_IDLE)
+    if (qp->stream.state != IWARP_CORE_STREAM_IDLE)
         return IWARP_ERR_STATE;
     if (ird > IWARP_CORE_MAX_IRD)
         ird = IWARP_CORE_MAX_IRD;
@@ -57,7 +60,7 @@ int iwarp_core_qp_start(struct iwarp_core_qp *qp, uint32_t ird, uint32_t ord)
         ord = IWARP_CORE_MAX_ORD;
     qp->ird = ird;
     qp->ord = ord;
-    qp->state = IWARP_CORE_QP_RUNNING;
+    qp->stream.state = IWARP_CORE_STREAM_RUNNING;
     iwarp_core_qp_rx_start(qp);
     return 0;
 }
@@ -91,8 +94,8 @@ void iwarp_core_qp_sq_finish(struct iwarp_core_qp *qp, uint32_t index, uint8_t s
     e->vendor_err = vendor_err;
     /* Send queue completions leave in posting order (verbs; RFC 5040 §5.5 orders completions
      * of the messages of one stream). */
-    while (qp->sq_count && qp->sq[qp->sq_head].done) {
-        struct iwarp_core_sqe *h = &qp->sq[qp->sq_head];
+    while (qp->stream.sq_count && qp->sq[qp->stream.sq_head].done) {
+        struct iwarp_core_sqe *h = &qp->sq[qp->stream.sq_head];
         if (h->signaled || h->status != IWARP_WC_SUCCESS) {
             struct iwarp_wc wc = {
                 .wr_id = h->wr_id,
@@ -104,13 +107,7 @@ void iwarp_core_qp_sq_finish(struct iwarp_core_qp *qp, uint32_t index, uint8_t s
             };
             (void)iwarp_core_cq_push(qp->cfg.send_cq, &wc, false);
         }
-        for (uint32_t i = 0; i < h->nheld; i++)
-            iwarp_mem_release(qp->cfg.mem, h->held[i]);
-        h->nheld = 0;
-        qp->sq_head = iwarp_ring_advance(qp->sq_head, 1, qp->cfg.sq_cap);
-        qp->sq_count--;
-        if (qp->sq_next)
-            qp->sq_next--;
+        iwarp_core_stream_sq_retire(&qp->stream);
     }
 }
 
@@ -179,14 +176,13 @@ static void flush_rq(struct iwarp_core_qp *qp)
 static void flush_sq(struct iwarp_core_qp *qp)
 {
     /* Everything not finished completes with WR_FLUSH_ERR, in order, signaled or not. */
-    qp->sq_flush_pending = false;
     qp->orq_count = 0;
     qp->irq_count = 0;
     qp->tx_src = IWARP_CORE_TX_NONE;
     /* verbs: after the first error only flushes are reported, so a WR that finished (a Write
      * handed to TCP) but waits behind an unfinished or failed one is flushed too. */
     bool failed = false;
-    for (uint32_t i = 0; i < qp->sq_count; i++) {
+    for (uint32_t i = 0; i < qp->stream.sq_count; i++) {
         struct iwarp_core_sqe *e = &qp->sq[iwarp_core_sq_slot(qp, i)];
         if (!e->done || (failed && e->status == IWARP_WC_SUCCESS)) {
             e->done = true;
@@ -194,29 +190,27 @@ static void flush_sq(struct iwarp_core_qp *qp)
         }
         failed = true; /* every later entry waits behind this one */
     }
-    if (qp->sq_count)
-        iwarp_core_qp_sq_finish(qp, qp->sq_head, qp->sq[qp->sq_head].status,
-                                qp->sq[qp->sq_head].vendor_err);
-    qp->sq_next = 0;
+    if (qp->stream.sq_count)
+        iwarp_core_qp_sq_finish(qp, qp->stream.sq_head, qp->sq[qp->stream.sq_head].status,
+                                qp->sq[qp->stream.sq_head].vendor_err);
+    iwarp_core_stream_sq_flushed(&qp->stream);
 }
 
 /* Flush the RQ now and the SQ as soon as the LLP holds none of its payload. */
 static void flush_all(struct iwarp_core_qp *qp)
 {
     flush_rq(qp);
-    if (qp->tx_unsent == 0)
+    if (iwarp_core_stream_sq_flush_now(&qp->stream))
         flush_sq(qp);
-    else
-        qp->sq_flush_pending = true;
 }
 
 void iwarp_core_qp_sq_flush_if_idle(struct iwarp_core_qp *qp)
 {
-    if (qp->sq_flush_pending && qp->tx_unsent == 0)
+    if (iwarp_core_stream_sq_flush_due(&qp->stream))
         flush_sq(qp);
 }
 
-/* ---- state machine (seed 001 §6.2) --------------------------------------------------------- */
+/* ---- state machine (RFC 5040 §5.4) --------------------------------------------------------- */
 
 static int error_event(struct iwarp_term_cause c)
 {
@@ -232,7 +226,7 @@ void iwarp_core_qp_terminate(struct iwarp_core_qp *qp, struct iwarp_term_cause c
 {
     /* RFC 5040 §5.4 / §7.1: the first error is reported with one Terminate; after it the
      * stream places nothing and sends nothing else. */
-    if (qp->state >= IWARP_CORE_QP_TERMINATING)
+    if (qp->stream.state >= IWARP_CORE_STREAM_TERMINATING)
         return;
     struct iwarp_term_offender off = {
         .seg = hdr,
@@ -249,19 +243,19 @@ void iwarp_core_qp_terminate(struct iwarp_core_qp *qp, struct iwarp_term_cause c
     qp->term_pending = n > 0;
     qp->term_cause = cause;
     qp->term_from_peer = false;
-    qp->state = IWARP_CORE_QP_TERMINATING;
+    qp->stream.state = IWARP_CORE_STREAM_TERMINATING;
     iwarp_core_qp_event(qp, error_event(cause), iwarp_core_cause_u32(cause), false);
     flush_all(qp);
 }
 
 void iwarp_core_qp_peer_terminated(struct iwarp_core_qp *qp, struct iwarp_term_cause cause)
 {
-    if (qp->state >= IWARP_CORE_QP_TERMINATING)
+    if (qp->stream.state >= IWARP_CORE_STREAM_TERMINATING)
         return;
     /* RFC 5040 §5.4: a Terminate received ends the stream; no Terminate is sent back. */
     qp->term_cause = cause;
     qp->term_from_peer = true;
-    qp->state = IWARP_CORE_QP_TERMINATING;
+    qp->stream.state = IWARP_CORE_STREAM_TERMINATING;
     /* An RDMAP remote error ends the oldest outstanding Read with the remote status: the
      * responder checks Read Requests (RFC 5040 §7.2: 0/1/x protection, 0/2/x operation); our
      * Sends and Writes were already complete, and DDP/LLP causes concern the stream. */
@@ -280,21 +274,16 @@ void iwarp_core_qp_peer_terminated(struct iwarp_core_qp *qp, struct iwarp_term_c
 
 void iwarp_core_qp_disconnect(struct iwarp_core_qp *qp)
 {
-    if (qp->state == IWARP_CORE_QP_RUNNING)
-        qp->state = IWARP_CORE_QP_CLOSING;
-    qp->close_wanted = true;
+    if (qp->stream.state == IWARP_CORE_STREAM_RUNNING)
+        qp->stream.state = IWARP_CORE_STREAM_CLOSING;
 }
 
 void iwarp_core_qp_llp_closed(struct iwarp_core_qp *qp, bool graceful)
 {
-    if (qp->llp_closed)
+    bool fatal;
+    if (!iwarp_core_stream_llp_closed(&qp->stream, graceful, &fatal))
         return;
-    qp->llp_closed = true;
-    uint8_t was = qp->state;
-    qp->state = IWARP_CORE_QP_ERROR;
-    /* The LLP holds nothing any more: every produced segment is dropped. */
-    qp->tx_unsent = 0;
-    if (was == IWARP_CORE_QP_RUNNING && !graceful)
+    if (fatal)
         iwarp_core_qp_event(qp, IWARP_EVENT_QP_FATAL, 0, false);
     flush_rq(qp);
     flush_sq(qp);
@@ -302,56 +291,26 @@ void iwarp_core_qp_llp_closed(struct iwarp_core_qp *qp, bool graceful)
 
 void iwarp_core_qp_set_error(struct iwarp_core_qp *qp)
 {
-    if (qp->state == IWARP_CORE_QP_ERROR)
+    if (qp->stream.state == IWARP_CORE_STREAM_ERROR)
         return;
-    qp->state = IWARP_CORE_QP_ERROR;
+    qp->stream.state = IWARP_CORE_STREAM_ERROR;
     flush_all(qp);
 }
 
 enum iwarp_qp_state iwarp_core_qp_verbs_state(const struct iwarp_core_qp *qp)
 {
-    switch (qp->state) {
-    case IWARP_CORE_QP_IDLE:
-        return IWARP_QPS_INIT;
-    case IWARP_CORE_QP_RUNNING:
-        return IWARP_QPS_RTS;
-    case IWARP_CORE_QP_CLOSING:
-        return IWARP_QPS_SQD;
-    case IWARP_CORE_QP_TERMINATING:
-        return IWARP_QPS_SQE;
-    default:
-        return IWARP_QPS_ERR;
-    }
+    return iwarp_core_stream_verbs_state(&qp->stream);
 }
 
 /* ---- posting ------------------------------------------------------------------------------- */
 
-/* Resolve the SGEs of a source (Send/Write) or sink (Read) into e->iov. */
+/* Resolve the SGEs of a source (Send/Write: need 0) or sink (Read) into e->iov. */
 static int resolve_sges(struct iwarp_core_qp *qp, struct iwarp_core_sqe *e,
                         const struct iwarp_send_wr *wr, uint32_t need)
 {
-    uint64_t total = 0;
-    for (int i = 0; i < wr->num_sge; i++) {
-        const struct iwarp_sge *s = &wr->sg_list[i];
-        uint64_t local = 0;
-        if (s->length) {
-            int rc = iwarp_mem_check_local(qp->cfg.mem, s->lkey, s->addr, s->length, need,
-                                           qp->cfg.pd, &local);
-            if (rc < 0)
-                return rc;
-        }
-        e->iov[i].iov_base = (void *)(uintptr_t)local;
-        e->iov[i].iov_len = s->length;
-        total += s->length;
-        if (s->length)
-            e->held[e->nheld++] = s->lkey;
-    }
-    /* RFC 5041 §5.2: a message is at most 2^32 - 1 octets. */
-    if (total > UINT32_MAX)
-        return IWARP_ERR_INVAL;
     e->nsge = (uint32_t)wr->num_sge;
-    e->len = (uint32_t)total;
-    return 0;
+    return iwarp_core_sge_resolve(qp->cfg.mem, qp->cfg.pd, need, wr->sg_list, e->nsge, e->iov,
+                                  &e->held, &e->len);
 }
 
 static int copy_inline(struct iwarp_core_qp *qp, struct iwarp_core_sqe *e,
@@ -445,25 +404,19 @@ static int fill_sqe(struct iwarp_core_qp *qp, struct iwarp_core_sqe *e,
 
 int iwarp_core_qp_post_send(struct iwarp_core_qp *qp, const struct iwarp_send_wr *wr)
 {
-    if (qp->state == IWARP_CORE_QP_IDLE || qp->state == IWARP_CORE_QP_CLOSING)
+    if (qp->stream.state == IWARP_CORE_STREAM_IDLE || qp->stream.state == IWARP_CORE_STREAM_CLOSING)
         return IWARP_ERR_STATE;
-    if (qp->sq_count == qp->cfg.sq_cap)
+    if (iwarp_core_stream_sq_full(&qp->stream))
         return IWARP_ERR_NOSPC;
-    struct iwarp_core_sqe *e = &qp->sq[iwarp_core_sq_slot(qp, qp->sq_count)];
+    struct iwarp_core_sqe *e = &qp->sq[iwarp_core_sq_slot(qp, qp->stream.sq_count)];
     int rc = fill_sqe(qp, e, wr);
     if (rc < 0)
         return rc;
-    /* The MRs the SGEs name stay registered until the WR completes (dereg is BUSY). */
-    for (uint32_t i = 0; i < e->nheld; i++)
-        iwarp_mem_hold(qp->cfg.mem, e->held[i]);
-    qp->sq_count++;
+    iwarp_core_stream_sq_post(&qp->stream);
     /* verbs: WRs posted to a QP in error complete at once with WR_FLUSH_ERR. */
-    if (qp->state >= IWARP_CORE_QP_TERMINATING) {
-        if (qp->tx_unsent == 0 && !qp->sq_flush_pending)
-            flush_sq(qp);
-        else
-            qp->sq_flush_pending = true;
-    }
+    if (qp->stream.state >= IWARP_CORE_STREAM_TERMINATING &&
+        iwarp_core_stream_sq_flush_now(&qp->stream))
+        flush_sq(qp);
     return 0;
 }
 
@@ -477,7 +430,7 @@ int iwarp_core_qp_post_recv(struct iwarp_core_qp *qp, const struct iwarp_recv_wr
     int rc = iwarp_core_rqe_from_wr(&rqe, wr, qp->cfg.max_recv_sge, qp->cfg.mem, qp->cfg.pd);
     if (rc < 0)
         return rc;
-    if (qp->state >= IWARP_CORE_QP_TERMINATING) {
+    if (qp->stream.state >= IWARP_CORE_STREAM_TERMINATING) {
         iwarp_core_qp_recv_complete(qp, rqe.wr_id, IWARP_WC_WR_FLUSH_ERR, 0, 0, false, 0, false);
         return 0;
     }
@@ -492,14 +445,7 @@ int iwarp_core_qp_post_recv(struct iwarp_core_qp *qp, const struct iwarp_recv_wr
 void iwarp_core_qp_fini(struct iwarp_core_qp *qp)
 {
     /* Whatever was never completed (a flush still waiting for the LLP) lets go of its MRs. */
-    for (uint32_t i = 0; i < qp->sq_count; i++) {
-        struct iwarp_core_sqe *e = &qp->sq[iwarp_core_sq_slot(qp, i)];
-        for (uint32_t k = 0; k < e->nheld; k++)
-            iwarp_mem_release(qp->cfg.mem, e->held[k]);
-        e->nheld = 0;
-    }
-    qp->sq_count = 0;
-    struct iwarp_core_rqe *r;
-    while ((r = iwarp_core_qp_cur_rqe(qp)) != NULL)
+    iwarp_core_stream_fini(&qp->stream);
+    while (iwarp_core_qp_cur_rqe(qp) != NULL)
         iwarp_core_qp_pop_rqe(qp);
 }

@@ -3,7 +3,7 @@
  *
  * It owns the send queue, the receive queue (or a link to an SRQ), the outbound Read queue
  * (ORQ, ORD deep), the inbound Read queue (IRQ, IRD deep), the untagged-queue receive state of
- * DDP queues 0 (Send), 1 (Read Request) and 2 (Terminate), the stream state of seed 001 §6 and
+ * DDP queues 0 (Send), 1 (Read Request) and 2 (Terminate), the stream state (core_stream.h) and
  * the sticky Terminate cause. It sees whole DDP segments in both directions and never knows
  * whether MPA or SCTP carries them: this is the LLP seam.
  *
@@ -32,6 +32,7 @@
 #include "core/core_cq.h"
 #include "core/core_engine.h"
 #include "core/core_srq.h"
+#include "core/core_stream.h"
 #include "ddp/ddp_rx_untagged.h"
 #include "ddp/ddp_tx.h"
 #include "iwarp/verbs.h"
@@ -48,15 +49,6 @@
 /* Payload iovecs of one produced segment: the SGEs it spans. */
 #define IWARP_CORE_TX_IOV_MAX IWARP_CORE_MAX_SGE
 
-/* Stream states (seed 001 §6; mapped onto verbs QP states in iwarp_core_qp_verbs_state). */
-enum iwarp_core_qp_state {
-    IWARP_CORE_QP_IDLE = 0,        /* created; not yet in full operation */
-    IWARP_CORE_QP_RUNNING = 1,     /* full operation (RTS) */
-    IWARP_CORE_QP_CLOSING = 2,     /* graceful disconnect: SQ drains, then the stream closes */
-    IWARP_CORE_QP_TERMINATING = 3, /* Terminate queued/sent or received; nothing more placed */
-    IWARP_CORE_QP_ERROR = 4,       /* closed: every WR flushed; CLOSED of seed 001 §6 */
-};
-
 /* One send queue entry: a posted WR, resolved at post time. */
 struct iwarp_core_sqe {
     uint64_t wr_id;
@@ -68,8 +60,7 @@ struct iwarp_core_sqe {
     uint8_t status; /* enum iwarp_wc_status once done */
     uint32_t vendor_err;
     uint32_t nsge;
-    uint32_t held[IWARP_CORE_MAX_SGE]; /* lkeys held until the WR completes (iwarp_mem_hold) */
-    uint32_t nheld;
+    struct iwarp_core_held held;               /* MRs held until the WR completes */
     uint32_t len;                              /* payload octets (sum of SGEs) */
     struct iovec iov[IWARP_CORE_MAX_SGE];      /* local memory (resolved lkeys) */
     uint8_t inline_buf[IWARP_CORE_MAX_INLINE]; /* IWARP_SEND_INLINE copies the data here */
@@ -194,16 +185,15 @@ struct iwarp_core_qp_mem {
 struct iwarp_core_qp {
     struct iwarp_core_engine eng; /* first: what the LLPs drive (core_engine.h) */
     struct iwarp_core_qp_cfg cfg;
-    uint8_t state; /* enum iwarp_core_qp_state */
+    /* state (enum iwarp_core_stream_state), the send queue ring over sq, produced segments,
+     * the flush that waits for the LLP */
+    struct iwarp_core_stream stream;
 
     /* negotiated at connection time (iwarp_core_qp_start) */
     uint32_t ird; /* inbound Read Requests we accept at once */
     uint32_t ord; /* outbound Reads we keep outstanding at once */
 
-    /* send queue: slots [sq_head, sq_head + sq_count) are posted and not yet completed; TX
-     * starts them in order at sq_next */
-    struct iwarp_core_sqe *sq;
-    uint32_t sq_head, sq_count, sq_next;
+    struct iwarp_core_sqe *sq; /* the send queue's entries (ring indices in stream) */
 
     /* receive side: queue 0 (Send), 1 (Read Request), 2 (Terminate) */
     struct iwarp_core_rq rq;                                /* unused with an SRQ */
@@ -229,8 +219,7 @@ struct iwarp_core_qp {
     uint32_t tx_index;
     struct iwarp_ddp_tx_msg tx_msg;
     struct iovec tx_iov[IWARP_CORE_MAX_SGE];
-    uint32_t tx_unsent; /* segments produced and not yet tx_sent */
-    bool tx_irq_turn;   /* fairness: next message boundary favours the IRQ */
+    bool tx_irq_turn; /* fairness: next message boundary favours the IRQ */
 
     /* Terminate */
     bool term_pending;  /* built, not yet produced */
@@ -244,10 +233,7 @@ struct iwarp_core_qp {
     /* RX: the segment between iwarp_core_qp_rx_hdr() and _rx_payload_done() */
     struct iwarp_core_rx_cur rx_cur;
 
-    bool sq_flush_pending;  /* flush the SQ once the LLP holds no produced segment */
     bool last_wqe_reported; /* QP_LAST_WQE_REACHED raised (SRQ) */
-    bool close_wanted;      /* graceful disconnect requested */
-    bool llp_closed;
 };
 
 /*
@@ -354,8 +340,8 @@ bool iwarp_core_qp_tx_close(const struct iwarp_core_qp *qp);
 /* Whether tx_next may produce something now. */
 bool iwarp_core_qp_tx_pending(const struct iwarp_core_qp *qp);
 
-/* Graceful disconnect (seed 001 §6.2): stop accepting WRs, let posted ones drain, then
- * iwarp_core_qp_tx_close() says close. */
+/* Graceful disconnect (RFC 5040 §5.4 orderly close): stop accepting WRs, let posted ones drain,
+ * then iwarp_core_qp_tx_close() says close. */
 void iwarp_core_qp_disconnect(struct iwarp_core_qp *qp);
 
 /* The transport is gone (FIN, reset, error): flush everything and enter ERROR. graceful: the

@@ -11,7 +11,7 @@
 /* The SQ slot index of the i-th posted entry after sq_head. */
 static inline uint32_t iwarp_core_sq_slot(const struct iwarp_core_qp *qp, uint32_t i)
 {
-    return iwarp_ring_slot(qp->sq_head, i, qp->cfg.sq_cap);
+    return iwarp_core_stream_sq_slot(&qp->stream, i);
 }
 
 /*
@@ -29,12 +29,6 @@ void iwarp_core_qp_recv_complete(struct iwarp_core_qp *qp, uint64_t wr_id, uint8
 
 /* Report an async event through the QP's hook. */
 void iwarp_core_qp_event(struct iwarp_core_qp *qp, int event_type, uint32_t cause, bool from_peer);
-
-/* Pack a Terminate cause for vendor_err / async events: layer << 16 | etype << 8 | code. */
-static inline uint32_t iwarp_core_cause_u32(struct iwarp_term_cause c)
-{
-    return (uint32_t)c.layer << 16 | (uint32_t)c.etype << 8 | c.ecode;
-}
 
 /* The receive for queue 0's current message: the RQ's oldest entry or the SRQ entry pulled
  * for it. NULL when none is posted. */

@@ -59,7 +59,7 @@ struct rx {
 static void terminate_seg(struct iwarp_core_qp *qp, struct iwarp_term_cause cause,
                           const uint8_t *seg, size_t avail, uint32_t seg_len)
 {
-    bool first = qp->state < IWARP_CORE_QP_TERMINATING;
+    bool first = qp->stream.state < IWARP_CORE_STREAM_TERMINATING;
     iwarp_core_qp_terminate(qp, cause, seg, avail);
     if (!first || !qp->term_pending || seg == NULL || seg_len == avail)
         return;
@@ -425,12 +425,12 @@ int iwarp_core_qp_rx_hdr(struct iwarp_core_qp *qp, const uint8_t *hdr, size_t hd
     /* Only the payload carriers may arrive without the rest of the segment. */
     if (hdr_len < seg_len && hdr_len < iwarp_core_qp_rx_hdr_len(hdr, hdr_len, (uint32_t)seg_len))
         return IWARP_ERR_INVAL;
-    switch (qp->state) {
-    case IWARP_CORE_QP_RUNNING:
-    case IWARP_CORE_QP_CLOSING:
+    switch (qp->stream.state) {
+    case IWARP_CORE_STREAM_RUNNING:
+    case IWARP_CORE_STREAM_CLOSING:
         break;
-    case IWARP_CORE_QP_TERMINATING:
-    case IWARP_CORE_QP_ERROR:
+    case IWARP_CORE_STREAM_TERMINATING:
+    case IWARP_CORE_STREAM_ERROR:
         /* RFC 5041 §7.1: after an error, silently drop every later segment; RFC 5040 §5.4:
          * nothing more is exchanged after a Terminate. */
         return 0;
@@ -492,7 +492,7 @@ int iwarp_core_qp_rx_hdr(struct iwarp_core_qp *qp, const uint8_t *hdr, size_t hd
 
 static bool receiving(const struct iwarp_core_qp *qp)
 {
-    return qp->state == IWARP_CORE_QP_RUNNING || qp->state == IWARP_CORE_QP_CLOSING;
+    return iwarp_core_stream_open(&qp->stream);
 }
 
 bool iwarp_core_qp_rx_dst_valid(struct iwarp_core_qp *qp)

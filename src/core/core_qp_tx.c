@@ -60,14 +60,14 @@ static bool is_local_op(uint8_t opcode)
 /* Start the next SQ message. Returns true when tx_msg holds it. */
 static bool start_sq(struct iwarp_core_qp *qp)
 {
-    while (qp->sq_next < qp->sq_count) {
-        uint32_t index = iwarp_core_sq_slot(qp, qp->sq_next);
+    while (qp->stream.sq_next < qp->stream.sq_count) {
+        uint32_t index = iwarp_core_sq_slot(qp, qp->stream.sq_next);
         struct iwarp_core_sqe *e = &qp->sq[index];
         /* Fence: wait until every prior RDMA Read has completed (RFC 5040 §5.5, verbs). */
         if ((e->flags & IWARP_SEND_FENCE) && qp->orq_count)
             return false;
         if (is_local_op(e->opcode)) {
-            qp->sq_next++;
+            qp->stream.sq_next++;
             e->started = true;
             run_local_op(qp, index, e);
             continue;
@@ -108,13 +108,13 @@ static bool start_sq(struct iwarp_core_qp *qp)
             len = 0;
             break;
         default:
-            qp->sq_next++;
+            qp->stream.sq_next++;
             iwarp_core_qp_sq_finish(qp, index, IWARP_WC_LOC_QP_OP_ERR, 0);
             continue;
         }
         if (iwarp_ddp_tx_init(&qp->tx_msg, &wm, iov, iovcnt, len) < 0) {
             /* e.g. a tagged TO + length that wraps 64 bits (RFC 5041 §7.1) */
-            qp->sq_next++;
+            qp->stream.sq_next++;
             iwarp_core_qp_sq_finish(qp, index, IWARP_WC_LOC_LEN_ERR, 0);
             continue;
         }
@@ -126,7 +126,7 @@ static bool start_sq(struct iwarp_core_qp *qp)
             qp->orq_count++;
         }
         e->started = true;
-        qp->sq_next++;
+        qp->stream.sq_next++;
         qp->tx_src = IWARP_CORE_TX_SQ;
         qp->tx_index = index;
         return true;
@@ -193,10 +193,10 @@ int iwarp_core_qp_tx_next(struct iwarp_core_qp *qp, uint32_t max_seg, struct iwa
         seg->index = 0;
         qp->term_pending = false;
         qp->term_produced = true;
-        qp->tx_unsent++;
+        iwarp_core_stream_tx_produced(&qp->stream);
         return 1;
     }
-    if (qp->state != IWARP_CORE_QP_RUNNING && qp->state != IWARP_CORE_QP_CLOSING)
+    if (!iwarp_core_stream_open(&qp->stream))
         return 0;
     if (qp->tx_src == IWARP_CORE_TX_NONE && !pick_message(qp))
         return 0;
@@ -223,17 +223,17 @@ int iwarp_core_qp_tx_next(struct iwarp_core_qp *qp, uint32_t max_seg, struct iwa
     seg->last = iwarp_ddp_tx_done(&qp->tx_msg);
     if (seg->last)
         qp->tx_src = IWARP_CORE_TX_NONE;
-    qp->tx_unsent++;
+    iwarp_core_stream_tx_produced(&qp->stream);
     return 1;
 }
 
 void iwarp_core_qp_tx_sent(struct iwarp_core_qp *qp, const struct iwarp_core_tx_seg *seg)
 {
-    if (qp->tx_unsent)
-        qp->tx_unsent--;
+    (void)iwarp_core_stream_tx_returned(&qp->stream);
     if (seg->src == IWARP_CORE_TX_TERM) {
         qp->term_sent = true;
-    } else if (seg->last && qp->state != IWARP_CORE_QP_ERROR && !qp->sq_flush_pending) {
+    } else if (seg->last && qp->stream.state != IWARP_CORE_STREAM_ERROR &&
+               !qp->stream.sq_flush_pending) {
         if (seg->src == IWARP_CORE_TX_SQ) {
             /* Send and Write complete once handed to the LLP (see verbs.h); a Read completes
              * when its last Read Response has been placed (core_qp_rx.c). */
@@ -252,12 +252,12 @@ bool iwarp_core_qp_tx_pending(const struct iwarp_core_qp *qp)
 {
     if (qp->term_pending)
         return true;
-    if (qp->state != IWARP_CORE_QP_RUNNING && qp->state != IWARP_CORE_QP_CLOSING)
+    if (!iwarp_core_stream_open(&qp->stream))
         return false;
     if (qp->tx_src != IWARP_CORE_TX_NONE || irq_ready(qp))
         return true;
-    if (qp->sq_next < qp->sq_count) {
-        const struct iwarp_core_sqe *e = &qp->sq[iwarp_core_sq_slot(qp, qp->sq_next)];
+    if (qp->stream.sq_next < qp->stream.sq_count) {
+        const struct iwarp_core_sqe *e = &qp->sq[iwarp_core_sq_slot(qp, qp->stream.sq_next)];
         if ((e->flags & IWARP_SEND_FENCE) && qp->orq_count)
             return false;
         if (e->opcode == IWARP_WR_RDMA_READ && qp->orq_count >= qp->ord)
@@ -269,17 +269,17 @@ bool iwarp_core_qp_tx_pending(const struct iwarp_core_qp *qp)
 
 bool iwarp_core_qp_tx_close(const struct iwarp_core_qp *qp)
 {
-    if (qp->tx_unsent || qp->term_pending)
+    if (qp->stream.tx_unsent || qp->term_pending)
         return false;
-    switch (qp->state) {
-    case IWARP_CORE_QP_TERMINATING:
+    switch (qp->stream.state) {
+    case IWARP_CORE_STREAM_TERMINATING:
         /* RFC 5040 §5.4: after the Terminate (ours, sent; or the peer's) the stream closes. */
         return qp->term_sent || qp->term_from_peer;
-    case IWARP_CORE_QP_CLOSING:
+    case IWARP_CORE_STREAM_CLOSING:
         /* Graceful: everything posted has been sent, every Read answered both ways. */
-        return qp->sq_next == qp->sq_count && qp->tx_src == IWARP_CORE_TX_NONE &&
+        return qp->stream.sq_next == qp->stream.sq_count && qp->tx_src == IWARP_CORE_TX_NONE &&
                qp->orq_count == 0 && qp->irq_count == 0;
-    case IWARP_CORE_QP_ERROR:
+    case IWARP_CORE_STREAM_ERROR:
         return true;
     default:
         return false;

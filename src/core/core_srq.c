@@ -3,7 +3,6 @@
 
 #include "iwarp/errors.h"
 #include "mem/mem_access.h"
-#include "mem/mem_region.h"
 #include "util/ring.h"
 
 int iwarp_core_rqe_from_wr(struct iwarp_core_rqe *rqe, const struct iwarp_recv_wr *wr,
@@ -11,42 +10,23 @@ int iwarp_core_rqe_from_wr(struct iwarp_core_rqe *rqe, const struct iwarp_recv_w
 {
     if (wr->num_sge < 0 || (uint32_t)wr->num_sge > max_sge || (wr->num_sge > 0 && !wr->sg_list))
         return IWARP_ERR_INVAL;
-    uint64_t total = 0;
-    uint32_t nheld = 0;
-    for (int i = 0; i < wr->num_sge; i++) {
-        const struct iwarp_sge *s = &wr->sg_list[i];
-        uint64_t local = 0;
-        if (s->length) {
-            /* RFC 5040 §5.3: untagged data is placed only into buffers the ULP posted; they must
-             * be writable local memory of the stream's PD. */
-            int rc = iwarp_mem_check_local(mem, s->lkey, s->addr, s->length,
-                                           IWARP_MEM_ACCESS_LOCAL_WRITE, pd, &local);
-            if (rc < 0)
-                return rc;
-        }
-        rqe->iov[i].iov_base = (void *)(uintptr_t)local;
-        rqe->iov[i].iov_len = s->length;
-        total += s->length;
-        if (s->length)
-            rqe->held[nheld++] = s->lkey;
-    }
-    if (total > UINT32_MAX)
-        return IWARP_ERR_INVAL;
+    /* RFC 5040 §5.3: untagged data is placed only into buffers the ULP posted; they must be
+     * writable local memory of the stream's PD. */
+    int rc = iwarp_core_sge_resolve(mem, pd, IWARP_MEM_ACCESS_LOCAL_WRITE, wr->sg_list,
+                                    (uint32_t)wr->num_sge, rqe->iov, &rqe->held, &rqe->len);
+    if (rc != 0)
+        return rc;
     rqe->wr_id = wr->wr_id;
     rqe->nsge = (uint32_t)wr->num_sge;
-    rqe->len = (uint32_t)total;
-    rqe->nheld = nheld;
     return 0;
 }
 
 void iwarp_core_rqe_hold(struct iwarp_core_rqe *rqe, struct iwarp_mem_table *mem, bool hold)
 {
-    for (uint32_t i = 0; i < rqe->nheld; i++) {
-        if (hold)
-            iwarp_mem_hold(mem, rqe->held[i]);
-        else
-            iwarp_mem_release(mem, rqe->held[i]);
-    }
+    if (hold)
+        iwarp_core_held_take(&rqe->held, mem);
+    else
+        iwarp_core_held_release(&rqe->held, mem);
 }
 
 int iwarp_core_rq_init(struct iwarp_core_rq *rq, struct iwarp_core_rqe *ring, uint32_t cap,

@@ -12,13 +12,10 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include "core/core_sge.h"
 #include "iwarp/verbs.h"
 #include "mem/mem_stag.h"
 #include "util/ring.h"
-
-/* siw's defaults (wire-reference §2): 6 SGEs per WR, 1 for an RDMA Read sink. */
-#define IWARP_CORE_MAX_SGE    6u
-#define IWARP_CORE_MAX_SGE_RD 1u
 
 /* One posted receive. */
 struct iwarp_core_rqe {
@@ -26,8 +23,7 @@ struct iwarp_core_rqe {
     uint32_t nsge;
     uint32_t len; /* sum of the SGE lengths */
     struct iovec iov[IWARP_CORE_MAX_SGE];
-    uint32_t held[IWARP_CORE_MAX_SGE]; /* lkeys held while posted (iwarp_mem_hold) */
-    uint32_t nheld;
+    struct iwarp_core_held held; /* MRs held while posted */
 };
 
 /* Hold (post) or release (completion, flush) the MRs a receive names. */

@@ -270,10 +270,15 @@ static int side_init(struct iwarp_llp_e2e *e, unsigned i)
     return rc;
 }
 
+/* Side i's engine, whichever kind the conversation uses. */
+static struct iwarp_core_engine *side_engine(struct iwarp_llp_e2e *e, unsigned i)
+{
+    return e->cfg.ddp ? &e->side[i].ddp.eng : &e->side[i].qp.eng;
+}
+
 static void attach(struct iwarp_llp_e2e *e, unsigned i)
 {
-    struct iwarp_llp_e2e_side *s = &e->side[i];
-    iwarp_llp_conn_attach(&s->conn, e->cfg.ddp ? &s->ddp.eng : &s->qp.eng);
+    iwarp_llp_conn_attach(&e->side[i].conn, side_engine(e, i));
 }
 
 /* Loopback address and port of one end of the conversation. */
@@ -476,11 +481,7 @@ int iwarp_llp_e2e_inject(struct iwarp_llp_e2e *e, unsigned side, const uint8_t *
 
 int iwarp_llp_e2e_disconnect(struct iwarp_llp_e2e *e, unsigned side)
 {
-    struct iwarp_llp_e2e_side *s = &e->side[side & 1u];
-    if (e->cfg.ddp)
-        iwarp_core_ddp_disconnect(&s->ddp);
-    else
-        iwarp_core_qp_disconnect(&s->qp);
+    iwarp_core_eng_disconnect(side_engine(e, side & 1u));
     return iwarp_llp_e2e_pump(e);
 }
 
@@ -495,8 +496,8 @@ int iwarp_llp_e2e_fini(struct iwarp_llp_e2e *e)
             rc = r2;
         e->sink = NULL;
     }
-    if (!e->cfg.ddp)
-        for (unsigned i = 0; i < 2; i++)
-            iwarp_core_qp_fini(&e->side[i].qp);
+    for (unsigned i = 0; i < 2; i++)
+        if (side_engine(e, i)->ops) /* not when its initialisation failed */
+            iwarp_core_eng_fini(side_engine(e, i));
     return rc;
 }

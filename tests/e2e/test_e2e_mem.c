@@ -955,8 +955,8 @@ TEST(srq_shared_by_two_qps)
     pump(0);
     expect_wc(&r->rcq, &(struct want_wc){6, IWARP_WC_SUCCESS, IWARP_WC_RECV, 99, QPN(1), 0, 0});
     expect_wc(&N[0].scq, &(struct want_wc){32, IWARP_WC_SUCCESS, IWARP_WC_SEND, 99, QPN(0), 0, 0});
-    ASSERT_EQ(E[1].qp.state, IWARP_CORE_QP_RUNNING);
-    ASSERT_EQ(E[3].qp.state, IWARP_CORE_QP_ERROR);
+    ASSERT_EQ(E[1].qp.stream.state, IWARP_CORE_STREAM_RUNNING);
+    ASSERT_EQ(E[3].qp.stream.state, IWARP_CORE_STREAM_ERROR);
     expect_cq_empty(&r->rcq);
 }
 
@@ -1519,8 +1519,8 @@ static void run_error(const struct err_case *c, unsigned idx)
     ASSERT_TRUE(all_eq(b->mem + AUX_OFF, AUX_LEN, GUARD));
     ASSERT_TRUE(all_eq(a->mem + DST_OFF, 65536, GUARD));
     /* Both streams are over and their transports closed; later work flushes at once. */
-    ASSERT_EQ(E[0].qp.state, IWARP_CORE_QP_ERROR);
-    ASSERT_EQ(E[1].qp.state, IWARP_CORE_QP_ERROR);
+    ASSERT_EQ(E[0].qp.stream.state, IWARP_CORE_STREAM_ERROR);
+    ASSERT_EQ(E[1].qp.stream.state, IWARP_CORE_STREAM_ERROR);
     ASSERT_TRUE(L[0].closed[0] && L[0].closed[1]);
     ASSERT_EQ(post_wr(&E[0], IWARP_WR_SEND, 0, 60, SRC_OFF, 8, 0, 0, 0), 0);
     expect_wc(&a->scq,
@@ -1574,8 +1574,8 @@ static void vanish_run(unsigned d, uint64_t at)
     iwarp_llp_conn_closed(&E[d].c, false);
     pump(0);
     ASSERT_TRUE(L[0].closed[0] && L[0].closed[1]);
-    ASSERT_EQ(E[0].qp.state, IWARP_CORE_QP_ERROR);
-    ASSERT_EQ(E[1].qp.state, IWARP_CORE_QP_ERROR);
+    ASSERT_EQ(E[0].qp.stream.state, IWARP_CORE_STREAM_ERROR);
+    ASSERT_EQ(E[1].qp.stream.state, IWARP_CORE_STREAM_ERROR);
     /* The one that vanished saw a fatal error. The survivor's stream ended: when it was the
      * receiver, in the middle of the 1 MiB Write (RFC 5041 §6.2.2: the stream was lost, a
      * fatal error); when it was the sender, at a message boundary of what it receives (an
@@ -1591,8 +1591,8 @@ static void vanish_run(unsigned d, uint64_t at)
     /* Every WR completes exactly once: the Write, Send and Read were cut off (flushed). */
     ASSERT_EQ(drain(&N[0].scq, QPN(0), FLUSH_ONLY), 3);
     ASSERT_EQ(drain(&N[1].rcq, QPN(1), FLUSH_ONLY), 2);
-    ASSERT_EQ(E[0].qp.sq_count, 0);
-    ASSERT_EQ(E[0].qp.tx_unsent, 0);
+    ASSERT_EQ(E[0].qp.stream.sq_count, 0);
+    ASSERT_EQ(E[0].qp.stream.tx_unsent, 0);
     ASSERT_EQ(E[0].c.txf_count, 0);
 }
 
@@ -1684,8 +1684,8 @@ TEST(graceful_disconnect_with_work_posted)
     ASSERT_EQ(drain(&N[1].scq, QPN(1), OK_OR_FLUSH), 1);
     expect_cq_empty(&N[0].scq);
     ASSERT_EQ(E[0].nev + E[1].nev, 0);
-    ASSERT_EQ(E[0].qp.state, IWARP_CORE_QP_ERROR);
-    ASSERT_EQ(E[1].qp.state, IWARP_CORE_QP_ERROR);
+    ASSERT_EQ(E[0].qp.stream.state, IWARP_CORE_STREAM_ERROR);
+    ASSERT_EQ(E[1].qp.stream.state, IWARP_CORE_STREAM_ERROR);
 }
 
 TEST(abortive_close_with_work_in_flight)
@@ -1710,9 +1710,9 @@ TEST(abortive_close_with_work_in_flight)
     ASSERT_TRUE(L[0].closed[0] && L[0].closed[1]);
     ASSERT_EQ(drain(&N[0].scq, QPN(0), OK_OR_FLUSH), 4);
     ASSERT_EQ(drain(&N[1].rcq, QPN(1), OK_OR_FLUSH), 2);
-    ASSERT_EQ(E[0].qp.state, IWARP_CORE_QP_ERROR);
-    ASSERT_EQ(E[1].qp.state, IWARP_CORE_QP_ERROR);
-    ASSERT_EQ(E[0].qp.sq_count, 0);
+    ASSERT_EQ(E[0].qp.stream.state, IWARP_CORE_STREAM_ERROR);
+    ASSERT_EQ(E[1].qp.stream.state, IWARP_CORE_STREAM_ERROR);
+    ASSERT_EQ(E[0].qp.stream.sq_count, 0);
     ASSERT_EQ(E[0].c.txf_count, 0);
 }
 

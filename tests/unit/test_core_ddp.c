@@ -458,7 +458,7 @@ TEST(tx_untagged_segments_per_qn_msn_and_rsvdulp)
     iwarp_core_ddp_tx_sent(&D, &s4);
     iwarp_core_ddp_tx_sent(&D, &s5);
     ASSERT_EQ_U(poll1(&scq, &wc), 0u); /* unsignaled */
-    ASSERT_EQ_U(D.sq_count, 0u);
+    ASSERT_EQ_U(D.stream.sq_count, 0u);
 }
 
 TEST(tx_tagged_segments_and_checks)
@@ -550,6 +550,25 @@ TEST(abortive_flush_waits_for_the_llp)
     ASSERT_EQ_U(poll1(&scq, &wc), 1u);
     ASSERT_EQ(wc.status, IWARP_WC_WR_FLUSH_ERR);
     ASSERT_EQ(nev, 0); /* the ULP's own teardown is no error */
+}
+
+TEST(fini_releases_the_mrs_a_pending_flush_and_posted_receives_hold)
+{
+    setup();
+    uint32_t src = reg(0, 64, PD, LW), dst = reg(64, 64, PD, LW);
+    struct iwarp_sge sge = {va(0), 8, src};
+    struct iwarp_core_ddp_send s = {.wr_id = 4, .sg_list = &sge, .num_sge = 1};
+    ASSERT_EQ(iwarp_core_ddp_post_send(&D, &s), 0);
+    struct iwarp_sge rsge = {va(64), 8, dst};
+    struct iwarp_recv_wr rwr = {.wr_id = 5, .sg_list = &rsge, .num_sge = 1};
+    ASSERT_EQ(iwarp_core_ddp_post_recv(&D, 0, &rwr), 0);
+    struct iwarp_core_tx_seg seg;
+    ASSERT_EQ(iwarp_core_ddp_tx_next(&D, 1000, &seg), 1);
+    iwarp_core_ddp_set_error(&D); /* the send's flush waits for the LLP, which never answers */
+    ASSERT_EQ(iwarp_mem_dereg_mr(&T, src), IWARP_ERR_BUSY);
+    iwarp_core_ddp_fini(&D); /* the QP is destroyed meanwhile */
+    ASSERT_EQ(iwarp_mem_dereg_mr(&T, src), 0);
+    ASSERT_EQ(iwarp_mem_dereg_mr(&T, dst), 0);
 }
 
 TEST(idle_refuses_receive_and_bad_args)

@@ -252,7 +252,7 @@ static void expect_term(uint8_t layer, uint8_t etype, uint8_t code, uint8_t hdrc
     ASSERT_EQ(seg.payload_len, 0);
     ASSERT_EQ(seg.hdr_len, n);
     ASSERT_MEM_EQ(seg.hdr, want, n);
-    ASSERT_EQ(Q.state, IWARP_CORE_QP_TERMINATING);
+    ASSERT_EQ(Q.stream.state, IWARP_CORE_STREAM_TERMINATING);
     ASSERT_EQ(Q.term_cause.layer, layer);
     ASSERT_EQ(Q.term_cause.etype, etype);
     ASSERT_EQ(Q.term_cause.ecode, code);
@@ -532,14 +532,14 @@ TEST(write_placed)
     expect_buf();
     expect_empty(&rcq);
     expect_empty(&scq);
-    ASSERT_EQ(Q.state, IWARP_CORE_QP_RUNNING);
+    ASSERT_EQ(Q.stream.state, IWARP_CORE_STREAM_RUNNING);
 }
 
 TEST(write_closing_state_places)
 {
     setup();
     iwarp_core_qp_disconnect(&Q);
-    ASSERT_EQ(Q.state, IWARP_CORE_QP_CLOSING);
+    ASSERT_EQ(Q.stream.state, IWARP_CORE_STREAM_CLOSING);
     uint8_t s[64];
     ASSERT_EQ(feed(s, tagged(s, true, 0x0, mr, va(8), data, 4)), 0);
     memcpy(shadow + 8, data, 4);
@@ -803,7 +803,7 @@ TEST(terminate_received)
     s[n++] = 0x16;
     n += untagged(s + n, true, 0x3, 0, 0, 9, 0, NULL, 0);
     ASSERT_EQ(feed(s, n), 0);
-    ASSERT_EQ(Q.state, IWARP_CORE_QP_TERMINATING);
+    ASSERT_EQ(Q.stream.state, IWARP_CORE_STREAM_TERMINATING);
     ASSERT_TRUE(Q.term_from_peer);
     ASSERT_EQ(Q.term_cause.layer, 1);
     ASSERT_EQ(Q.term_cause.etype, 2);
@@ -860,7 +860,7 @@ TEST(states)
     size_t n = tagged(s, true, 0x0, mr, va(0), data, 4);
     ASSERT_EQ(feed(s, n), IWARP_ERR_STATE);
     expect_buf();
-    ASSERT_EQ(Q.state, IWARP_CORE_QP_IDLE);
+    ASSERT_EQ(Q.stream.state, IWARP_CORE_STREAM_IDLE);
     /* ERROR: dropped */
     ASSERT_EQ(iwarp_core_qp_start(&Q, 1, 1), 0);
     iwarp_core_qp_set_error(&Q);
@@ -1048,7 +1048,7 @@ TEST(two_phase_misuse_and_states)
     uint8_t rr[64];
     size_t rn = read_req(rr, 1, mr, 0, 4, mr, va(0));
     ASSERT_EQ(hdr_phase(rr, 18, rn, dst, &nd), IWARP_ERR_INVAL);
-    ASSERT_EQ(Q.state, IWARP_CORE_QP_RUNNING);
+    ASSERT_EQ(Q.stream.state, IWARP_CORE_STREAM_RUNNING);
     ASSERT_EQ(nev, 0);
     /* A second phase 1 before phase 2. */
     ASSERT_EQ(hdr_phase(s, 18, n, dst, &nd), 0);

@@ -717,10 +717,10 @@ TEST(enhanced_session_starts_engines_with_negotiated_ird_ord)
     ASSERT_EQ_U(take(SIDE_B, 2), EV_EST);
     ASSERT_EQ_U(S[SIDE_B].pend.count, 0u);
     /* RFC 6581 §9.1: responder IRD 4 (its own), ORD at most the initiator IRD: 8 */
-    ASSERT_EQ(qb->qp.state, IWARP_CORE_QP_RUNNING);
+    ASSERT_EQ(qb->qp.stream.state, IWARP_CORE_STREAM_RUNNING);
     ASSERT_EQ_U(qb->qp.ird, 4u);
     ASSERT_EQ_U(qb->qp.ord, 8u);
-    ASSERT_EQ(qa->qp.state, IWARP_CORE_QP_IDLE); /* not before the Accept arrives */
+    ASSERT_EQ(qa->qp.stream.state, IWARP_CORE_STREAM_IDLE); /* not before the Accept arrives */
     /* RFC 6581 §7: the passive side may send first, right behind its Accept */
     post_recv(qa, 0xA1, 0, 64);
     fill(SIDE_B, 4096, 40, 1);
@@ -860,7 +860,7 @@ TEST(several_sessions_on_different_streams_at_once)
         ASSERT_EQ_U(take(SIDE_A, i), EV_EST);
         ASSERT_EQ_U(take(SIDE_B, i), EV_EST);
     }
-    ASSERT_EQ(da->d.state, IWARP_CORE_DDP_RUNNING);
+    ASSERT_EQ(da->d.stream.state, IWARP_CORE_STREAM_RUNNING);
 
     /* stream 0: Send A->B; 1: Write A->B and Send B->A; 2: Read by A of B's memory;
      * 3 (DDP-level): an untagged message to QN 1 and a tagged one A->B */
@@ -1108,7 +1108,7 @@ TEST(duplicate_ddp_ssn_ends_the_session)
     ASSERT_EQ(inject(SIDE_B, dup), IWARP_ERR_SCTP_SSN);
     ASSERT_EQ_U(NFREED, freed + 1); /* dropped and given back at once */
     ASSERT_EQ_U(S[SIDE_B].a.rx_dropped, 1u);
-    ASSERT_EQ(qb->qp.state, IWARP_CORE_QP_ERROR);
+    ASSERT_EQ(qb->qp.stream.state, IWARP_CORE_STREAM_ERROR);
     wc_next(&qb->rcq, 0xB1, IWARP_WC_WR_FLUSH_ERR, 0);
     ASSERT_TRUE(qb->nerr > 0); /* not an orderly close */
     both_close_after_b_failed(0, IWARP_ERR_SCTP_SSN);
@@ -1167,8 +1167,9 @@ TEST(ordered_chunk_and_unknown_ppid_end_the_session)
     ASSERT_EQ_U(deliver(SIDE_A), 1u);
     RX_ALLOW = 0;
     ASSERT_EQ_U(RX_ERRS, 1u);
-    ASSERT_FALSE(is_live(buf));                        /* given back at once */
-    ASSERT_EQ(qb->qp.state, IWARP_CORE_QP_ERROR);      /* the engine is closed: the Send never */
+    ASSERT_FALSE(is_live(buf)); /* given back at once */
+    ASSERT_EQ(qb->qp.stream.state,
+              IWARP_CORE_STREAM_ERROR);                /* the engine is closed: the Send never */
     wc_next(&qb->rcq, 0xB0, IWARP_WC_WR_FLUSH_ERR, 0); /* reached the receive */
     both_close_after_b_failed(0, IWARP_ERR_SCTP_PPID);
     ASSERT_EQ(log_at(SIDE_A, 0, -1)->ssn, 2); /* after the ordered Send's 1 */
@@ -1212,14 +1213,14 @@ TEST(segment_chunk_without_a_ddp_segment_is_a_ddp_error)
     FL[SIDE_A].c[0].len = IWARP_SCTP_SSN_LEN; /* cut after its DDP-SSN on the way */
     ASSERT_EQ_U(deliver(SIDE_A), 1u);
     /* it took its place in the sequence and DDP refused it (RFC 5041 §7.1: no header) */
-    ASSERT_EQ(qb->qp.state, IWARP_CORE_QP_TERMINATING);
+    ASSERT_EQ(qb->qp.stream.state, IWARP_CORE_STREAM_TERMINATING);
     ASSERT_EQ(qb->qp.term_cause.layer, IWARP_TERM_LAYER_DDP);
     pump();
     /* B's RDMAP Terminate, then its session Terminate after it (§6.2); A answers */
     ASSERT_EQ(log_at(SIDE_B, 0, -2)->opcode, IWARP_RDMAP_OP_TERMINATE);
     ASSERT_EQ(log_at(SIDE_B, 0, -1)->fc, IWARP_SCTP_FC_TERMINATE);
     ASSERT_EQ(log_at(SIDE_A, 0, -1)->fc, IWARP_SCTP_FC_TERMINATE);
-    ASSERT_EQ(qa->qp.state, IWARP_CORE_QP_ERROR);
+    ASSERT_EQ(qa->qp.stream.state, IWARP_CORE_STREAM_ERROR);
     wc_next(&qb->rcq, 0xB0, IWARP_WC_WR_FLUSH_ERR, 0);
     ASSERT_TRUE(take(SIDE_A, 0) & EV_CLOSED);
     ASSERT_TRUE(take(SIDE_B, 0) & EV_CLOSED);
@@ -1248,7 +1249,7 @@ TEST(segment_before_the_session_is_established)
     ASSERT_EQ_U(S[SIDE_B].pend.count, 0u);
     struct iwarp_sess_answer ans = {.ird = 4, .ord = 4};
     ASSERT_EQ(iwarp_llp_assoc_accept(&S[SIDE_B].a, 0, &ans, eng_qp(qb), 4, 4), IWARP_ERR_STATE);
-    ASSERT_EQ(qb->qp.state, IWARP_CORE_QP_IDLE); /* never attached */
+    ASSERT_EQ(qb->qp.stream.state, IWARP_CORE_STREAM_IDLE); /* never attached */
     ASSERT_EQ(S[SIDE_B].st[0].err, IWARP_ERR_SESSION_SEQUENCE);
     /* B's Terminate (its first chunk: DDP-SSN 0) answers A's Initiate: §6.4's sequence is
      * complete, nobody answers it, both streams are CLOSED */
@@ -1357,8 +1358,8 @@ TEST(graceful_disconnect_drains_then_terminates_and_the_stream_is_reused)
     ASSERT_EQ_U(take(SIDE_A, 3), EV_CLOSED);
     ASSERT_EQ_U(take(SIDE_B, 3), EV_CLOSED);
     ASSERT_TRUE(S[SIDE_A].st[3].graceful && S[SIDE_B].st[3].graceful);
-    ASSERT_EQ(qa->qp.state, IWARP_CORE_QP_ERROR);
-    ASSERT_EQ(qb->qp.state, IWARP_CORE_QP_ERROR);
+    ASSERT_EQ(qa->qp.stream.state, IWARP_CORE_STREAM_ERROR);
+    ASSERT_EQ(qb->qp.stream.state, IWARP_CORE_STREAM_ERROR);
     ASSERT_EQ(qa->nerr + qb->nerr, 0); /* orderly: no fatal event */
     ASSERT_EQ(iwarp_llp_assoc_free_stream(&S[SIDE_A].a), 0);
     struct iwarp_sess_cfg c;
@@ -1543,7 +1544,7 @@ TEST(a_closed_engine_never_sends_its_unsent_segment)
     iwarp_llp_assoc_disconnect(&S[SIDE_B].a, 0, 0);
     pump_from(SIDE_B);
     wc_next(&qa->scq, 0xA0, IWARP_WC_WR_FLUSH_ERR, 0);
-    ASSERT_EQ(qa->qp.state, IWARP_CORE_QP_ERROR);
+    ASSERT_EQ(qa->qp.stream.state, IWARP_CORE_STREAM_ERROR);
     ASSERT_EQ_U(ship(SIDE_A), 1u);
     const struct logent *t = log_at(SIDE_A, 0, -1);
     ASSERT_EQ_U(t->ppid, IWARP_SCTP_PPID_DDP_CONTROL);
@@ -1589,7 +1590,7 @@ TEST(lost_association_flushes_every_engine)
     wc_next(&qa0->scq, 0xA1, IWARP_WC_WR_FLUSH_ERR, 0);
     wc_next(&qa1->scq, 0xA2, IWARP_WC_WR_FLUSH_ERR, 0);
     wc_next(&qa2->rcq, 0xC0, IWARP_WC_WR_FLUSH_ERR, 0);
-    ASSERT_EQ(qa0->qp.state, IWARP_CORE_QP_ERROR);
+    ASSERT_EQ(qa0->qp.stream.state, IWARP_CORE_STREAM_ERROR);
     ASSERT_TRUE(qa0->nerr > 0 && qa1->nerr > 0); /* not graceful: fatal events */
     ASSERT_TRUE(iwarp_llp_assoc_tx_next(&S[SIDE_A].a) == NULL);
     ASSERT_FALSE(iwarp_llp_assoc_tx_ready(&S[SIDE_A].a));

@@ -243,7 +243,7 @@ TEST(negotiate_rev1_and_rev2_each_crc_and_marker_setting)
         /* No RTR: the responder's QP runs, but its FPDUs wait for the initiator's first FPDU
          * (RFC 5044 §7.1.2 rule 4), here the ULP's first Send. */
         ASSERT_EQ(P[1].c.state, IWARP_LLP_CONN_ESTABLISHED);
-        ASSERT_EQ(P[1].qp.state, IWARP_CORE_QP_RUNNING);
+        ASSERT_EQ(P[1].qp.stream.state, IWARP_CORE_STREAM_RUNNING);
         ASSERT_TRUE(P[1].c.tx_hold);
         ASSERT_EQ(iwarp_mpa_neg_result(&P[0].c.neg)->rev, o.rev);
         expect_settings(o.crc, o.mark_i, o.mark_r);
@@ -335,7 +335,7 @@ TEST(reject_with_private_data)
     ASSERT_EQ(r->peer_pd_len, sizeof why);
     ASSERT_MEM_EQ(r->peer_pd, why, sizeof why);
     ASSERT_TRUE(M.closed[0] && M.closed[1]);
-    ASSERT_EQ(P[0].qp.state, IWARP_CORE_QP_ERROR);
+    ASSERT_EQ(P[0].qp.stream.state, IWARP_CORE_STREAM_ERROR);
 }
 
 TEST(timeout_waiting_for_the_reply)
@@ -696,7 +696,7 @@ TEST(rtr_of_another_type_gets_2_0_7)
     first_fpdu_changed(24u + 2u + 1u, 0x02);
     ASSERT_EQ(P[1].c.state, IWARP_LLP_CONN_CLOSE);
     ASSERT_EQ(P[1].c.err, IWARP_ERR_MPA_RTR_MISMATCH);
-    ASSERT_EQ(P[1].qp.state, IWARP_CORE_QP_ERROR);
+    ASSERT_EQ(P[1].qp.stream.state, IWARP_CORE_STREAM_ERROR);
     /* The responder's QP reports it (it runs since accept) and sends the Terminate. */
     ASSERT_EQ(P[1].nerr, 1);
     ASSERT_EQ_U(P[1].last_cause, 0x020007u);
@@ -1179,7 +1179,7 @@ TEST(responder_qp_runs_at_accept_and_holds_its_fpdus_until_the_first_one)
     struct opts o = {.rev = 2, .crc = true};
     setup(&o);
     accept_request();
-    ASSERT_EQ(P[1].qp.state, IWARP_CORE_QP_RUNNING);
+    ASSERT_EQ(P[1].qp.stream.state, IWARP_CORE_STREAM_RUNNING);
     ASSERT_EQ_U(P[1].qp.ird, 16); /* the negotiated IRD/ORD */
     ASSERT_EQ_U(P[1].qp.ord, 16);
     /* The ULP posts at once (not IWARP_ERR_STATE); RFC 5044 §7.1.2 rule 4 holds the FPDU. */
@@ -1212,7 +1212,7 @@ TEST(end_of_stream_at_a_message_boundary_is_graceful)
     feed_stream(n, 0);
     iwarp_llp_conn_eof(&P[1].c);
     ASSERT_EQ(P[1].c.state, IWARP_LLP_CONN_CLOSE);
-    ASSERT_EQ(P[1].qp.state, IWARP_CORE_QP_ERROR);
+    ASSERT_EQ(P[1].qp.stream.state, IWARP_CORE_STREAM_ERROR);
     ASSERT_EQ(P[1].nerr, 0); /* RFC 5041 §6.2.1: the peer's graceful teardown */
 }
 
@@ -1231,6 +1231,6 @@ TEST(end_of_stream_inside_an_fpdu_or_a_message_is_fatal)
         iwarp_llp_conn_eof(&P[1].c);
         ASSERT_EQ(P[1].nerr, 1);
         ASSERT_EQ(P[1].last_type, IWARP_EVENT_QP_FATAL);
-        ASSERT_EQ(P[1].qp.state, IWARP_CORE_QP_ERROR);
+        ASSERT_EQ(P[1].qp.stream.state, IWARP_CORE_STREAM_ERROR);
     }
 }
