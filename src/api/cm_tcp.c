@@ -43,8 +43,7 @@ struct tcp_conn {
     struct tcp_conn *next_hidden; /* in lsn's list while not announced */
     enum tcp_phase phase;
     bool passive;
-    bool markers_fallback;    /* active: on a Reject of our markers, retry once without */
-    uint64_t linger_deadline; /* UINT64_MAX: none */
+    bool markers_fallback; /* active: on a Reject of our markers, retry once without */
     uint8_t *bounce;
     struct iwarp_llp_conn_txf *txf;
     struct iwarp_trace_conn *trace; /* the packet trace (holds its sink's reference), or NULL */
@@ -184,7 +183,6 @@ static struct tcp_conn *conn_alloc(struct iwarp_ctx *ctx)
     if (!cc)
         return NULL;
     cc->ctx = ctx;
-    cc->linger_deadline = UINT64_MAX;
     cc->bounce = iwarp_api_calloc(ctx, 1, IWARP_LLP_CONN_BOUNCE);
     cc->txf = iwarp_api_calloc(ctx, IWARP_LLP_CONN_TX_SEGS, sizeof *cc->txf);
     if (!cc->bounce || !cc->txf) {
@@ -206,6 +204,7 @@ static struct tcp_conn *conn_alloc(struct iwarp_ctx *ctx)
         cc->tcp.trace = cc->trace;
     }
     cc->tcp.fd = -1;
+    cc->tcp.linger_ns = CM_LINGER_NS;
     cc->src.fd = -1;
     cc->src.deadline = UINT64_MAX;
     cc->src.heap_index = UINT32_MAX;
@@ -230,7 +229,6 @@ static void conn_release(struct tcp_conn *cc, bool abortive)
 {
     iwarp_loop_del(&cc->ctx->loop, &cc->src);
     iwarp_llp_tcp_close(&cc->tcp, abortive);
-    cc->linger_deadline = UINT64_MAX;
 }
 
 /* Hand the id's QP's engine to the MPA connection and take the QP's kicks. */
@@ -269,12 +267,7 @@ static void conn_rearm(struct tcp_conn *cc)
     uint32_t ev = ((want & IWARP_LLP_TCP_WANT_READ) ? (uint32_t)EPOLLIN : 0u) |
                   ((want & IWARP_LLP_TCP_WANT_WRITE) ? (uint32_t)EPOLLOUT : 0u);
     iwarp_loop_mod(loop, &cc->src, ev);
-    uint64_t deadline = cc->linger_deadline;
-    if (cc->tcp.conn_ready) {
-        uint64_t t = iwarp_llp_conn_next_timeout(&cc->tcp.conn);
-        if (t < deadline)
-            deadline = t;
-    }
+    uint64_t deadline = iwarp_llp_tcp_next_timeout(&cc->tcp);
     if (deadline != cc->src.deadline)
         iwarp_loop_set_timer(loop, &cc->src, deadline);
 }
@@ -446,8 +439,6 @@ static void conn_update(struct tcp_conn *cc, uint64_t now)
         if (cc->phase == TC_CLOSING && id->pub.qp && !t->fin_wanted &&
             iwarp_core_eng_tx_close(iwarp_api_qp(id->pub.qp)->eng))
             iwarp_llp_tcp_shutdown(t, now); /* drained: our FIN */
-        if (t->fin_sent && !t->rx_eof && cc->linger_deadline == UINT64_MAX)
-            cc->linger_deadline = now + CM_LINGER_NS;
         if (t->rx_eof || t->phase == IWARP_LLP_TCP_DONE) {
             /* the peer closed (FIN or reset), or both FINs are exchanged: answer the FIN */
             iwarp_llp_tcp_shutdown(t, now);
@@ -484,18 +475,8 @@ static void conn_on_io(struct iwarp_loop_src *src, uint32_t events, uint64_t now
 static void conn_on_timer(struct iwarp_loop_src *src, uint64_t now_ns)
 {
     struct tcp_conn *cc = src->user;
-    struct iwarp_llp_tcp *t = &cc->tcp;
-    if (cc->linger_deadline <= now_ns) {
-        /* the peer did not answer our FIN in time: reset (the end is reported next) */
-        cc->linger_deadline = UINT64_MAX;
-        iwarp_llp_tcp_close(t, true);
-        conn_update(cc, now_ns);
-        return;
-    }
-    if (t->conn_ready) {
-        iwarp_llp_conn_handle_timeout(&t->conn, now_ns);
-        iwarp_llp_tcp_on_writable(t, now_ns);
-    }
+    /* a close past its limit is reset here (the end is reported next) */
+    iwarp_llp_tcp_handle_timeout(&cc->tcp, now_ns);
     conn_update(cc, now_ns);
 }
 
@@ -737,8 +718,8 @@ static int tcp_reject(struct cm_id *id, const void *pd, uint16_t pd_len)
     if (rc != 0)
         return rc;
     uint64_t now = iwarp_loop_now();
+    iwarp_llp_tcp_linger(t, now);
     iwarp_llp_tcp_shutdown(t, now); /* the Reject, then our FIN */
-    cc->linger_deadline = now + CM_LINGER_NS;
     if (t->phase == IWARP_LLP_TCP_DONE)
         conn_release(cc, false);
     else
@@ -751,8 +732,8 @@ static int tcp_disconnect(struct cm_id *id)
     struct tcp_conn *cc = conn_of(id);
     uint64_t now = iwarp_loop_now();
     cc->phase = TC_CLOSING;
-    cc->linger_deadline = now + CM_LINGER_NS;
     struct iwarp_llp_tcp *t = &cc->tcp;
+    iwarp_llp_tcp_linger(t, now); /* the drain and the FIN exchange get CM_LINGER_NS */
     struct iwarp_qp_impl *q = id->pub.qp ? iwarp_api_qp(id->pub.qp) : NULL;
     if (q)
         iwarp_core_eng_disconnect(q->eng); /* drain (RFC 5041 §6.2.1), then close */

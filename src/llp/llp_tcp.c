@@ -179,7 +179,7 @@ static bool conn_wants_close(const struct iwarp_llp_tcp *t)
     return s == IWARP_LLP_CONN_CLOSE || s == IWARP_LLP_CONN_REJECTED || s == IWARP_LLP_CONN_FAILED;
 }
 
-static void send_fin(struct iwarp_llp_tcp *t)
+static void send_fin(struct iwarp_llp_tcp *t, uint64_t now_ns)
 {
     if (t->fin_sent || t->phase != IWARP_LLP_TCP_OPEN)
         return;
@@ -192,6 +192,8 @@ static void send_fin(struct iwarp_llp_tcp *t)
         iwarp_trace_conn_fin(t->trace, true);
     if (t->rx_eof)
         t->phase = IWARP_LLP_TCP_DONE;
+    else
+        iwarp_llp_tcp_linger(t, now_ns); /* the peer's FIN is awaited so long */
 }
 
 /* Write what the connection has ready until it is empty or the socket is full. */
@@ -238,7 +240,7 @@ static void flush(struct iwarp_llp_tcp *t, uint64_t now_ns)
         return;
     }
     if ((t->fin_wanted || conn_wants_close(t)) && !iwarp_llp_conn_tx_ready(&t->conn, now_ns))
-        send_fin(t);
+        send_fin(t, now_ns);
 }
 
 /* rx_buf gave nothing (no reading allowed now) yet the socket signalled: look for end of
@@ -357,7 +359,36 @@ void iwarp_llp_tcp_shutdown(struct iwarp_llp_tcp *t, uint64_t now_ns)
     if (t->conn_ready)
         flush(t, now_ns);
     else
-        send_fin(t);
+        send_fin(t, now_ns);
+}
+
+void iwarp_llp_tcp_linger(struct iwarp_llp_tcp *t, uint64_t now_ns)
+{
+    if (t->linger_deadline == 0)
+        t->linger_deadline = now_ns + (t->linger_ns ? t->linger_ns : IWARP_LLP_TCP_LINGER_NS);
+}
+
+uint64_t iwarp_llp_tcp_next_timeout(const struct iwarp_llp_tcp *t)
+{
+    uint64_t next = t->linger_deadline ? t->linger_deadline : UINT64_MAX;
+    if (t->conn_ready) {
+        uint64_t c = iwarp_llp_conn_next_timeout(&t->conn);
+        if (c < next)
+            next = c;
+    }
+    return next;
+}
+
+void iwarp_llp_tcp_handle_timeout(struct iwarp_llp_tcp *t, uint64_t now_ns)
+{
+    if (t->linger_deadline && t->linger_deadline <= now_ns) {
+        iwarp_llp_tcp_close(t, true); /* the peer did not end the stream in time */
+        return;
+    }
+    if (t->conn_ready) {
+        iwarp_llp_conn_handle_timeout(&t->conn, now_ns);
+        iwarp_llp_tcp_on_writable(t, now_ns);
+    }
 }
 
 void iwarp_llp_tcp_close(struct iwarp_llp_tcp *t, bool abortive)
@@ -383,6 +414,7 @@ void iwarp_llp_tcp_close(struct iwarp_llp_tcp *t, bool abortive)
         iwarp_llp_conn_closed(&t->conn, !abortive);
     }
     t->phase = IWARP_LLP_TCP_DONE;
+    t->linger_deadline = 0;
 }
 
 int iwarp_llp_tcp_listen(struct iwarp_llp_tcp_listener *l, const struct sockaddr *addr, int backlog)

@@ -22,6 +22,9 @@
 #include "llp/llp_conn.h"
 #include "trace/trace_conn.h"
 
+/* How long a closing stream may take to end both ways when the owner sets no linger_ns. */
+#define IWARP_LLP_TCP_LINGER_NS 3000000000ull
+
 /* Interest bits returned by iwarp_llp_tcp_interest(). */
 #define IWARP_LLP_TCP_WANT_READ  1u
 #define IWARP_LLP_TCP_WANT_WRITE 2u
@@ -49,6 +52,12 @@ struct iwarp_llp_tcp {
     /* NULL: no tracing. Set by the owner on a zeroed t before connect/adopt; borrowed (the
      * owner frees it after iwarp_llp_tcp_close, which closes it). */
     struct iwarp_trace_conn *trace;
+    /* The close's time limit, set by the owner before the close begins (0:
+     * IWARP_LLP_TCP_LINGER_NS). Once
+     * the close has begun (iwarp_llp_tcp_linger, or our FIN sent), the stream has this long to
+     * end both ways; then it is reset. */
+    uint64_t linger_ns;
+    uint64_t linger_deadline; /* 0: the close has not begun */
 };
 
 /* A listening socket. */
@@ -110,6 +119,23 @@ uint32_t iwarp_llp_tcp_interest(struct iwarp_llp_tcp *t);
  * state does the same by itself). Use after the QP has drained.
  */
 void iwarp_llp_tcp_shutdown(struct iwarp_llp_tcp *t, uint64_t now_ns);
+
+/*
+ * The close has begun (our disconnect with the QP still draining, an MPA Reject on its way):
+ * from now_ns the stream has t->linger_ns to end both ways, else iwarp_llp_tcp_handle_timeout()
+ * resets it. Sending our FIN starts the same limit by itself; a limit already running is kept.
+ */
+void iwarp_llp_tcp_linger(struct iwarp_llp_tcp *t, uint64_t now_ns);
+
+/* When iwarp_llp_tcp_handle_timeout() must run next: the close's limit or the MPA
+ * connection's own timer (iwarp_llp_conn_next_timeout), whichever is first; UINT64_MAX when
+ * neither runs. */
+uint64_t iwarp_llp_tcp_next_timeout(const struct iwarp_llp_tcp *t);
+
+/* Time has come (now_ns >= the next timeout): a close past its limit is reset (the MPA
+ * connection learns of the end); otherwise the MPA connection's timer runs and what it queued
+ * is written. */
+void iwarp_llp_tcp_handle_timeout(struct iwarp_llp_tcp *t, uint64_t now_ns);
 
 /*
  * Close the socket. abortive: reset the connection (SO_LINGER 0: the peer sees a RST);

@@ -1,6 +1,7 @@
 /* The TCP back-end on its own (no loop, no QP): listener and non-blocking connect over IPv4
  * and IPv6, TCP_NODELAY and the EMSS, the MPA Request/Reject exchange driven by hand through
- * on_readable/on_writable and interest(), FIN handling, and a refused connect. */
+ * on_readable/on_writable and interest(), FIN handling, the close's time limit (a peer that
+ * never answers our FIN is reset), and a refused connect. */
 #define _GNU_SOURCE 1
 #include <arpa/inet.h>
 #include <errno.h>
@@ -201,6 +202,43 @@ TEST(peer_reset_during_negotiation_fails_the_connection)
     ASSERT_EQ(rsp.t.phase, IWARP_LLP_TCP_DONE);
     ASSERT_EQ(rsp.t.err, IWARP_ERR_CONN_RESET);
     ASSERT_EQ(rsp.t.conn.state, IWARP_LLP_CONN_FAILED);
+    end_free(&ini);
+    end_free(&rsp);
+}
+
+TEST(a_close_the_peer_never_answers_is_reset_at_its_limit)
+{
+    struct end ini, rsp;
+    connect_pair(false, &ini, &rsp);
+    ini.t.linger_ns = 50000000ull;                               /* 50 ms */
+    ASSERT_EQ_U(iwarp_llp_tcp_next_timeout(&ini.t), UINT64_MAX); /* no close yet */
+    uint64_t t0 = now_ns();
+    iwarp_llp_tcp_shutdown(&ini.t, t0); /* our FIN; the peer never answers it */
+    ASSERT_TRUE(ini.t.fin_sent);
+    uint64_t limit = iwarp_llp_tcp_next_timeout(&ini.t);
+    ASSERT_EQ_U(limit, t0 + 50000000ull);
+    iwarp_llp_tcp_linger(&ini.t, t0 + 1000); /* a limit already running is kept */
+    ASSERT_EQ_U(iwarp_llp_tcp_next_timeout(&ini.t), limit);
+    iwarp_llp_tcp_handle_timeout(&ini.t, limit - 1);
+    ASSERT_EQ(ini.t.phase, IWARP_LLP_TCP_OPEN); /* not yet */
+    iwarp_llp_tcp_handle_timeout(&ini.t, limit);
+    ASSERT_EQ(ini.t.phase, IWARP_LLP_TCP_DONE);
+    ASSERT_EQ(ini.t.fd, -1);
+    ASSERT_EQ_U(iwarp_llp_tcp_next_timeout(&ini.t), UINT64_MAX);
+    /* the peer sees our FIN, then the reset */
+    char c;
+    ASSERT_TRUE(wait_fd(rsp.t.fd, POLLIN));
+    ASSERT_EQ(recv(rsp.t.fd, &c, 1, 0), 0);
+    struct deadline dl = deadline_in_ms(5000);
+    int err = 0;
+    socklen_t len = sizeof err;
+    while (err == 0 && !deadline_passed(&dl)) {
+        ASSERT_EQ(getsockopt(rsp.t.fd, SOL_SOCKET, SO_ERROR, &err, &len), 0);
+        if (err == 0)
+            deadline_pause_us(1000);
+    }
+    /* Linux reports a reset in CLOSE_WAIT (our FIN already read) as EPIPE, else ECONNRESET */
+    ASSERT_TRUE(err == EPIPE || err == ECONNRESET);
     end_free(&ini);
     end_free(&rsp);
 }
