@@ -1,4 +1,4 @@
-/* Completion queues and completion channels (seed 001 §5.4; ibv_create_cq shapes). */
+/* Completion queues and completion channels (ibv_create_cq shapes). */
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/eventfd.h>

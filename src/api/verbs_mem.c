@@ -1,4 +1,4 @@
-/* Protection domains, memory regions and memory windows (seed 001 §5.2; ibv_reg_mr shapes). */
+/* Protection domains, memory regions and memory windows (RFC 5040 §2.1; ibv_reg_mr shapes). */
 #include "api/api_ext.h"
 #include "api/api_internal.h"
 #include "iwarp/errors.h"

@@ -17,7 +17,7 @@ int iwarp_core_cq_init(struct iwarp_core_cq *cq, struct iwarp_wc *ring, uint32_t
 int iwarp_core_cq_push(struct iwarp_core_cq *cq, const struct iwarp_wc *wc, bool solicited)
 {
     if (cq->count == cq->cap) {
-        /* seed 001 §5.4 / verbs: overrun is an asynchronous CQ error, reported once; the
+        /* verbs (ibv_create_cq(3)): overrun is an asynchronous CQ error, reported once; the
          * completion is lost, never written past the ring. */
         if (!cq->overrun) {
             cq->overrun = true;

@@ -1,6 +1,6 @@
 /*
  * A completion queue: a fixed ring of struct iwarp_wc filled by the core and drained by
- * iwarp_poll_cq(), plus the one-shot arm state of ibv_req_notify_cq (seed 001 §5.4).
+ * iwarp_poll_cq(), plus the one-shot arm state of ibv_req_notify_cq (ibv_req_notify_cq(3)).
  *
  * Sans-I/O: when an armed CQ gets a completion that satisfies the arm, the core calls the
  * notify hook; the API layer turns that into a completion-channel event. A completion that

@@ -40,7 +40,7 @@
 #include "wire/wire.h"
 #include "wire/wire_segment.h"
 
-/* siw's limits (wire-reference §2). */
+/* siw's limits (docs/interop-siw.md). */
 #define IWARP_CORE_MAX_INLINE 80u
 #define IWARP_CORE_MAX_IRD    128u
 #define IWARP_CORE_MAX_ORD    128u

@@ -6,7 +6,7 @@
  * message boundaries between the SQ and the IRQ when both have work, so Read Responses are
  * produced while the SQ is busy and neither starves. Messages never interleave at segment
  * level: siw drops a stream where a tagged message interrupts an unfinished tagged one, or an
- * untagged one an unfinished untagged one (wire-reference §2).
+ * untagged one an unfinished untagged one (docs/interop-siw.md).
  */
 #include <string.h>
 
@@ -23,7 +23,7 @@ static void run_local_op(struct iwarp_core_qp *qp, uint32_t index, struct iwarp_
     uint8_t status = IWARP_WC_SUCCESS;
     switch (e->opcode) {
     case IWARP_WR_LOCAL_INV:
-        /* seed 001 §5.2 "invalidate STag" (RFC 5040 §6.2 local invalidate). */
+        /* RFC 5040 §6.2: local invalidate. */
         rc = iwarp_mem_local_inv(qp->cfg.mem, e->stag, qp->cfg.pd);
         status = IWARP_WC_LOC_PROT_ERR;
         break;

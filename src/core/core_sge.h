@@ -13,7 +13,7 @@
 #include "iwarp/verbs.h"
 #include "mem/mem_stag.h"
 
-/* siw's defaults (wire-reference §2): 6 SGEs per WR, 1 for an RDMA Read sink. */
+/* siw's defaults (docs/interop-siw.md): 6 SGEs per WR, 1 for an RDMA Read sink. */
 #define IWARP_CORE_MAX_SGE    6u
 #define IWARP_CORE_MAX_SGE_RD 1u
 

@@ -31,7 +31,7 @@
  *     (0x05): the order in which each check's premise becomes available.
  *   - Message too long: RFC 5041 §7.2 says 1/2/0x05 "DDP Message too long for available
  *     buffer" and that is what we report. Linux siw sends 1/2/0x02 for an over-long Send (with
- *     WC LOC_LEN_ERR; wire-reference.md §1.6, "siw deviates").
+ *     WC LOC_LEN_ERR; docs/interop-siw.md: siw deviates).
  * After any error the state is unchanged; the caller terminates the stream and "MUST silently
  * drop any subsequent incoming DDP Segments" (RFC 5041 §7.1).
  */

@@ -1,7 +1,7 @@
 /*
  * The SCTP back-end: usrsctp (no-threads, AF_CONN) over our own UDP sockets. See llp_sctp.h for
- * the model (one stack, one usrsctp lock, owners, receive callback) and
- * ../shared/docs/usrsctp.md for the usrsctp behaviour this relies on.
+ * the model (one stack, one usrsctp lock, owners, receive callback) and docs/design.md
+ * §9 ("DDP over SCTP") for the usrsctp behaviour this relies on.
  *
  * Object lifetimes. usrsctp calls back with the socket's ulp_info: an endpoint never, a
  * listener (for sockets it created that are not accepted yet: they inherit its ulp_info) or an

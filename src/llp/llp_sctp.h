@@ -6,7 +6,7 @@
  * the PPID rules and session control belong to the layers above (src/wire, src/session).
  * This is the only file of libiwarp that includes usrsctp.h.
  *
- * Structure (../shared/docs/usrsctp.md, "Recommended design"):
+ * Structure:
  * - One process-wide usrsctp stack, initialised with usrsctp_init_nothreads() when the first
  *   endpoint opens and finished (bounded, deterministic) when the last one closes.
  * - An endpoint = one non-blocking UDP socket (bound to the given address, 127.0.0.1:0 by

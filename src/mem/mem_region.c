@@ -40,7 +40,7 @@ int iwarp_mem_reg_mr(struct iwarp_mem_table *t, uint32_t pd, const struct iwarp_
     struct iwarp_mem_entry *e;
     (void)iwarp_mem_stag_lookup(t, s, &e);
     set_range(e, r);
-    e->state = IWARP_MEM_VALID; /* a registered MR is valid at once (seed 001 §5.2) */
+    e->state = IWARP_MEM_VALID; /* a registered MR is valid at once (ibv_reg_mr) */
     *stag = s;
     return 0;
 }

@@ -81,7 +81,7 @@ int iwarp_mem_reg_mr(struct iwarp_mem_table *t, uint32_t pd, const struct iwarp_
                      uint32_t *stag);
 
 /*
- * Allocate an MR STag without memory (seed 001 §5.2 allocate_stag; ibv_alloc_mr for fast
+ * Allocate an MR STag without memory (RFC 5040 §2.1 STag; ibv_alloc_mr for fast
  * registration): INVALID until iwarp_mem_fast_reg().
  * Returns 0, IWARP_ERR_INVAL, IWARP_ERR_STAG_EXHAUSTED.
  */
@@ -115,7 +115,7 @@ void iwarp_mem_release(struct iwarp_mem_table *t, uint32_t lkey);
 int iwarp_mem_dereg_mr(struct iwarp_mem_table *t, uint32_t stag);
 
 /*
- * Allocate a memory window (ibv_alloc_mw; seed 001 §5.2 allocate STag): INVALID until bound.
+ * Allocate a memory window (ibv_alloc_mw): INVALID until bound.
  * type: IWARP_MEM_MW_TYPE1 or IWARP_MEM_MW_TYPE2.
  * Returns 0, IWARP_ERR_INVAL, IWARP_ERR_STAG_EXHAUSTED.
  */
@@ -143,7 +143,7 @@ int iwarp_mem_bind_mw(struct iwarp_mem_table *t, uint32_t mw_stag, uint32_t pd, 
                       const struct iwarp_mem_bind *b, uint32_t *stag);
 
 /*
- * Local invalidate (IWARP_WR_LOCAL_INV, seed 001 §5.2 invalidate_stag): make an MR or type-2
+ * Local invalidate (IWARP_WR_LOCAL_INV, RFC 5040 §6.2): make an MR or type-2
  * window STag INVALID (RFC 5040 §2.4). pd: PD of the QP the WR was posted on.
  * Returns 0 (also when already INVALID) or IWARP_ERR_STAG_INVALID (not allocated, wrong key),
  * IWARP_ERR_STAG_NOT_ASSOC (PD), IWARP_ERR_STAG_CANT_INVAL (type-1 window), IWARP_ERR_BUSY (MR

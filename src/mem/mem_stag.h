@@ -5,7 +5,7 @@
  * The layer above serialises access (one lock around the table).
  *
  * STag layout (a verbs convention, not a wire rule: the wire STag is opaque, RFC 5041 §4.2;
- * wire-reference.md §1.12 #20): STag = index(24) << 8 | key(8), lkey == rkey == STag, as
+ * docs/interop-siw.md): STag = index(24) << 8 | key(8), lkey == rkey == STag, as
  * libibverbs and siw. The index is the slot in the entries array.
  *
  * Allocation rules (RFC 5040 §8.1.1 #8, RFC 5042 §6.1.1: STags "difficult to predict", "reused

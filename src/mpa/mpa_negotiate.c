@@ -207,14 +207,14 @@ static int on_reply(struct iwarp_mpa_neg *neg, const struct iwarp_mpa_frame *f)
     if (f->rev < IWARP_MPA_REV1 || f->rev > c->revision)
         return fail(neg, IWARP_ERR_MPA_REV, IWARP_MPA_ACT_CLOSE, IWARP_TERM_MPA_BAD_FRAME);
     /* RFC 6581 §10: an enhanced Request gets an enhanced Reply, an unenhanced one an
-     * unenhanced Reply (siw as initiator also insists, wire-reference §2). */
+     * unenhanced Reply (siw as initiator also insists, docs/interop-siw.md). */
     if (f->s != c->enhanced)
         return fail(neg, IWARP_ERR_MPA_ENHANCED, IWARP_MPA_ACT_CLOSE, IWARP_TERM_MPA_BAD_FRAME);
     if (f->r) {
         /* RFC 5044 §7.1.2 rule 3: rejected, exit MPA leaving TCP to the ULP; RFC 6581 §9.1: the
          * peer's IRD/ORD and private data go to the ULP (note_peer). A responder that cannot
          * insert markers has no other way to refuse them than a Reject (siw does exactly this,
-         * wire-reference §2), so a Reject of a Request with M=1 is reported as such. */
+         * docs/interop-siw.md), so a Reject of a Request with M=1 is reported as such. */
         int err = c->markers ? IWARP_ERR_MPA_MARKERS : IWARP_ERR_MPA_REJECTED;
         return fail(neg, err, IWARP_MPA_ACT_EXIT, 0);
     }

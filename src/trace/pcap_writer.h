@@ -2,7 +2,7 @@
  * Writing capture files: a pcap writer (libpcap, DLT_EN10MB, nanosecond timestamps) and, on top
  * of it, a synthetic TCP connection that turns "side X sent these bytes" into Ethernet/IP/TCP
  * packets with consistent sequence and acknowledgement numbers and correct checksums, so a test
- * can hand what it would send to Wireshark (and to ../shared/tools/wire-check/check.sh).
+ * can hand what it would send to Wireshark (and to a Wireshark-based judge).
  *
  * Timestamps come from the writer's clock: every packet takes the current time, then the clock
  * advances by a step (default: 1700000000 s, step 1 us). iwarp_pcap_writer_set_time() sets both,

@@ -272,7 +272,7 @@ static void segment_rules(struct iwarp_ddp_judge *j, unsigned side, uint64_t ind
                 p->ddp.rsvdulp_word, p->seg.op->name);
         if (p->seg.opcode == IWARP_RDMAP_OP_TERMINATE) {
             const struct iwarp_term *t = &p->seg.body.term;
-            if (t->siw_swapped) /* wire-reference §1.5 */
+            if (t->siw_swapped) /* docs/interop-siw.md */
                 iwarp_ddp_judge_reportf(
                     j->report, j->ctx, side, index, true, IWARP_MS_TERMINATE,
                     "Terminate control word in Linux siw's bit-reversed layout (siw's known "

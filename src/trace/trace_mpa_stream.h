@@ -12,8 +12,8 @@
  * SCTP judge (trace/trace_judge.h: MSN/MO continuity per direction and QN, TO continuity of
  * tagged messages, Read Responses against the Read Requests, nothing after one's own
  * Terminate), and the MPA ones here: RFC 6581 RTR and IRD/ORD, the startup order (RFC 5044
- * §7.1.2), PAD octets (RFC 5044 §4.1). Findings use the category names of
- * ../shared/tools/wire-check so the two can be compared.
+ * §7.1.2), PAD octets (RFC 5044 §4.1). Findings use the category names of the project's
+ * Wireshark-based wire judge so the two can be compared.
  *
  * After a CRC or marker error the deframer is restarted at the end of the failed FPDU (as a
  * dissector would), so one damaged FPDU does not hide the rest. A bad CRC that is not merely

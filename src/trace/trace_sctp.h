@@ -7,8 +7,7 @@
  * frame is written whole, as one frame (loopback MTU), never fragmented.
  *
  * Wireshark decodes UDP port 9899 as SCTP on its own; other ports need "Decode As" (tshark
- * -d udp.port==PORT,sctp, ../shared/tools/wire-check/check.sh --sctp-udp PORT); `iwarp dump`
- * recognises the packets by their CRC32c.
+ * -d udp.port==PORT,sctp); `iwarp dump` recognises the packets by their CRC32c.
  *
  * The process's size bound (trace_sink.h) applies as to the TCP traces: a record that would
  * exceed it is not written and every file stops recording.

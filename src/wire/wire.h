@@ -2,7 +2,7 @@
  * Wire constants of RDMAP (RFC 5040), DDP (RFC 5041), MPA (RFC 5044), DDP over SCTP (RFC 5043),
  * enhanced connection establishment (RFC 6581), the IANA registries (RFC 6580) and the RDMAP
  * extensions (RFC 7306). Names follow the RFCs. Offsets count from the first octet of the DDP
- * segment (right after MPA's ULPDU_Length), as in ../shared/docs/wire-reference.md.
+ * segment (right after MPA's ULPDU_Length), as RFC 5040 §4 and RFC 5041 §4 lay them out.
  */
 #ifndef IWARP_WIRE_WIRE_H
 #define IWARP_WIRE_WIRE_H

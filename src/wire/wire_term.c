@@ -18,7 +18,7 @@ static struct iwarp_term_ctrl ctrl_rfc(const uint8_t *p)
 }
 
 /* Linux siw's struct iwarp_terminate bitfields as laid out by a little-endian compiler
- * (wire-reference §1.5): Layer low nibble, EType high nibble, M/D/R in bits 0/1/2 of octet 2. */
+ * (docs/interop-siw.md): Layer low nibble, EType high nibble, M/D/R in bits 0/1/2 of octet 2. */
 #define SIW_LE_FLAG_M    0x01u
 #define SIW_LE_FLAG_D    0x02u
 #define SIW_LE_FLAG_R    0x04u
@@ -76,7 +76,7 @@ iwarp_ssize iwarp_term_decode(const uint8_t *p, size_t len, struct iwarp_term *o
     };
 
     /* RFC 5040 §4.8: Reserved is "ignored on receive", so the RFC reading stands unless only
-     * siw's bit-reversed reading explains the message (wire-reference §1.5). */
+     * siw's bit-reversed reading explains the message (docs/interop-siw.md). */
     if (t.rsvd != 0 && (p[2] & SIW_LE_RSVD_MASK) == 0 && p[3] == 0 &&
         iwarp_term_cause_defined(t.siw_ctrl.cause) && fits_exactly(p, len, &t.siw_ctrl) &&
         !(iwarp_term_cause_defined(t.ctrl.cause) && fits_exactly(p, len, &t.ctrl)))

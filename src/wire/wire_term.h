@@ -41,7 +41,7 @@ struct iwarp_term {
     struct iwarp_term_ctrl ctrl;
     uint16_t rsvd; /* the 13 Reserved bits as received (zero on send, ignored on receive) */
     /*
-     * Linux siw's reading (decode only; wire-reference §1.5): siw declares the control word as
+     * Linux siw's reading (decode only; docs/interop-siw.md): siw declares the control word as
      * little-endian bitfields, so on x86 it sends Layer in the low nibble of octet 0, EType in
      * the high nibble, and M/D/R in bits 0/1/2 of octet 2. Always filled by decode.
      * siw_swapped is set when the RFC reading has Reserved bits set and only the siw reading

@@ -20,7 +20,7 @@
  * editor takes apart what the initiator's connection writes, changes one MPA frame or DDP
  * segment and frames it again), and shows the receiving engine detecting it: the error, the RFC
  * Terminate cause, and the Terminate it sends when the connection is in full operation. The wire
- * judge (../shared/tools/wire-check) must reject the same capture for the same reason:
+ * judge (a Wireshark-based checker) must reject the same capture for the same reason:
  * tests/wire/judge.sh checks both.
  */
 #define _POSIX_C_SOURCE 200809L

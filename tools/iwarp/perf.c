@@ -3,7 +3,8 @@
  * manner of perftest. This file runs the command: loopback (server thread + client in one
  * process on 127.0.0.1), --server, or a client against HOST; for every size and pass the
  * libiwarp figure and, under --compare-tcp, the plain-TCP baseline right after it; then the
- * medians, the table or --json, and --plot. Method: ../shared/docs/performance.md.
+ * medians, the table or --json, and --plot. Method: several passes, medians, ratios to a baseline
+ * run beside them.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
