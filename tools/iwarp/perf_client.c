@@ -337,8 +337,9 @@ static int rt_write(struct perf_client *c, uint32_t size, uint64_t k, uint64_t *
                           perf_slot_off(&e->peer_lay, 0, 0, size), perf_wr_id(PERF_WR_DATA, 0, 0));
     if (rc < 0)
         return rc;
-    volatile const uint8_t *last = e->buf + dst + size - 1;
-    for (unsigned spin = 0; *last != perf_stamp(k); spin++) {
+    const uint8_t *last = e->buf + dst + size - 1;
+    /* acquire: the octets placed before the last one are seen too */
+    for (unsigned spin = 0; __atomic_load_n(last, __ATOMIC_ACQUIRE) != perf_stamp(k); spin++) {
         if (!e->busy && (spin & 255) != 255)
             continue;
         if ((rc = drain(e)) < 0)
@@ -346,7 +347,6 @@ static int rt_write(struct perf_client *c, uint32_t size, uint64_t k, uint64_t *
         if (!e->busy)
             sched_yield();
     }
-    __atomic_thread_fence(__ATOMIC_ACQUIRE);
     if (c->p.verify)
         *bad += perf_pattern_check(e->buf + dst, size - 1, seed);
     return drain(e);

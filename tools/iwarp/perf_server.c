@@ -220,10 +220,11 @@ static int lat_write(struct perf_server *s, const struct perf_ctl *c, struct per
 {
     struct perf_ep *e = &s->ep;
     size_t mine = perf_slot_off(&e->lay, 0, 0, c->size);
-    volatile const uint8_t *last = e->buf + mine + c->size - 1;
+    const uint8_t *last = e->buf + mine + c->size - 1;
     for (uint64_t k = 0;; k++) {
         uint8_t want = perf_stamp(k);
-        for (unsigned spin = 0; *last != want; spin++) {
+        /* acquire: the octets placed before the last one are seen too */
+        for (unsigned spin = 0; __atomic_load_n(last, __ATOMIC_ACQUIRE) != want; spin++) {
             if (!e->busy && (spin & 255) != 255)
                 continue;
             struct iwarp_wc wc;
@@ -238,7 +239,6 @@ static int lat_write(struct perf_server *s, const struct perf_ctl *c, struct per
             if (!e->busy)
                 sched_yield();
         }
-        __atomic_thread_fence(__ATOMIC_ACQUIRE);
         if (s->p.verify)
             res->c += perf_pattern_check(e->buf + mine, c->size - 1, perf_seed(c->seq, 0, k));
         res->a++;
