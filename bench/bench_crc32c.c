@@ -1,6 +1,6 @@
 /*
- * CRC32C throughput next to memcpy, measured in the same run (../shared/docs/performance.md
- * method: several passes, medians, ratios whose two sides come from the same pass).
+ * CRC32C throughput next to memcpy, measured in the same run (several passes, medians, ratios
+ * whose two sides come from the same pass).
  *
  *   bench_crc32c [--passes N] [--ms PER_MEASUREMENT] [--json]
  *

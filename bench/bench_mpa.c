@@ -2,8 +2,7 @@
  * MPA framing cost per byte, next to memcpy, measured in the same run: a stream of FPDUs (ULPDU
  * size given) is framed into iovecs (the payload stays in place, as writev would send it) and
  * deframed back in receive-sized pieces, with the ULPDU spans copied out (as with CRC on, where
- * the FPDU is staged before DDP acts on it). Several passes, medians (../shared/docs/
- * performance.md method).
+ * the FPDU is staged before DDP acts on it). Several passes, medians.
  *
  *   bench_mpa [--passes N] [--ms PER_MEASUREMENT] [--ulpdu BYTES] [--read BYTES]
  */

@@ -1,8 +1,8 @@
 /*
  * End-to-end loopback benchmark: RDMA Write and Read bandwidth and Send latency through the
  * whole stack (verbs, CM, MPA over kernel TCP), next to raw TCP measured in the same run with
- * the same pinning and the same busy-polling (../shared/docs/performance.md method: several
- * passes, medians, ratios whose two sides come from one invocation).
+ * the same pinning and the same busy-polling (several passes, medians, ratios whose two sides
+ * come from one invocation).
  *
  * Both libiwarp contexts run in IWARP_PROGRESS_CALLER mode and each side is one thread pinned
  * to its own CPU (initiator on CPU 0, target on CPU 1), busy-polling: the target thread drives

@@ -3,8 +3,7 @@
  * set up exactly as src/llp/llp_sctp.c sets it up (same socket options, path MTU, receive
  * callback, 4 MiB UDP receive buffers), next to the same traffic through llp_sctp itself and
  * through the whole of libiwarp (verbs and CM over IWARP_PS_SCTP), in one invocation
- * (../shared/docs/performance.md method: several passes, the three alternating, medians,
- * ratios whose two sides come from one run).
+ * (several passes, the three alternating, medians, ratios whose two sides come from one run).
  *
  * One process, ONE thread pinned to CPU 0 drives both endpoints, busy-polling (non-blocking
  * recvfrom on both UDP sockets, then the timers): that is how libiwarp runs SCTP, one progress
