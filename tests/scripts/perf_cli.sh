@@ -53,6 +53,10 @@ d = json.load(open(sys.argv[1]))
 r = d["results"][0]
 assert d["passes"] == 2 and d["op"] == "read" and r["bytes"] == 4096, d
 assert r["bw_avg_MBps"] > 0 and r["tcp"]["bw_avg_MBps"] > 0 and r["ratio"] > 0, r
+# CPU per GB of both systems (both ends live in this process): more than nothing, and less
+# than the two cores the test can use for the whole pass
+for x in (r, r["tcp"]):
+    assert 0 < x["cpu_s_per_GB"] < 2 * 1e9 / (x["bw_avg_MBps"] * 1e6) * 1.5, x
 EOF
 then ok "--json"; else fail "--json: $(cat "$TMP/err")"; fi
 "$IWARP" perf --lat -s 64 -n 100 --json >"$TMP/l.json" 2>/dev/null &&

@@ -86,6 +86,13 @@ static int resolve(const char *host, uint16_t port, struct sockaddr_storage *out
     return 0;
 }
 
+/* CPU seconds per 10^9 octets moved in a bandwidth pass of `streams` QPs (or TCP streams). */
+static double per_gb(double cpu_s, const struct perf_bw *b, uint32_t size, uint32_t streams)
+{
+    double octets = (double)b->iters * size * streams;
+    return octets > 0 ? cpu_s / (octets / 1e9) : 0;
+}
+
 /* Run every pass of one size; fills row. Returns 0 or a negative IWARP_ERR_*. */
 static int run_size(struct perf_client *c, const struct perf_opts *o, uint32_t size,
                     struct perf_row *row)
@@ -103,8 +110,11 @@ static int run_size(struct perf_client *c, const struct perf_opts *o, uint32_t s
         snprintf(what, sizeof what, "%s %u B, pass %u/%u", perf_op_name(o->op), size, p + 1,
                  o->passes);
         perf_progress_begin(&c->progress, what, perf_now_ns());
+        double cpu0 = perf_cpu_s();
         int rc =
             o->lat ? perf_client_lat(c, size, &lt[p], &bad) : perf_client_bw(c, size, &bw[p], &bad);
+        if (!o->lat)
+            bw[p].cpu_s_per_gb = per_gb(perf_cpu_s() - cpu0, &bw[p], size, o->qps);
         perf_progress_end(&c->progress);
         if (rc < 0)
             return rc;
@@ -113,7 +123,10 @@ static int run_size(struct perf_client *c, const struct perf_opts *o, uint32_t s
             continue;
         snprintf(what, sizeof what, "plain TCP %u B, pass %u/%u", size, p + 1, o->passes);
         perf_progress_begin(&c->progress, what, perf_now_ns());
+        cpu0 = perf_cpu_s();
         rc = perf_client_tcp(c, o->lat, size, &tbw[p], &tlt[p]);
+        if (!o->lat)
+            tbw[p].cpu_s_per_gb = per_gb(perf_cpu_s() - cpu0, &tbw[p], size, 1);
         perf_progress_end(&c->progress);
         if (rc < 0)
             return rc;

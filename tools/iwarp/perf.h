@@ -234,6 +234,7 @@ struct perf_bw {
     double peak, avg; /* octets per second */
     double mpps;      /* million messages per second */
     uint64_t iters;
+    double cpu_s_per_gb; /* this process's CPU seconds per 10^9 octets (both sides in loopback) */
 };
 struct perf_lat {
     double min, max, typical, avg, stdev, p99, p999; /* microseconds */
@@ -279,6 +280,8 @@ void perf_progress_tick(struct perf_progress *p, double fraction, uint64_t now);
 void perf_progress_end(struct perf_progress *p);
 
 uint64_t perf_now_ns(void);
+/* CPU time (user + system) this process has used so far, in seconds. */
+double perf_cpu_s(void);
 /* Pin the calling thread to cpu (modulo the online CPUs); threads it creates inherit it. */
 void perf_pin(int cpu);
 
@@ -326,7 +329,7 @@ void perf_server_close(struct perf_server *s);
 
 int perf_tcp_listen(const struct sockaddr_storage *local, int *fd, uint16_t *port);
 int perf_tcp_serve(int lfd, bool lat, uint32_t size, bool busy, uint8_t *buf, uint64_t *bytes);
-int perf_tcp_connect(const struct sockaddr_storage *peer, uint16_t port, int *fd);
+int perf_tcp_connect(const struct sockaddr_storage *peer, uint16_t port, bool lat, int *fd);
 int perf_tcp_bw(int fd, uint32_t size, uint64_t iters, double duration, bool busy,
                 const uint8_t *buf, struct perf_bw *out, struct perf_progress *pr);
 int perf_tcp_lat(int fd, uint32_t size, uint64_t iters, double duration, bool busy, uint8_t *buf,

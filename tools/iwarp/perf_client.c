@@ -458,7 +458,7 @@ int perf_client_tcp(struct perf_client *c, bool lat, uint32_t size, struct perf_
     if (rc < 0)
         return rc;
     int fd;
-    if ((rc = perf_tcp_connect(&c->peer, (uint16_t)ready.a, &fd)) < 0)
+    if ((rc = perf_tcp_connect(&c->peer, (uint16_t)ready.a, lat, &fd)) < 0)
         return perf_ep_fail(e, rc, "TCP baseline connect");
     bool busy = c->o->busy_poll;
     uint8_t *buf = e->buf; /* the data region holds at least the largest size */

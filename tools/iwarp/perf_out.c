@@ -54,7 +54,9 @@ void perf_out_header(FILE *f, const struct perf_report *r)
         fprintf(f, " Latency         : %s\n",
                 o->op == PERF_OP_READ ? "whole Read (as ib_read_lat)" : "one-way, RTT/2");
     fprintf(f, " Units           : 1 MB = 10^6 octets; BW peak = best 10 ms window%s\n",
-            o->compare_tcp ? "; TCP = plain TCP, same run" : "");
+            !o->compare_tcp ? ""
+            : o->lat        ? "; TCP = plain TCP (NODELAY ping-pong), same run"
+                            : "; TCP = plain TCP (one stream, Nagle on), same run");
     fprintf(f, RULE);
     if (o->lat)
         fprintf(f, " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    "
@@ -110,8 +112,9 @@ static void json_bw(FILE *f, const struct perf_bw *b, double lo, double hi)
 {
     fprintf(f,
             "\"bw_peak_MBps\": %.3f, \"bw_avg_MBps\": %.3f, \"bw_avg_min_MBps\": %.3f, "
-            "\"bw_avg_max_MBps\": %.3f, \"msg_rate_Mpps\": %.6f, \"iterations\": %" PRIu64,
-            b->peak / 1e6, b->avg / 1e6, lo / 1e6, hi / 1e6, b->mpps, b->iters);
+            "\"bw_avg_max_MBps\": %.3f, \"msg_rate_Mpps\": %.6f, \"iterations\": %" PRIu64
+            ", \"cpu_s_per_GB\": %.4f",
+            b->peak / 1e6, b->avg / 1e6, lo / 1e6, hi / 1e6, b->mpps, b->iters, b->cpu_s_per_gb);
 }
 
 static void json_lat(FILE *f, const struct perf_lat *l, double lo, double hi)

@@ -7,6 +7,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -18,6 +19,15 @@ uint64_t perf_now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* CPU time (user + system) this process has used so far, in seconds. */
+double perf_cpu_s(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+           (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
 /* Pin the calling thread to cpu modulo the online CPUs. Threads it creates later (a context's
@@ -94,12 +104,15 @@ void perf_lat_summarize(struct perf_lat *out, double *ns, size_t n)
 void perf_row_bw(struct perf_bw *out, double *lo, double *hi, const struct perf_bw *v, size_t n)
 {
     double a[PERF_MAX_PASSES], b[PERF_MAX_PASSES], c[PERF_MAX_PASSES], it[PERF_MAX_PASSES];
+    double cpu[PERF_MAX_PASSES];
     for (size_t i = 0; i < n; i++) {
         a[i] = v[i].peak;
         b[i] = v[i].avg;
         c[i] = v[i].mpps;
         it[i] = (double)v[i].iters;
+        cpu[i] = v[i].cpu_s_per_gb;
     }
+    out->cpu_s_per_gb = perf_median(cpu, n);
     out->peak = perf_median(a, n);
     out->avg = perf_median(b, n); /* sorts b: b[0] and b[n-1] are the range */
     out->mpps = perf_median(c, n);
