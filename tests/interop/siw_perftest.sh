@@ -39,8 +39,11 @@ BIN=$(realpath "${1:?usage: siw_perftest.sh IWARP_BINARY [SHARED_DIR]}")
 SHARED=$(realpath "${2:-$(dirname "$0")/../../../shared}")
 VM=$SHARED/tools/siw-vm
 export JUDGE=$SHARED/tools/wire-check/check.sh # used by judge_lib.sh
+HERE=$(dirname "$(realpath "$0")")
 # shellcheck source=judge_lib.sh
-. "$(dirname "$(realpath "$0")")/judge_lib.sh"
+. "$HERE/judge_lib.sh"
+# shellcheck source=../support/wait_for.sh
+. "$HERE/../support/wait_for.sh"
 CACHE=${SIW_VM_CACHE:-$HOME/.cache/iwarp-siw-vm}
 ITERS=${SIW_PERFTEST_ITERS:-100}
 [[ "$ITERS" =~ ^[1-9][0-9]*$ ]] || { echo "siw_perftest.sh: SIW_PERFTEST_ITERS must be > 0"; exit 1; }
@@ -82,7 +85,10 @@ ours_of() { # TEST -> iwarp perf options
 g2h_runs() { [ "$1" != ib_write_lat ] || [ "${SIW_PERFTEST_WRITE_LAT_G2H:-0}" = 1 ]; }
 
 # The guest's side of every run, in order; the host's side follows the marker files in /share.
+# A perftest server is ready once its listener shows in the guest's /proc/net/tcp (guest_lib.sh);
+# the guest's wait_for lines (a wait that timed out) are shown at the end.
 {
+    cat "$HERE/../support/wait_for.sh" "$HERE/guest_lib.sh"
     echo 'cd /share'
     for t in $TESTS; do
         # -F: report even when perftest's cycle-counter calibration fails its r^2 >= 0.9 check,
@@ -90,10 +96,10 @@ g2h_runs() { [ "$1" != ib_write_lat ] || [ "${SIW_PERFTEST_WRITE_LAT_G2H:-0}" = 
         # inside the guest mean nothing anyway (the issue: a functional check only)
         a="-R -F -d siw0 -s $(size_of "$t") -n $(iters_of "$t")"
         echo "timeout 40 stdbuf -oL $t $a -p $PH >h2g-$t.guest 2>&1 & pid=\$!"
-        echo "for i in \$(seq 300); do grep -q 'Waiting for client' h2g-$t.guest && break; sleep 0.1; done"
-        echo "sleep 0.5; touch h2g-$t.ready; wait \$pid; echo \$? >h2g-$t.rc"
+        echo "wait_for -p \$pid 30 \"$t's listener on port $PH\" listening $PH"
+        echo "touch h2g-$t.ready; wait \$pid; echo \$? >h2g-$t.rc"
         g2h_runs "$t" || continue
-        echo "for i in \$(seq 600); do [ -e g2h-$t.ready ] && break; sleep 0.1; done"
+        echo "wait_for 60 \"the host's $t server\" test -e g2h-$t.ready"
         echo "timeout 40 $t $a -p $PG 10.0.2.2 >g2h-$t.guest 2>&1; echo \$? >g2h-$t.rc"
     done
     echo "dmesg | grep -iE 'siw|iw_cm' | tail -n 20 >dmesg.txt"
@@ -105,15 +111,8 @@ T0=$SECONDS
 VMPID=$!
 KIDS+=("$VMPID")
 
-# Wait for FILE while the guest runs (up to ~120 s). Returns 1 if it never came.
-await() {
-    for _ in $(seq 1200); do
-        [ -e "$1" ] && return 0
-        kill -0 "$VMPID" 2>/dev/null || { [ -e "$1" ]; return; }
-        sleep 0.1
-    done
-    return 1
-}
+# Wait for FILE while the guest runs (up to 120 s). Returns 1 if it never came.
+await() { wait_for -p "$VMPID" 120 "the guest's ${1##*/}" test -e "$1"; }
 
 for t in $TESTS; do
     read -ra OPTS <<<"$(ours_of "$t")"
@@ -126,7 +125,7 @@ for t in $TESTS; do
     timeout 60 "$BIN" perf --server -p "$PG" "${OPTS[@]}" >"$S/g2h-$t.ours" 2>&1 &
     srv=$!
     KIDS+=("$srv")
-    for _ in $(seq 100); do grep -q 'waiting for one client' "$S/g2h-$t.ours" && break; sleep 0.05; done
+    wait_for -p "$srv" 30 "our $t server's listener" grep -q 'waiting for one client' "$S/g2h-$t.ours"
     touch "$S/g2h-$t.ready"
     wait "$srv"
     echo $? >"$S/g2h-$t.ours.rc"
@@ -188,6 +187,7 @@ for side in "h2g $PH i>r" "g2h $PG r>i"; do
     report "wire judge $dir (port $port, ours $ours; $(grep -h '^SUMMARY' "$W/cap.pcap.$port.judge" 2>/dev/null))" "$found"
 done
 [ -s "$S/dmesg.txt" ] && sed 's/^/    guest dmesg: /' "$S/dmesg.txt"
+grep '^wait_for: ' "$W/guest.log" | sed 's/^/    guest /'
 echo "$PASSED passed, $FAILED failed"
 if [ "$FAILED" -gt 0 ] && [ -n "${SIW_PERFTEST_KEEP:-}" ]; then mkdir -p "$SIW_PERFTEST_KEEP" && cp -r "$W" "$SIW_PERFTEST_KEEP/"; fi
 [ "$FAILED" = 0 ]

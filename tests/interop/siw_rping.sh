@@ -35,9 +35,14 @@ BIN=$(realpath "${1:?usage: siw_rping.sh IWARP_BINARY [SHARED_DIR]}")
 SHARED=$(realpath "${2:-$(dirname "$0")/../../../shared}")
 VM=$SHARED/tools/siw-vm
 export JUDGE=$SHARED/tools/wire-check/check.sh # used by judge_lib.sh
+HERE=$(dirname "$(realpath "$0")")
 # shellcheck source=judge_lib.sh
-. "$(dirname "$(realpath "$0")")/judge_lib.sh"
-EXPECTED=$(dirname "$(realpath "$0")")/rping_expected.py
+. "$HERE/judge_lib.sh"
+# shellcheck source=../support/wait_for.sh
+. "$HERE/../support/wait_for.sh"
+# Put in front of the guest's commands: wait_for and the guest's conditions (guest_lib.sh)
+GUEST_LIB=$(cat "$HERE/../support/wait_for.sh" "$HERE/guest_lib.sh")
+EXPECTED=$HERE/rping_expected.py
 CACHE=${SIW_VM_CACHE:-$HOME/.cache/iwarp-siw-vm}
 COUNT=${SIW_RPING_COUNT:-10}
 [[ "$COUNT" =~ ^[1-9][0-9]*$ ]] || { echo "siw_rping.sh: SIW_RPING_COUNT must be a count > 0"; exit 1; }
@@ -91,15 +96,17 @@ run() {
     [ $((count * size)) -le $((4 << 20)) ] && ov=yes ovopt=(-v) # our -v lines: up to 4 MiB
     local dm="rc=\$?; dmesg | grep -iE 'siw|iw_cm|rdma' | tail -n 20; exit \$rc"
     if [ "$dir" = h2g ]; then # guest: rping server; host: our client
-        "$VM/run.sh" --hostfwd "$port" --pcap "$d/cap.pcap" --share "$d/share" \
-            "rping -s -a 10.0.2.15 -p $port -C $count -S $size ${vopt[*]} & sleep 2;
-             touch /share/ready; wait \$!; $dm" >"$d/guest.log" 2>&1 &
+        # ready once rping's listener shows in the guest's /proc/net/tcp (guest_lib.sh); a
+        # listener that never comes ends rping, and with it the guest
+        "$VM/run.sh" --hostfwd "$port" --pcap "$d/cap.pcap" --share "$d/share" "$GUEST_LIB
+            rping -s -a 10.0.2.15 -p $port -C $count -S $size ${vopt[*]} &
+            if wait_for -p \$! 60 'rping listening on port $port' listening $port; then
+                touch /share/ready
+            else kill \$!; fi
+            wait \$!; $dm" >"$d/guest.log" 2>&1 &
         local vm=$!
         KIDS+=("$vm")
-        for _ in $(seq 600); do # until the guest's listener is up (or the guest is gone)
-            [ -e "$d/share/ready" ] || ! kill -0 "$vm" 2>/dev/null && break
-            sleep 0.2
-        done
+        wait_for -p "$vm" 120 "the guest's rping listener (port $port)" test -e "$d/share/ready"
         "$BIN" ping -c -a 127.0.0.1 -p "$port" -C "$count" -S "$size" -V -d "${ovopt[@]}" \
             "${copt[@]}" --first-delay "$FIRST_DELAY_MS" --retry 120 >"$d/ours.log" 2>&1
         local ours=$?
@@ -110,7 +117,7 @@ run() {
             >"$d/ours.log" 2>&1 &
         local srv=$!
         KIDS+=("$srv")
-        for _ in $(seq 50); do grep -q '^listening on' "$d/ours.log" 2>/dev/null && break; sleep 0.1; done
+        wait_for -p "$srv" 30 "our server's listener (port $port)" grep -q '^listening on' "$d/ours.log"
         "$VM/run.sh" --pcap "$d/cap.pcap" \
             "rping -c -a 10.0.2.2 -p $port -C $count -S $size -V ${vopt[*]}; $dm" >"$d/guest.log" 2>&1
         local guest=$?
@@ -126,7 +133,7 @@ run() {
     NAMES+=("$name")
 }
 
-VERDICT= NAMES=()
+VERDICT='' NAMES=()
 wait_verdict() { [ -z "$VERDICT" ] || wait "$VERDICT"; VERDICT=; }
 
 # The checks of one run, done; prints PASS or FAIL with the problems. Called by run() only: it
@@ -139,6 +146,7 @@ verdict() {
         grep -q ": $count pings of $size octets done" "$d/ours.log" ||
             echo "    iwarp ping: $(grep 'pings of' "$d/ours.log" || echo 'no summary line')"
         [ "$guest" = 0 ] || echo "    guest rping exit $guest: $(tail -n 8 "$d/guest.log")"
+        grep '^wait_for: ' "$d/guest.log" | sed 's/^/    guest /'
         [ "$gv" = no ] || check_lines "$d/guest.log" "guest rping" "$prefix" "$count" "$size"
         [ "$ov" = no ] || check_lines "$d/ours.log" "iwarp ping" "$oprefix" "$count" "$size"
     )

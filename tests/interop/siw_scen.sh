@@ -57,8 +57,13 @@ BIN=$(realpath "${1:?usage: siw_scen.sh IWARP_BINARY [SHARED_DIR]}")
 SHARED=$(realpath "${2:-$(dirname "$0")/../../../shared}")
 VM=$SHARED/tools/siw-vm
 export JUDGE=$SHARED/tools/wire-check/check.sh # used by judge_lib.sh
+HERE=$(dirname "$(realpath "$0")")
 # shellcheck source=judge_lib.sh
-. "$(dirname "$(realpath "$0")")/judge_lib.sh"
+. "$HERE/judge_lib.sh"
+# shellcheck source=../support/wait_for.sh
+. "$HERE/../support/wait_for.sh"
+# Put in front of the guest's commands: wait_for and the guest's conditions (guest_lib.sh)
+GUEST_LIB=$(cat "$HERE/../support/wait_for.sh" "$HERE/guest_lib.sh")
 CACHE=${SIW_VM_CACHE:-$HOME/.cache/iwarp-siw-vm}
 export SIW_VM_TIMEOUT=${SIW_VM_TIMEOUT:-240}
 # What siw 6.1 does with a peer-to-peer offer of one RTR type (w r s): ok = accepted, pings run
@@ -72,6 +77,11 @@ SIW_ABORT="undissected end"
 # Ping size of the abrupt-ending runs: rping's largest (multi-segment Writes and Read
 # Responses, large FPDUs re-segmented by slirp).
 ABRUPT_SIZE=65535
+# The abrupt endings come once this many pings are done: the transfer is well under way.
+PINGS_UNDER_WAY=20
+# pings_done LOG: `iwarp ping -c -d`'s LOG shows PINGS_UNDER_WAY pings done (a ping is two
+# advertisements, each answered by a Send: two "recv completion" lines).
+pings_done() { [ "$(grep -c '^recv completion' "$1")" -ge $((2 * PINGS_UNDER_WAY)) ]; }
 
 skip() { echo "SKIP: $*"; exit 77; }
 [ "$(id -u)" = 0 ] || skip "not root (the siw-vm guest runs as root)"
@@ -79,8 +89,9 @@ command -v qemu-system-x86_64 >/dev/null || skip "qemu-system-x86_64 is not inst
 [ -s "$CACHE/disk.img" ] || skip "no siw-vm image cache in $CACHE (run $VM/setup.sh once)"
 command -v tshark >/dev/null || skip "tshark is not installed (the wire judge needs it)"
 [ -x "$BIN" ] || { echo "siw_scen.sh: $BIN is not executable"; exit 1; }
-# Another engineer's guest: wait for it (TCG on 2 cores cannot run two well).
-for _ in $(seq 300); do pgrep -f qemu-system >/dev/null || break; sleep 1; done
+# Another engineer's guest: wait for it (TCG on 2 cores cannot run two well), then go on anyway.
+no_guest() { ! pgrep -f qemu-system >/dev/null; }
+wait_for 300 "other qemu guests to end" no_guest
 
 W=$(mktemp -d "${TMPDIR:-/tmp}/siw_scen.XXXXXX")
 KIDS=()
@@ -105,6 +116,9 @@ later() { # NAME PROBLEMS PORT OURS ALLOW_OURS ALLOW_SIW
     LATER_NAME+=("$1") LATER_PR+=("$2") LATER_JUDGE+=("$3|$4|$5|$6")
 }
 
+# The guest's waits that timed out (wait_for's lines in its log), once the guest is gone.
+guest_waits() { grep '^wait_for: ' "$D/guest.log" | sed 's/^/NOTE guest: /'; }
+
 verdict() { # NAME PROBLEMS
     if [ -z "$2" ]; then
         PASSED=$((PASSED + 1))
@@ -120,25 +134,29 @@ verdict() { # NAME PROBLEMS
 D=$W/h2g
 mkdir -p "$D/share"
 PM=$BASE PW=$((BASE + 1)) PB=$((BASE + 2)) PT=$((BASE + 3)) PK=$((BASE + 4)) PF=$((BASE + 8))
-GUEST="cd /share
+# The host touches go-rst once the rst run is well under way (bad-sink is over by then): the
+# guest takes dmesg for bad-sink once siw has seen its whole connection, then kills rst's rping.
+GUEST="$GUEST_LIB
+cd /share
 for p in $PM $PF $PW $PB $PT $PK; do
     rping -s -a 10.0.2.15 -p \$p -S $ABRUPT_SIZE >rping.\$p.log 2>&1 & echo \$! >pid.\$p
 done
-sleep 2; touch ready
+for p in $PM $PF $PW $PB $PT $PK; do
+    wait_for -p \$(cat pid.\$p) 60 \"rping's listener on port \$p\" listening \$p || exit 1
+done
+touch ready
 until [ -e go-rst ]; do sleep 0.2; done
+wait_for 30 \"the end of the bad-sink connection (port $PB)\" port_closed $PB
 dmesg >dmesg1.txt
-sleep 1; kill -9 \$(cat pid.$PT); touch rst-done
+kill -9 \$(cat pid.$PT); touch rst-done
 until [ -e never ]; do sleep 1; done"
 FWD=()
 for p in $PM $PF $PW $PB $PT $PK; do FWD+=(--hostfwd "$p"); done
 "$VM/run.sh" "${FWD[@]}" --pcap "$D/cap.pcap" --share "$D/share" "$GUEST" >"$D/guest.log" 2>&1 &
 VMPID=$!
 KIDS+=("$VMPID")
-for _ in $(seq 900); do
-    [ -e "$D/share/ready" ] || ! kill -0 "$VMPID" 2>/dev/null && break
-    sleep 0.2
-done
-[ -e "$D/share/ready" ] || { echo "FAIL boot 1: the guest did not start: $(tail -n 5 "$D/guest.log")"; exit 1; }
+wait_for -p "$VMPID" 180 "boot 1's guest (its rping listeners)" test -e "$D/share/ready" ||
+    { echo "FAIL boot 1: the guest did not start: $(tail -n 5 "$D/guest.log")"; exit 1; }
 ping_c() { # PORT LOG ARGS...
     local port=$1 log=$2
     shift 2
@@ -186,20 +204,21 @@ pr=$(
 )
 bs_pr=$pr
 
-# rst: rping killed -9 mid-transfer
+# rst: rping killed -9 mid-transfer, once PINGS_UNDER_WAY pings are done (-d: a trace line per
+# completion, to count them)
 timeout 120 "$BIN" ping -c -a 127.0.0.1 -p "$PT" -S "$ABRUPT_SIZE" -C 0 --first-delay 250 --retry 30 \
-    --x-audit >"$D/rst.log" 2>&1 &
+    -d --x-audit >"$D/rst.log" 2>&1 &
 OP=$!
 KIDS+=("$OP")
-sleep 4
+wait_for -p "$OP" 60 "$PINGS_UNDER_WAY pings done in the rst run" pings_done "$D/rst.log"
 touch "$D/share/go-rst"
 wait "$OP"
 rc=$?
 pr=$(
     [ $rc = 0 ] || echo "    iwarp ping exit $rc: $(grep -E '^audit|^iwarp ping' "$D/rst.log" | tail -n 4)"
     grep -qE '^audit: .* [1-9][0-9]* flushed.*PASS' "$D/rst.log" || echo "    $(grep '^audit' "$D/rst.log" || echo 'no audit line')"
-    for _ in $(seq 50); do [ -e "$D/share/rst-done" ] && break; sleep 0.1; done
-    [ -e "$D/share/rst-done" ] || echo "    the guest did not kill its rping"
+    wait_for -p "$VMPID" 30 "the guest's kill of rst's rping" test -e "$D/share/rst-done" ||
+        echo "    the guest did not kill its rping"
 )
 later "rst (peer killed -9: $(grep '^audit' "$D/rst.log" | sed 's/^audit: //'))" "$pr" "$PT" "i>r" "$ABRUPT_END" "$SIW_ABORT"
 # siw logs the Terminate it receives (siw_proc_terminate); Layer 1 EType 1 reads the same in
@@ -211,10 +230,10 @@ later "bad-sink (our Terminate 1/1/0x00; siw: $SIWTERM)" "$bs_pr" "$PB" "i>r" ""
 
 # kill: the guest dies mid-transfer
 timeout 120 "$BIN" ping -c -a 127.0.0.1 -p "$PK" -S "$ABRUPT_SIZE" -C 0 --first-delay 250 --retry 30 \
-    --x-audit >"$D/kill.log" 2>&1 &
+    -d --x-audit >"$D/kill.log" 2>&1 &
 OP=$!
 KIDS+=("$OP")
-sleep 5
+wait_for -p "$OP" 60 "$PINGS_UNDER_WAY pings done in the kill run" pings_done "$D/kill.log"
 QEMU=$(pgrep -P "$VMPID" -f qemu-system)
 [ -n "$QEMU" ] && kill "$QEMU"
 wait "$OP"
@@ -231,6 +250,7 @@ for i in "${!LATER_NAME[@]}"; do
     IFS='|' read -r port ours ao as <<<"${LATER_JUDGE[$i]}"
     verdict "${LATER_NAME[$i]}" "${LATER_PR[$i]}$(judge "$D/cap.pcap" "$port" "$ours" "$ao" "$as")"
 done
+guest_waits
 
 # ---- boot 2: the guest dials us (bad-rkey), then we dial it (p2p-r, p2p-s) ---------------
 D=$W/g2h
@@ -239,21 +259,26 @@ PORT=$((BASE + 5)) PR=$((BASE + 6)) PS=$((BASE + 7))
 timeout 120 "$BIN" ping -s -a 127.0.0.1 -p "$PORT" -S 64 -d --x-bad-rkey >"$D/ours.log" 2>&1 &
 SRV=$!
 KIDS+=("$SRV")
-for _ in $(seq 50); do grep -q '^listening on' "$D/ours.log" 2>/dev/null && break; sleep 0.1; done
-GUEST="cd /share
-for p in $PR $PS; do rping -s -a 10.0.2.15 -p \$p -S 64 >rping.\$p.log 2>&1 & done
-sleep 2; touch ready
+wait_for -p "$SRV" 30 "our server's listener (port $PORT)" grep -q '^listening on' "$D/ours.log"
+# The host touches done when its p2p-s run has ended; the guest then waits until its side of that
+# connection has closed too (siw has read our TERM and our FIN, and all of it is in the capture)
+# before it takes dmesg (siw's "got TERMINATE" and iw_cm's BUG come with that close).
+GUEST="$GUEST_LIB
+cd /share
+for p in $PR $PS; do
+    rping -s -a 10.0.2.15 -p \$p -S 64 >rping.\$p.log 2>&1 &
+    wait_for -p \$! 60 \"rping's listener on port \$p\" listening \$p || exit 1
+done
+touch ready
 rping -c -a 10.0.2.2 -p $PORT -C 1 -S 64 -V >rping-c.log 2>&1
 until [ -e done ]; do sleep 0.2; done
+wait_for 30 \"the end of the p2p-s connection (port $PS)\" port_closed $PS
 dmesg >dmesg2.txt"
 "$VM/run.sh" --hostfwd "$PR" --hostfwd "$PS" --pcap "$D/cap.pcap" --share "$D/share" "$GUEST" \
     >"$D/guest.log" 2>&1 &
 VMPID=$!
 KIDS+=("$VMPID")
-for _ in $(seq 900); do
-    [ -e "$D/share/ready" ] || ! kill -0 "$VMPID" 2>/dev/null && break
-    sleep 0.2
-done
+wait_for -p "$VMPID" 180 "boot 2's guest (its rping listeners)" test -e "$D/share/ready"
 wait "$SRV"
 rc=$?
 pr=$(
@@ -277,7 +302,6 @@ PR_PR=$pr PR_NAME="p2p-r ($mpa; $(grep -o '[0-9]* pings of [0-9]* octets done' "
 # p2p-s: siw offers Write instead; we send TERM 2/0/0x07
 timeout 30 "$BIN" ping -c -a 127.0.0.1 -p "$PS" -d -C 1 -S 64 --x-p2p s >"$D/p2p-s.log" 2>&1
 rc=$?
-sleep 2
 touch "$D/share/done"
 wait "$VMPID" # the capture is complete only now
 verdict "$BR_NAME" "$BR_PR$(judge "$D/cap.pcap" "$PORT" "r>i" "" "$SIW_TERM_KNOWN")"
@@ -300,6 +324,7 @@ siwterm=$(grep -o 'got TERMINATE.*' "$D/share/dmesg2.txt" | head -n 1)
 verdict "p2p-s (siw offers a Write RTR; we send TERM 2/0/0x07; siw: ${siwterm:-logged no Terminate})" "$pr"
 grep -q 'kernel BUG at' "$D/share/dmesg2.txt" &&
     echo "NOTE siw: $(grep -o 'kernel BUG at.*' "$D/share/dmesg2.txt" | head -n 1) after our RFC 6581 §9.2 TERM"
+guest_waits
 
 echo "$PASSED passed, $FAILED failed"
 [ "$FAILED" = 0 ]
