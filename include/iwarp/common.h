@@ -69,7 +69,8 @@ typedef ssize_t iwarp_ssize;
  * library writes comp_mask 0 (only base fields), so a copy of it may be handed back to
  * iwarp_cm_accept or iwarp_cm_connect as it is.
  *
- * No comp_mask bits are defined in this version: every comp_mask is 0.
+ * The bits defined in this version: IWARP_CTX_ATTR_TX_BATCH (iwarp_ctx_attr.tx_batch_us). Every
+ * other comp_mask is 0.
  *
  * Not extensible this way: work requests, SGEs and work completions (iwarp_send_wr,
  * iwarp_recv_wr, iwarp_ddp_send_wr, iwarp_sge, iwarp_wc) have fixed layouts, as in libibverbs,

@@ -25,9 +25,9 @@
 /* Octets of a public struct's base layout: its fields up to and including comp_mask. */
 #define IWARP_API_EXT_BASE(type) (offsetof(type, comp_mask) + sizeof(((type *)0)->comp_mask))
 
-/* The comp_mask bits this version knows, per input struct: none yet. A version that appends a
- * field adds its bit here and reads the field only when the bit is set. */
-#define IWARP_API_KNOWN_iwarp_ctx_attr         0u
+/* The comp_mask bits this version knows, per input struct. A version that appends a field adds
+ * its bit here and reads the field only when the bit is set. */
+#define IWARP_API_KNOWN_iwarp_ctx_attr         IWARP_CTX_ATTR_TX_BATCH
 #define IWARP_API_KNOWN_iwarp_mem_hooks        0u
 #define IWARP_API_KNOWN_iwarp_qp_init_attr     0u
 #define IWARP_API_KNOWN_iwarp_srq_init_attr    0u

@@ -28,10 +28,14 @@
 /* Random words drawn from the rng hook at once. */
 #define IWARP_API_RNG_POOL 256u
 
+/* The transmit batching window without IWARP_CTX_ATTR_TX_BATCH (iwarp_ctx_attr.tx_batch_us). */
+#define IWARP_API_TX_BATCH_NS 10000u
+
 /* Pending async events, at most (further ones are counted as lost and logged). */
 #define IWARP_API_ASYNC_MAX 1024u
 
 struct iwarp_cm_channel; /* cm.c */
+struct iwarp_api_doorbell;
 struct cm_transport;     /* cm_internal.h */
 struct cm_sctp_ctx;      /* cm_sctp.c */
 struct iwarp_trace_sink; /* trace/trace_sink.h */
@@ -60,7 +64,30 @@ struct iwarp_ctx {
     const struct cm_transport *cm_tcp, *cm_sctp;
     /* DDP over SCTP: the context's endpoints and associations (cm_sctp.c), or NULL */
     struct cm_sctp_ctx *sctp;
+    /* connections whose posted work waits in a transmit batch (iwarp_api_doorbell_defer), and
+     * the batching window (iwarp_ctx_attr.tx_batch_us; 0: off) */
+    struct iwarp_api_doorbell *doorbells;
+    uint64_t tx_batch_ns;
 };
+
+/*
+ * A connection's deferred doorbell. A transport that batches small posts (cm_tcp) queues one
+ * here instead of writing at once; the next poll of, or wait on, any CQ of the context rings
+ * every queued one (the application is about to look for completions: the batch must leave),
+ * and so does the transport's own deadline. Lock held throughout.
+ */
+struct iwarp_api_doorbell {
+    struct iwarp_api_doorbell *next;
+    void (*ring)(struct iwarp_api_doorbell *db); /* write what was deferred */
+    bool queued;
+};
+
+/* Queue db on ctx (once: a queued doorbell stays queued until rung or cancelled). */
+void iwarp_api_doorbell_defer(struct iwarp_ctx *ctx, struct iwarp_api_doorbell *db);
+/* Take db off ctx's queue (its connection goes away). */
+void iwarp_api_doorbell_cancel(struct iwarp_ctx *ctx, struct iwarp_api_doorbell *db);
+/* Ring and dequeue every queued doorbell of ctx (a CQ is polled or waited on). */
+void iwarp_api_doorbells_ring(struct iwarp_ctx *ctx);
 
 struct iwarp_pd {
     struct iwarp_ctx *ctx;

@@ -11,6 +11,7 @@
  * Every function runs with ctx->lock held.
  */
 #define _GNU_SOURCE 1
+#include <stddef.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <unistd.h>
@@ -36,6 +37,7 @@ struct tcp_lsn;
 
 struct tcp_conn {
     struct iwarp_loop_src src;
+    struct iwarp_api_doorbell doorbell; /* queued while posts wait in a batch (llp_tcp.h) */
     struct iwarp_llp_tcp tcp;
     struct iwarp_ctx *ctx;
     struct cm_id *id;             /* NULL until a passive connection is announced */
@@ -158,11 +160,24 @@ static void conn_on_io(struct iwarp_loop_src *src, uint32_t events, uint64_t now
 static void conn_on_timer(struct iwarp_loop_src *src, uint64_t now_ns);
 static void conn_update(struct tcp_conn *cc, uint64_t now_ns);
 
+/* The connection's doorbell (a CQ is polled): write the batch that waits. */
+static void conn_ring(struct iwarp_api_doorbell *db)
+{
+    struct tcp_conn *cc =
+        (struct tcp_conn *)(void *)((char *)db - offsetof(struct tcp_conn, doorbell));
+    if (!cc->src.registered || cc->tcp.tx_batched == 0)
+        return; /* written meanwhile (readiness, a full batch, the deadline) */
+    uint64_t now = iwarp_loop_now();
+    iwarp_llp_tcp_on_writable(&cc->tcp, now);
+    conn_update(cc, now);
+}
+
 static void conn_free(struct tcp_conn *cc)
 {
     if (!cc)
         return;
     struct iwarp_ctx *ctx = cc->ctx;
+    iwarp_api_doorbell_cancel(ctx, &cc->doorbell);
     if (cc->trace) {
         if (cc->trace->err)
             iwarp_api_log(ctx, IWARP_LOG_ERROR, "trace: writing the capture failed (%s)",
@@ -205,12 +220,14 @@ static struct tcp_conn *conn_alloc(struct iwarp_ctx *ctx)
     }
     cc->tcp.fd = -1;
     cc->tcp.linger_ns = CM_LINGER_NS;
+    cc->tcp.batch_ns = ctx->tx_batch_ns;
     cc->src.fd = -1;
     cc->src.deadline = UINT64_MAX;
     cc->src.heap_index = UINT32_MAX;
     cc->src.on_io = conn_on_io;
     cc->src.on_timer = conn_on_timer;
     cc->src.user = cc;
+    cc->doorbell.ring = conn_ring;
     return cc;
 }
 
@@ -228,6 +245,7 @@ static int conn_watch(struct tcp_conn *cc)
 static void conn_release(struct tcp_conn *cc, bool abortive)
 {
     iwarp_loop_del(&cc->ctx->loop, &cc->src);
+    iwarp_api_doorbell_cancel(cc->ctx, &cc->doorbell);
     iwarp_llp_tcp_close(&cc->tcp, abortive);
 }
 
@@ -482,8 +500,9 @@ static void conn_on_timer(struct iwarp_loop_src *src, uint64_t now_ns)
 
 /* ---- the transport's ops ------------------------------------------------------------------ */
 
-/* The QP has new work: write what it can send now (from the posting thread: a hop to the
- * progress thread would cost a cross-core wakeup). */
+/* The QP has new work: write it now from the posting thread (a hop to the progress thread
+ * would cost a cross-core wakeup), or let it join the connection's batch (llp_tcp.h): then
+ * the next poll of a CQ rings the doorbell, or the batch's deadline passes. */
 static void tcp_kick(struct iwarp_qp_impl *q)
 {
     struct cm_id *id = q->cm_id;
@@ -491,8 +510,14 @@ static void tcp_kick(struct iwarp_qp_impl *q)
     if (!cc || !cc->src.registered)
         return;
     uint64_t now = iwarp_loop_now();
-    iwarp_llp_tcp_on_writable(&cc->tcp, now);
-    conn_update(cc, now);
+    if (iwarp_llp_tcp_post(&cc->tcp, now)) {
+        iwarp_llp_tcp_on_writable(&cc->tcp, now);
+        conn_update(cc, now);
+        return;
+    }
+    iwarp_api_doorbell_defer(cc->ctx, &cc->doorbell);
+    if (cc->tcp.tx_batched == 1)
+        conn_rearm(cc); /* the batch's deadline */
 }
 
 static bool tcp_abort(struct cm_id *id)

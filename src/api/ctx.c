@@ -104,6 +104,10 @@ int iwarp_ctx_create(const struct iwarp_ctx_attr *attr, struct iwarp_ctx **out)
     else
         iwarp_ctx_attr_default(&a);
     int rc = IWARP_API_EXT_IN(&a, iwarp_ctx_attr, &a);
+    /* appended fields: read only when their bit says the caller's struct has them */
+    uint64_t tx_batch_ns = IWARP_API_TX_BATCH_NS;
+    if (rc == 0 && (a.comp_mask & IWARP_CTX_ATTR_TX_BATCH))
+        tx_batch_ns = (uint64_t)attr->tx_batch_us * 1000u;
     if (rc == 0 && a.mem)
         rc = IWARP_API_EXT_IN(&a, iwarp_mem_hooks, a.mem);
     if (rc != 0)
@@ -123,6 +127,7 @@ int iwarp_ctx_create(const struct iwarp_ctx_attr *attr, struct iwarp_ctx **out)
     if (!ctx)
         return IWARP_ERR_NOMEM;
     ctx->attr = a;
+    ctx->tx_batch_ns = tx_batch_ns;
     memcpy(&ctx->mem_hooks, h, IWARP_API_EXT_BASE(struct iwarp_mem_hooks));
     ctx->attr.mem = &ctx->mem_hooks;
     ctx->async_fd = -1;
@@ -200,6 +205,10 @@ int iwarp_ctx_progress(struct iwarp_ctx *ctx, int timeout_ms)
 {
     if (!ctx)
         return IWARP_ERR_INVAL;
+    pthread_mutex_lock(&ctx->lock);
+    if (ctx->doorbells) /* a progress pass sends what waits in a transmit batch */
+        iwarp_api_doorbells_ring(ctx);
+    pthread_mutex_unlock(&ctx->lock);
     iwarp_loop_run_once(&ctx->loop, timeout_ms);
     return 0;
 }

@@ -52,3 +52,35 @@ void iwarp_api_progress_locked(struct iwarp_ctx *ctx)
     if (ctx->attr.progress == IWARP_PROGRESS_CALLER)
         iwarp_loop_poll_locked(&ctx->loop);
 }
+
+void iwarp_api_doorbell_defer(struct iwarp_ctx *ctx, struct iwarp_api_doorbell *db)
+{
+    if (db->queued)
+        return;
+    db->queued = true;
+    db->next = ctx->doorbells;
+    ctx->doorbells = db;
+}
+
+void iwarp_api_doorbell_cancel(struct iwarp_ctx *ctx, struct iwarp_api_doorbell *db)
+{
+    if (!db->queued)
+        return;
+    for (struct iwarp_api_doorbell **p = &ctx->doorbells; *p; p = &(*p)->next)
+        if (*p == db) {
+            *p = db->next;
+            break;
+        }
+    db->queued = false;
+}
+
+void iwarp_api_doorbells_ring(struct iwarp_ctx *ctx)
+{
+    /* One at a time from the head: a ring may cancel another doorbell (its connection ends). */
+    struct iwarp_api_doorbell *db;
+    while ((db = ctx->doorbells) != NULL) {
+        ctx->doorbells = db->next;
+        db->queued = false;
+        db->ring(db);
+    }
+}

@@ -164,6 +164,8 @@ int iwarp_poll_cq(struct iwarp_cq *cq, int num_entries, struct iwarp_wc *wc)
         return IWARP_ERR_INVAL;
     struct iwarp_ctx *ctx = cq->ctx;
     pthread_mutex_lock(&ctx->lock);
+    if (ctx->doorbells) /* posts waiting in a batch leave now: their completions are wanted */
+        iwarp_api_doorbells_ring(ctx);
     if (cq->core.count < (uint32_t)num_entries)
         iwarp_api_progress_locked(ctx);
     int n = (int)iwarp_core_cq_poll(&cq->core, wc, (uint32_t)num_entries);
@@ -206,6 +208,8 @@ int iwarp_get_cq_event(struct iwarp_comp_channel *channel, struct iwarp_cq **cq_
                 *cq_context = cq->cq_context;
             return 0;
         }
+        if (ctx->doorbells) /* about to wait: batched posts must not wait with us */
+            iwarp_api_doorbells_ring(ctx);
         pthread_mutex_unlock(&ctx->lock);
         int fl = fcntl(ch->pub.fd, F_GETFL);
         if (fl >= 0 && (fl & O_NONBLOCK))
@@ -250,6 +254,8 @@ int iwarp_cq_wait(struct iwarp_cq *cq, int timeout_ms)
         }
         cq->waiting = true;
         cq->core.wake = true; /* not an arm: no channel event for the application */
+        if (ctx->doorbells)   /* about to wait: batched posts must not wait with us */
+            iwarp_api_doorbells_ring(ctx);
         pthread_mutex_unlock(&ctx->lock);
         uint64_t left = deadline == UINT64_MAX ? 1000 : ms_left(deadline);
         if (deadline != UINT64_MAX && left == 0)

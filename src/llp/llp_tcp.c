@@ -201,6 +201,7 @@ static void flush(struct iwarp_llp_tcp *t, uint64_t now_ns)
 {
     struct iovec iov[TCP_TX_IOV];
     t->tx_blocked = false;
+    t->tx_batched = 0; /* what waited goes now, or when the socket has room again */
     int budget = TCP_BUDGET;
     for (; budget > 0 && t->phase == IWARP_LLP_TCP_OPEN && !t->fin_sent; budget--) {
         uint32_t n = iwarp_llp_conn_tx_iov(&t->conn, iov, TCP_TX_IOV, now_ns);
@@ -212,6 +213,7 @@ static void flush(struct iwarp_llp_tcp *t, uint64_t now_ns)
         struct msghdr m = {.msg_iov = iov, .msg_iovlen = n};
         ssize_t w = sendmsg(t->fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (w > 0) {
+            t->last_tx_ns = now_ns;
             if (t->trace)
                 iwarp_trace_conn_tx(t->trace, iov, n, (size_t)w);
             iwarp_llp_conn_tx_ack(&t->conn, (size_t)w);
@@ -368,9 +370,22 @@ void iwarp_llp_tcp_linger(struct iwarp_llp_tcp *t, uint64_t now_ns)
         t->linger_deadline = now_ns + (t->linger_ns ? t->linger_ns : IWARP_LLP_TCP_LINGER_NS);
 }
 
+bool iwarp_llp_tcp_post(struct iwarp_llp_tcp *t, uint64_t now_ns)
+{
+    if (t->tx_batched == 0 && now_ns - t->last_tx_ns >= t->batch_ns)
+        return true; /* a lone post (or batching off): no delay */
+    if (++t->tx_batched >= IWARP_LLP_TCP_BATCH_MAX)
+        return true;
+    if (t->tx_batched == 1)
+        t->tx_batch_ns = now_ns + t->batch_ns;
+    return false;
+}
+
 uint64_t iwarp_llp_tcp_next_timeout(const struct iwarp_llp_tcp *t)
 {
     uint64_t next = t->linger_deadline ? t->linger_deadline : UINT64_MAX;
+    if (t->tx_batched && t->tx_batch_ns < next)
+        next = t->tx_batch_ns;
     if (t->conn_ready) {
         uint64_t c = iwarp_llp_conn_next_timeout(&t->conn);
         if (c < next)

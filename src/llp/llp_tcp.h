@@ -25,6 +25,16 @@
 /* How long a closing stream may take to end both ways when the owner sets no linger_ns. */
 #define IWARP_LLP_TCP_LINGER_NS 3000000000ull
 
+/*
+ * Transmit batching (docs/design.md, "Batching small posts"). A post on a connection that has
+ * sent nothing for batch_ns leaves at once (a lone WR pays no delay); a post that follows a
+ * recent write joins a batch instead, written as one sendmsg when IWARP_LLP_TCP_BATCH_MAX posts
+ * are waiting, when the application next polls or waits on a CQ, or batch_ns after the batch
+ * began, whichever comes first.
+ */
+/* as many posts as FPDUs one write describes (IWARP_LLP_CONN_TX_SEGS): a batch is one sendmsg */
+#define IWARP_LLP_TCP_BATCH_MAX IWARP_LLP_CONN_TX_SEGS
+
 /* Interest bits returned by iwarp_llp_tcp_interest(). */
 #define IWARP_LLP_TCP_WANT_READ  1u
 #define IWARP_LLP_TCP_WANT_WRITE 2u
@@ -38,15 +48,19 @@ enum iwarp_llp_tcp_phase {
 
 struct iwarp_llp_tcp {
     int fd;
-    uint8_t phase;   /* enum iwarp_llp_tcp_phase */
-    bool conn_ready; /* conn was initialised (iwarp_llp_tcp_start) */
-    bool rx_eof;     /* the peer's FIN was read */
-    bool fin_sent;   /* shutdown(SHUT_WR) done: our FIN is queued */
-    bool fin_wanted; /* iwarp_llp_tcp_shutdown(): FIN once the pending octets are written */
-    bool llp_closed; /* iwarp_llp_conn_closed() was called */
-    bool tx_blocked; /* the last write would have blocked: wait for writability */
-    int err;         /* first transport error (IWARP_ERR_CONN_*), or 0 */
-    uint32_t emss;   /* TCP_MAXSEG of the connected socket */
+    uint8_t phase;        /* enum iwarp_llp_tcp_phase */
+    bool conn_ready;      /* conn was initialised (iwarp_llp_tcp_start) */
+    bool rx_eof;          /* the peer's FIN was read */
+    bool fin_sent;        /* shutdown(SHUT_WR) done: our FIN is queued */
+    bool fin_wanted;      /* iwarp_llp_tcp_shutdown(): FIN once the pending octets are written */
+    bool llp_closed;      /* iwarp_llp_conn_closed() was called */
+    bool tx_blocked;      /* the last write would have blocked: wait for writability */
+    uint64_t batch_ns;    /* the batching window, set by the owner (0: no batching) */
+    uint64_t last_tx_ns;  /* when a write last moved octets */
+    uint32_t tx_batched;  /* posts waiting in the current batch (0: none) */
+    uint64_t tx_batch_ns; /* the batch's latest departure, when tx_batched */
+    int err;              /* first transport error (IWARP_ERR_CONN_*), or 0 */
+    uint32_t emss;        /* TCP_MAXSEG of the connected socket */
     struct sockaddr_storage local, peer;
     struct iwarp_llp_conn conn;
     /* NULL: no tracing. Set by the owner on a zeroed t before connect/adopt; borrowed (the
@@ -111,6 +125,14 @@ void iwarp_llp_tcp_on_readable(struct iwarp_llp_tcp *t, uint64_t now_ns);
  */
 void iwarp_llp_tcp_on_writable(struct iwarp_llp_tcp *t, uint64_t now_ns);
 
+/*
+ * New work was posted at now_ns (the QP's kick). Returns true when the caller writes it now
+ * (iwarp_llp_tcp_on_writable): the connection has been idle, or the batch is full. False: the
+ * post joins the batch; the caller makes sure it is written by the next poll of a CQ, and arms
+ * its timer for iwarp_llp_tcp_next_timeout() (the batch's deadline, when this post began it).
+ */
+bool iwarp_llp_tcp_post(struct iwarp_llp_tcp *t, uint64_t now_ns);
+
 /* The readiness to wait for next (IWARP_LLP_TCP_WANT_*; 0 when the stream is over). */
 uint32_t iwarp_llp_tcp_interest(struct iwarp_llp_tcp *t);
 
@@ -127,14 +149,14 @@ void iwarp_llp_tcp_shutdown(struct iwarp_llp_tcp *t, uint64_t now_ns);
  */
 void iwarp_llp_tcp_linger(struct iwarp_llp_tcp *t, uint64_t now_ns);
 
-/* When iwarp_llp_tcp_handle_timeout() must run next: the close's limit or the MPA
- * connection's own timer (iwarp_llp_conn_next_timeout), whichever is first; UINT64_MAX when
- * neither runs. */
+/* When iwarp_llp_tcp_handle_timeout() must run next: the close's limit, a batch's deadline or
+ * the MPA connection's own timer (iwarp_llp_conn_next_timeout), whichever is first;
+ * UINT64_MAX when none runs. */
 uint64_t iwarp_llp_tcp_next_timeout(const struct iwarp_llp_tcp *t);
 
 /* Time has come (now_ns >= the next timeout): a close past its limit is reset (the MPA
  * connection learns of the end); otherwise the MPA connection's timer runs and what it queued
- * is written. */
+ * is written, a waiting batch included. */
 void iwarp_llp_tcp_handle_timeout(struct iwarp_llp_tcp *t, uint64_t now_ns);
 
 /*
