@@ -169,7 +169,16 @@ for t in $TESTS; do
                 echo "    guest $t exit $(cat "$f.rc" 2>/dev/null || echo '(none)'): $(tail -n 5 "$f.guest" 2>/dev/null)"
             # The guest's ib_read_lat server and ib_write_lat print no result line.
             if ! { [ $dir = h2g ] && [[ $t == ib_read_lat ]]; }; then
-                result_ok "$f.guest" "$size" "$n" || echo "    perftest's result is not $size octets x $n: $(grep -A1 '#bytes' "$f.guest" | tail -n 1)"
+                # Under TCG perftest's cycle-counter calibration (r^2 >= 0.9) can fail, more often
+                # on a busy host, even with -F; the exchange itself ran (exit 0, our side checks
+                # its count below): that is a note about the guest's clock, not about interop.
+                if ! result_ok "$f.guest" "$size" "$n"; then
+                    if grep -q 'Correlation coefficient r^2' "$f.guest"; then
+                        echo "NOTE $dir-$t: perftest printed no result (its clock calibration failed under TCG)" >&2
+                    else
+                        echo "    perftest's result is not $size octets x $n: $(grep -A1 '#bytes' "$f.guest" | tail -n 1)"
+                    fi
+                fi
             fi
             if [ $dir = g2h ] && [ "$t" = ib_read_lat ]; then
                 grep -q 'perftest: done' "$f.ours" || echo "    iwarp perf: no done line"
