@@ -130,12 +130,15 @@ def rows(quick):
                     [("libiwarp", "libfabric", ">= 0.9" if crc else ">= 1.1"),
                      ("libiwarp", "TCP", "")]))
     # 3. latency
-    def iw_lat(op, mode):
+    def iw_lat(op, mode, batch_off=False):
         def f(r):
-            args = ["--lat", "--op", op, "-s", 64, "-n", n_lat, "--compare-tcp"]
+            args = ["--lat", "--op", op, "-s", 64, "-n", n_lat]
+            args += ["--tx-batch", 0] if batch_off else ["--compare-tcp"]
             if mode == "busy":
                 args.append("--busy-poll")
             d, err, fl = r.perf(*args)
+            if batch_off:
+                return {"batching off": perf_value(d, "t_typical_us") if d else err}, fl
             if not d:
                 return {"libiwarp": err, "TCP": err}, fl
             return {"libiwarp": perf_value(d, "t_typical_us"),
@@ -143,8 +146,10 @@ def rows(quick):
         return f
     for op in (["send"] if quick else ["send", "write"]):
         out.append(("3 latency", "64 B %s one-way, busy-poll" % op.capitalize(), "us", "low",
-                    [iw_lat(op, "busy")] + ([fab("%s_lat" % op, 64, iters=n_lat)]),
-                    [("libiwarp", "TCP", "<= 1.1"), ("libiwarp", "libfabric", "")]))
+                    [iw_lat(op, "busy"), fab("%s_lat" % op, 64, iters=n_lat),
+                     iw_lat(op, "busy", batch_off=True)],
+                    [("libiwarp", "TCP", "<= 1.1"), ("libiwarp", "libfabric", ""),
+                     ("libiwarp", "batching off", "~1: a lone post leaves at once")]))
     if not quick:
         for op in ["send", "write"]:
             out.append(("3 latency", "64 B %s one-way, events" % op.capitalize(), "us", "low",

@@ -44,6 +44,11 @@ done
   ok "--mpa-rev 1 --no-crc" || fail "--mpa-rev 1 --no-crc: $(cat "$TMP/err")"
 "$IWARP" perf --op send --lat -s 128 -D 0.2 >"$TMP/out" 2>"$TMP/err" &&
   grep -qE '^ 128 ' "$TMP/out" && ok "-D 0.2" || fail "-D 0.2: $(cat "$TMP/err")"
+# transmit batching off and wide (every octet still checked, both progress modes)
+"$IWARP" perf --op write --qd 64 -s 64 -n 2000 --tx-batch 0 --verify --busy-poll >/dev/null \
+  2>"$TMP/err" && ok "--tx-batch 0" || fail "--tx-batch 0: $(cat "$TMP/err")"
+"$IWARP" perf --op send --qd 64 -s 64 -n 2000 --tx-batch 1000 --verify >/dev/null 2>"$TMP/err" &&
+  ok "--tx-batch 1000" || fail "--tx-batch 1000: $(cat "$TMP/err")"
 
 # 3. --json is one valid JSON document with the figures
 if "$IWARP" perf --op read -s 4K -n 100 --compare-tcp --passes 2 --json >"$TMP/j.json" 2>"$TMP/err" &&
@@ -97,6 +102,8 @@ bad() {
     fail "bad: $* -> exit $rc: $(cat "$TMP/err")"; fi
 }
 bad "--op must be" --op atomic
+bad "--tx-batch needs microseconds" --tx-batch -1
+bad "--tx-batch needs microseconds" --tx-batch 2000000
 bad "--size must be" -s 1
 bad "--size must be" -s 9M
 bad "--size must be" -s 12x

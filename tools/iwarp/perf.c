@@ -55,6 +55,7 @@ static int run_server(const struct perf_opts *o)
                             .crc_given = o->crc_given,
                             .sctp = o->sctp,
                             .sctp_mtu = o->sctp_mtu,
+                            .tx_batch = o->tx_batch,
                             .trace = o->trace};
     struct sockaddr_in sin = {.sin_family = AF_INET,
                               .sin_port = htons(o->port ? o->port : PERF_DEFAULT_PORT),
@@ -237,7 +238,8 @@ int iwarp_cli_perf(int argc, char **argv)
                                .crc = o.crc,
                                .crc_given = true,
                                .sctp = o.sctp,
-                               .sctp_mtu = o.sctp_mtu};
+                               .sctp_mtu = o.sctp_mtu,
+                               .tx_batch = o.tx_batch};
     l.pin = o.pin;
     pthread_mutex_init(&l.mu, NULL);
     pthread_cond_init(&l.cv, NULL);

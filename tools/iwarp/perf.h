@@ -56,6 +56,12 @@ static inline uint8_t perf_stamp(uint64_t k)
 
 /* ---- options (perf_opts.c) ------------------------------------------------------------- */
 
+/* --tx-batch US: the contexts' transmit batching window (iwarp_ctx_attr.tx_batch_us). */
+struct perf_tx_batch {
+    bool set; /* given; else the library's default */
+    uint32_t us;
+};
+
 struct perf_opts {
     bool server;      /* --server */
     const char *host; /* HOST (client), NULL in loopback and server mode */
@@ -71,11 +77,12 @@ struct perf_opts {
     bool crc_given;  /* --crc or --no-crc given (a server follows the client otherwise) */
     uint8_t mpa_rev; /* 1 or 2 */
     bool lat, busy_poll, verify, compare_tcp, json, pin;
-    const char *plot;  /* --plot FILE.svg */
-    const char *trace; /* --trace FILE.pcap (default: $IWARP_TRACE_PCAP) */
-    bool perftest;     /* --perftest: perftest's -R protocol (perf_perftest.c) */
-    bool sctp;         /* --transport sctp: DDP over SCTP (IWARP_PS_SCTP) */
-    uint32_t sctp_mtu; /* --sctp-mtu; 0: the library's default (1500) */
+    const char *plot;              /* --plot FILE.svg */
+    const char *trace;             /* --trace FILE.pcap (default: $IWARP_TRACE_PCAP) */
+    bool perftest;                 /* --perftest: perftest's -R protocol (perf_perftest.c) */
+    bool sctp;                     /* --transport sctp: DDP over SCTP (IWARP_PS_SCTP) */
+    uint32_t sctp_mtu;             /* --sctp-mtu; 0: the library's default (1500) */
+    struct perf_tx_batch tx_batch; /* --tx-batch */
 };
 
 /* Parse the perf command line (argv[0] is "perf"). Returns 0 to run, 1 when --help was printed
@@ -213,7 +220,8 @@ static inline uint32_t perf_wr_slot(uint64_t id)
     return (uint32_t)id;
 }
 
-int perf_ep_open(struct perf_ep *e, bool busy, const char *trace, bool sctp, uint32_t sctp_mtu);
+int perf_ep_open(struct perf_ep *e, bool busy, const char *trace, bool sctp, uint32_t sctp_mtu,
+                 struct perf_tx_batch tx_batch);
 int perf_ep_alloc(struct perf_ep *e, const struct perf_params *p, bool server);
 int perf_ep_create_qp(struct perf_ep *e, struct iwarp_cm_id *id);
 int perf_ep_post_recv(struct perf_ep *e, uint32_t q, uint32_t slot);
@@ -313,6 +321,7 @@ struct perf_server {
     bool busy, crc, crc_given;
     bool sctp;         /* listen for DDP over SCTP (IWARP_PS_SCTP) */
     uint32_t sctp_mtu; /* 0: the library's default */
+    struct perf_tx_batch tx_batch;
     const char *trace;
     struct perf_ep ep;
     struct perf_params p;

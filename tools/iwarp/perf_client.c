@@ -112,7 +112,7 @@ int perf_client_connect(struct perf_client *c, const struct perf_opts *o,
                                 .max_size = max};
     memcpy(&c->peer, peer,
            peer->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in));
-    int rc = perf_ep_open(&c->ep, o->busy_poll, o->trace, o->sctp, o->sctp_mtu);
+    int rc = perf_ep_open(&c->ep, o->busy_poll, o->trace, o->sctp, o->sctp_mtu, o->tx_batch);
     if (rc < 0)
         return rc;
     if ((rc = perf_ep_alloc(&c->ep, &c->p, false)) < 0)

@@ -27,7 +27,8 @@ static void trace_log(void *user, enum iwarp_log_level level, const char *msg)
  * else MPA over TCP. The caller pins the thread first: the progress thread inherits its CPU set.
  * Returns 0 or a negative IWARP_ERR_* (e->err says what failed).
  */
-int perf_ep_open(struct perf_ep *e, bool busy, const char *trace, bool sctp, uint32_t sctp_mtu)
+int perf_ep_open(struct perf_ep *e, bool busy, const char *trace, bool sctp, uint32_t sctp_mtu,
+                 struct perf_tx_batch tx_batch)
 {
     memset(e, 0, sizeof *e);
     e->busy = busy;
@@ -37,6 +38,10 @@ int perf_ep_open(struct perf_ep *e, bool busy, const char *trace, bool sctp, uin
     a.progress = busy ? IWARP_PROGRESS_CALLER : IWARP_PROGRESS_THREAD;
     a.trace_pcap = trace;
     a.sctp_mtu = sctp_mtu;
+    if (tx_batch.set) {
+        a.comp_mask |= IWARP_CTX_ATTR_TX_BATCH;
+        a.tx_batch_us = tx_batch.us;
+    }
     if (trace)
         a.log = trace_log; /* log_level: IWARP_LOG_WARN */
     int rc = iwarp_ctx_create(&a, &e->ctx);

@@ -22,6 +22,18 @@ static int parse_duration(const char *arg, void *field)
     return 0;
 }
 
+static int parse_tx_batch(const char *arg, void *field)
+{
+    char *end;
+    errno = 0;
+    unsigned long us = strtoul(arg, &end, 10);
+    if (errno || end == arg || *end || arg[0] == '-' || us > 1000000)
+        return -1;
+    struct perf_tx_batch b = {.set = true, .us = (uint32_t)us};
+    memcpy(field, &b, sizeof b);
+    return 0;
+}
+
 #define AT(field) CLI_AT(struct perf_opts, field)
 
 /* The options and their --help, in --help's order. */
@@ -83,6 +95,11 @@ static const struct cli_opt rows[] = {
      .help = "with --transport sctp: the network MTU the SCTP packets mimic,\n"
              "{min} .. {max} (default 1500; IPv6 needs at least 616); DDP\n"
              "segments are sized so that nothing fragments"},
+    {CLI_OPTION(CLI_FN, "tx-batch", 0, "US"), AT(tx_batch), .fn = parse_tx_batch,
+     .err = "--tx-batch needs microseconds (0 .. 1000000), not '{arg}'",
+     .help = "TCP transmit batching window (iwarp_ctx_attr.tx_batch_us): a\n"
+             "post after a write less than US ago joins a batch; 0: off\n"
+             "(default: the library's, 10)"},
     {CLI_OPTION(CLI_FLAG, "busy-poll", 0, NULL), AT(busy_poll),
      .help = "both sides drive progress themselves and spin on the CQ;\n"
              "default: a progress thread per side and completion-channel\n"
@@ -127,9 +144,9 @@ static void usage(FILE *f)
         "usage: iwarp perf [--server | HOST] [-p|--port N] [--op write|read|send]\n"
         "                  [-s|--size BYTES | -a|--all-sizes] [-n|--iters N | -D|--duration SEC]\n"
         "                  [--qd N] [--qps N] [--crc | --no-crc] [--mpa-rev 1|2]\n"
-        "                  [--transport tcp|sctp] [--sctp-mtu BYTES] [--lat] [--busy-poll]\n"
-        "                  [--verify] [--compare-tcp] [--passes N] [--no-pin] [--json]\n"
-        "                  [--plot FILE.svg] [--trace FILE.pcap] [--perftest]\n"
+        "                  [--transport tcp|sctp] [--sctp-mtu BYTES] [--tx-batch US] [--lat]\n"
+        "                  [--busy-poll] [--verify] [--compare-tcp] [--passes N] [--no-pin]\n"
+        "                  [--json] [--plot FILE.svg] [--trace FILE.pcap] [--perftest]\n"
         "\n"
         "Bandwidth or latency of RDMA Write, RDMA Read or Send through libiwarp (RDMAP/DDP/MPA\n"
         "over kernel TCP, or RDMAP/DDP over SCTP with --transport sctp), in the manner of\n"

@@ -652,7 +652,7 @@ static int setup(struct pt *t, const struct perf_opts *o)
     t->off_ctrl = 2 * t->bsize;
     t->off_msg = t->off_ctrl + 64;
     struct perf_ep *e = &t->e;
-    int rc = perf_ep_open(e, o->busy_poll, o->trace, false, 0);
+    int rc = perf_ep_open(e, o->busy_poll, o->trace, false, 0, o->tx_batch);
     if (rc < 0)
         return rc;
     uint32_t recv_len = t->size > 64 ? t->size : 64;

@@ -17,7 +17,7 @@
  */
 int perf_server_listen(struct perf_server *s, const struct sockaddr *addr)
 {
-    int rc = perf_ep_open(&s->ep, s->busy, s->trace, s->sctp, s->sctp_mtu);
+    int rc = perf_ep_open(&s->ep, s->busy, s->trace, s->sctp, s->sctp_mtu, s->tx_batch);
     if (rc < 0)
         return rc;
     if ((rc = iwarp_cm_create_id(s->ep.cmch, &s->ep.listen, NULL, s->ep.ps)) < 0)
