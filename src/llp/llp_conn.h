@@ -116,8 +116,12 @@ struct iwarp_llp_conn_rx_fpdu {
 struct iwarp_llp_conn_recv {
     enum iwarp_llp_conn_rx_state state;
     struct iwarp_llp_conn_rx_fpdu fpdu;
-    bool ra_wide;           /* the last read-ahead filled its window with small FPDUs: read the
-                               most */
+    bool ra_wide; /* the last read-ahead filled its window with small FPDUs: read the
+                     most */
+    /* rx_bufs gave two regions: the first's length (0: one region) and where the second
+     * starts; rx_ack feeds the two in turn */
+    size_t split;
+    uint8_t *split_next;
     bool tagged_open;       /* the last tagged segment received did not end its message */
     uint32_t untagged_open; /* bit q: same for untagged queue q (q < 32) */
 };
@@ -153,6 +157,9 @@ struct iwarp_llp_conn {
      * window; ULPDU octets moved from the window into the staging area (a ULPDU not wholly
      * inside one read). */
     uint64_t rx_direct_octets, rx_copied_octets, rx_moved_octets;
+    /* reads acknowledged in full operation, those of them that filled two regions
+     * (iwarp_llp_conn_rx_bufs), and FPDUs received */
+    uint64_t rx_reads, rx_split_reads, rx_fpdus;
 };
 
 #define IWARP_LLP_CONN_BOUNCE (IWARP_MPA_MULPDU_MAX + 16u)
@@ -183,6 +190,16 @@ uint8_t *iwarp_llp_conn_rx_buf(struct iwarp_llp_conn *c, size_t *len);
 /* n octets were read into the buffer rx_buf gave. Runs the negotiation or the deframer and
  * the QP engine. Returns 0 or a negative error (the state then says what to do). */
 int iwarp_llp_conn_rx_ack(struct iwarp_llp_conn *c, size_t n, uint64_t now_ns);
+
+/*
+ * iwarp_llp_conn_rx_buf() as up to two regions, filled in order by one read (readv, recvmsg).
+ * The first is rx_buf's. A second follows when the first ends exactly where a ULPDU being
+ * placed straight into its destination ends (CRC off): the read-ahead window, for the FPDU's
+ * trailer and the start of the next, so that one read takes the end of the payload and the
+ * next FPDU's headers instead of two. Returns how many regions were filled in iov (0: nothing
+ * may be read now). After reading n octets across them, call iwarp_llp_conn_rx_ack(n).
+ */
+uint32_t iwarp_llp_conn_rx_bufs(struct iwarp_llp_conn *c, struct iovec iov[2]);
 
 /* Fill up to max iovecs with octets ready to send; returns how many iovecs (0: none now).
  * Frames new FPDUs from the QP as room allows. */

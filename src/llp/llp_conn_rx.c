@@ -186,6 +186,7 @@ static uint8_t *fpdu_land(struct iwarp_llp_conn *c, size_t *len, bool *ahead)
 uint8_t *iwarp_llp_conn_rx_buf(struct iwarp_llp_conn *c, size_t *len)
 {
     *len = 0;
+    c->recv.split = 0;
     if (c->state == IWARP_LLP_CONN_REQUEST || iwarp_llp_conn_finished(c))
         return NULL;
     switch (c->recv.state) {
@@ -203,6 +204,32 @@ uint8_t *iwarp_llp_conn_rx_buf(struct iwarp_llp_conn *c, size_t *len)
         return fpdu_land(c, len, &ahead);
     }
     }
+}
+
+uint32_t iwarp_llp_conn_rx_bufs(struct iwarp_llp_conn *c, struct iovec iov[2])
+{
+    size_t len = 0;
+    uint8_t *p = iwarp_llp_conn_rx_buf(c, &len);
+    if (!p || len == 0)
+        return 0;
+    iov[0] = (struct iovec){p, len};
+    const struct iwarp_llp_conn_rx_fpdu *f = &c->recv.fpdu;
+    if (c->recv.state != IWARP_LLP_CONN_RX_PAYLOAD || f->place != IWARP_LLP_CONN_RX_DIRECT ||
+        (p >= c->bounce.stage && p < c->bounce.end))
+        return 1; /* not a read into the destination */
+    struct iwarp_mpa_rx_want w;
+    iwarp_mpa_rx_want(&c->rx, &w);
+    if (w.part != IWARP_MPA_RX_PART_ULPDU || w.ulpdu_off + len != w.ulpdu_len)
+        return 1; /* the read stops before the ULPDU's end (a marker, the next SGE) */
+    /* What fpdu_land gives in TRAILER: the window behind the staged headers, which stay as
+     * they are until the FPDU's end. */
+    uint8_t *window = c->bounce.stage + f->staged;
+    size_t room = (size_t)(c->bounce.end - window);
+    size_t span = c->recv.ra_wide ? room : RA_SMALL;
+    iov[1] = (struct iovec){window, span < room ? span : room};
+    c->recv.split = len;
+    c->recv.split_next = window;
+    return 2;
 }
 
 /* ---- TRAILER: delivering a complete FPDU's ULPDU ----------------------------------------- */
@@ -300,6 +327,7 @@ static void track_message(struct iwarp_llp_conn *c, const uint8_t *seg, uint32_t
  * says, then the next FPDU starts (HDR). */
 static int fpdu_end(struct iwarp_llp_conn *c, uint32_t ulpdu_len)
 {
+    c->rx_fpdus++;
     enum iwarp_llp_conn_rx_place place = c->recv.fpdu.place;
     const uint8_t *seg = c->recv.fpdu.seg;
     track_message(c, seg, c->recv.fpdu.staged);
@@ -506,7 +534,24 @@ int iwarp_llp_conn_rx_ack(struct iwarp_llp_conn *c, size_t n, uint64_t now_ns)
         return 0;
     if (c->recv.state == IWARP_LLP_CONN_RX_NEG)
         return neg_ack(c, n, now_ns);
-    return fpdu_ack(c, n);
+    size_t n0 = c->recv.split;
+    uint8_t *next = c->recv.split_next;
+    c->recv.split = 0;
+    c->rx_reads++;
+    if (n0 == 0 || n <= n0)
+        return fpdu_ack(c, n);
+    c->rx_split_reads++;
+    /* Two regions (rx_bufs): the end of the payload, then the window. */
+    int rc = fpdu_ack(c, n0);
+    if (c->recv.state == IWARP_LLP_CONN_RX_DEAD)
+        return rc;
+    size_t cap = 0;
+    bool ahead;
+    uint8_t *p = fpdu_land(c, &cap, &ahead);
+    if (p != next || n - n0 > cap)
+        return rx_error(c, IWARP_ERR_INVAL); /* rx_bufs mispredicted the window: a bug */
+    int rc2 = fpdu_ack(c, n - n0);
+    return rc != 0 ? rc : rc2;
 }
 
 bool iwarp_llp_conn_rx_between_fpdus(const struct iwarp_llp_conn *c)

@@ -97,22 +97,32 @@ static size_t read_once(struct iwarp_llp_mem *m, unsigned d)
     struct iwarp_llp_conn *c = m->end[1u - d];
     if (p->len == 0 || p->stall > 0)
         return 0;
-    size_t cap = 0;
-    uint8_t *dst = iwarp_llp_conn_rx_buf(c, &cap);
-    if (dst == NULL || cap == 0)
+    struct iovec iov[2];
+    uint32_t niov = iwarp_llp_conn_rx_bufs(c, iov); /* as llp_tcp reads: one readv */
+    if (niov == 0)
         return 0;
+    size_t cap = iov[0].iov_len + (niov > 1 ? iov[1].iov_len : 0);
     size_t n = op_limit(m, p, p->max_read);
     if (n > cap)
         n = cap;
     if (n > p->len)
         n = p->len;
     size_t done = 0;
-    while (done < n) {
-        size_t k = p->cap - p->head < n - done ? p->cap - p->head : n - done;
-        memcpy(dst + done, p->buf + p->head, k);
+    for (uint32_t i = 0, off = 0; done < n;) {
+        uint8_t *dst = (uint8_t *)iov[i].iov_base + off;
+        size_t room = iov[i].iov_len - off, want = n - done;
+        size_t k = p->cap - p->head < want ? p->cap - p->head : want;
+        if (k > room)
+            k = room;
+        memcpy(dst, p->buf + p->head, k);
         p->head = iwarp_ring_advance_size(p->head, k, p->cap);
         p->len -= k;
         done += k;
+        off += (uint32_t)k;
+        if (off == iov[i].iov_len) {
+            i++;
+            off = 0;
+        }
     }
     int rc = iwarp_llp_conn_rx_ack(c, done, m->now_ns);
     if (rc < 0 && m->rx_err[1u - d] == 0)

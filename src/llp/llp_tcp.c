@@ -285,17 +285,23 @@ void iwarp_llp_tcp_on_readable(struct iwarp_llp_tcp *t, uint64_t now_ns)
     if (t->phase != IWARP_LLP_TCP_OPEN || !t->conn_ready || t->rx_eof)
         return;
     for (int budget = TCP_BUDGET; budget > 0; budget--) {
-        size_t len = 0;
-        uint8_t *p = iwarp_llp_conn_rx_buf(&t->conn, &len);
-        if (!p || len == 0) {
+        struct iovec iov[2];
+        uint32_t niov = iwarp_llp_conn_rx_bufs(&t->conn, iov);
+        if (niov == 0) {
             if (budget == TCP_BUDGET)
                 peek_for_end(t);
             break;
         }
-        ssize_t n = recv(t->fd, p, len, MSG_DONTWAIT);
+        size_t len = iov[0].iov_len + (niov > 1 ? iov[1].iov_len : 0);
+        struct msghdr m = {.msg_iov = iov, .msg_iovlen = niov};
+        ssize_t n = recvmsg(t->fd, &m, MSG_DONTWAIT);
         if (n > 0) {
             if (t->trace) /* before rx_ack, which may reuse the buffer */
-                iwarp_trace_conn_rx(t->trace, p, (size_t)n);
+                for (uint32_t i = 0, left = (uint32_t)n; i < niov && left > 0; i++) {
+                    uint32_t k = left < iov[i].iov_len ? left : (uint32_t)iov[i].iov_len;
+                    iwarp_trace_conn_rx(t->trace, iov[i].iov_base, k);
+                    left -= k;
+                }
             iwarp_llp_conn_rx_ack(&t->conn, (size_t)n, now_ns);
             if ((size_t)n < len)
                 break; /* the kernel had no more: save a recv that would say EAGAIN */

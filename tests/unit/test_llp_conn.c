@@ -852,6 +852,26 @@ TEST(no_staging_copy_without_crc)
     }
 }
 
+TEST(a_large_fpdus_payload_end_and_the_next_headers_come_in_one_read)
+{
+    /* CRC off, loopback EMSS (64 KiB FPDUs): a read that ends a directly placed payload goes
+     * on into the read-ahead window (iwarp_llp_conn_rx_bufs), so the end of the payload, the
+     * trailer and the next FPDU's headers come in one read instead of two. (How many reads a
+     * whole FPDU takes depends on how much the pipe holds at once.) transfer() checks every
+     * octet placed. */
+    struct opts o = {.rev = 2, .crc = false, .rtr = IWARP_MPA_RTR_WRITE, .emss = 65483u};
+    setup(&o);
+    accept_request();
+    const struct iwarp_llp_conn *c = &P[1].c;
+    uint64_t r0 = c->rx_reads, s0 = c->rx_split_reads, f0 = c->rx_fpdus;
+    transfer(OP_WRITE, MIB, 1);
+    ASSERT_EQ(P[0].nerr + P[1].nerr, 0);
+    uint64_t reads = c->rx_reads - r0, split = c->rx_split_reads - s0, fpdus = c->rx_fpdus - f0;
+    ASSERT_TRUE(fpdus >= 16u);
+    ASSERT_TRUE(split * 4u >= fpdus * 3u); /* most FPDUs' ends were two-region reads */
+    ASSERT_TRUE(reads > 0);
+}
+
 /* Feed b[0, n) to c as the transport would, in pieces of at most piece octets. Returns the
  * first error rx_ack reported. */
 static int inject(struct iwarp_llp_conn *c, const uint8_t *b, size_t n, size_t piece)
