@@ -220,26 +220,49 @@ static int raw_peer_up(struct sp_side *srv, struct sp_end *e, uint8_t *buf, stru
     return fd;
 }
 
+/* A libiwarp server (progress thread) with one 4 KiB MR, and a raw peer connected to it
+ * (raw_peer_up). */
+struct raw_rig {
+    struct sp_side srv;
+    uint8_t *buf;
+    struct iwarp_mr *mr;
+    struct sp_end e;
+    int fd;
+};
+
+static void raw_rig_up(struct raw_rig *r)
+{
+    sp_side_init(&r->srv, IWARP_PROGRESS_THREAD, 16);
+    r->buf = calloc(1, 4096);
+    r->mr = sp_reg(&r->srv, r->buf, 4096, 0);
+    r->fd = raw_peer_up(&r->srv, &r->e, r->buf, r->mr);
+}
+
+static void raw_rig_down(struct raw_rig *r)
+{
+    close(r->fd);
+    sp_end_destroy(&r->e);
+    ASSERT_EQ(iwarp_dereg_mr(r->mr), 0);
+    sp_side_fini(&r->srv);
+    free(r->buf);
+}
+
 /* A raw peer (raw_peer_up), then (when valid_first) one valid FPDU, then an FPDU of random
  * octets. libiwarp must answer with a Terminate for the CRC error and close. */
 static void garbage_peer(bool valid_first)
 {
-    struct sp_side srv;
-    sp_side_init(&srv, IWARP_PROGRESS_THREAD, 16);
-    uint8_t *buf = calloc(1, 4096);
-    struct iwarp_mr *mr = sp_reg(&srv, buf, 4096, 0);
-    struct sp_end e;
-    int fd = raw_peer_up(&srv, &e, buf, mr);
+    struct raw_rig r;
+    raw_rig_up(&r);
 
     if (valid_first) {
         /* wire-reference §1.9: a zero-length Send, MSN 1, with its CRC32C (0xC4E87B58) */
         uint8_t zs[24];
         harness_hex("0012 4143 00000000 00000000 00000001 00000000 | 58 7b e8 c4", zs, sizeof zs);
-        ASSERT_EQ(send(fd, zs, sizeof zs, 0), (ssize_t)sizeof zs);
-        struct iwarp_wc wc = sp_poll_ok(&srv, NULL, IWARP_WC_RECV);
+        ASSERT_EQ(send(r.fd, zs, sizeof zs, 0), (ssize_t)sizeof zs);
+        struct iwarp_wc wc = sp_poll_ok(&r.srv, NULL, IWARP_WC_RECV);
         ASSERT_EQ(wc.wr_id, 1);
         ASSERT_EQ(wc.byte_len, 0);
-        ASSERT_EQ(sp_post_recv(e.qp, 2, buf, 4096, mr->lkey), 0);
+        ASSERT_EQ(sp_post_recv(r.e.qp, 2, r.buf, 4096, r.mr->lkey), 0);
     }
 
     /* an FPDU of random octets: ULPDU_Length 58 (64 octets with the CRC), wrong CRC */
@@ -254,15 +277,15 @@ static void garbage_peer(bool valid_first)
                        (uint8_t)(crc >> 24)};
     if (memcmp(junk + 60, good, 4) == 0)
         junk[63] ^= 1;
-    ASSERT_EQ(send(fd, junk, sizeof junk, 0), (ssize_t)sizeof junk);
+    ASSERT_EQ(send(r.fd, junk, sizeof junk, 0), (ssize_t)sizeof junk);
 
     /* the Terminate comes back as one FPDU (CRC in use): deframe it by hand */
     uint8_t fpdu[2 + IWARP_TERM_SEG_MAX_LEN + 3 + 4];
-    read_exact(fd, fpdu, 2);
+    read_exact(r.fd, fpdu, 2);
     uint32_t ulen = (uint32_t)fpdu[0] << 8 | fpdu[1];
     ASSERT_TRUE(ulen >= IWARP_DDP_UNTAGGED_HDR_LEN + 4u && ulen <= IWARP_TERM_SEG_MAX_LEN);
     uint32_t pad = (4u - (2u + ulen) % 4u) % 4u; /* RFC 5044 §4.1 */
-    read_exact(fd, fpdu + 2, ulen + pad + 4u);
+    read_exact(r.fd, fpdu + 2, ulen + pad + 4u);
     crc = iwarp_crc32c(fpdu, 2u + ulen + pad); /* RFC 5044 §4.4: length, ULPDU and pad */
     const uint8_t *c = fpdu + 2u + ulen + pad;
     ASSERT_EQ_U((uint32_t)c[0] | (uint32_t)c[1] << 8 | (uint32_t)c[2] << 16 | (uint32_t)c[3] << 24,
@@ -289,30 +312,25 @@ static void garbage_peer(bool valid_first)
     ASSERT_EQ(t.ctrl.hdrct, 0);
     ASSERT_FALSE(t.siw_swapped);
     /* then the connection closes */
-    expect_closed(fd);
-    close(fd);
+    expect_closed(r.fd);
 
     /* the application: its receive flushed, the connection gone, the QP in error, and the
      * fatal error with the cause that was sent (also when the very first FPDU failed) */
     struct iwarp_wc wc;
-    sp_poll_n(&srv, NULL, &wc, 1);
+    sp_poll_n(&r.srv, NULL, &wc, 1);
     ASSERT_EQ(wc.wr_id, valid_first ? 2 : 1);
     ASSERT_EQ(wc.status, IWARP_WC_WR_FLUSH_ERR);
-    sp_expect_ack(&srv, NULL, IWARP_CM_EVENT_DISCONNECTED);
+    sp_expect_ack(&r.srv, NULL, IWARP_CM_EVENT_DISCONNECTED);
     struct iwarp_qp_attr qa;
-    ASSERT_EQ(iwarp_query_qp(e.qp, &qa), 0);
+    ASSERT_EQ(iwarp_query_qp(r.e.qp, &qa), 0);
     ASSERT_EQ(qa.qp_state, IWARP_QPS_ERR);
-    struct iwarp_async_event ae = sp_async(&srv);
+    struct iwarp_async_event ae = sp_async(&r.srv);
     ASSERT_EQ(ae.event_type, IWARP_EVENT_QP_FATAL);
-    ASSERT_TRUE(ae.element.qp == e.qp);
+    ASSERT_TRUE(ae.element.qp == r.e.qp);
     ASSERT_EQ_U(ae.term_cause, SP_CAUSE(2, 0, 0x02));
     ASSERT_FALSE(ae.term_from_peer);
-    sp_expect_no_wc(&srv, NULL);
-
-    sp_end_destroy(&e);
-    ASSERT_EQ(iwarp_dereg_mr(mr), 0);
-    sp_side_fini(&srv);
-    free(buf);
+    sp_expect_no_wc(&r.srv, NULL);
+    raw_rig_down(&r);
 }
 
 TEST(garbage_as_the_first_fpdu_draws_a_terminate_and_a_close)
@@ -325,48 +343,33 @@ TEST(garbage_after_a_valid_fpdu_draws_a_terminate_a_fatal_event_and_a_close)
     garbage_peer(true);
 }
 
-static uint64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 /* Our disconnect; the raw peer reads our FIN but never sends its own. The close waits for it
  * the CM's linger (3 s), then resets the connection: DISCONNECTED, the receive flushed. */
 TEST(a_disconnect_the_peer_never_answers_ends_with_a_reset_after_the_linger)
 {
-    struct sp_side srv;
-    sp_side_init(&srv, IWARP_PROGRESS_THREAD, 16);
-    uint8_t *buf = calloc(1, 4096);
-    struct iwarp_mr *mr = sp_reg(&srv, buf, 4096, 0);
-    struct sp_end e;
-    int fd = raw_peer_up(&srv, &e, buf, mr);
-    uint64_t t0 = mono_ms();
-    ASSERT_EQ(iwarp_cm_disconnect(e.id), 0);
+    struct raw_rig r;
+    raw_rig_up(&r);
+    uint64_t t0 = sp_now_ms();
+    ASSERT_EQ(iwarp_cm_disconnect(r.e.id), 0);
     uint8_t b;
     struct timeval tv = {.tv_sec = 10};
-    ASSERT_EQ(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv), 0);
-    ASSERT_EQ(recv(fd, &b, 1, 0), 0); /* our FIN: the QP had nothing to drain */
-    sp_expect_ack(&srv, NULL, IWARP_CM_EVENT_DISCONNECTED);
-    uint64_t took = mono_ms() - t0;
+    ASSERT_EQ(setsockopt(r.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv), 0);
+    ASSERT_EQ(recv(r.fd, &b, 1, 0), 0); /* our FIN: the QP had nothing to drain */
+    sp_expect_ack(&r.srv, NULL, IWARP_CM_EVENT_DISCONNECTED);
+    uint64_t took = sp_now_ms() - t0;
     if (took < 2900 || took > 8000)
         harness_fail(__FILE__, __LINE__, "DISCONNECTED after %llu ms, not at the 3 s linger",
                      (unsigned long long)took);
     /* the reset reached the peer (in CLOSE_WAIT Linux reports it as EPIPE) */
     int err = 0;
     socklen_t len = sizeof err;
-    ASSERT_EQ(getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len), 0);
+    ASSERT_EQ(getsockopt(r.fd, SOL_SOCKET, SO_ERROR, &err, &len), 0);
     ASSERT_TRUE(err == EPIPE || err == ECONNRESET);
-    close(fd);
     struct iwarp_wc wc;
-    sp_poll_n(&srv, NULL, &wc, 1);
+    sp_poll_n(&r.srv, NULL, &wc, 1);
     ASSERT_EQ(wc.wr_id, 1);
     ASSERT_EQ(wc.status, IWARP_WC_WR_FLUSH_ERR);
-    sp_end_destroy(&e);
-    ASSERT_EQ(iwarp_dereg_mr(mr), 0);
-    sp_side_fini(&srv);
-    free(buf);
+    raw_rig_down(&r);
 }
 
 /* ---- remote access errors between two libiwarp peers -------------------------------------- */
