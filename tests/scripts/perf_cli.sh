@@ -57,6 +57,7 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 r = d["results"][0]
 assert d["passes"] == 2 and d["op"] == "read" and r["bytes"] == 4096, d
+assert d["buffers"] == "shared", d  # without --verify the QP's reads share one buffer
 assert r["bw_avg_MBps"] > 0 and r["tcp"]["bw_avg_MBps"] > 0 and r["ratio"] > 0, r
 # CPU per GB of both systems (both ends live in this process): more than nothing, and less
 # than the two cores the test can use for the whole pass
@@ -174,6 +175,7 @@ r = d["results"][0]
 assert d["transport"] == "sctp" and d["sctp_mtu"] == 9000 and d["crc"] is None, d
 assert d["qps"] == 2 and r["bytes"] == 262144 and r["bw_avg_MBps"] > 0, r
 assert r["verify_errors"] == 0, r
+assert d["buffers"] == "per-operation", d
 EOF
 then ok "sctp: read --sctp-mtu 9000 --qps 2 --json"; else fail "sctp: read --json: $(cat "$TMP/err")"; fi
 port=$((port + 1))

@@ -2,11 +2,13 @@
  * iwarp perf: the active side. It connects --qps QPs (each MPA Request carries the hello), then
  * runs phases: PHASE -> READY, the measured traffic, a zero-length Send per QP, RESULT.
  *
- * Bandwidth keeps up to min(qd, slots) operations in flight per QP (slots: what the data region
- * holds at this size, so no slot is reused while in flight). Write and Send bandwidth are timed
- * from the first post until the server's RESULT arrives (the zero-length Send that asks for it
- * follows every Write, so the RESULT proves placement); Read bandwidth until the last Read
- * completes (placed locally). Send bandwidth is flow-controlled by the server's CREDIT Sends.
+ * Bandwidth keeps qd operations in flight per QP, cycling through the slots the data region
+ * holds at this size (perf_layout_init: without --verify they share one buffer, as perftest's
+ * do); --verify keeps at most one operation per slot in flight, so none is reused early. Write and
+ * Send bandwidth are timed from the first post until the server's RESULT arrives (the zero-length
+ * Send that asks for it follows every Write, so the RESULT proves placement); Read bandwidth until
+ * the last Read completes (placed locally). Send bandwidth is flow-controlled by the server's
+ * CREDIT Sends.
  */
 #define _GNU_SOURCE
 #include <netinet/in.h>
@@ -180,7 +182,7 @@ static double fraction(uint64_t done, uint64_t total, uint64_t now, uint64_t t0,
 
 /* Bandwidth state of one phase. */
 struct bw_run {
-    uint32_t size, used, rq;
+    uint32_t size, used, inflight, rq; /* used: slots cycled through; inflight: per QP */
     uint64_t iters, end, now;
     uint64_t posted[PERF_MAX_QPS], done[PERF_MAX_QPS], credit[PERF_MAX_QPS];
     uint64_t bad;
@@ -196,7 +198,7 @@ static bool wants_more(const struct perf_client *c, const struct bw_run *r, uint
 
 static bool may_post(const struct perf_client *c, const struct bw_run *r, uint32_t q)
 {
-    if (!wants_more(c, r, q) || r->posted[q] - r->done[q] >= r->used)
+    if (!wants_more(c, r, q) || r->posted[q] - r->done[q] >= r->inflight)
         return false;
     /* A Send needs a posted receive (RFC 5040 §5.3): stay within the server's credit, one
      * receive kept for the zero-length Send that ends the phase. */
@@ -259,6 +261,7 @@ int perf_client_bw(struct perf_client *c, uint32_t size, struct perf_bw *out, ui
     r.used = perf_layout_slots(&e->lay, c->p.qd, size);
     if (r.iters && r.iters < r.used)
         r.used = (uint32_t)r.iters;
+    r.inflight = c->p.verify ? r.used : c->p.qd;
     r.rq = e->peer_lay.rq_depth;
     if (c->p.verify && c->p.op == PERF_OP_WRITE)
         for (uint32_t q = 0; q < c->p.nqps; q++)

@@ -107,7 +107,9 @@ static const struct cli_opt rows[] = {
     {CLI_OPTION(CLI_FLAG, "verify", 0, NULL), AT(verify),
      .help = "check every octet: read data and received Sends at once, each\n"
              "latency message, and after a write phase the server compares\n"
-             "every slot written (figures then include the checking)"},
+             "every slot written; each bandwidth operation in flight gets its\n"
+             "own buffer, where by default a QP's share one (as perftest's);\n"
+             "figures then include the checking"},
     {CLI_OPTION(CLI_FLAG, "compare-tcp", 0, NULL), AT(compare_tcp),
      .help = "also run, with the same sizes, iterations, pinning and polling,\n"
              "plain TCP (bandwidth: one stream of writes of the message size;\n"

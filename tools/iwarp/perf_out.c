@@ -16,6 +16,13 @@ static const char *mode_name(const struct perf_opts *o)
                         : "events (progress thread, completion channel)";
 }
 
+/* Where bandwidth operations in flight take their data (perf_layout_init). */
+static const char *buffers_name(const struct perf_opts *o)
+{
+    return o->verify ? "one per operation in flight (--verify)"
+                     : "one per QP, shared by the operations in flight (as perftest)";
+}
+
 /* The lower layer in words (the header, the plot's title). */
 void perf_out_transport(const struct perf_opts *o, char *buf, size_t len)
 {
@@ -53,6 +60,8 @@ void perf_out_header(FILE *f, const struct perf_report *r)
     if (o->lat)
         fprintf(f, " Latency         : %s\n",
                 o->op == PERF_OP_READ ? "whole Read (as ib_read_lat)" : "one-way, RTT/2");
+    else
+        fprintf(f, " Buffers         : %s\n", buffers_name(o));
     fprintf(f, " Units           : 1 MB = 10^6 octets; BW peak = best 10 ms window%s\n",
             !o->compare_tcp ? ""
             : o->lat        ? "; TCP = plain TCP (NODELAY ping-pong), same run"
@@ -145,10 +154,13 @@ void perf_out_json(FILE *f, const struct perf_report *r)
     fprintf(f,
             "  \"qps\": %u,\n  \"qd\": %u,\n"
             "  \"completion\": \"%s\",\n  \"pinned\": %s,\n  \"verify\": %s,\n"
-            "  \"passes\": %u,\n  \"duration_s\": %.6g,\n",
+            "  \"buffers\": \"%s\",\n  \"passes\": %u,\n  \"duration_s\": %.6g,\n",
             o->qps, o->qd, o->busy_poll ? "busy-poll" : "events",
-            !o->host && o->pin ? "true" : "false", o->verify ? "true" : "false", o->passes,
-            o->duration);
+            !o->host && o->pin ? "true" : "false", o->verify ? "true" : "false",
+            o->lat      ? "latency"
+            : o->verify ? "per-operation"
+                        : "shared",
+            o->passes, o->duration);
     fprintf(f, "  \"units\": {\"MBps\": \"10^6 octets per second\", \"us\": \"%s\"},\n",
             o->op == PERF_OP_READ ? "microseconds, whole Read" : "microseconds, RTT/2");
     fprintf(f, "  \"results\": [");

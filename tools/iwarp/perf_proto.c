@@ -27,8 +27,10 @@ enum {
 };
 
 /* Memory a side spends on data slots (all QPs) and on the server's Send receive buffers. */
-#define CAP_DATA ((size_t)32 << 20)
-#define CAP_RECV ((size_t)64 << 20)
+#define CAP_DATA        ((size_t)32 << 20)
+#define CAP_RECV        ((size_t)64 << 20)
+/* The smallest shared bandwidth buffer of a QP (perftest's default cycle buffer: a page). */
+#define PERF_SHARED_MIN ((size_t)4096)
 
 static size_t max_sz(size_t a, size_t b)
 {
@@ -42,9 +44,13 @@ static size_t min_sz(size_t a, size_t b)
 
 /*
  * Compute the buffer layout of one side for parameters p: per-QP data regions (the slots of
- * Writes, Reads and Send sources), then the receive buffers. The server's Send receive buffers
- * hold the largest message and stay posted for the whole session (verbs cannot take a posted
- * receive back), so their number is bounded by memory: 2 x depth, at most 64 MiB, at least 2.
+ * Writes, Reads and Send sources), then the receive buffers. Bandwidth without --verify gives
+ * a QP one buffer of the largest size (at least a page), which the operations in flight share,
+ * as perftest's bandwidth tests do above half a page: every column of a comparison then moves
+ * data through the same footprint. --verify gives every operation in flight its own slot. The
+ * server's Send receive buffers hold the largest message and stay posted for the whole session
+ * (verbs cannot take a posted receive back), so their number is bounded by memory: 2 x depth, at
+ * most 64 MiB, at least 2.
  */
 void perf_layout_init(struct perf_layout *l, const struct perf_params *p, bool server)
 {
@@ -52,6 +58,8 @@ void perf_layout_init(struct perf_layout *l, const struct perf_params *p, bool s
     l->nqps = (uint32_t)n;
     if (p->lat)
         l->region = 2 * max; /* write latency: slot 0 source, slot 1 the echo's target */
+    else if (!p->verify)
+        l->region = max_sz(max, PERF_SHARED_MIN);
     else
         l->region = max_sz(max, min_sz((size_t)p->qd * max, CAP_DATA / n));
     l->region = (l->region + 63) & ~(size_t)63;
