@@ -29,7 +29,7 @@
 #define IWARP_API_RNG_POOL 256u
 
 /* The transmit batching window without IWARP_CTX_ATTR_TX_BATCH (iwarp_ctx_attr.tx_batch_us). */
-#define IWARP_API_TX_BATCH_NS 10000u
+#define IWARP_API_TX_BATCH_NS 50000u
 
 /* Pending async events, at most (further ones are counted as lost and logged). */
 #define IWARP_API_ASYNC_MAX 1024u

@@ -214,6 +214,7 @@ static void flush(struct iwarp_llp_tcp *t, uint64_t now_ns)
         ssize_t w = sendmsg(t->fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (w > 0) {
             t->last_tx_ns = now_ns;
+            t->rx_since_tx = false;
             if (t->trace)
                 iwarp_trace_conn_tx(t->trace, iov, n, (size_t)w);
             iwarp_llp_conn_tx_ack(&t->conn, (size_t)w);
@@ -296,6 +297,7 @@ void iwarp_llp_tcp_on_readable(struct iwarp_llp_tcp *t, uint64_t now_ns)
         struct msghdr m = {.msg_iov = iov, .msg_iovlen = niov};
         ssize_t n = recvmsg(t->fd, &m, MSG_DONTWAIT);
         if (n > 0) {
+            t->rx_since_tx = true;
             if (t->trace) /* before rx_ack, which may reuse the buffer */
                 for (uint32_t i = 0, left = (uint32_t)n; i < niov && left > 0; i++) {
                     uint32_t k = left < iov[i].iov_len ? left : (uint32_t)iov[i].iov_len;
@@ -378,8 +380,8 @@ void iwarp_llp_tcp_linger(struct iwarp_llp_tcp *t, uint64_t now_ns)
 
 bool iwarp_llp_tcp_post(struct iwarp_llp_tcp *t, uint64_t now_ns)
 {
-    if (t->tx_batched == 0 && now_ns - t->last_tx_ns >= t->batch_ns)
-        return true; /* a lone post (or batching off): no delay */
+    if (t->tx_batched == 0 && (now_ns - t->last_tx_ns >= t->batch_ns || t->rx_since_tx))
+        return true; /* an idle connection (or batching off): a lone post pays no delay */
     if (++t->tx_batched >= IWARP_LLP_TCP_BATCH_MAX)
         return true;
     if (t->tx_batched == 1)

@@ -26,11 +26,12 @@
 #define IWARP_LLP_TCP_LINGER_NS 3000000000ull
 
 /*
- * Transmit batching (docs/design.md, "Batching small posts"). A post on a connection that has
- * sent nothing for batch_ns leaves at once (a lone WR pays no delay); a post that follows a
- * recent write joins a batch instead, written as one sendmsg when IWARP_LLP_TCP_BATCH_MAX posts
- * are waiting, when the application next polls or waits on a CQ, or batch_ns after the batch
- * began, whichever comes first.
+ * Transmit batching (docs/design.md, "Batching small posts"). A post leaves at once (a lone WR
+ * pays no delay) when nothing waits in a batch and the connection is idle: it has written
+ * nothing for batch_ns, or the peer has sent something since our last write (an answer: a
+ * request-response exchange never waits). Any other post joins a batch, written as one sendmsg when
+ * IWARP_LLP_TCP_BATCH_MAX posts are waiting, when the application next polls or waits on a CQ, or
+ * batch_ns after the batch began, whichever comes first.
  */
 /* as many posts as FPDUs one write describes (IWARP_LLP_CONN_TX_SEGS): a batch is one sendmsg */
 #define IWARP_LLP_TCP_BATCH_MAX IWARP_LLP_CONN_TX_SEGS
@@ -57,6 +58,7 @@ struct iwarp_llp_tcp {
     bool tx_blocked;      /* the last write would have blocked: wait for writability */
     uint64_t batch_ns;    /* the batching window, set by the owner (0: no batching) */
     uint64_t last_tx_ns;  /* when a write last moved octets */
+    bool rx_since_tx;     /* octets were read after that write (the peer answered) */
     uint32_t tx_batched;  /* posts waiting in the current batch (0: none) */
     uint64_t tx_batch_ns; /* the batch's latest departure, when tx_batched */
     int err;              /* first transport error (IWARP_ERR_CONN_*), or 0 */
@@ -127,7 +129,7 @@ void iwarp_llp_tcp_on_writable(struct iwarp_llp_tcp *t, uint64_t now_ns);
 
 /*
  * New work was posted at now_ns (the QP's kick). Returns true when the caller writes it now
- * (iwarp_llp_tcp_on_writable): the connection has been idle, or the batch is full. False: the
+ * (iwarp_llp_tcp_on_writable): the connection is idle (see above), or the batch is full. False: the
  * post joins the batch; the caller makes sure it is written by the next poll of a CQ, and arms
  * its timer for iwarp_llp_tcp_next_timeout() (the batch's deadline, when this post began it).
  */

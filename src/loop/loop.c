@@ -1,7 +1,15 @@
 /*
  * The progress engine: an epoll set (level-triggered), an eventfd that wakes a waiting thread,
- * a binary min-heap of timer deadlines grown through the context allocator, and an optional
- * progress thread. The wait happens without the context lock; callbacks run with it held.
+ * a binary min-heap of timer deadlines grown through the context allocator, a timerfd set to
+ * the first deadline, and an optional progress thread. The wait happens without the context
+ * lock; callbacks run with it held.
+ *
+ * Deadlines reach a waiting thread through the timerfd, not by waking it: a deadline armed
+ * while a thread waits costs one timerfd_settime, and one taken back before it passes costs
+ * another, but the thread sleeps on. A transmit batch arms and takes back a deadline per batch
+ * (docs/design.md, "Batching small posts"); waking the progress thread for each, on the
+ * poster's own core, cost three quarters of the event-mode message rate. The timerfd also keeps
+ * nanosecond deadlines that epoll_wait's millisecond timeout would round up.
  *
  * Deleting a source while its readiness is already in a ready list (returned by epoll_wait but
  * not yet dispatched) is safe: every list being dispatched is linked from loop->active and
@@ -10,13 +18,14 @@
  * list exists, is remembered by address and its entries are dropped once the wait returns; the
  * epoll set is level-triggered, so a dropped entry of a live source is reported again.
  */
-#define _GNU_SOURCE 1 /* eventfd, epoll, clock_gettime */
+#define _GNU_SOURCE 1 /* eventfd, epoll, timerfd, clock_gettime */
 #include "loop/loop.h"
 
 #include <errno.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -107,7 +116,35 @@ static void heap_remove(struct iwarp_loop *l, struct iwarp_loop_src *s)
     heap_down(l, moved->heap_index);
 }
 
+/* Set the timerfd to the first deadline (lock held), so that a thread in epoll_wait wakes
+ * for it; only a change costs a system call. */
+static void arm_timerfd(struct iwarp_loop *l)
+{
+    uint64_t want = l->heap_len ? l->heap[0]->deadline : UINT64_MAX;
+    if (want == l->timer_armed)
+        return;
+    struct itimerspec its = {{0, 0}, {0, 0}}; /* all zero: disarmed */
+    if (want != UINT64_MAX) {
+        its.it_value.tv_sec = (time_t)(want / 1000000000u);
+        its.it_value.tv_nsec = (long)(want % 1000000000u);
+        if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0)
+            its.it_value.tv_nsec = 1; /* zero would disarm: expire at once instead */
+    }
+    if (timerfd_settime(l->timer_fd, TFD_TIMER_ABSTIME, &its, NULL) == 0)
+        l->timer_armed = want;
+}
+
 /* ---- setup ----------------------------------------------------------------------------- */
+
+static void close_fds(struct iwarp_loop *l)
+{
+    int *fds[] = {&l->timer_fd, &l->wake_fd, &l->epfd};
+    for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++) {
+        if (*fds[i] >= 0)
+            close(*fds[i]);
+        *fds[i] = -1;
+    }
+}
 
 int iwarp_loop_init(struct iwarp_loop *l, pthread_mutex_t *lock,
                     void *(*alloc)(void *user, size_t size), void (*dealloc)(void *user, void *p),
@@ -118,22 +155,18 @@ int iwarp_loop_init(struct iwarp_loop *l, pthread_mutex_t *lock,
     l->alloc = alloc;
     l->dealloc = dealloc;
     l->alloc_user = alloc_user;
-    l->wake_fd = -1;
+    l->timer_armed = UINT64_MAX;
     l->epfd = epoll_create1(EPOLL_CLOEXEC);
-    if (l->epfd < 0)
-        return IWARP_ERR_IO;
     l->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (l->wake_fd < 0) {
-        close(l->epfd);
-        l->epfd = -1;
-        return IWARP_ERR_IO;
-    }
-    /* The wake fd is told apart from sources by its data pointer (the fd field itself). */
-    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &l->wake_fd};
-    if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->wake_fd, &ev) != 0) {
-        close(l->wake_fd);
-        close(l->epfd);
-        l->wake_fd = l->epfd = -1;
+    l->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    /* The wake and timer fds are told apart from sources by their data pointers (the fd
+     * fields themselves). */
+    struct epoll_event wake = {.events = EPOLLIN, .data.ptr = &l->wake_fd};
+    struct epoll_event timer = {.events = EPOLLIN, .data.ptr = &l->timer_fd};
+    if (l->epfd < 0 || l->wake_fd < 0 || l->timer_fd < 0 ||
+        epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->wake_fd, &wake) != 0 ||
+        epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->timer_fd, &timer) != 0) {
+        close_fds(l);
         return IWARP_ERR_IO;
     }
     return 0;
@@ -176,11 +209,7 @@ void iwarp_loop_fini(struct iwarp_loop *l)
         pthread_join(l->thread, NULL);
         l->thread_running = false;
     }
-    if (l->wake_fd >= 0)
-        close(l->wake_fd);
-    if (l->epfd >= 0)
-        close(l->epfd);
-    l->wake_fd = l->epfd = -1;
+    close_fds(l);
     if (l->heap)
         l->dealloc(l->alloc_user, l->heap);
     l->heap = NULL;
@@ -238,6 +267,8 @@ void iwarp_loop_del(struct iwarp_loop *l, struct iwarp_loop_src *src)
     heap_remove(l, src);
     src->deadline = UINT64_MAX;
     src->registered = false;
+    if (l->waiting)
+        arm_timerfd(l);
     if (l->waiting) {
         if (l->n_gone < IWARP_LOOP_GONE_MAX)
             l->gone[l->n_gone++] = src;
@@ -257,6 +288,8 @@ int iwarp_loop_set_timer(struct iwarp_loop *l, struct iwarp_loop_src *src, uint6
     if (deadline == UINT64_MAX) {
         heap_remove(l, src);
         src->deadline = UINT64_MAX;
+        if (l->waiting)
+            arm_timerfd(l); /* taken back: the waiting thread need not wake for it */
         return 0;
     }
     if (src->heap_index == UINT32_MAX) {
@@ -276,29 +309,12 @@ int iwarp_loop_set_timer(struct iwarp_loop *l, struct iwarp_loop_src *src, uint6
         else
             heap_down(l, src->heap_index);
     }
-    /* A thread waiting with a later timeout must recompute it. */
-    if (l->waiting && l->heap[0] == src)
-        iwarp_loop_wake(l);
+    if (l->waiting)
+        arm_timerfd(l); /* a waiting thread wakes at the first deadline, if it changed */
     return 0;
 }
 
 /* ---- running --------------------------------------------------------------------------- */
-
-/* Milliseconds until the first deadline, capped by timeout_ms (-1: none). Lock held. */
-static int wait_ms(const struct iwarp_loop *l, int timeout_ms, uint64_t now)
-{
-    if (l->heap_len == 0)
-        return timeout_ms;
-    uint64_t d = l->heap[0]->deadline;
-    if (d <= now)
-        return 0;
-    uint64_t ms = (d - now + 999999u) / 1000000u;
-    if (ms > INT32_MAX)
-        ms = INT32_MAX;
-    if (timeout_ms >= 0 && (uint64_t)timeout_ms < ms)
-        return timeout_ms;
-    return (int)ms;
-}
 
 /* Dispatch n ready events and then the expired timers. Lock held. */
 static int dispatch(struct iwarp_loop *l, struct epoll_event *ev, int n)
@@ -309,10 +325,12 @@ static int dispatch(struct iwarp_loop *l, struct epoll_event *ev, int n)
     uint64_t now = iwarp_loop_now();
     for (int i = 0; i < n; i++) {
         void *p = ev[i].data.ptr;
-        if (p == &l->wake_fd) {
+        if (p == &l->wake_fd || p == &l->timer_fd) {
             uint64_t v;
-            ssize_t r = read(l->wake_fd, &v, sizeof v);
+            ssize_t r = read(*(int *)p, &v, sizeof v);
             (void)r;
+            if (p == &l->timer_fd)
+                l->timer_armed = UINT64_MAX; /* a one-shot timer: it has fired */
             continue;
         }
         struct iwarp_loop_src *s = p;
@@ -359,11 +377,11 @@ int iwarp_loop_run_once(struct iwarp_loop *l, int timeout_ms)
 {
     struct epoll_event ev[LOOP_BATCH];
     pthread_mutex_lock(l->lock);
-    int ms = wait_ms(l, timeout_ms, iwarp_loop_now());
+    arm_timerfd(l);
     l->waiting = true;
     pthread_mutex_unlock(l->lock);
 
-    int n = epoll_wait(l->epfd, ev, LOOP_BATCH, ms);
+    int n = epoll_wait(l->epfd, ev, LOOP_BATCH, timeout_ms);
     if (n < 0)
         n = 0; /* EINTR: run the timers and return */
 

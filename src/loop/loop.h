@@ -39,6 +39,8 @@ struct iwarp_loop {
     pthread_mutex_t *lock; /* the context lock (borrowed) */
     int epfd;
     int wake_fd;                  /* eventfd: wakes a waiting loop */
+    int timer_fd;                 /* timerfd: fires at the first deadline */
+    uint64_t timer_armed;         /* what timer_fd is set to (UINT64_MAX: disarmed) */
     struct iwarp_loop_src **heap; /* timer min-heap by deadline */
     uint32_t heap_len, heap_cap;
     pthread_t thread;

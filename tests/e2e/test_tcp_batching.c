@@ -8,6 +8,8 @@
  *  - Posts that follow a recent write wait: no sendmsg while they are posted, then the next
  *    iwarp_poll_cq writes them all in one sendmsg, and every one completes and lands in order.
  *  - The 16th waiting post (as many FPDUs as one write describes) writes the batch by itself.
+ *  - A post after the peer has answered (sent something since our last write) leaves at once,
+ *    however recent that write: a request-response exchange never waits in a batch.
  *  - A chain of WRs in one iwarp_post_send is one sendmsg.
  *  - With a progress thread and nobody polling, the batch leaves by its deadline.
  *  - tx_batch_us = 0 turns batching off: one sendmsg per post.
@@ -165,6 +167,40 @@ TEST(a_full_batch_leaves_without_a_poll)
     struct iwarp_wc wc[17];
     sp_poll_n(&r.cli, &r.srv, wc, 17);
     expect_landed(&r, 0, 17);
+    rig_down(&r);
+}
+
+TEST(a_post_answering_the_peer_leaves_at_once)
+{
+    struct rig r;
+    rig_up(&r, IWARP_PROGRESS_CALLER, 100000); /* 100 ms: every post below is within it */
+    ASSERT_EQ(post_write(&r, 0), 0);
+    struct iwarp_wc wc[2];
+    sp_poll_n(&r.cli, &r.srv, wc, 1);
+    unsigned long c0 = sendmsgs();
+    ASSERT_EQ(post_write(&r, 1), 0);
+    ASSERT_EQ(sendmsgs() - c0, 0ul); /* nothing heard since the last write: it waits */
+    sp_poll_n(&r.cli, &r.srv, wc, 1);
+    /* the server answers: a Write into the client's last slot */
+    enum { ANSWER = SLOTS - 1 };
+    sp_fill(r.sbuf + ANSWER * MSG, MSG, 7);
+    ASSERT_EQ(sp_post(r.pair.srv.qp, 99, IWARP_WR_RDMA_WRITE, 0, r.sbuf + ANSWER * MSG, MSG,
+                      r.smr->lkey, r.pair.srv.peer.addr + ANSWER * MSG, r.pair.srv.peer.rkey),
+              0);
+    sp_poll_n(&r.srv, &r.cli, wc, 1);
+    struct deadline dl = deadline_in_ms(SP_WAIT_MS);
+    while (sp_check(r.cbuf + ANSWER * MSG, MSG, 7) != MSG) { /* the client reads it */
+        if (deadline_passed(&dl))
+            DEADLINE_FAIL(&dl, "%s", "the server's Write did not land");
+        iwarp_ctx_progress(r.cli.ctx, 1);
+    }
+    c0 = sendmsgs();
+    ASSERT_EQ(post_write(&r, 2), 0);
+    ASSERT_EQ(sendmsgs() - c0, 1ul); /* the peer answered: written inside iwarp_post_send */
+    ASSERT_EQ(post_write(&r, 3), 0);
+    ASSERT_EQ(sendmsgs() - c0, 1ul); /* nothing heard since: the next one waits again */
+    sp_poll_n(&r.cli, &r.srv, wc, 2);
+    expect_landed(&r, 0, 4);
     rig_down(&r);
 }
 

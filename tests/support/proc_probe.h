@@ -113,6 +113,23 @@ static inline char probe_thread_state(pid_t tid)
     return r && r[1] == ' ' ? r[2] : 0;
 }
 
+/* How often thread tid of this process has gone to sleep and been woken since it started
+ * (voluntary_ctxt_switches in /proc/self/task/<tid>/status), -1 when it cannot be read. */
+static inline long probe_thread_wakeups(pid_t tid)
+{
+    char path[64], line[128];
+    snprintf(path, sizeof path, "/proc/self/task/%d/status", (int)tid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    long n = -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "voluntary_ctxt_switches: %ld", &n) == 1)
+            break;
+    fclose(f);
+    return n;
+}
+
 #define PROBE_MAX_THREADS 64u
 
 /* Thread tid, or (tid 0) any thread of this process but the caller, blocked in one of nrs[]:

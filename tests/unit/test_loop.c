@@ -307,6 +307,44 @@ TEST(progress_thread_is_woken_for_timers_and_io_and_stops_promptly)
     ASSERT_EQ(n_allocs, n_frees);
 }
 
+/* A transmit batch arms a deadline and takes it back when the application polls, once per
+ * batch: a sleeping progress thread must not be woken for either (loop.c: the timerfd), and a
+ * deadline that stays armed must still wake it. */
+TEST(deadlines_armed_and_taken_back_do_not_wake_a_sleeping_thread)
+{
+    struct iwarp_loop l;
+    loop_init(&l);
+    ASSERT_EQ(iwarp_loop_start_thread(&l), 0);
+    pid_t tid =
+        PROBE_WAIT_THREAD_IN(0, probe_epoll_wait, WAIT_MS, "the progress thread in epoll_wait(-1)");
+    struct rec t;
+    rec_init(&t, &l, -1, 0, 1);
+    pthread_mutex_lock(&lock);
+    ASSERT_EQ(iwarp_loop_add(&l, &t.src), 0);
+    pthread_mutex_unlock(&lock);
+    long before = probe_thread_wakeups(tid);
+    ASSERT_TRUE(before >= 0);
+    for (int i = 0; i < 100; i++) {
+        pthread_mutex_lock(&lock);
+        ASSERT_EQ(iwarp_loop_set_timer(&l, &t.src, iwarp_loop_now() + 50000000ull), 0);
+        ASSERT_EQ(iwarp_loop_set_timer(&l, &t.src, UINT64_MAX), 0);
+        pthread_mutex_unlock(&lock);
+    }
+    deadline_pause_us(100000); /* past every deadline taken back */
+    ASSERT_EQ(read_fired(&t), 0);
+    /* the lock taken while the thread slept is the only wakeup allowed: none at all here */
+    ASSERT_EQ(probe_thread_wakeups(tid), before);
+    /* one that stays armed fires, from the timerfd */
+    pthread_mutex_lock(&lock);
+    ASSERT_EQ(iwarp_loop_set_timer(&l, &t.src, iwarp_loop_now() + 300000ull), 0);
+    pthread_mutex_unlock(&lock);
+    WAIT_UNTIL(read_fired(&t) == 1, WAIT_MS, "the deadline left armed to fire");
+    pthread_mutex_lock(&lock);
+    iwarp_loop_del(&l, &t.src);
+    pthread_mutex_unlock(&lock);
+    iwarp_loop_fini(&l);
+}
+
 /* The race CI found (test_cm under ASan): epoll_wait returns a source's readiness while another
  * thread holds the lock, deletes that source and frees it; the waiting thread must not call it
  * when it gets the lock. Holding the lock across the readiness makes the order certain. */

@@ -98,8 +98,8 @@ static const struct cli_opt rows[] = {
     {CLI_OPTION(CLI_FN, "tx-batch", 0, "US"), AT(tx_batch), .fn = parse_tx_batch,
      .err = "--tx-batch needs microseconds (0 .. 1000000), not '{arg}'",
      .help = "TCP transmit batching window (iwarp_ctx_attr.tx_batch_us): a\n"
-             "post after a write less than US ago joins a batch; 0: off\n"
-             "(default: the library's, 10)"},
+             "post less than US after a write that the peer has not\n"
+             "answered joins a batch; 0: off (default: the library's, 50)"},
     {CLI_OPTION(CLI_FLAG, "busy-poll", 0, NULL), AT(busy_poll),
      .help = "both sides drive progress themselves and spin on the CQ;\n"
              "default: a progress thread per side and completion-channel\n"
