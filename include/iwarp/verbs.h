@@ -1006,8 +1006,10 @@ struct iwarp_recv_wr {
  *   IWARP_ERR_INVAL      qp or wr is NULL; a WR is malformed: unknown send_flags,
  *                        num_sge < 0 or over max_send_sge, sg_list NULL with num_sge > 0,
  *                        inline data over max_inline_data, an RDMA Read with INLINE or more
- *                        than one SGE, BIND_MW/REG_MR without its window/MR, a message of
- *                        2^32 octets or more, an opcode not supported.
+ *                        than one SGE, or on a connection whose ORD is 0 (initiator_depth
+ *                        0: no Read could ever be issued), BIND_MW/REG_MR without its
+ *                        window/MR, a message of 2^32 octets or more, an opcode not
+ *                        supported.
  *   IWARP_ERR_STATE      the QP is not connected yet, or a graceful disconnect is under way.
  *   IWARP_ERR_NOSPC      the send queue is full (max_send_wr WRs not yet completed).
  *   IWARP_ERR_DDP_QP_MODE  qp is a DDP-level QP (iwarp/ddp.h).

@@ -11,6 +11,7 @@
 #include "util/bytes.h"
 #include "util/ring.h"
 #include "wire/wire_rdmap.h"
+#include "util/copy.h"
 
 static struct iwarp_term_cause ddp_cause(uint8_t etype, uint8_t ecode)
 {
@@ -516,11 +517,7 @@ int iwarp_core_ddp_rx_segment(struct iwarp_core_ddp *d, const uint8_t *seg, size
     int rc = iwarp_core_ddp_rx_hdr(d, seg, hl, len, dst, IWARP_CORE_RX_IOV_MAX, &n);
     if (rc != 0)
         return rc;
-    const uint8_t *p = seg + hl;
-    for (uint32_t i = 0; i < n; i++) {
-        memcpy(dst[i].iov_base, p, dst[i].iov_len);
-        p += dst[i].iov_len;
-    }
+    iwarp_copy_scatter(dst, n, seg + hl, len - hl);
     return iwarp_core_ddp_rx_payload_done(d);
 }
 

@@ -14,6 +14,7 @@
 #include "mem/mem_region.h"
 #include "util/ring.h"
 #include "wire/wire_term.h"
+#include "util/copy.h"
 
 int iwarp_core_qp_init(struct iwarp_core_qp *qp, const struct iwarp_core_qp_cfg *cfg,
                        const struct iwarp_core_qp_mem *mem)
@@ -324,8 +325,8 @@ static int copy_inline(struct iwarp_core_qp *qp, struct iwarp_core_sqe *e,
     uint32_t off = 0;
     for (int i = 0; i < wr->num_sge; i++) {
         if (wr->sg_list[i].length)
-            memcpy(e->inline_buf + off, (const void *)(uintptr_t)wr->sg_list[i].addr,
-                   wr->sg_list[i].length);
+            iwarp_copy(e->inline_buf + off, (const void *)(uintptr_t)wr->sg_list[i].addr,
+                       wr->sg_list[i].length);
         off += wr->sg_list[i].length;
     }
     e->iov[0].iov_base = e->inline_buf;
@@ -362,8 +363,9 @@ static int fill_sqe(struct iwarp_core_qp *qp, struct iwarp_core_sqe *e,
         }
         return inl ? copy_inline(qp, e, wr) : resolve_sges(qp, e, wr, 0);
     case IWARP_WR_RDMA_READ: {
-        /* One sink SGE (siw's max_sge_rd), written by tagged Read Responses. */
-        if (inl || (uint32_t)wr->num_sge > IWARP_CORE_MAX_SGE_RD)
+        /* One sink SGE (siw's max_sge_rd), written by tagged Read Responses. With ORD 0 no
+         * Read Request may ever be outstanding (RFC 5040 §5.4): it would wait forever. */
+        if (inl || (uint32_t)wr->num_sge > IWARP_CORE_MAX_SGE_RD || qp->ord == 0)
             return IWARP_ERR_INVAL;
         e->remote_addr = wr->wr.rdma.remote_addr;
         e->rkey = wr->wr.rdma.rkey;

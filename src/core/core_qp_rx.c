@@ -33,6 +33,7 @@
 #include "util/ring.h"
 #include "wire/wire_segment.h"
 #include "wire/wire_term.h"
+#include "util/copy.h"
 
 /* RFC 5040 §4.8: RDMAP Remote Operation, Unexpected OpCode. */
 static const struct iwarp_term_cause cause_opcode = {
@@ -569,17 +570,6 @@ int iwarp_core_qp_rx_payload_done(struct iwarp_core_qp *qp)
     }
 }
 
-/* Copy n octets into the iovecs, in order. */
-static void scatter(const struct iovec *dst, uint32_t ndst, const uint8_t *src, size_t n)
-{
-    for (uint32_t i = 0; i < ndst && n > 0; i++) {
-        size_t k = dst[i].iov_len < n ? dst[i].iov_len : n;
-        memcpy(dst[i].iov_base, src, k);
-        src += k;
-        n -= k;
-    }
-}
-
 int iwarp_core_qp_rx_segment(struct iwarp_core_qp *qp, const uint8_t *seg, size_t len)
 {
     if (qp == NULL || (seg == NULL && len != 0) || len > UINT32_MAX)
@@ -591,7 +581,7 @@ int iwarp_core_qp_rx_segment(struct iwarp_core_qp *qp, const uint8_t *seg, size_
     if (rc != 0 || !qp->rx_cur.active)
         return rc;
     size_t plen = qp->rx_cur.payload_len;
-    scatter(dst, ndst, seg + (len - plen), plen);
+    iwarp_copy_scatter(dst, ndst, seg + (len - plen), plen);
     return iwarp_core_qp_rx_payload_done(qp);
 }
 void iwarp_core_qp_rx_llp_error(struct iwarp_core_qp *qp, struct iwarp_term_cause cause,

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "iwarp/errors.h"
+#include "util/copy.h"
 
 int iwarp_ddp_rx_tagged_target(const struct iwarp_mem_table *t, const struct iwarp_mem_req *r,
                                uint64_t *addr, struct iwarp_term_cause *cause)
@@ -26,7 +27,7 @@ int iwarp_ddp_rx_tagged_place(const struct iwarp_mem_table *t, const struct iwar
     if (rc != 0)
         return rc;
     if (r->len != 0)
-        memcpy((void *)(uintptr_t)addr, payload, (size_t)r->len);
+        iwarp_copy((void *)(uintptr_t)addr, payload, (size_t)r->len);
     return 0;
 }
 

@@ -13,6 +13,7 @@
 #include "util/bytes.h"
 #include "wire/wire_segment.h"
 #include "wire/wire_term.h"
+#include "util/copy.h"
 
 #define MPA_PD_LEN_OFF 18u /* PD_Length in the Request/Reply (RFC 5044 §7.1.1) */
 /* The first ULPDU octets staged before deciding: every payload carrier's header is as long. */
@@ -374,7 +375,7 @@ static void direct_put(struct iwarp_llp_conn *c, const uint8_t *data, size_t n)
         if (k > n)
             k = n;
         if (at != data) {
-            memcpy(at, data, k);
+            iwarp_copy(at, data, k);
             c->rx_copied_octets += k;
         } else {
             c->rx_direct_octets += k;
@@ -418,7 +419,7 @@ static int stage_span(struct iwarp_llp_conn *c, const uint8_t *data, size_t n, u
          * exact; a window span lies above its ULPDU offset, so the move goes down). */
         uint8_t *dst = c->bounce.stage + off;
         if (data != dst) {
-            memmove(dst, data, k);
+            iwarp_copy_move(dst, data, k);
             c->rx_moved_octets += k;
         }
         f->seg = c->bounce.stage;
@@ -483,7 +484,7 @@ static void settle_in_place(struct iwarp_llp_conn *c)
     struct iwarp_llp_conn_rx_fpdu *f = &c->recv.fpdu;
     if (f->seg == c->bounce.stage || f->staged == 0)
         return;
-    memmove(c->bounce.stage, f->seg, f->staged);
+    iwarp_copy_move(c->bounce.stage, f->seg, f->staged);
     c->rx_moved_octets += f->staged;
     f->seg = c->bounce.stage;
 }

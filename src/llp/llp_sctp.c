@@ -38,6 +38,7 @@
 #include <usrsctp.h>
 
 #include "iwarp/errors.h"
+#include "util/copy.h"
 
 enum { KIND_LISTENER = 0x4c53, KIND_ASSOC = 0x4153 };
 
@@ -265,7 +266,7 @@ static struct big *big_grow(struct iwarp_llp_sctp_owner *o, struct big *b, size_
     n->owner = o;
     n->cap = cap;
     if (b) {
-        memcpy(n->data, b->data, len);
+        iwarp_copy(n->data, b->data, len);
         o_free(o, b);
     }
     return n;
@@ -706,7 +707,7 @@ static void on_data(struct iwarp_llp_sctp_assoc *a, void *data, size_t len,
             note_down(a, IWARP_ERR_NOMEM);
             return;
         }
-        memcpy((uint8_t *)b->data + a->part_len, data, len);
+        iwarp_copy((uint8_t *)b->data + a->part_len, data, len);
         usrsctp_buf_free(data);
         a->part = b;
         a->part_len += len;
@@ -1686,7 +1687,7 @@ static int send_locked(struct iwarp_llp_sctp_assoc *a, uint16_t sid, uint32_t pp
         /* usrsctp_sendv takes one buffer (usrsctp.md): gather */
         size_t off = 0;
         for (size_t i = 0; i < n; i++) {
-            memcpy(a->txbuf + off, iov[i].iov_base, iov[i].iov_len);
+            iwarp_copy(a->txbuf + off, iov[i].iov_base, iov[i].iov_len);
             off += iov[i].iov_len;
         }
         buf = a->txbuf;

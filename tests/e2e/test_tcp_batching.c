@@ -36,15 +36,8 @@ static unsigned long sendmsgs(void)
 
 enum { MSG = 64, SLOTS = 64, BUF = MSG * SLOTS };
 
-struct rig {
-    struct sp_side srv, cli;
-    struct sp_pair pair;
-    uint8_t *sbuf, *cbuf;
-    struct iwarp_mr *smr, *cmr;
-};
-
 /* A connected pair; the client batches with a window of batch_us (UINT32_MAX: the default). */
-static void rig_up(struct rig *r, enum iwarp_progress_mode cli_mode, uint32_t batch_us)
+static void rig_up(struct sp_rig *r, enum iwarp_progress_mode cli_mode, uint32_t batch_us)
 {
     memset(r, 0, sizeof *r);
     sp_side_init(&r->srv, IWARP_PROGRESS_CALLER, 256);
@@ -56,36 +49,15 @@ static void rig_up(struct rig *r, enum iwarp_progress_mode cli_mode, uint32_t ba
         a.tx_batch_us = batch_us;
     }
     sp_side_init_attr(&r->cli, NULL, &a, 256, false);
-    r->sbuf = calloc(1, BUF);
-    r->cbuf = calloc(1, BUF);
-    r->smr = sp_reg(&r->srv, r->sbuf, BUF, 0);
-    r->cmr = sp_reg(&r->cli, r->cbuf, BUF, 0);
-    r->pair.srv.mine =
-        (struct sp_advert){.rkey = r->smr->rkey, .addr = (uintptr_t)r->sbuf, .len = BUF};
-    r->pair.cli.mine =
-        (struct sp_advert){.rkey = r->cmr->rkey, .addr = (uintptr_t)r->cbuf, .len = BUF};
     struct sp_cfg cfg = {
         .cap = {.max_send_wr = 128, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1},
         .sq_sig_all = 1,
         .param = {.crc = true}};
-    sp_connect_pairs(&r->srv, &r->cli, &r->pair, 1, &cfg);
-    sp_first_send(&r->srv, &r->cli, &r->pair, 1);
-}
-
-static void rig_down(struct rig *r)
-{
-    sp_disconnect_pairs(&r->srv, &r->cli, &r->pair, 1, true);
-    sp_destroy_pairs(&r->pair, 1);
-    ASSERT_EQ(iwarp_dereg_mr(r->smr), 0);
-    ASSERT_EQ(iwarp_dereg_mr(r->cmr), 0);
-    sp_side_fini(&r->cli);
-    sp_side_fini(&r->srv);
-    free(r->sbuf);
-    free(r->cbuf);
+    sp_rig_connect(r, BUF, &cfg);
 }
 
 /* Write slot k of the client's buffer (filled with pattern k) into slot k of the server's. */
-static int post_write(struct rig *r, uint32_t k)
+static int post_write(struct sp_rig *r, uint32_t k)
 {
     sp_fill(r->cbuf + k * MSG, MSG, 100 + k);
     return sp_post(r->pair.cli.qp, k, IWARP_WR_RDMA_WRITE, 0, r->cbuf + k * MSG, MSG, r->cmr->lkey,
@@ -93,7 +65,7 @@ static int post_write(struct rig *r, uint32_t k)
 }
 
 /* Let the connection go idle for longer than any window used here. */
-static void go_idle(struct rig *r, uint32_t ms)
+static void go_idle(struct sp_rig *r, uint32_t ms)
 {
     struct iwarp_wc wc[8];
     while (iwarp_poll_cq(r->cli.cq, 8, wc) > 0)
@@ -102,7 +74,7 @@ static void go_idle(struct rig *r, uint32_t ms)
 }
 
 /* The server has every slot in [from, to) with its pattern (driving both sides). */
-static void expect_landed(struct rig *r, uint32_t from, uint32_t to)
+static void expect_landed(struct sp_rig *r, uint32_t from, uint32_t to)
 {
     struct deadline dl = deadline_in_ms(SP_WAIT_MS);
     for (;;) {
@@ -122,7 +94,7 @@ static void expect_landed(struct rig *r, uint32_t from, uint32_t to)
 
 TEST(a_lone_post_leaves_at_once_and_a_burst_waits_for_the_poll)
 {
-    struct rig r;
+    struct sp_rig r;
     rig_up(&r, IWARP_PROGRESS_CALLER, 100000); /* 100 ms: the burst below is well inside it */
     go_idle(&r, 150);
     unsigned long c0 = sendmsgs();
@@ -149,12 +121,12 @@ TEST(a_lone_post_leaves_at_once_and_a_burst_waits_for_the_poll)
         ASSERT_TRUE(n >= 0);
     }
     expect_landed(&r, 0, 13);
-    rig_down(&r);
+    sp_rig_down(&r);
 }
 
 TEST(a_full_batch_leaves_without_a_poll)
 {
-    struct rig r;
+    struct sp_rig r;
     rig_up(&r, IWARP_PROGRESS_CALLER, 100000);
     go_idle(&r, 150);
     unsigned long c0 = sendmsgs();
@@ -167,12 +139,12 @@ TEST(a_full_batch_leaves_without_a_poll)
     struct iwarp_wc wc[17];
     sp_poll_n(&r.cli, &r.srv, wc, 17);
     expect_landed(&r, 0, 17);
-    rig_down(&r);
+    sp_rig_down(&r);
 }
 
 TEST(a_post_answering_the_peer_leaves_at_once)
 {
-    struct rig r;
+    struct sp_rig r;
     rig_up(&r, IWARP_PROGRESS_CALLER, 100000); /* 100 ms: every post below is within it */
     ASSERT_EQ(post_write(&r, 0), 0);
     struct iwarp_wc wc[2];
@@ -201,12 +173,12 @@ TEST(a_post_answering_the_peer_leaves_at_once)
     ASSERT_EQ(sendmsgs() - c0, 1ul); /* nothing heard since: the next one waits again */
     sp_poll_n(&r.cli, &r.srv, wc, 2);
     expect_landed(&r, 0, 4);
-    rig_down(&r);
+    sp_rig_down(&r);
 }
 
 TEST(a_chain_is_one_system_call)
 {
-    struct rig r;
+    struct sp_rig r;
     rig_up(&r, IWARP_PROGRESS_CALLER, 100000);
     go_idle(&r, 150);
     struct iwarp_sge sge[8];
@@ -229,12 +201,12 @@ TEST(a_chain_is_one_system_call)
     struct iwarp_wc wc[8];
     sp_poll_n(&r.cli, &r.srv, wc, 8);
     expect_landed(&r, 0, 8);
-    rig_down(&r);
+    sp_rig_down(&r);
 }
 
 TEST(a_batch_nobody_polls_for_leaves_by_its_deadline)
 {
-    struct rig r;
+    struct sp_rig r;
     rig_up(&r, IWARP_PROGRESS_THREAD, 2000); /* 2 ms */
     /* a write right before, so the next posts wait */
     ASSERT_EQ(post_write(&r, 0), 0);
@@ -244,12 +216,12 @@ TEST(a_batch_nobody_polls_for_leaves_by_its_deadline)
     expect_landed(&r, 0, 4);
     struct iwarp_wc wc[4];
     sp_poll_n(&r.cli, &r.srv, wc, 4);
-    rig_down(&r);
+    sp_rig_down(&r);
 }
 
 TEST(batching_off_writes_every_post_at_once)
 {
-    struct rig r;
+    struct sp_rig r;
     rig_up(&r, IWARP_PROGRESS_CALLER, 0);
     unsigned long c0 = sendmsgs();
     for (uint32_t k = 0; k < 10; k++)
@@ -258,5 +230,5 @@ TEST(batching_off_writes_every_post_at_once)
     struct iwarp_wc wc[10];
     sp_poll_n(&r.cli, &r.srv, wc, 10);
     expect_landed(&r, 0, 10);
-    rig_down(&r);
+    sp_rig_down(&r);
 }

@@ -23,6 +23,7 @@
 #include <poll.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -561,6 +562,44 @@ static inline void sp_first_send(struct sp_side *srv, struct sp_side *cli, struc
         ASSERT_EQ_U(wc.wr_id, UINT64_MAX);
         ASSERT_EQ(wc.byte_len, 0);
     }
+}
+
+/* One connected pair with a registered buffer of len octets at each end, each advertised to
+ * the other, and the first Send done: what most single-pair tests start from. The caller sets
+ * up srv and cli (sp_side_init*); sp_rig_down takes everything down, the sides included. */
+struct sp_rig {
+    struct sp_side srv, cli;
+    struct sp_pair pair;
+    uint8_t *sbuf, *cbuf;
+    struct iwarp_mr *smr, *cmr;
+};
+
+static inline void sp_rig_connect(struct sp_rig *r, size_t len, const struct sp_cfg *cfg)
+{
+    r->sbuf = calloc(1, len);
+    r->cbuf = calloc(1, len);
+    ASSERT_TRUE(r->sbuf && r->cbuf);
+    r->smr = sp_reg(&r->srv, r->sbuf, len, 0);
+    r->cmr = sp_reg(&r->cli, r->cbuf, len, 0);
+    memset(&r->pair, 0, sizeof r->pair);
+    r->pair.srv.mine =
+        (struct sp_advert){.rkey = r->smr->rkey, .addr = (uintptr_t)r->sbuf, .len = len};
+    r->pair.cli.mine =
+        (struct sp_advert){.rkey = r->cmr->rkey, .addr = (uintptr_t)r->cbuf, .len = len};
+    sp_connect_pairs(&r->srv, &r->cli, &r->pair, 1, cfg);
+    sp_first_send(&r->srv, &r->cli, &r->pair, 1);
+}
+
+static inline void sp_rig_down(struct sp_rig *r)
+{
+    sp_disconnect_pairs(&r->srv, &r->cli, &r->pair, 1, true);
+    sp_destroy_pairs(&r->pair, 1);
+    ASSERT_EQ(iwarp_dereg_mr(r->smr), 0);
+    ASSERT_EQ(iwarp_dereg_mr(r->cmr), 0);
+    sp_side_fini(&r->cli);
+    sp_side_fini(&r->srv);
+    free(r->sbuf);
+    free(r->cbuf);
 }
 
 /* Nothing more on s's CQ right now (after driving both sides for a moment). The 20 ms this

@@ -307,6 +307,16 @@ TEST(post_validation)
     ASSERT_EQ(iwarp_core_qp_post_send(&Q, &w), IWARP_ERR_NOSPC);
 }
 
+TEST(a_read_on_a_connection_without_ord_is_refused_at_post)
+{
+    setup(false);
+    ASSERT_EQ(iwarp_core_qp_start(&Q, 4, 0), 0); /* ORD 0: no Read may ever be outstanding */
+    struct iwarp_sge s = sge_of(0, 8);
+    struct iwarp_send_wr w = wr_of(IWARP_WR_RDMA_READ, 1, &s, 1, 0);
+    ASSERT_EQ(iwarp_core_qp_post_send(&Q, &w), IWARP_ERR_INVAL);
+    ASSERT_FALSE(iwarp_core_qp_tx_pending(&Q));
+}
+
 TEST(completions_keep_posting_order_and_unsignaled_are_silent)
 {
     setup(false);
