@@ -201,6 +201,15 @@ int iwarp_llp_conn_rx_ack(struct iwarp_llp_conn *c, size_t n, uint64_t now_ns);
  */
 uint32_t iwarp_llp_conn_rx_bufs(struct iwarp_llp_conn *c, struct iovec iov[2]);
 
+/*
+ * The octets the receive side needs before it can finish the FPDU it is in (the rest of its
+ * ULPDU, PAD and CRC; markers not counted, so never more than must come): 1 at an FPDU
+ * boundary, outside full operation, or when nothing may be read. A transport that can wait
+ * for that many at once (SO_RCVLOWAT) reads a large FPDU in one piece instead of as it trickles
+ * in.
+ */
+uint32_t iwarp_llp_conn_rx_need(struct iwarp_llp_conn *c);
+
 /* Fill up to max iovecs with octets ready to send; returns how many iovecs (0: none now).
  * Frames new FPDUs from the QP as room allows. */
 uint32_t iwarp_llp_conn_tx_iov(struct iwarp_llp_conn *c, struct iovec *iov, uint32_t max,

@@ -169,7 +169,11 @@ static uint8_t *fpdu_land(struct iwarp_llp_conn *c, size_t *len, bool *ahead)
         return NULL;
     }
     uint32_t left = ulpdu_left(c, &w);
-    if (left > COPY_MAX) {
+    /* A ULPDU staged whole (CRC on: verified before placement) is read through the window
+     * too, whatever its size: the same read takes its trailer and the next FPDU's headers. */
+    bool staged_whole = c->recv.state == IWARP_LLP_CONN_RX_HDR && !direct_ok(c) &&
+                        w.part == IWARP_MPA_RX_PART_ULPDU;
+    if (left > COPY_MAX && !staged_whole) {
         if (w.part == IWARP_MPA_RX_PART_ULPDU)
             return ulpdu_land(c, &w, len);
         *len = w.len < IWARP_LLP_CONN_SCRATCH_LEN ? w.len : IWARP_LLP_CONN_SCRATCH_LEN;
@@ -231,6 +235,17 @@ uint32_t iwarp_llp_conn_rx_bufs(struct iwarp_llp_conn *c, struct iovec iov[2])
     c->recv.split = len;
     c->recv.split_next = window;
     return 2;
+}
+
+uint32_t iwarp_llp_conn_rx_need(struct iwarp_llp_conn *c)
+{
+    if (c->recv.state != IWARP_LLP_CONN_RX_HDR && c->recv.state != IWARP_LLP_CONN_RX_PAYLOAD)
+        return 1;
+    struct iwarp_mpa_rx_want w;
+    iwarp_mpa_rx_want(&c->rx, &w);
+    if (w.part != IWARP_MPA_RX_PART_ULPDU)
+        return 1;
+    return w.ulpdu_len - w.ulpdu_off + iwarp_mpa_pad_len(w.ulpdu_len) + IWARP_MPA_CRC_LEN;
 }
 
 /* ---- TRAILER: delivering a complete FPDU's ULPDU ----------------------------------------- */

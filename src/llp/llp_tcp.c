@@ -13,10 +13,12 @@
 
 #include "iwarp/errors.h"
 
+/* The smallest rest of an FPDU worth waiting for in one piece (wait_for_fpdu). */
+#define TCP_LOWAT_MIN 2048u
 /* iovecs handed to one sendmsg (several FPDUs per call). */
-#define TCP_TX_IOV 128u
+#define TCP_TX_IOV    128u
 /* reads or writes per readiness callback, so one busy stream cannot starve the others */
-#define TCP_BUDGET 64
+#define TCP_BUDGET    64
 
 /* The smallest EMSS TCP guarantees (RFC 9293 §3.7.1: 536 for IPv4; IPv6 gets 1220). */
 #define TCP_MIN_EMSS 536u
@@ -277,6 +279,21 @@ static void peek_for_end(struct iwarp_llp_tcp *t)
     }
 }
 
+/* Readiness for the rest of a large FPDU only once it has all arrived (SO_RCVLOWAT): one read
+ * instead of one per piece as it trickles in, and one acknowledgement from us instead of one
+ * per read, which on loopback also spares this core the sender's transmit work that each
+ * acknowledgement triggers. The end of the stream and errors are reported whatever the mark. */
+static void wait_for_fpdu(struct iwarp_llp_tcp *t)
+{
+    uint32_t need = iwarp_llp_conn_rx_need(&t->conn);
+    uint32_t mark = need >= TCP_LOWAT_MIN ? need : 1;
+    if (mark == t->rcvlowat)
+        return;
+    int v = (int)mark;
+    if (setsockopt(t->fd, SOL_SOCKET, SO_RCVLOWAT, &v, sizeof v) == 0)
+        t->rcvlowat = mark;
+}
+
 void iwarp_llp_tcp_on_readable(struct iwarp_llp_tcp *t, uint64_t now_ns)
 {
     if (t->phase == IWARP_LLP_TCP_CONNECTING) {
@@ -329,6 +346,7 @@ void iwarp_llp_tcp_on_readable(struct iwarp_llp_tcp *t, uint64_t now_ns)
         fail(t, map_errno(errno));
         return;
     }
+    wait_for_fpdu(t);
     /* Receiving may have produced output (MPA Reply, Read Responses, a Terminate). */
     flush(t, now_ns);
 }

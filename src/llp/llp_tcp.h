@@ -59,6 +59,7 @@ struct iwarp_llp_tcp {
     uint64_t batch_ns;    /* the batching window, set by the owner (0: no batching) */
     uint64_t last_tx_ns;  /* when a write last moved octets */
     bool rx_since_tx;     /* octets were read after that write (the peer answered) */
+    uint32_t rcvlowat;    /* the socket's SO_RCVLOWAT (0: never set, the kernel's 1) */
     uint32_t tx_batched;  /* posts waiting in the current batch (0: none) */
     uint64_t tx_batch_ns; /* the batch's latest departure, when tx_batched */
     int err;              /* first transport error (IWARP_ERR_CONN_*), or 0 */
