@@ -40,6 +40,12 @@ done
   ok "--qps 4" || fail "--qps 4: $(cat "$TMP/err")"
 "$IWARP" perf --op send --qps 3 -s 4K -n 200 --verify --busy-poll >/dev/null 2>"$TMP/err" &&
   ok "send --qps 3 (credits per QP)" || fail "send --qps 3: $(cat "$TMP/err")"
+# the most QPs: 2048 sockets in this one process (perf raises its descriptor limit), every
+# QP's slots checked; a Send phase too (credits per QP)
+"$IWARP" perf --op write --qps 1024 --qd 2 -s 4K -n 8 --verify >/dev/null 2>"$TMP/err" &&
+  ok "--qps 1024" || fail "--qps 1024: $(cat "$TMP/err")"
+"$IWARP" perf --op send --qps 300 --qd 4 -s 1K -n 16 --verify --busy-poll >/dev/null 2>"$TMP/err" &&
+  ok "send --qps 300" || fail "send --qps 300: $(cat "$TMP/err")"
 "$IWARP" perf --op read --mpa-rev 1 --no-crc -s 1M -n 20 --verify >/dev/null 2>"$TMP/err" &&
   ok "--mpa-rev 1 --no-crc" || fail "--mpa-rev 1 --no-crc: $(cat "$TMP/err")"
 "$IWARP" perf --op send --lat -s 128 -D 0.2 >"$TMP/out" 2>"$TMP/err" &&
@@ -119,7 +125,7 @@ bad "--sctp-mtu must be" --transport sctp --sctp-mtu 65536
 bad "--transport must be" --transport udp
 bad "--mpa-rev must be" --mpa-rev 3
 bad "--qd must be" --qd 0
-bad "--qps must be" --qps 65
+bad "--qps must be" --qps 1025
 bad "not both$" -s 64 -a
 bad "not both$" -n 10 -D 1
 bad "with --lat$" --lat --qps 2

@@ -16,6 +16,8 @@
 #include <string.h>
 
 #include "cli.h"
+#include <sys/resource.h>
+
 #include "perf.h"
 
 /* The loopback server: a thread pinned to CPU 1 that listens on 127.0.0.1, port 0. */
@@ -196,6 +198,19 @@ static int run_client(const struct perf_opts *o, const struct sockaddr_storage *
  * `iwarp perf`: see `iwarp perf --help`. Returns the process exit status: 0 success, 1 a
  * failed run (connection, protocol, --verify mismatch), 2 a usage error.
  */
+/* A socket per QP on each side, both sides in this process in loopback: beyond the usual
+ * soft limit of 1024 descriptors at --qps 512. Raise it as far as the hard limit allows (the
+ * connections that do not fit then fail with a clear message). */
+static void raise_fd_limit(const struct perf_opts *o)
+{
+    struct rlimit rl;
+    rlim_t want = 2u * o->qps + 64u;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= want)
+        return;
+    rl.rlim_cur = rl.rlim_max < want ? rl.rlim_max : want;
+    (void)setrlimit(RLIMIT_NOFILE, &rl);
+}
+
 int iwarp_cli_perf(int argc, char **argv)
 {
     static struct perf_opts o;
@@ -215,6 +230,7 @@ int iwarp_cli_perf(int argc, char **argv)
     }
     unsetenv("IWARP_PCAP");
     unsetenv("IWARP_TRACE_PCAP");
+    raise_fd_limit(&o);
     if (o.perftest)
         return perf_perftest_run(&o);
     if (o.server)

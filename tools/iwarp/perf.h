@@ -27,7 +27,7 @@
 
 enum {
     PERF_DEFAULT_PORT = 18515, /* perftest's */
-    PERF_MAX_QPS = 64,
+    PERF_MAX_QPS = 1024,
     PERF_MAX_QD = 256,
     PERF_MAX_PASSES = 31,
     PERF_MIN_SIZE = 2,

@@ -185,6 +185,7 @@ struct bw_run {
     uint32_t size, used, inflight, rq; /* used: slots cycled through; inflight: per QP */
     uint64_t iters, end, now;
     uint64_t posted[PERF_MAX_QPS], done[PERF_MAX_QPS], credit[PERF_MAX_QPS];
+    bool busy[PERF_MAX_QPS]; /* counted in the phase's count of QPs with work left */
     uint64_t bad;
 };
 
@@ -222,6 +223,23 @@ static int post_bw(struct perf_client *c, struct bw_run *r, uint32_t q)
     if (rc == 0)
         r->posted[q]++;
     return rc;
+}
+
+/* Post on QP q while its window and credit allow. */
+static int fill_qp(struct perf_client *c, struct bw_run *r, uint32_t q)
+{
+    while (may_post(c, r, q)) {
+        int rc = post_bw(c, r, q);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* QP q has work left: operations to post or to see complete. */
+static bool qp_busy(const struct perf_client *c, const struct bw_run *r, uint32_t q)
+{
+    return wants_more(c, r, q) || r->done[q] < r->posted[q];
 }
 
 static int on_bw_wc(struct perf_client *c, struct bw_run *r, const struct iwarp_wc *wc,
@@ -277,30 +295,37 @@ int perf_client_bw(struct perf_client *c, uint32_t size, struct perf_bw *out, ui
     r.now = t0;
     r.end = t0 + (uint64_t)(c->o->duration * 1e9);
     perf_meter_start(&m, t0);
-    for (;;) {
-        bool busy = false;
-        for (uint32_t q = 0; q < c->p.nqps; q++) {
-            while (may_post(c, &r, q))
-                if ((rc = post_bw(c, &r, q)) < 0)
-                    return rc;
-            busy |= wants_more(c, &r, q) || r.done[q] < r.posted[q];
-        }
-        if (!busy)
-            break;
+    /* Fill every QP, then look again only at the QP a completion belongs to (its window
+     * opened, or a CREDIT arrived): a pass over all QPs per completion would cost the client
+     * more than the transfer at hundreds of QPs. A QP in duration mode that stops posting once
+     * the time is up is looked at again by its remaining completions. */
+    uint32_t busy = 0;
+    uint64_t n = 0;
+    for (uint32_t q = 0; q < c->p.nqps; q++) {
+        if ((rc = fill_qp(c, &r, q)) < 0)
+            return rc;
+        r.busy[q] = qp_busy(c, &r, q);
+        busy += r.busy[q];
+    }
+    while (busy) {
         struct iwarp_wc wc;
         if ((rc = perf_ep_wait_wc(e, &wc, PERF_TIMEOUT_MS)) < 0)
             return rc;
         r.now = perf_now_ns();
-        if ((rc = on_bw_wc(c, &r, &wc, &m)) < 0)
+        uint32_t q = perf_wr_qp(wc.wr_id);
+        uint64_t before = q < c->p.nqps ? r.done[q] : 0;
+        if ((rc = on_bw_wc(c, &r, &wc, &m)) < 0) /* fails for a QP out of range */
             return rc;
-        uint64_t sum = 0;
-        for (uint32_t q = 0; q < c->p.nqps; q++)
-            sum += r.done[q];
-        perf_progress_tick(&c->progress, fraction(sum, total, r.now, t0, r.end), r.now);
+        n += r.done[q] - before;
+        if ((rc = fill_qp(c, &r, q)) < 0)
+            return rc;
+        if (r.busy[q] && !qp_busy(c, &r, q)) {
+            r.busy[q] = false;
+            busy--;
+        }
+        perf_progress_tick(&c->progress, fraction(n, total, r.now, t0, r.end), r.now);
     }
-    uint64_t t_data = perf_now_ns(), n = 0;
-    for (uint32_t q = 0; q < c->p.nqps; q++)
-        n += r.done[q];
+    uint64_t t_data = perf_now_ns();
     if ((rc = end_phase(c, &res)) < 0)
         return rc;
     uint64_t t1 = c->p.op == PERF_OP_READ ? t_data : perf_now_ns();
