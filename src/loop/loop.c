@@ -14,9 +14,12 @@
  * Deleting a source while its readiness is already in a ready list (returned by epoll_wait but
  * not yet dispatched) is safe: every list being dispatched is linked from loop->active and
  * iwarp_loop_del() clears the source's entries there, so a freed source is never called. A
- * source deleted (and perhaps freed) while another thread is still inside epoll_wait, before its
- * list exists, is remembered by address and its entries are dropped once the wait returns; the
- * epoll set is level-triggered, so a dropped entry of a live source is reported again.
+ * source deleted (and perhaps freed) while other threads are still inside epoll_wait, before
+ * their lists exist, is remembered by address in a ring of recent deletions, and each wait drops
+ * the entries of every deletion since it began: several threads may wait at once (the progress
+ * thread and application threads, or application threads in caller mode), so the first to
+ * return must not clear what the others still need. The epoll set is level-triggered, so a
+ * dropped entry of a live source is reported again.
  */
 #define _GNU_SOURCE 1 /* eventfd, epoll, timerfd, clock_gettime */
 #include "loop/loop.h"
@@ -267,13 +270,10 @@ void iwarp_loop_del(struct iwarp_loop *l, struct iwarp_loop_src *src)
     heap_remove(l, src);
     src->deadline = UINT64_MAX;
     src->registered = false;
-    if (l->waiting)
+    if (l->n_waiting) {
         arm_timerfd(l);
-    if (l->waiting) {
-        if (l->n_gone < IWARP_LOOP_GONE_MAX)
-            l->gone[l->n_gone++] = src;
-        else
-            l->gone_overflow = true;
+        l->gone[l->n_gone % IWARP_LOOP_GONE_MAX] = src;
+        l->n_gone++;
     }
     for (struct loop_batch *b = l->active; b; b = b->next)
         for (int i = 0; i < b->n; i++)
@@ -288,7 +288,7 @@ int iwarp_loop_set_timer(struct iwarp_loop *l, struct iwarp_loop_src *src, uint6
     if (deadline == UINT64_MAX) {
         heap_remove(l, src);
         src->deadline = UINT64_MAX;
-        if (l->waiting)
+        if (l->n_waiting)
             arm_timerfd(l); /* taken back: the waiting thread need not wake for it */
         return 0;
     }
@@ -309,7 +309,7 @@ int iwarp_loop_set_timer(struct iwarp_loop *l, struct iwarp_loop_src *src, uint6
         else
             heap_down(l, src->heap_index);
     }
-    if (l->waiting)
+    if (l->n_waiting)
         arm_timerfd(l); /* a waiting thread wakes at the first deadline, if it changed */
     return 0;
 }
@@ -358,18 +358,17 @@ static int dispatch(struct iwarp_loop *l, struct epoll_event *ev, int n)
     return ran;
 }
 
-/* After an unlocked wait (lock held): drop the entries of sources deleted during it. Returns
- * the entries left. */
-static int drop_gone(struct iwarp_loop *l, struct epoll_event *ev, int n)
+/* After an unlocked wait that began when n_gone was `since` (lock held): drop the entries of
+ * sources deleted since; other threads may still be waiting, so the ring stays as it is.
+ * Returns the entries left. */
+static int drop_gone(struct iwarp_loop *l, struct epoll_event *ev, int n, uint64_t since)
 {
-    if (l->gone_overflow)
-        n = 0;
+    if (l->n_gone - since > IWARP_LOOP_GONE_MAX)
+        return 0; /* some of them are no longer in the ring: level-triggered, live ones return */
     for (int i = 0; i < n; i++)
-        for (uint32_t g = 0; g < l->n_gone; g++)
-            if (ev[i].data.ptr == l->gone[g])
+        for (uint64_t g = since; g < l->n_gone; g++)
+            if (ev[i].data.ptr == l->gone[g % IWARP_LOOP_GONE_MAX])
                 ev[i].data.ptr = NULL;
-    l->n_gone = 0;
-    l->gone_overflow = false;
     return n;
 }
 
@@ -378,7 +377,8 @@ int iwarp_loop_run_once(struct iwarp_loop *l, int timeout_ms)
     struct epoll_event ev[LOOP_BATCH];
     pthread_mutex_lock(l->lock);
     arm_timerfd(l);
-    l->waiting = true;
+    l->n_waiting++;
+    uint64_t since = l->n_gone;
     pthread_mutex_unlock(l->lock);
 
     int n = epoll_wait(l->epfd, ev, LOOP_BATCH, timeout_ms);
@@ -386,8 +386,8 @@ int iwarp_loop_run_once(struct iwarp_loop *l, int timeout_ms)
         n = 0; /* EINTR: run the timers and return */
 
     pthread_mutex_lock(l->lock);
-    l->waiting = false;
-    n = drop_gone(l, ev, n);
+    l->n_waiting--;
+    n = drop_gone(l, ev, n, since);
     int ran = dispatch(l, ev, n);
     pthread_mutex_unlock(l->lock);
     return ran;

@@ -46,14 +46,17 @@ struct iwarp_loop {
     pthread_t thread;
     bool thread_running;
     bool stop;
-    bool waiting; /* a thread is inside epoll_wait */
-    void *active; /* private to loop.c: ready lists being dispatched (iwarp_loop_del clears a
-                     deleted source from them) */
-    /* private to loop.c: sources deleted while a thread waited in epoll_wait without the lock
-     * (compared as addresses, never dereferenced); too many: drop that wait's whole list */
+    uint32_t n_waiting; /* threads inside epoll_wait: the progress thread, application threads
+                           progressing in caller mode */
+    void *active;       /* private to loop.c: ready lists being dispatched (iwarp_loop_del clears a
+                           deleted source from them) */
+    /* private to loop.c: the last sources deleted while a thread waited in epoll_wait without
+     * the lock (compared as addresses, never dereferenced), a ring: deletion k is at
+     * gone[k % IWARP_LOOP_GONE_MAX] and n_gone counts them all. A wait drops the entries of
+     * every deletion since it began; one that began before more deletions than the ring holds
+     * drops its whole list. */
     const void *gone[IWARP_LOOP_GONE_MAX];
-    uint32_t n_gone;
-    bool gone_overflow;
+    uint64_t n_gone;
     void *(*alloc)(void *user, size_t size); /* heap growth (context allocator) */
     void (*dealloc)(void *user, void *p);
     void *alloc_user;

@@ -389,6 +389,61 @@ TEST(a_source_freed_while_the_thread_waits_outside_the_lock_is_not_called)
     close(sv[1]);
 }
 
+static void *run_once_forever(void *arg)
+{
+    iwarp_loop_run_once(arg, -1);
+    return NULL;
+}
+
+/* Two threads wait at once (the progress thread and an application thread that progresses
+ * itself, or two application threads in caller mode): both are handed the same readiness, the
+ * source is deleted and freed before either gets the lock, and the first to dispatch must not
+ * make the second forget it. */
+TEST(a_source_freed_while_two_threads_wait_is_called_by_neither)
+{
+    struct iwarp_loop l;
+    loop_init(&l);
+    int sv[2];
+    ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+    struct rec *r = calloc(1, sizeof *r);
+    ASSERT_TRUE(r != NULL);
+    rec_init(r, &l, sv[0], EPOLLIN, 1);
+    pthread_mutex_lock(&lock);
+    ASSERT_EQ(iwarp_loop_add(&l, &r->src), 0);
+    pthread_mutex_unlock(&lock);
+    ASSERT_EQ(iwarp_loop_start_thread(&l), 0);
+    pid_t a =
+        PROBE_WAIT_THREAD_IN(0, probe_epoll_wait, WAIT_MS, "the progress thread in epoll_wait(-1)");
+    pthread_t tb;
+    ASSERT_EQ(pthread_create(&tb, NULL, run_once_forever, &l), 0);
+    pid_t tids[PROBE_MAX_THREADS];
+    pid_t b = 0;
+    struct deadline dl = deadline_in_ms(WAIT_MS);
+    while (!b) { /* the second waiter: the thread other than the progress thread */
+        size_t n = probe_other_threads(tids, PROBE_MAX_THREADS);
+        for (size_t i = 0; i < n; i++)
+            if (tids[i] != a &&
+                probe_nr_in(probe_thread_syscall(tids[i]), PROBE_NR(probe_epoll_wait)))
+                b = tids[i];
+        if (!b && deadline_passed(&dl))
+            DEADLINE_FAIL(&dl, "%s", "a second thread in epoll_wait");
+        deadline_pause_us(1000);
+    }
+    pthread_mutex_lock(&lock);
+    ASSERT_EQ(write(sv[1], "x", 1), 1);
+    /* level-triggered: both are handed the readiness and wait for the lock */
+    PROBE_WAIT_THREAD_IN(a, probe_futex, WAIT_MS, "the progress thread waiting for the lock");
+    PROBE_WAIT_THREAD_IN(b, probe_futex, WAIT_MS, "the second waiter waiting for the lock");
+    iwarp_loop_del(&l, &r->src);
+    free(r); /* ASan reports any later call through r */
+    pthread_mutex_unlock(&lock);
+    ASSERT_EQ(pthread_join(tb, NULL), 0);
+    PROBE_WAIT_THREAD_IN(a, probe_epoll_wait, WAIT_MS, "the progress thread back in epoll_wait");
+    iwarp_loop_fini(&l);
+    close(sv[0]);
+    close(sv[1]);
+}
+
 TEST(fini_without_a_thread_and_with_nothing_registered)
 {
     struct iwarp_loop l;
