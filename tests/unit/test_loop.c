@@ -345,24 +345,33 @@ TEST(deadlines_armed_and_taken_back_do_not_wake_a_sleeping_thread)
     iwarp_loop_fini(&l);
 }
 
+/* A loop with a progress thread (*thread, once it waits in epoll_wait) watching sv[0] (a new
+ * socket pair) through a source on the heap, which the caller frees. */
+static struct rec *watched_socket(struct iwarp_loop *l, int sv[2], pid_t *thread)
+{
+    loop_init(l);
+    ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+    struct rec *r = calloc(1, sizeof *r);
+    ASSERT_TRUE(r != NULL);
+    rec_init(r, l, sv[0], EPOLLIN, 1);
+    pthread_mutex_lock(&lock);
+    ASSERT_EQ(iwarp_loop_add(l, &r->src), 0);
+    pthread_mutex_unlock(&lock);
+    ASSERT_EQ(iwarp_loop_start_thread(l), 0);
+    *thread =
+        PROBE_WAIT_THREAD_IN(0, probe_epoll_wait, WAIT_MS, "the progress thread in epoll_wait(-1)");
+    return r;
+}
+
 /* The race CI found (test_cm under ASan): epoll_wait returns a source's readiness while another
  * thread holds the lock, deletes that source and frees it; the waiting thread must not call it
  * when it gets the lock. Holding the lock across the readiness makes the order certain. */
 TEST(a_source_freed_while_the_thread_waits_outside_the_lock_is_not_called)
 {
     struct iwarp_loop l;
-    loop_init(&l);
     int sv[2];
-    ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
-    struct rec *r = calloc(1, sizeof *r);
-    ASSERT_TRUE(r != NULL);
-    rec_init(r, &l, sv[0], EPOLLIN, 1);
-    pthread_mutex_lock(&lock);
-    ASSERT_EQ(iwarp_loop_add(&l, &r->src), 0);
-    pthread_mutex_unlock(&lock);
-    ASSERT_EQ(iwarp_loop_start_thread(&l), 0);
-    pid_t tid =
-        PROBE_WAIT_THREAD_IN(0, probe_epoll_wait, WAIT_MS, "the progress thread in epoll_wait(-1)");
+    pid_t tid;
+    struct rec *r = watched_socket(&l, sv, &tid);
     pthread_mutex_lock(&lock);
     ASSERT_EQ(write(sv[1], "x", 1), 1);
     /* epoll_wait returns with r's readiness; the thread waits for the lock */
@@ -402,18 +411,9 @@ static void *run_once_forever(void *arg)
 TEST(a_source_freed_while_two_threads_wait_is_called_by_neither)
 {
     struct iwarp_loop l;
-    loop_init(&l);
     int sv[2];
-    ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
-    struct rec *r = calloc(1, sizeof *r);
-    ASSERT_TRUE(r != NULL);
-    rec_init(r, &l, sv[0], EPOLLIN, 1);
-    pthread_mutex_lock(&lock);
-    ASSERT_EQ(iwarp_loop_add(&l, &r->src), 0);
-    pthread_mutex_unlock(&lock);
-    ASSERT_EQ(iwarp_loop_start_thread(&l), 0);
-    pid_t a =
-        PROBE_WAIT_THREAD_IN(0, probe_epoll_wait, WAIT_MS, "the progress thread in epoll_wait(-1)");
+    pid_t a;
+    struct rec *r = watched_socket(&l, sv, &a);
     pthread_t tb;
     ASSERT_EQ(pthread_create(&tb, NULL, run_once_forever, &l), 0);
     pid_t tids[PROBE_MAX_THREADS];
