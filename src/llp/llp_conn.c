@@ -25,10 +25,18 @@ static void enter_fullop(struct iwarp_llp_conn *c)
     struct iwarp_mpa_tx_cfg tc = {.crc = r->crc, .markers = r->markers_tx, .stream_pos = 0};
     (void)iwarp_mpa_rx_init(&c->rx, &rc); /* valid: stream_pos 0, max_ulpdu default */
     (void)iwarp_mpa_tx_init(&c->tx, &tc);
-    /* RFC 5044 §4.5 MULPDU for the EMSS; §3: never above 64768. */
-    uint32_t m = iwarp_mpa_mulpdu(c->cfg.emss, r->markers_tx);
-    c->max_seg = m > IWARP_MPA_MULPDU_MAX ? IWARP_MPA_MULPDU_MAX : m;
     c->fullop = true;
+    iwarp_llp_conn_set_emss(c, c->cfg.emss);
+}
+
+void iwarp_llp_conn_set_emss(struct iwarp_llp_conn *c, uint32_t emss)
+{
+    c->cfg.emss = emss;
+    if (!c->fullop)
+        return;
+    /* RFC 5044 §4.5 MULPDU for the EMSS; §3: never above 64768. */
+    uint32_t m = iwarp_mpa_mulpdu(emss, iwarp_mpa_neg_result(&c->neg)->markers_tx);
+    c->max_seg = m > IWARP_MPA_MULPDU_MAX ? IWARP_MPA_MULPDU_MAX : m;
 }
 
 int iwarp_llp_conn_neg_failed(struct iwarp_llp_conn *c)

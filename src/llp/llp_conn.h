@@ -210,6 +210,11 @@ uint32_t iwarp_llp_conn_rx_bufs(struct iwarp_llp_conn *c, struct iovec iov[2]);
  */
 uint32_t iwarp_llp_conn_rx_need(struct iwarp_llp_conn *c);
 
+/* The TCP connection's EMSS is now emss (it grows once the path is known: on loopback from
+ * 32741 at connect to 65483): FPDUs framed from here on follow it (RFC 5044 §4.5, §3: MULPDU
+ * for the current EMSS, never above 64768), as Linux siw follows its socket's mss_cache. */
+void iwarp_llp_conn_set_emss(struct iwarp_llp_conn *c, uint32_t emss);
+
 /* Fill up to max iovecs with octets ready to send; returns how many iovecs (0: none now).
  * Frames new FPDUs from the QP as room allows. */
 uint32_t iwarp_llp_conn_tx_iov(struct iwarp_llp_conn *c, struct iovec *iov, uint32_t max,

@@ -13,12 +13,15 @@
 
 #include "iwarp/errors.h"
 
+/* follow_emss: a write this large counts, and every this many of them read the EMSS again. */
+#define TCP_EMSS_LARGE 16384u
+#define TCP_EMSS_EVERY 16u
 /* The smallest rest of an FPDU worth waiting for in one piece (wait_for_fpdu). */
-#define TCP_LOWAT_MIN 2048u
+#define TCP_LOWAT_MIN  2048u
 /* iovecs handed to one sendmsg (several FPDUs per call). */
-#define TCP_TX_IOV    128u
+#define TCP_TX_IOV     128u
 /* reads or writes per readiness callback, so one busy stream cannot starve the others */
-#define TCP_BUDGET    64
+#define TCP_BUDGET     64
 
 /* The smallest EMSS TCP guarantees (RFC 9293 §3.7.1: 536 for IPv4; IPv6 gets 1220). */
 #define TCP_MIN_EMSS 536u
@@ -198,6 +201,24 @@ static void send_fin(struct iwarp_llp_tcp *t, uint64_t now_ns)
         iwarp_llp_tcp_linger(t, now_ns); /* the peer's FIN is awaited so long */
 }
 
+/* The EMSS grows once TCP knows the path (loopback: 32741 at connect, 65483 after some data):
+ * after every TCP_EMSS_EVERY large writes, read it again, so that FPDUs follow it (fewer FPDUs,
+ * each read, checked and placed once). Small writes never pay the system call. */
+static void follow_emss(struct iwarp_llp_tcp *t, size_t written)
+{
+    if (written < TCP_EMSS_LARGE || ++t->large_writes % TCP_EMSS_EVERY != 0)
+        return;
+    int mss = 0;
+    socklen_t len = sizeof mss;
+    if (getsockopt(t->fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &len) != 0 || mss < (int)TCP_MIN_EMSS ||
+        (uint32_t)mss == t->emss)
+        return;
+    t->emss = (uint32_t)mss;
+    iwarp_llp_conn_set_emss(&t->conn, t->emss);
+    if (t->trace)
+        iwarp_trace_conn_set_emss(t->trace, t->emss);
+}
+
 /* Write what the connection has ready until it is empty or the socket is full. */
 static void flush(struct iwarp_llp_tcp *t, uint64_t now_ns)
 {
@@ -220,6 +241,7 @@ static void flush(struct iwarp_llp_tcp *t, uint64_t now_ns)
             if (t->trace)
                 iwarp_trace_conn_tx(t->trace, iov, n, (size_t)w);
             iwarp_llp_conn_tx_ack(&t->conn, (size_t)w);
+            follow_emss(t, (size_t)w);
             if ((size_t)w < total) {
                 t->tx_blocked = true; /* the send buffer is full */
                 break;

@@ -49,21 +49,22 @@ enum iwarp_llp_tcp_phase {
 
 struct iwarp_llp_tcp {
     int fd;
-    uint8_t phase;        /* enum iwarp_llp_tcp_phase */
-    bool conn_ready;      /* conn was initialised (iwarp_llp_tcp_start) */
-    bool rx_eof;          /* the peer's FIN was read */
-    bool fin_sent;        /* shutdown(SHUT_WR) done: our FIN is queued */
-    bool fin_wanted;      /* iwarp_llp_tcp_shutdown(): FIN once the pending octets are written */
-    bool llp_closed;      /* iwarp_llp_conn_closed() was called */
-    bool tx_blocked;      /* the last write would have blocked: wait for writability */
-    uint64_t batch_ns;    /* the batching window, set by the owner (0: no batching) */
-    uint64_t last_tx_ns;  /* when a write last moved octets */
-    bool rx_since_tx;     /* octets were read after that write (the peer answered) */
-    uint32_t rcvlowat;    /* the socket's SO_RCVLOWAT (0: never set, the kernel's 1) */
-    uint32_t tx_batched;  /* posts waiting in the current batch (0: none) */
-    uint64_t tx_batch_ns; /* the batch's latest departure, when tx_batched */
-    int err;              /* first transport error (IWARP_ERR_CONN_*), or 0 */
-    uint32_t emss;        /* TCP_MAXSEG of the connected socket */
+    uint8_t phase;         /* enum iwarp_llp_tcp_phase */
+    bool conn_ready;       /* conn was initialised (iwarp_llp_tcp_start) */
+    bool rx_eof;           /* the peer's FIN was read */
+    bool fin_sent;         /* shutdown(SHUT_WR) done: our FIN is queued */
+    bool fin_wanted;       /* iwarp_llp_tcp_shutdown(): FIN once the pending octets are written */
+    bool llp_closed;       /* iwarp_llp_conn_closed() was called */
+    bool tx_blocked;       /* the last write would have blocked: wait for writability */
+    uint64_t batch_ns;     /* the batching window, set by the owner (0: no batching) */
+    uint64_t last_tx_ns;   /* when a write last moved octets */
+    bool rx_since_tx;      /* octets were read after that write (the peer answered) */
+    uint32_t rcvlowat;     /* the socket's SO_RCVLOWAT (0: never set, the kernel's 1) */
+    uint32_t large_writes; /* writes of at least TCP_EMSS_LARGE octets (llp_tcp.c follow_emss) */
+    uint32_t tx_batched;   /* posts waiting in the current batch (0: none) */
+    uint64_t tx_batch_ns;  /* the batch's latest departure, when tx_batched */
+    int err;               /* first transport error (IWARP_ERR_CONN_*), or 0 */
+    uint32_t emss;         /* TCP_MAXSEG of the connected socket */
     struct sockaddr_storage local, peer;
     struct iwarp_llp_conn conn;
     /* NULL: no tracing. Set by the owner on a zeroed t before connect/adopt; borrowed (the

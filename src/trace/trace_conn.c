@@ -271,6 +271,12 @@ static bool end_from(struct iwarp_pcap_tcp_end *e, const struct sockaddr *sa, ui
     return true;
 }
 
+void iwarp_trace_conn_set_emss(struct iwarp_trace_conn *tc, uint32_t emss)
+{
+    if (emss)
+        tc->max_seg = emss < tc->max_pkt ? emss : tc->max_pkt;
+}
+
 int iwarp_trace_conn_open(struct iwarp_trace_conn *tc, bool active, const struct sockaddr *local,
                           const struct sockaddr *peer, uint32_t emss)
 {

@@ -118,6 +118,9 @@ void iwarp_trace_conn_set_clock(struct iwarp_trace_conn *tc, iwarp_trace_clock_f
 int iwarp_trace_conn_open(struct iwarp_trace_conn *tc, bool active, const struct sockaddr *local,
                           const struct sockaddr *peer, uint32_t emss);
 
+/* The connection's EMSS is now emss: our segments in the capture follow it (as TCP's do). */
+void iwarp_trace_conn_set_emss(struct iwarp_trace_conn *tc, uint32_t emss);
+
 /*
  * Records that the first n octets described by iov[0..iovcnt) were written to the socket.
  * Ownership: the octets are copied as needed; nothing is kept.

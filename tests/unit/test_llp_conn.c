@@ -1096,6 +1096,30 @@ static void quiet_pair(bool crc, bool markers)
     P[1].c.rx_direct_octets = P[1].c.rx_copied_octets = P[1].c.rx_moved_octets = 0;
 }
 
+TEST(fpdus_follow_an_emss_that_grows)
+{
+    /* TCP learns the path after connect (loopback: 32741, then 65483); llp_tcp passes the new
+     * EMSS on and the FPDUs framed from then on follow it (RFC 5044 §4.5), with and without
+     * markers, which take their share of the MULPDU. */
+    for (unsigned v = 0; v < 2; v++) {
+        connect_with(false, v == 1, 0, false);
+        uint32_t small = P[0].c.max_seg;
+        uint64_t f0 = P[1].c.rx_fpdus;
+        transfer(OP_WRITE, 65536, 1);
+        uint64_t before = P[1].c.rx_fpdus - f0;
+        ASSERT_TRUE(before >= 65536u / small);
+        iwarp_llp_conn_set_emss(&P[0].c, 9000);
+        ASSERT_EQ_U(P[0].c.max_seg, iwarp_mpa_mulpdu(9000, v == 1));
+        ASSERT_TRUE(P[0].c.max_seg > small);
+        f0 = P[1].c.rx_fpdus;
+        transfer(OP_WRITE, 65536, 1);
+        uint64_t after = P[1].c.rx_fpdus - f0;
+        ASSERT_TRUE(after <= 65536u / (P[0].c.max_seg - IWARP_DDP_TAGGED_HDR_LEN) + 1u);
+        ASSERT_TRUE(after < before / 4);
+        ASSERT_EQ(P[0].nerr + P[1].nerr, 0);
+    }
+}
+
 TEST(many_small_fpdus_arrive_in_one_read)
 {
     for (unsigned v = 0; v < 2; v++) {
