@@ -693,19 +693,37 @@ IWARP_EXTERN int iwarp_req_notify_cq(struct iwarp_cq *cq, int solicited_only);
  * iwarp_get_cq_event - take the next CQ event of a channel (ibv_get_cq_event).
  *
  * Blocks until an armed CQ of the channel fires, unless the channel's fd was made non-blocking
- * (O_NONBLOCK). In IWARP_PROGRESS_CALLER mode it drives progress while it waits. Each event
- * taken must be acknowledged (iwarp_ack_cq_events) before the CQ can be destroyed; the CQ must
- * be armed again for the next one.
+ * (O_NONBLOCK). While it waits, the calling thread drives the context's progress itself, in
+ * either progress mode (a progress thread stands aside meanwhile and comes back within a
+ * millisecond once nobody waits): the data that produces its event wakes it directly. Each
+ * event taken must be acknowledged (iwarp_ack_cq_events) before the CQ can be destroyed; the CQ
+ * must be armed again for the next one.
  *
  * Returns:
  *   0                    *cq is the CQ that fired, *cq_context its cq_context.
  *   IWARP_ERR_INVAL      channel or cq is NULL.
- *   IWARP_ERR_BUSY       the fd is non-blocking and no event is pending.
+ *   IWARP_ERR_BUSY       the fd is non-blocking and no event is pending (after one pass of
+ *                        progress).
  * Ownership: the CQ stays the caller's; cq_context may be NULL (not wanted).
  * Context: any thread; waits without the context lock.
  */
 IWARP_EXTERN int iwarp_get_cq_event(struct iwarp_comp_channel *channel, struct iwarp_cq **cq,
                                     void **cq_context);
+
+/**
+ * iwarp_get_cq_event_timeout - iwarp_get_cq_event with a timeout (-1: forever, 0: one pass of
+ * progress), whatever the fd's O_NONBLOCK.
+ *
+ * Returns:
+ *   0                    *cq is the CQ that fired, *cq_context its cq_context.
+ *   IWARP_ERR_INVAL      channel or cq is NULL.
+ *   IWARP_ERR_TIMEDOUT   no event within timeout_ms.
+ * Ownership: as iwarp_get_cq_event.
+ * Context: any thread; waits without the context lock.
+ */
+IWARP_EXTERN int iwarp_get_cq_event_timeout(struct iwarp_comp_channel *channel,
+                                            struct iwarp_cq **cq, void **cq_context,
+                                            int timeout_ms);
 
 /**
  * iwarp_ack_cq_events - acknowledge nevents events taken for cq with iwarp_get_cq_event.

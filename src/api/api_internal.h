@@ -115,6 +115,7 @@ struct iwarp_comp_channel_impl {
     struct iwarp_comp_channel pub; /* first */
     struct iwarp_cq *fired_head, *fired_tail;
     uint32_t n_cq;
+    uint32_t n_waiters; /* threads waiting in the loop for its next event (verbs_cq.c) */
 };
 
 struct iwarp_srq {

@@ -78,6 +78,8 @@ static void cq_notify(void *user, struct iwarp_core_cq *core, enum iwarp_core_cq
             ch->fired_head = cq;
         ch->fired_tail = cq;
         (void)eventfd_write(ch->pub.fd, 1);
+        if (ch->n_waiters) /* they wait in the loop, not on the fd */
+            iwarp_loop_wake(&cq->ctx->loop);
     }
 }
 
@@ -183,44 +185,83 @@ int iwarp_req_notify_cq(struct iwarp_cq *cq, int solicited_only)
     return 0;
 }
 
-int iwarp_get_cq_event(struct iwarp_comp_channel *channel, struct iwarp_cq **cq_out,
+/* Take the channel's next event (lock held); false when none has fired. */
+static bool take_event(struct iwarp_comp_channel_impl *ch, struct iwarp_cq **cq_out,
                        void **cq_context)
+{
+    struct iwarp_cq *cq = ch->fired_head;
+    if (!cq)
+        return false;
+    ch->fired_head = cq->next_fired;
+    if (!ch->fired_head) {
+        ch->fired_tail = NULL;
+        eventfd_t v;
+        (void)eventfd_read(ch->pub.fd, &v); /* counter > 0: does not block */
+    }
+    cq->event_pending = false;
+    cq->events_delivered++;
+    *cq_out = cq;
+    if (cq_context)
+        *cq_context = cq->cq_context;
+    return true;
+}
+
+/* Milliseconds from now to deadline (UINT64_MAX: none), rounded up, at most 1 s. */
+static int wait_ms(uint64_t deadline)
+{
+    uint64_t now = iwarp_loop_now();
+    if (deadline <= now)
+        return 0;
+    uint64_t ms = deadline == UINT64_MAX ? 1000 : (deadline - now + 999999u) / 1000000u;
+    return ms > 1000 ? 1000 : (int)ms;
+}
+
+/*
+ * The waiting thread makes the progress itself, in either mode (iwarp_loop_help: with a
+ * progress thread, that thread stands aside meanwhile), so the data that produces its event
+ * wakes it directly instead of waking the progress thread, which would then wake it through
+ * the channel's fd. An event another thread fires wakes it through the loop's wake fd
+ * (cq_notify: ch->n_waiters).
+ */
+int iwarp_get_cq_event_timeout(struct iwarp_comp_channel *channel, struct iwarp_cq **cq_out,
+                               void **cq_context, int timeout_ms)
 {
     if (!channel || !cq_out)
         return IWARP_ERR_INVAL;
     struct iwarp_ctx *ctx = channel->context;
     struct iwarp_comp_channel_impl *ch = chan_impl(channel);
-    for (;;) {
+    uint64_t deadline =
+        timeout_ms < 0 ? UINT64_MAX : iwarp_loop_now() + (uint64_t)timeout_ms * 1000000u;
+    for (bool first = true;; first = false) {
         pthread_mutex_lock(&ctx->lock);
-        struct iwarp_cq *cq = ch->fired_head;
-        if (cq) {
-            ch->fired_head = cq->next_fired;
-            if (!ch->fired_head) {
-                ch->fired_tail = NULL;
-                eventfd_t v;
-                (void)eventfd_read(ch->pub.fd, &v); /* counter > 0: does not block */
-            }
-            cq->event_pending = false;
-            cq->events_delivered++;
+        if (!first)
+            ch->n_waiters--;
+        if (take_event(ch, cq_out, cq_context)) {
             pthread_mutex_unlock(&ctx->lock);
-            *cq_out = cq;
-            if (cq_context)
-                *cq_context = cq->cq_context;
             return 0;
+        }
+        int ms = wait_ms(deadline);
+        if (ms == 0 && !first) { /* a zero timeout still makes one pass of progress */
+            pthread_mutex_unlock(&ctx->lock);
+            return IWARP_ERR_TIMEDOUT;
         }
         if (ctx->doorbells) /* about to wait: batched posts must not wait with us */
             iwarp_api_doorbells_ring(ctx);
+        ch->n_waiters++;
         pthread_mutex_unlock(&ctx->lock);
-        int fl = fcntl(ch->pub.fd, F_GETFL);
-        if (fl >= 0 && (fl & O_NONBLOCK))
-            return IWARP_ERR_BUSY;
-        if (ctx->attr.progress == IWARP_PROGRESS_CALLER) {
-            iwarp_loop_run_once(&ctx->loop, 100); /* nobody else moves data in this mode */
-        } else {
-            struct pollfd p = {.fd = ch->pub.fd, .events = POLLIN};
-            (void)poll(&p, 1, -1);
-        }
+        iwarp_loop_help(&ctx->loop, ms);
     }
+}
+
+int iwarp_get_cq_event(struct iwarp_comp_channel *channel, struct iwarp_cq **cq_out,
+                       void **cq_context)
+{
+    if (!channel || !cq_out)
+        return IWARP_ERR_INVAL;
+    int fl = fcntl(channel->fd, F_GETFL);
+    bool nonblock = fl >= 0 && (fl & O_NONBLOCK);
+    int rc = iwarp_get_cq_event_timeout(channel, cq_out, cq_context, nonblock ? 0 : -1);
+    return rc == IWARP_ERR_TIMEDOUT ? IWARP_ERR_BUSY : rc;
 }
 
 void iwarp_ack_cq_events(struct iwarp_cq *cq, unsigned int nevents)

@@ -159,6 +159,13 @@ int iwarp_loop_init(struct iwarp_loop *l, pthread_mutex_t *lock,
     l->dealloc = dealloc;
     l->alloc_user = alloc_user;
     l->timer_armed = UINT64_MAX;
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    int crc = pthread_cond_init(&l->parked, &ca);
+    pthread_condattr_destroy(&ca);
+    if (crc != 0)
+        return IWARP_ERR_IO;
     l->epfd = epoll_create1(EPOLL_CLOEXEC);
     l->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     l->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
@@ -170,21 +177,38 @@ int iwarp_loop_init(struct iwarp_loop *l, pthread_mutex_t *lock,
         epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->wake_fd, &wake) != 0 ||
         epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->timer_fd, &timer) != 0) {
         close_fds(l);
+        pthread_cond_destroy(&l->parked);
         return IWARP_ERR_IO;
     }
     return 0;
 }
 
+static int run_once(struct iwarp_loop *l, int timeout_ms, bool thread);
+
+/* The progress thread: it runs the loop, except while helpers run it (iwarp_loop_help); then
+ * it sleeps, looking every IWARP_LOOP_PARK_NS whether they are gone. Helpers leave without
+ * waking it: a helper that comes back at once, as one waiting for completion after completion
+ * does, finds it still aside. */
 static void *loop_thread(void *arg)
 {
     struct iwarp_loop *l = arg;
     for (;;) {
         pthread_mutex_lock(l->lock);
+        while (!l->stop && l->n_helpers > 0) {
+            struct timespec until;
+            clock_gettime(CLOCK_MONOTONIC, &until);
+            until.tv_nsec += IWARP_LOOP_PARK_NS;
+            if (until.tv_nsec >= 1000000000L) {
+                until.tv_sec++;
+                until.tv_nsec -= 1000000000L;
+            }
+            (void)pthread_cond_timedwait(&l->parked, l->lock, &until);
+        }
         bool stop = l->stop;
         pthread_mutex_unlock(l->lock);
         if (stop)
             break;
-        iwarp_loop_run_once(l, -1);
+        run_once(l, -1, true);
     }
     return NULL;
 }
@@ -205,6 +229,7 @@ void iwarp_loop_fini(struct iwarp_loop *l)
     if (l->thread_running) {
         pthread_mutex_lock(l->lock);
         l->stop = true;
+        pthread_cond_broadcast(&l->parked);
         pthread_mutex_unlock(l->lock);
         /* The eventfd stays readable until read, so a thread that has not reached
          * epoll_wait yet returns from it at once: the shutdown is bounded. */
@@ -213,6 +238,7 @@ void iwarp_loop_fini(struct iwarp_loop *l)
         l->thread_running = false;
     }
     close_fds(l);
+    pthread_cond_destroy(&l->parked);
     if (l->heap)
         l->dealloc(l->alloc_user, l->heap);
     l->heap = NULL;
@@ -316,8 +342,9 @@ int iwarp_loop_set_timer(struct iwarp_loop *l, struct iwarp_loop_src *src, uint6
 
 /* ---- running --------------------------------------------------------------------------- */
 
-/* Dispatch n ready events and then the expired timers. Lock held. */
-static int dispatch(struct iwarp_loop *l, struct epoll_event *ev, int n)
+/* Dispatch n ready events and then the expired timers; thread: the progress thread runs it.
+ * Lock held. */
+static int dispatch(struct iwarp_loop *l, struct epoll_event *ev, int n, bool thread)
 {
     int ran = 0;
     struct loop_batch b = {.next = l->active, .ev = ev, .n = n};
@@ -331,6 +358,8 @@ static int dispatch(struct iwarp_loop *l, struct epoll_event *ev, int n)
             (void)r;
             if (p == &l->timer_fd)
                 l->timer_armed = UINT64_MAX; /* a one-shot timer: it has fired */
+            else if (thread && l->n_helpers > 0)
+                iwarp_loop_wake(l); /* a wake for a helper: leave it to one (this thread parks) */
             continue;
         }
         struct iwarp_loop_src *s = p;
@@ -374,6 +403,23 @@ static int drop_gone(struct iwarp_loop *l, struct epoll_event *ev, int n, uint64
 
 int iwarp_loop_run_once(struct iwarp_loop *l, int timeout_ms)
 {
+    return run_once(l, timeout_ms, false);
+}
+
+int iwarp_loop_help(struct iwarp_loop *l, int timeout_ms)
+{
+    pthread_mutex_lock(l->lock);
+    l->n_helpers++;
+    pthread_mutex_unlock(l->lock);
+    int ran = run_once(l, timeout_ms, false);
+    pthread_mutex_lock(l->lock);
+    l->n_helpers--;
+    pthread_mutex_unlock(l->lock);
+    return ran;
+}
+
+static int run_once(struct iwarp_loop *l, int timeout_ms, bool thread)
+{
     struct epoll_event ev[LOOP_BATCH];
     pthread_mutex_lock(l->lock);
     arm_timerfd(l);
@@ -388,7 +434,7 @@ int iwarp_loop_run_once(struct iwarp_loop *l, int timeout_ms)
     pthread_mutex_lock(l->lock);
     l->n_waiting--;
     n = drop_gone(l, ev, n, since);
-    int ran = dispatch(l, ev, n);
+    int ran = dispatch(l, ev, n, thread);
     pthread_mutex_unlock(l->lock);
     return ran;
 }
@@ -399,5 +445,5 @@ int iwarp_loop_poll_locked(struct iwarp_loop *l)
     int n = epoll_wait(l->epfd, ev, LOOP_BATCH, 0);
     if (n < 0)
         n = 0;
-    return dispatch(l, ev, n);
+    return dispatch(l, ev, n, false);
 }

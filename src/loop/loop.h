@@ -46,6 +46,10 @@ struct iwarp_loop {
     pthread_t thread;
     bool thread_running;
     bool stop;
+    /* application threads running the loop in the progress thread's place (iwarp_loop_help);
+     * while there are any, the progress thread stands aside on `parked` */
+    uint32_t n_helpers;
+    pthread_cond_t parked;
     uint32_t n_waiting; /* threads inside epoll_wait: the progress thread, application threads
                            progressing in caller mode */
     void *active;       /* private to loop.c: ready lists being dispatched (iwarp_loop_del clears a
@@ -87,6 +91,18 @@ int iwarp_loop_set_timer(struct iwarp_loop *l, struct iwarp_loop_src *src, uint6
 /* Wait up to timeout_ms (0: poll, -1: until something happens) and run ready callbacks and
  * expired timers. Call WITHOUT the lock. Returns the number of callbacks run. */
 int iwarp_loop_run_once(struct iwarp_loop *l, int timeout_ms);
+
+/*
+ * iwarp_loop_run_once for a thread that waits for something the loop produces (a completion
+ * event): the progress thread, if any, stands aside while such helpers wait, so the readiness
+ * a helper waits for wakes the helper itself, not the progress thread, which would then have to
+ * wake it: one wakeup on the way to the application instead of two. The progress thread comes
+ * back within IWARP_LOOP_PARK_NS once no helper is left. Call WITHOUT the lock.
+ */
+int iwarp_loop_help(struct iwarp_loop *l, int timeout_ms);
+
+/* How long a parked progress thread sleeps before it looks whether helpers are still there. */
+#define IWARP_LOOP_PARK_NS 1000000u
 
 /* Same, but called with the lock held and never waiting (caller mode from poll_cq). */
 int iwarp_loop_poll_locked(struct iwarp_loop *l);

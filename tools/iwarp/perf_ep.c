@@ -4,8 +4,6 @@
  * channel while the context's progress thread moves data.
  */
 #define _POSIX_C_SOURCE 200809L
-#include <fcntl.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,8 +50,6 @@ int perf_ep_open(struct perf_ep *e, bool busy, const char *trace, bool sctp, uin
     if (!busy) {
         if ((rc = iwarp_create_comp_channel(e->ctx, &e->cch)) < 0)
             return perf_ep_fail(e, rc, "iwarp_create_comp_channel");
-        /* Never block inside iwarp_get_cq_event: we poll() the fd with a timeout first. */
-        (void)fcntl(e->cch->fd, F_SETFL, fcntl(e->cch->fd, F_GETFL) | O_NONBLOCK);
     }
     if ((rc = iwarp_alloc_pd(e->ctx, &e->pd)) < 0)
         return perf_ep_fail(e, rc, "iwarp_alloc_pd");
@@ -207,12 +203,11 @@ int perf_ep_wait_wc(struct perf_ep *e, struct iwarp_wc *wc, int timeout_ms)
         uint64_t now = perf_now_ns();
         if (now >= deadline)
             return perf_ep_fail(e, IWARP_ERR_TIMEDOUT, "waiting for the peer");
-        struct pollfd pfd = {.fd = e->cch->fd, .events = POLLIN};
+        /* the library's wait: this thread makes the progress itself while it waits */
         uint64_t left = (deadline - now) / 1000000u + 1;
-        (void)poll(&pfd, 1, left > 1000 ? 1000 : (int)left);
         struct iwarp_cq *cq;
         void *cq_ctx;
-        if (iwarp_get_cq_event(e->cch, &cq, &cq_ctx) == 0) {
+        if (iwarp_get_cq_event_timeout(e->cch, &cq, &cq_ctx, left > 1000 ? 1000 : (int)left) == 0) {
             iwarp_ack_cq_events(cq, 1);
             e->armed = false;
         }

@@ -103,7 +103,7 @@ static const struct cli_opt rows[] = {
     {CLI_OPTION(CLI_FLAG, "busy-poll", 0, NULL), AT(busy_poll),
      .help = "both sides drive progress themselves and spin on the CQ;\n"
              "default: a progress thread per side and completion-channel\n"
-             "events (iwarp_req_notify_cq + iwarp_get_cq_event)"},
+             "events (iwarp_req_notify_cq + iwarp_get_cq_event_timeout)"},
     {CLI_OPTION(CLI_FLAG, "verify", 0, NULL), AT(verify),
      .help = "check every octet: read data and received Sends at once, each\n"
              "latency message, and after a write phase the server compares\n"
