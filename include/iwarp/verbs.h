@@ -638,7 +638,6 @@ IWARP_EXTERN int iwarp_destroy_comp_channel(struct iwarp_comp_channel *channel);
  *   IWARP_ERR_INVAL      ctx or cq is NULL; cqe is not 1 .. max_cqe
  *                        (iwarp_query_device); channel belongs to another context.
  *   IWARP_ERR_NOMEM      out of memory.
- *   IWARP_ERR_IO         its eventfd cannot be created.
  * Ownership: cq_context and channel are borrowed for the CQ's life. The CQ belongs to the
  *   caller until iwarp_destroy_cq.
  * Context: any thread; takes the context lock.
@@ -738,8 +737,8 @@ IWARP_EXTERN void iwarp_ack_cq_events(struct iwarp_cq *cq, unsigned int nevents)
  * iwarp_cq_wait - wait up to timeout_ms (-1: forever) until the CQ has a completion.
  *
  * A "wait with timeout" independent of iwarp_req_notify_cq: it neither consumes nor creates
- * completion-channel events, and does not take the completion. In IWARP_PROGRESS_CALLER mode it
- * drives progress while it waits.
+ * completion-channel events, and does not take the completion. The calling thread drives the
+ * context's progress while it waits, as in iwarp_get_cq_event.
  *
  * Returns:
  *   0                    the CQ has completions to poll.

@@ -106,7 +106,6 @@ struct iwarp_cq {
     uint64_t events_acked;
     bool event_pending;          /* an arm fired and get_cq_event has not taken it */
     struct iwarp_cq *next_fired; /* the channel's queue of fired CQs */
-    int wait_fd;                 /* eventfd for iwarp_cq_wait */
     bool waiting;                /* a thread waits in iwarp_cq_wait */
 };
 

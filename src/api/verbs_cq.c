@@ -1,6 +1,5 @@
 /* Completion queues and completion channels (ibv_create_cq shapes). */
 #include <fcntl.h>
-#include <poll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -57,8 +56,8 @@ static void cq_notify(void *user, struct iwarp_core_cq *core, enum iwarp_core_cq
     (void)core;
     bool overrun = why == IWARP_CORE_CQ_OVERRUN;
     if (why == IWARP_CORE_CQ_WAKE) {
-        if (cq->waiting)
-            (void)eventfd_write(cq->wait_fd, 1);
+        if (cq->waiting) /* iwarp_cq_wait waits in the loop */
+            iwarp_loop_wake(&cq->ctx->loop);
         return;
     }
     if (overrun) {
@@ -67,7 +66,7 @@ static void cq_notify(void *user, struct iwarp_core_cq *core, enum iwarp_core_cq
         iwarp_api_log(cq->ctx, IWARP_LOG_ERROR, "CQ overrun: a completion was lost");
     }
     if (overrun && cq->waiting)
-        (void)eventfd_write(cq->wait_fd, 1);
+        iwarp_loop_wake(&cq->ctx->loop);
     if (cq->channel && !cq->event_pending && !overrun) {
         struct iwarp_comp_channel_impl *ch = chan_impl(cq->channel);
         cq->event_pending = true;
@@ -94,13 +93,9 @@ int iwarp_create_cq(struct iwarp_ctx *ctx, int cqe, void *cq_context,
     if (!cq)
         return IWARP_ERR_NOMEM;
     cq->ring = iwarp_api_calloc(ctx, (size_t)cqe, sizeof *cq->ring);
-    cq->wait_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (!cq->ring || cq->wait_fd < 0) {
-        if (cq->wait_fd >= 0)
-            close(cq->wait_fd);
-        iwarp_api_free(ctx, cq->ring);
+    if (!cq->ring) {
         iwarp_api_free(ctx, cq);
-        return cq->wait_fd < 0 ? IWARP_ERR_IO : IWARP_ERR_NOMEM;
+        return IWARP_ERR_NOMEM;
     }
     cq->ctx = ctx;
     cq->channel = channel;
@@ -154,7 +149,6 @@ int iwarp_destroy_cq(struct iwarp_cq *cq)
     }
     ctx->n_cq--;
     pthread_mutex_unlock(&ctx->lock);
-    close(cq->wait_fd);
     iwarp_api_free(ctx, cq->ring);
     iwarp_api_free(ctx, cq);
     return 0;
@@ -301,16 +295,8 @@ int iwarp_cq_wait(struct iwarp_cq *cq, int timeout_ms)
         uint64_t left = deadline == UINT64_MAX ? 1000 : ms_left(deadline);
         if (deadline != UINT64_MAX && left == 0)
             break;
-        int wait = left > 1000 ? 1000 : (int)left;
-        if (ctx->attr.progress == IWARP_PROGRESS_CALLER) {
-            iwarp_loop_run_once(&ctx->loop, wait);
-        } else {
-            struct pollfd p = {.fd = cq->wait_fd, .events = POLLIN};
-            if (poll(&p, 1, wait) > 0) {
-                eventfd_t v;
-                (void)eventfd_read(cq->wait_fd, &v);
-            }
-        }
+        /* as iwarp_get_cq_event: this thread makes the progress it waits for */
+        iwarp_loop_help(&ctx->loop, left > 1000 ? 1000 : (int)left);
     }
     pthread_mutex_lock(&ctx->lock);
     cq->waiting = false;

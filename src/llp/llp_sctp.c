@@ -1178,6 +1178,13 @@ void iwarp_llp_sctp_owner_collect(struct iwarp_llp_sctp_owner *o)
 
 /* ---- endpoints ----------------------------------------------------------------------------- */
 
+void iwarp_llp_sctp_ep_set_fault(struct iwarp_llp_sctp_ep *ep,
+                                 const struct iwarp_llp_sctp_fault *fault)
+{
+    static const struct iwarp_llp_sctp_fault none;
+    ep->fault = fault ? *fault : none;
+}
+
 int iwarp_llp_sctp_ep_open(const struct iwarp_llp_sctp_ep_cfg *cfg,
                            struct iwarp_llp_sctp_ep **ep_out)
 {

@@ -227,6 +227,11 @@ void iwarp_llp_sctp_owner_collect(struct iwarp_llp_sctp_owner *o);
 int iwarp_llp_sctp_ep_open(const struct iwarp_llp_sctp_ep_cfg *cfg,
                            struct iwarp_llp_sctp_ep **ep_out);
 
+/* Test hook: ep's fault injection from now on (NULL: none). Packets already delayed still
+ * leave when due. */
+void iwarp_llp_sctp_ep_set_fault(struct iwarp_llp_sctp_ep *ep,
+                                 const struct iwarp_llp_sctp_fault *fault);
+
 /*
  * Close an endpoint: aborts its associations (peers see them lost; no callback runs), closes
  * its listeners, frees everything, and with the last endpoint finishes the stack (bounded: a

@@ -9,10 +9,12 @@
  *    thread, as its own copy counter shows (util/copy.h counts per thread). Before, the
  *    client's progress thread received everything and woke the waiter through the channel.
  *    Once the client stops waiting its progress thread is back: the server's Reads of the
- *    client's memory, which only that thread can answer, complete.
+ *    client's memory, which only that thread can answer, complete;
+ *  - iwarp_cq_wait (caller mode) wakes at once for a completion another thread makes.
  */
 #define _GNU_SOURCE 1
 #include <fcntl.h>
+#include <pthread.h>
 
 #include "stack_pair.h"
 #include "util/copy.h"
@@ -116,5 +118,48 @@ TEST(the_waiting_thread_makes_the_progress_itself)
               0);
     sp_poll_ok(&r.srv, NULL, IWARP_WC_RDMA_READ);
     SP_ASSERT_PATTERN(r.sbuf, READ_LEN, 11);
+    sp_rig_down(&r);
+}
+
+struct poster {
+    struct sp_rig *r;
+    uint64_t posted_ms;
+};
+
+static void *post_later(void *arg)
+{
+    struct poster *p = arg;
+    deadline_pause_us(100000); /* the main thread is inside iwarp_cq_wait by now */
+    p->posted_ms = sp_now_ms();
+    ASSERT_EQ(sp_post(p->r->pair.cli.qp, 7, IWARP_WR_RDMA_WRITE, 0, p->r->cbuf, 64, p->r->cmr->lkey,
+                      p->r->pair.cli.peer.addr, p->r->pair.cli.peer.rkey),
+              0);
+    return NULL;
+}
+
+/* Caller mode, two application threads: one waits in iwarp_cq_wait, the other posts a Write,
+ * which completes in the poster's thread as it is handed to TCP. The waiter must wake for it
+ * at once (the loop's wake fd), not when its wait in the loop times out. */
+TEST(a_completion_made_by_another_thread_wakes_cq_wait)
+{
+    struct sp_rig r;
+    memset(&r, 0, sizeof r);
+    sp_side_init(&r.srv, IWARP_PROGRESS_CALLER, 64);
+    sp_side_init(&r.cli, IWARP_PROGRESS_CALLER, 64);
+    struct sp_cfg cfg = {
+        .cap = {.max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 1, .max_recv_sge = 1},
+        .sq_sig_all = 1};
+    sp_rig_connect(&r, BUF, &cfg);
+    struct poster p = {.r = &r};
+    pthread_t t;
+    ASSERT_EQ(pthread_create(&t, NULL, post_later, &p), 0);
+    ASSERT_EQ(iwarp_cq_wait(r.cli.cq, 5000), 0);
+    uint64_t woke = sp_now_ms();
+    ASSERT_EQ(pthread_join(t, NULL), 0);
+    /* the loop's own waits last up to a second: well under that */
+    ASSERT_TRUE(woke - p.posted_ms < 500);
+    struct iwarp_wc wc;
+    ASSERT_EQ(iwarp_poll_cq(r.cli.cq, 1, &wc), 1);
+    ASSERT_EQ(wc.wr_id, 7);
     sp_rig_down(&r);
 }
