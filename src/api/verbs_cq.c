@@ -267,12 +267,6 @@ void iwarp_ack_cq_events(struct iwarp_cq *cq, unsigned int nevents)
     pthread_mutex_unlock(&cq->ctx->lock);
 }
 
-static uint64_t ms_left(uint64_t deadline)
-{
-    uint64_t now = iwarp_loop_now();
-    return now >= deadline ? 0 : (deadline - now + 999999u) / 1000000u;
-}
-
 int iwarp_cq_wait(struct iwarp_cq *cq, int timeout_ms)
 {
     if (!cq)
@@ -292,11 +286,11 @@ int iwarp_cq_wait(struct iwarp_cq *cq, int timeout_ms)
         if (ctx->doorbells)   /* about to wait: batched posts must not wait with us */
             iwarp_api_doorbells_ring(ctx);
         pthread_mutex_unlock(&ctx->lock);
-        uint64_t left = deadline == UINT64_MAX ? 1000 : ms_left(deadline);
-        if (deadline != UINT64_MAX && left == 0)
+        int ms = wait_ms(deadline);
+        if (ms == 0)
             break;
         /* as iwarp_get_cq_event: this thread makes the progress it waits for */
-        iwarp_loop_help(&ctx->loop, left > 1000 ? 1000 : (int)left);
+        iwarp_loop_help(&ctx->loop, ms);
     }
     pthread_mutex_lock(&ctx->lock);
     cq->waiting = false;
