@@ -504,6 +504,22 @@ int perf_client_tcp(struct perf_client *c, bool lat, uint32_t size, struct perf_
     return 0;
 }
 
+/* Disconnect QPs [from, to) gracefully and take their DISCONNECTED (or give up after 5 s). */
+static void disconnect_qps(struct perf_ep *e, uint32_t from, uint32_t to)
+{
+    uint32_t left = 0;
+    for (uint32_t q = from; q < to; q++)
+        left += e->ids[q] && iwarp_cm_disconnect(e->ids[q]) == 0;
+    while (left) {
+        struct iwarp_cm_event *ev;
+        if (iwarp_cm_get_event_timeout(e->cmch, &ev, 5000) < 0)
+            break;
+        if (ev->event == IWARP_CM_EVENT_DISCONNECTED)
+            left--;
+        iwarp_cm_ack_event(ev);
+    }
+}
+
 /* Say goodbye (PHASE quit), disconnect every QP gracefully and release everything. */
 void perf_client_close(struct perf_client *c)
 {
@@ -515,17 +531,11 @@ void perf_client_close(struct perf_client *c)
         while (rc == 0 && (rc = perf_ep_wait_wc(e, &wc, 5000)) == 1 &&
                perf_wr_kind(wc.wr_id) != PERF_WR_CTL)
             ;
-        uint32_t left = 0;
-        for (uint32_t q = 0; q < c->p.nqps; q++)
-            left += e->ids[q] && iwarp_cm_disconnect(e->ids[q]) == 0;
-        while (left) {
-            struct iwarp_cm_event *ev;
-            if (iwarp_cm_get_event_timeout(e->cmch, &ev, 5000) < 0)
-                break;
-            if (ev->event == IWARP_CM_EVENT_DISCONNECTED)
-                left--;
-            iwarp_cm_ack_event(ev);
-        }
+        /* QP 0 first, and alone: its DISCONNECTED means the server read the stream to its end,
+         * so QUIT is in the server's CQ ahead of the flushed receives of the other QPs (closed
+         * together, another QP's end could overtake QUIT and look like an error there). */
+        disconnect_qps(e, 0, 1);
+        disconnect_qps(e, 1, c->p.nqps);
     }
     perf_ep_close(e);
     free(c->samples);
