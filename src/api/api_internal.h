@@ -192,8 +192,9 @@ void iwarp_api_async_drop_qp_locked(struct iwarp_ctx *ctx, const struct iwarp_qp
 struct iwarp_cm_id;
 int iwarp_api_cm_set_qp(struct iwarp_cm_id *id, struct iwarp_qp *qp);
 
-/* In IWARP_PROGRESS_CALLER mode: run the loop once without waiting (lock held). */
-void iwarp_api_progress_locked(struct iwarp_ctx *ctx);
+/* Let go of ctx->lock; then the system calls decided under it are made (iwarp_loop_unlock).
+ * Every holder of the lock lets go of it through this. */
+void iwarp_api_unlock(struct iwarp_ctx *ctx);
 
 /* ---- packet trace (trace.c) ---- */
 

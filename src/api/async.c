@@ -73,7 +73,7 @@ int iwarp_get_async_event_sized(struct iwarp_ctx *ctx, struct iwarp_async_event 
         }
         rc = 0;
     }
-    pthread_mutex_unlock(&ctx->lock);
+    iwarp_api_unlock(ctx);
     return rc;
 }
 

@@ -284,7 +284,7 @@ int iwarp_cm_create_channel(struct iwarp_ctx *ctx, struct iwarp_cm_channel **out
     ch->pub.context = ctx;
     pthread_mutex_lock(&ctx->lock);
     ctx->n_cm++;
-    pthread_mutex_unlock(&ctx->lock);
+    iwarp_api_unlock(ctx);
     *out = &ch->pub;
     return 0;
 }
@@ -297,11 +297,11 @@ int iwarp_cm_destroy_channel(struct iwarp_cm_channel *pub)
     struct iwarp_ctx *ctx = pub->context;
     pthread_mutex_lock(&ctx->lock);
     if (ch->n_ids || ch->head) {
-        pthread_mutex_unlock(&ctx->lock);
+        iwarp_api_unlock(ctx);
         return IWARP_ERR_BUSY;
     }
     ctx->n_cm--;
-    pthread_mutex_unlock(&ctx->lock);
+    iwarp_api_unlock(ctx);
     close(pub->fd);
     iwarp_api_free(ctx, ch);
     return 0;
@@ -335,7 +335,7 @@ int iwarp_cm_get_event_timeout(struct iwarp_cm_channel *pub, struct iwarp_cm_eve
     for (;;) {
         pthread_mutex_lock(&ctx->lock);
         struct cm_ev *e = pop_event(ch);
-        pthread_mutex_unlock(&ctx->lock);
+        iwarp_api_unlock(ctx);
         if (e) {
             *ev = &e->pub;
             return 0;
@@ -365,11 +365,11 @@ int iwarp_cm_get_event(struct iwarp_cm_channel *pub, struct iwarp_cm_event **ev)
     int fl = fcntl(pub->fd, F_GETFL);
     if (fl >= 0 && (fl & O_NONBLOCK)) {
         struct iwarp_ctx *ctx = pub->context;
-        pthread_mutex_lock(&ctx->lock);
         if (ctx->attr.progress == IWARP_PROGRESS_CALLER)
-            iwarp_loop_poll_locked(&ctx->loop);
+            iwarp_loop_run_once(&ctx->loop, 0);
+        pthread_mutex_lock(&ctx->lock);
         struct cm_ev *e = pop_event(cm_ch_of(pub));
-        pthread_mutex_unlock(&ctx->lock);
+        iwarp_api_unlock(ctx);
         if (!e)
             return IWARP_ERR_BUSY;
         *ev = &e->pub;
@@ -387,14 +387,14 @@ int iwarp_cm_ack_event(struct iwarp_cm_event *pub)
     struct iwarp_ctx *ctx = id->pub.context;
     pthread_mutex_lock(&ctx->lock);
     if (!e->busy) {
-        pthread_mutex_unlock(&ctx->lock);
+        iwarp_api_unlock(ctx);
         return IWARP_ERR_STATE;
     }
     if (pub->event == IWARP_CM_EVENT_CONNECT_REQUEST && id->listen_id)
         id->listen_id->n_req_unacked--;
     e->busy = false;
     id->n_unacked--;
-    pthread_mutex_unlock(&ctx->lock);
+    iwarp_api_unlock(ctx);
     return 0;
 }
 
@@ -438,7 +438,7 @@ int iwarp_cm_create_id(struct iwarp_cm_channel *pub, struct iwarp_cm_id **out, v
     pthread_mutex_lock(&ctx->lock);
     id->ch->n_ids++;
     ctx->n_cm++;
-    pthread_mutex_unlock(&ctx->lock);
+    iwarp_api_unlock(ctx);
     *out = &id->pub;
     return 0;
 }
@@ -451,7 +451,7 @@ int iwarp_cm_destroy_id(struct iwarp_cm_id *pub)
     struct iwarp_ctx *ctx = pub->context;
     pthread_mutex_lock(&ctx->lock);
     if (id->n_unacked || pub->qp || id->n_req_unacked) {
-        pthread_mutex_unlock(&ctx->lock);
+        iwarp_api_unlock(ctx);
         return IWARP_ERR_BUSY;
     }
     if (id->lsn)
@@ -465,7 +465,7 @@ int iwarp_cm_destroy_id(struct iwarp_cm_id *pub)
     }
     id->ch->n_ids--;
     ctx->n_cm--;
-    pthread_mutex_unlock(&ctx->lock);
+    iwarp_api_unlock(ctx);
     iwarp_api_free(ctx, id);
     return 0;
 }
@@ -506,7 +506,7 @@ int iwarp_cm_resolve_addr(struct iwarp_cm_id *pub, const struct sockaddr *src,
             id->state = CM_ADDR;
         }
     }
-    pthread_mutex_unlock(&pub->context->lock);
+    iwarp_api_unlock(pub->context);
     return rc;
 }
 
@@ -523,7 +523,7 @@ int iwarp_cm_resolve_route(struct iwarp_cm_id *pub, int timeout_ms)
         if (rc == 0)
             id->state = CM_ROUTE;
     }
-    pthread_mutex_unlock(&pub->context->lock);
+    iwarp_api_unlock(pub->context);
     return rc;
 }
 
@@ -540,7 +540,7 @@ int iwarp_cm_bind_addr(struct iwarp_cm_id *pub, const struct sockaddr *addr)
         id->state = CM_ADDR;
         rc = 0;
     }
-    pthread_mutex_unlock(&pub->context->lock);
+    iwarp_api_unlock(pub->context);
     return rc;
 }
 
@@ -556,7 +556,7 @@ int iwarp_cm_listen(struct iwarp_cm_id *pub, int backlog)
         rc = id->tp->listen(id, backlog);
     if (rc == 0)
         id->state = CM_LISTEN;
-    pthread_mutex_unlock(&ctx->lock);
+    iwarp_api_unlock(ctx);
     return rc;
 }
 
@@ -570,7 +570,7 @@ int iwarp_cm_create_qp(struct iwarp_cm_id *pub, struct iwarp_pd *pd,
     struct iwarp_ctx *ctx = pub->context;
     pthread_mutex_lock(&ctx->lock);
     bool has = pub->qp != NULL;
-    pthread_mutex_unlock(&ctx->lock);
+    iwarp_api_unlock(ctx);
     if (has)
         return IWARP_ERR_BUSY;
     struct iwarp_qp *qp;
@@ -579,7 +579,7 @@ int iwarp_cm_create_qp(struct iwarp_cm_id *pub, struct iwarp_pd *pd,
         return rc;
     pthread_mutex_lock(&ctx->lock);
     own_qp(cm_id_of(pub), qp);
-    pthread_mutex_unlock(&ctx->lock);
+    iwarp_api_unlock(ctx);
     return 0;
 }
 
@@ -590,7 +590,7 @@ int iwarp_api_cm_set_qp(struct iwarp_cm_id *pub, struct iwarp_qp *qp)
     int rc = pub->qp ? IWARP_ERR_BUSY : 0;
     if (rc == 0)
         own_qp(cm_id_of(pub), qp);
-    pthread_mutex_unlock(&ctx->lock);
+    iwarp_api_unlock(ctx);
     return rc;
 }
 
@@ -603,7 +603,7 @@ void iwarp_cm_destroy_qp(struct iwarp_cm_id *pub)
     struct iwarp_qp *qp = pub->qp;
     if (qp)
         qp_release(iwarp_api_qp(qp));
-    pthread_mutex_unlock(&ctx->lock);
+    iwarp_api_unlock(ctx);
     if (qp)
         iwarp_destroy_qp(qp);
 }
@@ -639,7 +639,7 @@ int iwarp_cm_connect(struct iwarp_cm_id *pub, const struct iwarp_conn_param *par
         if (rc != 0)
             id->state = was;
     }
-    pthread_mutex_unlock(&ctx->lock);
+    iwarp_api_unlock(ctx);
     return rc;
 }
 
@@ -655,7 +655,7 @@ int iwarp_cm_accept(struct iwarp_cm_id *pub, const struct iwarp_conn_param *para
     int rc = IWARP_ERR_STATE;
     if (id->state == CM_REQUEST && pub->qp)
         rc = id->tp->accept(id, param);
-    pthread_mutex_unlock(&ctx->lock);
+    iwarp_api_unlock(ctx);
     return rc;
 }
 
@@ -671,7 +671,7 @@ int iwarp_cm_reject(struct iwarp_cm_id *pub, const void *private_data, uint16_t 
         rc = id->tp->reject(id, private_data, private_data_len);
         id->state = CM_CLOSED;
     }
-    pthread_mutex_unlock(&ctx->lock);
+    iwarp_api_unlock(ctx);
     return rc;
 }
 
@@ -693,6 +693,6 @@ int iwarp_cm_disconnect(struct iwarp_cm_id *pub)
     } else {
         rc = IWARP_ERR_STATE;
     }
-    pthread_mutex_unlock(&ctx->lock);
+    iwarp_api_unlock(ctx);
     return rc;
 }

@@ -1028,7 +1028,7 @@ static void sctp_ctx_fini(struct iwarp_ctx *ctx)
     pthread_mutex_lock(&ctx->lock);
     struct cm_sctp_ctx *sc = ctx->sctp;
     if (!sc) {
-        pthread_mutex_unlock(&ctx->lock);
+        iwarp_api_unlock(ctx);
         return;
     }
     while (sc->assocs)
@@ -1039,7 +1039,7 @@ static void sctp_ctx_fini(struct iwarp_ctx *ctx)
     iwarp_loop_del(&ctx->loop, &sc->wake);
     iwarp_llp_sctp_owner_close(sc->owner);
     ctx->sctp = NULL;
-    pthread_mutex_unlock(&ctx->lock);
+    iwarp_api_unlock(ctx);
     iwarp_api_free(ctx, sc);
 }
 

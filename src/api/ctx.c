@@ -183,7 +183,7 @@ int iwarp_ctx_destroy(struct iwarp_ctx *ctx)
         return IWARP_ERR_INVAL;
     pthread_mutex_lock(&ctx->lock);
     bool busy = ctx->n_pd || ctx->n_cq || ctx->n_channel || ctx->n_cm;
-    pthread_mutex_unlock(&ctx->lock);
+    iwarp_api_unlock(ctx);
     if (busy)
         return IWARP_ERR_BUSY;
     /* the transports' context-wide state (SCTP associations still shutting down abort) */
@@ -208,7 +208,7 @@ int iwarp_ctx_progress(struct iwarp_ctx *ctx, int timeout_ms)
     pthread_mutex_lock(&ctx->lock);
     if (ctx->doorbells) /* a progress pass sends what waits in a transmit batch */
         iwarp_api_doorbells_ring(ctx);
-    pthread_mutex_unlock(&ctx->lock);
+    iwarp_api_unlock(ctx);
     iwarp_loop_run_once(&ctx->loop, timeout_ms);
     return 0;
 }

@@ -47,10 +47,9 @@ void iwarp_api_log(struct iwarp_ctx *ctx, enum iwarp_log_level level, const char
     va_end(ap);
 }
 
-void iwarp_api_progress_locked(struct iwarp_ctx *ctx)
+void iwarp_api_unlock(struct iwarp_ctx *ctx)
 {
-    if (ctx->attr.progress == IWARP_PROGRESS_CALLER)
-        iwarp_loop_poll_locked(&ctx->loop);
+    iwarp_loop_unlock(&ctx->loop);
 }
 
 void iwarp_api_doorbell_defer(struct iwarp_ctx *ctx, struct iwarp_api_doorbell *db)

@@ -114,7 +114,7 @@ int iwarp_ddp_create_qp(struct iwarp_pd *pd, struct iwarp_ddp_qp_init_attr *attr
         attr->send_cq->n_users++;
         attr->recv_cq->n_users++;
     }
-    pthread_mutex_unlock(&ctx->lock);
+    iwarp_api_unlock(ctx);
     if (rc != 0) {
         ddp_qp_free(q);
         return rc;
@@ -220,7 +220,7 @@ int iwarp_ddp_query_error_sized(struct iwarp_qp *qp, struct iwarp_ddp_error *err
                                   .hdr_len = e->hdr_len,
                                   .comp_mask = 0}; /* no extension fields yet */
     memcpy(out.hdr, e->hdr, e->hdr_len);
-    pthread_mutex_unlock(&qp->context->lock);
+    iwarp_api_unlock(qp->context);
     memcpy(err, &out, IWARP_API_EXT_BASE(struct iwarp_ddp_error));
     return 0;
 }

@@ -26,7 +26,7 @@ int iwarp_api_post_chain(struct iwarp_qp *qp, void *wr, uint32_t qn, iwarp_api_p
     }
     if (kick && posted && q->llp.kick)
         q->llp.kick(q);
-    pthread_mutex_unlock(&qp->context->lock);
+    iwarp_api_unlock(qp->context);
     *bad = rc < 0 ? wr : NULL;
     return rc;
 }

@@ -26,7 +26,7 @@ int iwarp_create_comp_channel(struct iwarp_ctx *ctx, struct iwarp_comp_channel *
     }
     pthread_mutex_lock(&ctx->lock);
     ctx->n_channel++;
-    pthread_mutex_unlock(&ctx->lock);
+    iwarp_api_unlock(ctx);
     *out = &ch->pub;
     return 0;
 }
@@ -39,11 +39,11 @@ int iwarp_destroy_comp_channel(struct iwarp_comp_channel *channel)
     struct iwarp_comp_channel_impl *ch = chan_impl(channel);
     pthread_mutex_lock(&ctx->lock);
     if (ch->n_cq) {
-        pthread_mutex_unlock(&ctx->lock);
+        iwarp_api_unlock(ctx);
         return IWARP_ERR_BUSY; /* ibv_destroy_comp_channel: CQs still use it */
     }
     ctx->n_channel--;
-    pthread_mutex_unlock(&ctx->lock);
+    iwarp_api_unlock(ctx);
     close(ch->pub.fd);
     iwarp_api_free(ctx, ch);
     return 0;
@@ -57,7 +57,7 @@ static void cq_notify(void *user, struct iwarp_core_cq *core, enum iwarp_core_cq
     bool overrun = why == IWARP_CORE_CQ_OVERRUN;
     if (why == IWARP_CORE_CQ_WAKE) {
         if (cq->waiting) /* iwarp_cq_wait waits in the loop */
-            iwarp_loop_wake(&cq->ctx->loop);
+            iwarp_loop_wake_locked(&cq->ctx->loop);
         return;
     }
     if (overrun) {
@@ -66,7 +66,7 @@ static void cq_notify(void *user, struct iwarp_core_cq *core, enum iwarp_core_cq
         iwarp_api_log(cq->ctx, IWARP_LOG_ERROR, "CQ overrun: a completion was lost");
     }
     if (overrun && cq->waiting)
-        iwarp_loop_wake(&cq->ctx->loop);
+        iwarp_loop_wake_locked(&cq->ctx->loop);
     if (cq->channel && !cq->event_pending && !overrun) {
         struct iwarp_comp_channel_impl *ch = chan_impl(cq->channel);
         cq->event_pending = true;
@@ -78,7 +78,7 @@ static void cq_notify(void *user, struct iwarp_core_cq *core, enum iwarp_core_cq
         ch->fired_tail = cq;
         (void)eventfd_write(ch->pub.fd, 1);
         if (ch->n_waiters) /* they wait in the loop, not on the fd */
-            iwarp_loop_wake(&cq->ctx->loop);
+            iwarp_loop_wake_locked(&cq->ctx->loop);
     }
 }
 
@@ -105,7 +105,7 @@ int iwarp_create_cq(struct iwarp_ctx *ctx, int cqe, void *cq_context,
     ctx->n_cq++;
     if (channel)
         chan_impl(channel)->n_cq++;
-    pthread_mutex_unlock(&ctx->lock);
+    iwarp_api_unlock(ctx);
     *out = cq;
     return 0;
 }
@@ -139,7 +139,7 @@ int iwarp_destroy_cq(struct iwarp_cq *cq)
     pthread_mutex_lock(&ctx->lock);
     /* ibv_destroy_cq: every event delivered must be acknowledged first. */
     if (cq->n_users || cq->events_delivered != cq->events_acked) {
-        pthread_mutex_unlock(&ctx->lock);
+        iwarp_api_unlock(ctx);
         return IWARP_ERR_BUSY;
     }
     if (cq->channel) {
@@ -148,7 +148,7 @@ int iwarp_destroy_cq(struct iwarp_cq *cq)
         chan_impl(cq->channel)->n_cq--;
     }
     ctx->n_cq--;
-    pthread_mutex_unlock(&ctx->lock);
+    iwarp_api_unlock(ctx);
     iwarp_api_free(ctx, cq->ring);
     iwarp_api_free(ctx, cq);
     return 0;
@@ -162,10 +162,14 @@ int iwarp_poll_cq(struct iwarp_cq *cq, int num_entries, struct iwarp_wc *wc)
     pthread_mutex_lock(&ctx->lock);
     if (ctx->doorbells) /* posts waiting in a batch leave now: their completions are wanted */
         iwarp_api_doorbells_ring(ctx);
-    if (cq->core.count < (uint32_t)num_entries)
-        iwarp_api_progress_locked(ctx);
+    if (cq->core.count < (uint32_t)num_entries && ctx->attr.progress == IWARP_PROGRESS_CALLER) {
+        /* nobody else moves data in this mode; epoll_wait runs without the lock */
+        iwarp_api_unlock(ctx);
+        iwarp_loop_run_once(&ctx->loop, 0);
+        pthread_mutex_lock(&ctx->lock);
+    }
     int n = (int)iwarp_core_cq_poll(&cq->core, wc, (uint32_t)num_entries);
-    pthread_mutex_unlock(&ctx->lock);
+    iwarp_api_unlock(ctx);
     return n;
 }
 
@@ -175,7 +179,7 @@ int iwarp_req_notify_cq(struct iwarp_cq *cq, int solicited_only)
         return IWARP_ERR_INVAL;
     pthread_mutex_lock(&cq->ctx->lock);
     iwarp_core_cq_arm(&cq->core, solicited_only != 0);
-    pthread_mutex_unlock(&cq->ctx->lock);
+    iwarp_api_unlock(cq->ctx);
     return 0;
 }
 
@@ -231,18 +235,18 @@ int iwarp_get_cq_event_timeout(struct iwarp_comp_channel *channel, struct iwarp_
         if (!first)
             ch->n_waiters--;
         if (take_event(ch, cq_out, cq_context)) {
-            pthread_mutex_unlock(&ctx->lock);
+            iwarp_api_unlock(ctx);
             return 0;
         }
         int ms = wait_ms(deadline);
         if (ms == 0 && !first) { /* a zero timeout still makes one pass of progress */
-            pthread_mutex_unlock(&ctx->lock);
+            iwarp_api_unlock(ctx);
             return IWARP_ERR_TIMEDOUT;
         }
         if (ctx->doorbells) /* about to wait: batched posts must not wait with us */
             iwarp_api_doorbells_ring(ctx);
         ch->n_waiters++;
-        pthread_mutex_unlock(&ctx->lock);
+        iwarp_api_unlock(ctx);
         iwarp_loop_help(&ctx->loop, ms);
     }
 }
@@ -264,7 +268,7 @@ void iwarp_ack_cq_events(struct iwarp_cq *cq, unsigned int nevents)
         return;
     pthread_mutex_lock(&cq->ctx->lock);
     cq->events_acked += nevents;
-    pthread_mutex_unlock(&cq->ctx->lock);
+    iwarp_api_unlock(cq->ctx);
 }
 
 int iwarp_cq_wait(struct iwarp_cq *cq, int timeout_ms)
@@ -278,14 +282,14 @@ int iwarp_cq_wait(struct iwarp_cq *cq, int timeout_ms)
         pthread_mutex_lock(&ctx->lock);
         if (cq->core.count) {
             cq->waiting = false;
-            pthread_mutex_unlock(&ctx->lock);
+            iwarp_api_unlock(ctx);
             return 0;
         }
         cq->waiting = true;
         cq->core.wake = true; /* not an arm: no channel event for the application */
         if (ctx->doorbells)   /* about to wait: batched posts must not wait with us */
             iwarp_api_doorbells_ring(ctx);
-        pthread_mutex_unlock(&ctx->lock);
+        iwarp_api_unlock(ctx);
         int ms = wait_ms(deadline);
         if (ms == 0)
             break;
@@ -295,7 +299,7 @@ int iwarp_cq_wait(struct iwarp_cq *cq, int timeout_ms)
     pthread_mutex_lock(&ctx->lock);
     cq->waiting = false;
     int rc = cq->core.count ? 0 : IWARP_ERR_TIMEDOUT;
-    pthread_mutex_unlock(&ctx->lock);
+    iwarp_api_unlock(ctx);
     return rc;
 }
 

@@ -15,7 +15,7 @@ int iwarp_alloc_pd(struct iwarp_ctx *ctx, struct iwarp_pd **out)
     pthread_mutex_lock(&ctx->lock);
     pd->handle = ctx->next_handle++;
     ctx->n_pd++;
-    pthread_mutex_unlock(&ctx->lock);
+    iwarp_api_unlock(ctx);
     *out = pd;
     return 0;
 }
@@ -27,11 +27,11 @@ int iwarp_dealloc_pd(struct iwarp_pd *pd)
     struct iwarp_ctx *ctx = pd->ctx;
     pthread_mutex_lock(&ctx->lock);
     if (pd->n_obj) {
-        pthread_mutex_unlock(&ctx->lock);
+        iwarp_api_unlock(ctx);
         return IWARP_ERR_BUSY; /* ibv_dealloc_pd: MRs, MWs, QPs or SRQs remain */
     }
     ctx->n_pd--;
-    pthread_mutex_unlock(&ctx->lock);
+    iwarp_api_unlock(ctx);
     iwarp_api_free(ctx, pd);
     return 0;
 }
@@ -58,7 +58,7 @@ static int stag_create(struct iwarp_pd *pd, enum stag_kind kind, const struct iw
                                   : iwarp_mem_alloc_mw(&ctx->mem, pd->handle, mw_type, stag);
     if (rc == 0)
         pd->n_obj++;
-    pthread_mutex_unlock(&ctx->lock);
+    iwarp_api_unlock(ctx);
     if (rc < 0) {
         iwarp_api_free(ctx, o);
         return rc;
@@ -75,7 +75,7 @@ static int stag_destroy(struct iwarp_ctx *ctx, struct iwarp_pd *pd, void *obj, u
     int rc = mr ? iwarp_mem_dereg_mr(&ctx->mem, stag) : iwarp_mem_dealloc_mw(&ctx->mem, stag);
     if (rc == 0)
         pd->n_obj--;
-    pthread_mutex_unlock(&ctx->lock);
+    iwarp_api_unlock(ctx);
     if (rc == 0)
         iwarp_api_free(ctx, obj);
     return rc;
@@ -186,6 +186,6 @@ int iwarp_bind_mw(struct iwarp_qp *qp, struct iwarp_mw *mw, const struct iwarp_m
                               .qp_num = qp->qp_num};
         (void)iwarp_core_cq_push(&qp->send_cq->core, &wc, false);
     }
-    pthread_mutex_unlock(&ctx->lock);
+    iwarp_api_unlock(ctx);
     return rc;
 }

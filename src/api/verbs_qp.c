@@ -121,7 +121,7 @@ int iwarp_create_qp(struct iwarp_pd *pd, struct iwarp_qp_init_attr *attr, struct
         if (attr->srq)
             attr->srq->n_users++;
     }
-    pthread_mutex_unlock(&ctx->lock);
+    iwarp_api_unlock(ctx);
     if (rc < 0) {
         free_qp_mem(ctx, r);
         return rc;
@@ -166,7 +166,7 @@ int iwarp_destroy_qp(struct iwarp_qp *qp)
     if (qp->srq)
         qp->srq->n_users--;
     q->free(q);
-    pthread_mutex_unlock(&ctx->lock);
+    iwarp_api_unlock(ctx);
     return 0;
 }
 
@@ -183,7 +183,7 @@ int iwarp_query_qp_sized(struct iwarp_qp *qp, struct iwarp_qp_attr *attr, size_t
                               .max_dest_rd_atomic = (uint8_t)(rdmap ? rdmap->ird : 0),
                               .comp_mask = 0}; /* no extension fields yet */
     qp->state = a.qp_state;
-    pthread_mutex_unlock(&qp->context->lock);
+    iwarp_api_unlock(qp->context);
     memcpy(attr, &a, IWARP_API_EXT_BASE(struct iwarp_qp_attr));
     return 0;
 }
@@ -198,7 +198,7 @@ int iwarp_modify_qp_err(struct iwarp_qp *qp)
         q->llp.abort(q);
     iwarp_core_eng_set_error(q->eng);
     qp->state = IWARP_QPS_ERR;
-    pthread_mutex_unlock(&qp->context->lock);
+    iwarp_api_unlock(qp->context);
     return 0;
 }
 
@@ -279,7 +279,7 @@ int iwarp_create_srq(struct iwarp_pd *pd, struct iwarp_srq_init_attr *attr, stru
     attr->attr.max_sge = max_sge;
     pthread_mutex_lock(&ctx->lock);
     pd->n_obj++;
-    pthread_mutex_unlock(&ctx->lock);
+    iwarp_api_unlock(ctx);
     *out = srq;
     return 0;
 }
@@ -296,7 +296,7 @@ int iwarp_modify_srq(struct iwarp_srq *srq, struct iwarp_srq_attr *attr, int att
         pthread_mutex_lock(&srq->ctx->lock);
         srq->core.limit = attr->srq_limit;
         srq->core.limit_fired = false;
-        pthread_mutex_unlock(&srq->ctx->lock);
+        iwarp_api_unlock(srq->ctx);
     }
     return 0;
 }
@@ -308,7 +308,7 @@ int iwarp_query_srq(struct iwarp_srq *srq, struct iwarp_srq_attr *attr)
     pthread_mutex_lock(&srq->ctx->lock);
     *attr = (struct iwarp_srq_attr){
         .max_wr = srq->core.rq.cap, .max_sge = srq->core.rq.max_sge, .srq_limit = srq->core.limit};
-    pthread_mutex_unlock(&srq->ctx->lock);
+    iwarp_api_unlock(srq->ctx);
     return 0;
 }
 
@@ -319,7 +319,7 @@ int iwarp_destroy_srq(struct iwarp_srq *srq)
     struct iwarp_ctx *ctx = srq->ctx;
     pthread_mutex_lock(&ctx->lock);
     if (srq->n_users) {
-        pthread_mutex_unlock(&ctx->lock);
+        iwarp_api_unlock(ctx);
         return IWARP_ERR_BUSY;
     }
     srq->pd->n_obj--;
@@ -328,7 +328,7 @@ int iwarp_destroy_srq(struct iwarp_srq *srq)
         iwarp_core_rqe_hold(r, &ctx->mem, false);
         iwarp_core_rq_pop(&srq->core.rq);
     }
-    pthread_mutex_unlock(&ctx->lock);
+    iwarp_api_unlock(ctx);
     iwarp_api_free(ctx, srq->ring);
     iwarp_api_free(ctx, srq);
     return 0;
@@ -353,7 +353,7 @@ int iwarp_post_srq_recv(struct iwarp_srq *srq, struct iwarp_recv_wr *wr,
             break;
         iwarp_core_rqe_hold(&rqe, &srq->ctx->mem, true);
     }
-    pthread_mutex_unlock(&srq->ctx->lock);
+    iwarp_api_unlock(srq->ctx);
     if (bad_wr)
         *bad_wr = rc < 0 ? wr : NULL;
     return rc;

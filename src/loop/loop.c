@@ -119,13 +119,18 @@ static void heap_remove(struct iwarp_loop *l, struct iwarp_loop_src *s)
     heap_down(l, moved->heap_index);
 }
 
-/* Set the timerfd to the first deadline (lock held), so that a thread in epoll_wait wakes
- * for it; only a change costs a system call. */
-static void arm_timerfd(struct iwarp_loop *l)
+/* Whether the timerfd must change so that a thread in epoll_wait wakes for the first deadline
+ * (lock held); then *want is that deadline. Only a change costs a system call, and only while
+ * a thread waits (one about to wait counts). */
+static bool timer_stale(const struct iwarp_loop *l, uint64_t *want)
 {
-    uint64_t want = l->heap_len ? l->heap[0]->deadline : UINT64_MAX;
-    if (want == l->timer_armed)
-        return;
+    *want = l->heap_len ? l->heap[0]->deadline : UINT64_MAX;
+    return l->n_waiting > 0 && *want != l->timer_armed;
+}
+
+/* Set the timerfd to want (without the lock). */
+static void set_timerfd(struct iwarp_loop *l, uint64_t want)
+{
     struct itimerspec its = {{0, 0}, {0, 0}}; /* all zero: disarmed */
     if (want != UINT64_MAX) {
         its.it_value.tv_sec = (time_t)(want / 1000000000u);
@@ -133,8 +138,40 @@ static void arm_timerfd(struct iwarp_loop *l)
         if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0)
             its.it_value.tv_nsec = 1; /* zero would disarm: expire at once instead */
     }
-    if (timerfd_settime(l->timer_fd, TFD_TIMER_ABSTIME, &its, NULL) == 0)
-        l->timer_armed = want;
+    (void)timerfd_settime(l->timer_fd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
+void iwarp_loop_wake_locked(struct iwarp_loop *l)
+{
+    l->wake_pending = true;
+}
+
+/*
+ * Let go of the lock, then make the system calls decided under it. One thread at a time sets
+ * the timerfd (timer_busy), and it looks again after each setting: a deadline changed by
+ * another thread meanwhile is set by it too, so the last setting is always the current one.
+ */
+void iwarp_loop_unlock(struct iwarp_loop *l)
+{
+    bool wake = l->wake_pending;
+    l->wake_pending = false;
+    uint64_t want;
+    bool arm = !l->timer_busy && timer_stale(l, &want);
+    l->timer_busy |= arm;
+    uint32_t fires = l->timer_fires;
+    pthread_mutex_unlock(l->lock);
+    if (wake)
+        iwarp_loop_wake(l);
+    while (arm) {
+        set_timerfd(l, want);
+        pthread_mutex_lock(l->lock);
+        /* a fire seen meanwhile may have been of this very setting: then it is spent */
+        l->timer_armed = l->timer_fires == fires ? want : UINT64_MAX;
+        arm = timer_stale(l, &want);
+        l->timer_busy = arm;
+        fires = l->timer_fires;
+        pthread_mutex_unlock(l->lock);
+    }
 }
 
 /* ---- setup ----------------------------------------------------------------------------- */
@@ -205,7 +242,7 @@ static void *loop_thread(void *arg)
             (void)pthread_cond_timedwait(&l->parked, l->lock, &until);
         }
         bool stop = l->stop;
-        pthread_mutex_unlock(l->lock);
+        iwarp_loop_unlock(l);
         if (stop)
             break;
         run_once(l, -1, true);
@@ -297,7 +334,6 @@ void iwarp_loop_del(struct iwarp_loop *l, struct iwarp_loop_src *src)
     src->deadline = UINT64_MAX;
     src->registered = false;
     if (l->n_waiting) {
-        arm_timerfd(l);
         l->gone[l->n_gone % IWARP_LOOP_GONE_MAX] = src;
         l->n_gone++;
     }
@@ -312,10 +348,8 @@ int iwarp_loop_set_timer(struct iwarp_loop *l, struct iwarp_loop_src *src, uint6
     if (!src->registered)
         return IWARP_ERR_STATE;
     if (deadline == UINT64_MAX) {
-        heap_remove(l, src);
+        heap_remove(l, src); /* taken back: the unlock disarms, no waiting thread wakes */
         src->deadline = UINT64_MAX;
-        if (l->n_waiting)
-            arm_timerfd(l); /* taken back: the waiting thread need not wake for it */
         return 0;
     }
     if (src->heap_index == UINT32_MAX) {
@@ -335,40 +369,38 @@ int iwarp_loop_set_timer(struct iwarp_loop *l, struct iwarp_loop_src *src, uint6
         else
             heap_down(l, src->heap_index);
     }
-    if (l->n_waiting)
-        arm_timerfd(l); /* a waiting thread wakes at the first deadline, if it changed */
-    return 0;
+    return 0; /* a waiting thread wakes at the first deadline: the unlock sets the timerfd */
 }
 
 /* ---- running --------------------------------------------------------------------------- */
 
-/* Dispatch n ready events and then the expired timers; thread: the progress thread runs it.
- * Lock held. */
-static int dispatch(struct iwarp_loop *l, struct epoll_event *ev, int n, bool thread)
+/* Take batch b off the list of those being dispatched (lock held): callbacks let go of the lock
+ * for a while, so other threads' batches may have been put before it meanwhile. */
+static void active_unlink(struct iwarp_loop *l, struct loop_batch *b)
+{
+    for (struct loop_batch **p = (struct loop_batch **)&l->active; *p; p = &(*p)->next)
+        if (*p == b) {
+            *p = b->next;
+            return;
+        }
+}
+
+/* Dispatch n ready events and then the expired timers. Lock held (callbacks may let go of it
+ * for a while). */
+static int dispatch(struct iwarp_loop *l, struct epoll_event *ev, int n)
 {
     int ran = 0;
     struct loop_batch b = {.next = l->active, .ev = ev, .n = n};
     l->active = &b;
     uint64_t now = iwarp_loop_now();
     for (int i = 0; i < n; i++) {
-        void *p = ev[i].data.ptr;
-        if (p == &l->wake_fd || p == &l->timer_fd) {
-            uint64_t v;
-            ssize_t r = read(*(int *)p, &v, sizeof v);
-            (void)r;
-            if (p == &l->timer_fd)
-                l->timer_armed = UINT64_MAX; /* a one-shot timer: it has fired */
-            else if (thread && l->n_helpers > 0)
-                iwarp_loop_wake(l); /* a wake for a helper: leave it to one (this thread parks) */
-            continue;
-        }
-        struct iwarp_loop_src *s = p;
+        struct iwarp_loop_src *s = ev[i].data.ptr;
         if (!s || !s->on_io)
             continue;
         s->on_io(s, ev[i].events, now);
         ran++;
     }
-    l->active = b.next;
+    active_unlink(l, &b);
 
     /* Timers: at most as many as were armed on entry, so a callback that re-arms for a time
      * already past cannot keep this loop running. */
@@ -401,6 +433,22 @@ static int drop_gone(struct iwarp_loop *l, struct epoll_event *ev, int n, uint64
     return n;
 }
 
+/* Read the wake and timer fds that epoll reported (without the lock) and take them off the
+ * list; *woken, *fired say which were there. */
+static void take_own(struct iwarp_loop *l, struct epoll_event *ev, int n, bool *woken, bool *fired)
+{
+    for (int i = 0; i < n; i++) {
+        void *p = ev[i].data.ptr;
+        if (p != &l->wake_fd && p != &l->timer_fd)
+            continue;
+        uint64_t v;
+        ssize_t r = read(*(int *)p, &v, sizeof v);
+        (void)r;
+        *(p == &l->timer_fd ? fired : woken) = true;
+        ev[i].data.ptr = NULL;
+    }
+}
+
 int iwarp_loop_run_once(struct iwarp_loop *l, int timeout_ms)
 {
     return run_once(l, timeout_ms, false);
@@ -410,11 +458,11 @@ int iwarp_loop_help(struct iwarp_loop *l, int timeout_ms)
 {
     pthread_mutex_lock(l->lock);
     l->n_helpers++;
-    pthread_mutex_unlock(l->lock);
+    iwarp_loop_unlock(l);
     int ran = run_once(l, timeout_ms, false);
     pthread_mutex_lock(l->lock);
     l->n_helpers--;
-    pthread_mutex_unlock(l->lock);
+    iwarp_loop_unlock(l);
     return ran;
 }
 
@@ -422,28 +470,26 @@ static int run_once(struct iwarp_loop *l, int timeout_ms, bool thread)
 {
     struct epoll_event ev[LOOP_BATCH];
     pthread_mutex_lock(l->lock);
-    arm_timerfd(l);
     l->n_waiting++;
     uint64_t since = l->n_gone;
-    pthread_mutex_unlock(l->lock);
+    iwarp_loop_unlock(l); /* sets the timerfd for the first deadline, if that changed */
 
     int n = epoll_wait(l->epfd, ev, LOOP_BATCH, timeout_ms);
     if (n < 0)
         n = 0; /* EINTR: run the timers and return */
+    bool woken = false, fired = false;
+    take_own(l, ev, n, &woken, &fired);
 
     pthread_mutex_lock(l->lock);
     l->n_waiting--;
+    if (fired) { /* a one-shot timer: it has fired */
+        l->timer_armed = UINT64_MAX;
+        l->timer_fires++;
+    }
+    if (woken && thread && l->n_helpers > 0)
+        l->wake_pending = true; /* a wake for a helper: leave it to one (this thread parks) */
     n = drop_gone(l, ev, n, since);
-    int ran = dispatch(l, ev, n, thread);
-    pthread_mutex_unlock(l->lock);
+    int ran = dispatch(l, ev, n);
+    iwarp_loop_unlock(l);
     return ran;
-}
-
-int iwarp_loop_poll_locked(struct iwarp_loop *l)
-{
-    struct epoll_event ev[LOOP_BATCH];
-    int n = epoll_wait(l->epfd, ev, LOOP_BATCH, 0);
-    if (n < 0)
-        n = 0;
-    return dispatch(l, ev, n, false);
 }

@@ -3,7 +3,9 @@
  *
  * Sources (sockets, listeners) register a struct iwarp_loop_src with callbacks. The loop waits
  * without the context lock, then takes it (the lock given at init) around every callback, so
- * callbacks run with the lock held and may call any _locked function. In caller mode the
+ * callbacks run with the lock held and may call any _locked function. A callback may let go of
+ * the lock for a while (around a system call) and take it again: other threads may dispatch
+ * meanwhile, and a source deleted meanwhile is still never called. In caller mode the
  * application's thread runs iwarp_loop_run_once() itself (iwarp_ctx_progress, iwarp_poll_cq).
  */
 #ifndef IWARP_LOOP_LOOP_H
@@ -41,6 +43,9 @@ struct iwarp_loop {
     int wake_fd;                  /* eventfd: wakes a waiting loop */
     int timer_fd;                 /* timerfd: fires at the first deadline */
     uint64_t timer_armed;         /* what timer_fd is set to (UINT64_MAX: disarmed) */
+    bool timer_busy;              /* a thread is setting timer_fd (without the lock) */
+    uint32_t timer_fires;         /* times timer_fd was seen to fire */
+    bool wake_pending;            /* iwarp_loop_wake_locked: wake_fd is written at the unlock */
     struct iwarp_loop_src **heap; /* timer min-heap by deadline */
     uint32_t heap_len, heap_cap;
     pthread_t thread;
@@ -104,10 +109,17 @@ int iwarp_loop_help(struct iwarp_loop *l, int timeout_ms);
 /* How long a parked progress thread sleeps before it looks whether helpers are still there. */
 #define IWARP_LOOP_PARK_NS 1000000u
 
-/* Same, but called with the lock held and never waiting (caller mode from poll_cq). */
-int iwarp_loop_poll_locked(struct iwarp_loop *l);
-
-/* Wake a thread waiting in run_once (e.g. after interest changed from another thread). */
+/* Wake a thread waiting in run_once (e.g. after interest changed from another thread). Call
+ * WITHOUT the lock; with it, iwarp_loop_wake_locked. */
 void iwarp_loop_wake(struct iwarp_loop *l);
+
+/*
+ * No system call on the loop's own fds is made with the lock held (docs/design.md, "Locking"):
+ * what a thread decides under the lock (a wake, a new first deadline for the timerfd) is done
+ * by iwarp_loop_unlock, right after it lets go of the lock. Every holder of the lock lets go of
+ * it through iwarp_loop_unlock, so nothing decided is left undone.
+ */
+void iwarp_loop_wake_locked(struct iwarp_loop *l);
+void iwarp_loop_unlock(struct iwarp_loop *l);
 
 #endif

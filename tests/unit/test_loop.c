@@ -125,7 +125,7 @@ TEST(timers_fire_in_deadline_order_through_a_grown_heap)
     ASSERT_EQ(iwarp_loop_set_timer(&l, &r[3].src, now + 3600000000000ull), 0);
     ASSERT_EQ(iwarp_loop_set_timer(&l, &r[5].src, UINT64_MAX), 0);
     ASSERT_EQ(iwarp_loop_set_timer(&l, &r[7].src, 1), 0);
-    pthread_mutex_unlock(&lock);
+    iwarp_loop_unlock(&l);
     ASSERT_TRUE(n_allocs - allocs0 >= 2); /* grown at least once */
 
     ASSERT_EQ(iwarp_loop_run_once(&l, 0), N - 2);
@@ -144,7 +144,7 @@ TEST(timers_fire_in_deadline_order_through_a_grown_heap)
     pthread_mutex_lock(&lock);
     for (int i = 0; i < N; i++)
         iwarp_loop_del(&l, &r[i].src);
-    pthread_mutex_unlock(&lock);
+    iwarp_loop_unlock(&l);
     ASSERT_EQ(iwarp_loop_run_once(&l, 0), 0);
     iwarp_loop_fini(&l);
     ASSERT_EQ(n_allocs, n_frees);
@@ -161,7 +161,7 @@ TEST(readiness_runs_callbacks_with_the_lock_and_mod_changes_interest)
     pthread_mutex_lock(&lock);
     ASSERT_EQ(iwarp_loop_add(&l, &r.src), 0);
     ASSERT_EQ(iwarp_loop_add(&l, &r.src), IWARP_ERR_STATE);
-    pthread_mutex_unlock(&lock);
+    iwarp_loop_unlock(&l);
 
     ASSERT_EQ(iwarp_loop_run_once(&l, 0), 0); /* nothing readable */
     ASSERT_EQ(write(sv[1], "x", 1), 1);
@@ -173,11 +173,13 @@ TEST(readiness_runs_callbacks_with_the_lock_and_mod_changes_interest)
     /* EPOLLOUT interest: a socket with room is writable at once. */
     pthread_mutex_lock(&lock);
     ASSERT_EQ(iwarp_loop_mod(&l, &r.src, EPOLLIN | EPOLLOUT), 0);
-    ASSERT_EQ(iwarp_loop_poll_locked(&l), 1);
+    iwarp_loop_unlock(&l);
+    ASSERT_EQ(iwarp_loop_run_once(&l, 0), 1);
     ASSERT_TRUE(r.last_events & EPOLLOUT);
+    pthread_mutex_lock(&lock);
     ASSERT_EQ(iwarp_loop_mod(&l, &r.src, EPOLLIN), 0);
-    ASSERT_EQ(iwarp_loop_poll_locked(&l), 0);
-    pthread_mutex_unlock(&lock);
+    iwarp_loop_unlock(&l);
+    ASSERT_EQ(iwarp_loop_run_once(&l, 0), 0);
 
     /* The peer closes: EPOLLIN (EOF) is reported. */
     close(sv[1]);
@@ -185,7 +187,7 @@ TEST(readiness_runs_callbacks_with_the_lock_and_mod_changes_interest)
     ASSERT_TRUE(r.last_events & (EPOLLIN | EPOLLHUP | EPOLLRDHUP));
     pthread_mutex_lock(&lock);
     iwarp_loop_del(&l, &r.src);
-    pthread_mutex_unlock(&lock);
+    iwarp_loop_unlock(&l);
     close(sv[0]);
     iwarp_loop_fini(&l);
 }
@@ -212,7 +214,7 @@ TEST(a_source_deleted_by_an_earlier_callback_is_not_called)
     pthread_mutex_lock(&lock);
     ASSERT_EQ(iwarp_loop_add(&l, &ra->src), 0);
     ASSERT_EQ(iwarp_loop_add(&l, &rb->src), 0);
-    pthread_mutex_unlock(&lock);
+    iwarp_loop_unlock(&l);
     ASSERT_EQ(write(a[1], "x", 1), 1);
     ASSERT_EQ(write(b[1], "x", 1), 1);
     WAIT_UNTIL(readable(a[0]) && readable(b[0]), WAIT_MS, "both sockets to be readable");
@@ -223,7 +225,7 @@ TEST(a_source_deleted_by_an_earlier_callback_is_not_called)
     pthread_mutex_lock(&lock);
     iwarp_loop_del(&l, &ra->src);
     iwarp_loop_del(&l, &rb->src);
-    pthread_mutex_unlock(&lock);
+    iwarp_loop_unlock(&l);
     free(ra);
     free(rb);
     ASSERT_EQ(iwarp_loop_run_once(&l, 0), 0);
@@ -245,7 +247,7 @@ TEST(run_once_waits_for_its_timeout_or_the_first_deadline)
     r.src.deadline = iwarp_loop_now() + 20000000ull;
     pthread_mutex_lock(&lock);
     ASSERT_EQ(iwarp_loop_add(&l, &r.src), 0);
-    pthread_mutex_unlock(&lock);
+    iwarp_loop_unlock(&l);
     t0 = iwarp_loop_now();
     int ran = 0;
     while (ran == 0 && iwarp_loop_now() - t0 < 2000000000ull)
@@ -278,7 +280,7 @@ TEST(progress_thread_is_woken_for_timers_and_io_and_stops_promptly)
     pthread_mutex_lock(&lock);
     ASSERT_EQ(iwarp_loop_add(&l, &t.src), 0);
     ASSERT_EQ(iwarp_loop_set_timer(&l, &t.src, iwarp_loop_now() + 10000000ull), 0);
-    pthread_mutex_unlock(&lock);
+    iwarp_loop_unlock(&l);
     WAIT_UNTIL(read_fired(&t) == 1, WAIT_MS, "the timer set while the thread waits to fire");
     ASSERT_TRUE(t.lock_held);
 
@@ -289,7 +291,7 @@ TEST(progress_thread_is_woken_for_timers_and_io_and_stops_promptly)
     rec_init(&r, &l, sv[0], EPOLLIN, 2);
     pthread_mutex_lock(&lock);
     ASSERT_EQ(iwarp_loop_add(&l, &r.src), 0);
-    pthread_mutex_unlock(&lock);
+    iwarp_loop_unlock(&l);
     for (int i = 1; i <= 3; i++) {
         ASSERT_EQ(write(sv[1], "x", 1), 1);
         WAIT_UNTIL(read_fired(&r) == i, WAIT_MS, "readiness %d of the new source served", i);
@@ -297,7 +299,7 @@ TEST(progress_thread_is_woken_for_timers_and_io_and_stops_promptly)
     pthread_mutex_lock(&lock);
     iwarp_loop_del(&l, &r.src);
     iwarp_loop_del(&l, &t.src);
-    pthread_mutex_unlock(&lock);
+    iwarp_loop_unlock(&l);
 
     uint64_t t0 = iwarp_loop_now();
     iwarp_loop_fini(&l);
@@ -321,14 +323,14 @@ TEST(deadlines_armed_and_taken_back_do_not_wake_a_sleeping_thread)
     rec_init(&t, &l, -1, 0, 1);
     pthread_mutex_lock(&lock);
     ASSERT_EQ(iwarp_loop_add(&l, &t.src), 0);
-    pthread_mutex_unlock(&lock);
+    iwarp_loop_unlock(&l);
     long before = probe_thread_wakeups(tid);
     ASSERT_TRUE(before >= 0);
     for (int i = 0; i < 100; i++) {
         pthread_mutex_lock(&lock);
         ASSERT_EQ(iwarp_loop_set_timer(&l, &t.src, iwarp_loop_now() + 50000000ull), 0);
         ASSERT_EQ(iwarp_loop_set_timer(&l, &t.src, UINT64_MAX), 0);
-        pthread_mutex_unlock(&lock);
+        iwarp_loop_unlock(&l);
     }
     deadline_pause_us(100000); /* past every deadline taken back */
     ASSERT_EQ(read_fired(&t), 0);
@@ -337,11 +339,11 @@ TEST(deadlines_armed_and_taken_back_do_not_wake_a_sleeping_thread)
     /* one that stays armed fires, from the timerfd */
     pthread_mutex_lock(&lock);
     ASSERT_EQ(iwarp_loop_set_timer(&l, &t.src, iwarp_loop_now() + 300000ull), 0);
-    pthread_mutex_unlock(&lock);
+    iwarp_loop_unlock(&l);
     WAIT_UNTIL(read_fired(&t) == 1, WAIT_MS, "the deadline left armed to fire");
     pthread_mutex_lock(&lock);
     iwarp_loop_del(&l, &t.src);
-    pthread_mutex_unlock(&lock);
+    iwarp_loop_unlock(&l);
     iwarp_loop_fini(&l);
 }
 
@@ -356,7 +358,7 @@ static struct rec *watched_socket(struct iwarp_loop *l, int sv[2], pid_t *thread
     rec_init(r, l, sv[0], EPOLLIN, 1);
     pthread_mutex_lock(&lock);
     ASSERT_EQ(iwarp_loop_add(l, &r->src), 0);
-    pthread_mutex_unlock(&lock);
+    iwarp_loop_unlock(l);
     ASSERT_EQ(iwarp_loop_start_thread(l), 0);
     *thread =
         PROBE_WAIT_THREAD_IN(0, probe_epoll_wait, WAIT_MS, "the progress thread in epoll_wait(-1)");
@@ -379,7 +381,7 @@ TEST(a_source_freed_while_the_thread_waits_outside_the_lock_is_not_called)
                          "the progress thread, woken by the readiness, waiting for the lock");
     iwarp_loop_del(&l, &r->src);
     free(r); /* ASan reports any later call through r */
-    pthread_mutex_unlock(&lock);
+    iwarp_loop_unlock(&l);
     /* it takes the lock, passes over r's stale readiness and waits again */
     PROBE_WAIT_THREAD_IN(tid, probe_epoll_wait, WAIT_MS,
                          "the progress thread back in epoll_wait after the freed source");
@@ -388,11 +390,11 @@ TEST(a_source_freed_while_the_thread_waits_outside_the_lock_is_not_called)
     rec_init(&q, &l, sv[0], EPOLLIN, 2);
     pthread_mutex_lock(&lock);
     ASSERT_EQ(iwarp_loop_add(&l, &q.src), 0);
-    pthread_mutex_unlock(&lock);
+    iwarp_loop_unlock(&l);
     WAIT_UNTIL(read_fired(&q) == 1, WAIT_MS, "the live source after the freed one served");
     pthread_mutex_lock(&lock);
     iwarp_loop_del(&l, &q.src);
-    pthread_mutex_unlock(&lock);
+    iwarp_loop_unlock(&l);
     iwarp_loop_fini(&l);
     close(sv[0]);
     close(sv[1]);
@@ -436,7 +438,7 @@ TEST(a_source_freed_while_two_threads_wait_is_called_by_neither)
     PROBE_WAIT_THREAD_IN(b, probe_futex, WAIT_MS, "the second waiter waiting for the lock");
     iwarp_loop_del(&l, &r->src);
     free(r); /* ASan reports any later call through r */
-    pthread_mutex_unlock(&lock);
+    iwarp_loop_unlock(&l);
     ASSERT_EQ(pthread_join(tb, NULL), 0);
     PROBE_WAIT_THREAD_IN(a, probe_epoll_wait, WAIT_MS, "the progress thread back in epoll_wait");
     iwarp_loop_fini(&l);
