@@ -68,6 +68,13 @@ struct iwarp_ctx {
      * the batching window (iwarp_ctx_attr.tx_batch_us; 0: off) */
     struct iwarp_api_doorbell *doorbells;
     uint64_t tx_batch_ns;
+    /* I/O windows: system calls that move a connection's octets run without the lock
+     * (docs/design.md, "Locking"). Windows open now, counted by the epoch they opened in, and
+     * threads waiting for a connection's owner or for a grace period (io_idle). */
+    uint32_t io_windows[2];
+    uint8_t io_epoch;
+    uint32_t io_waiters;
+    pthread_cond_t io_idle;
 };
 
 /*
@@ -195,6 +202,25 @@ int iwarp_api_cm_set_qp(struct iwarp_cm_id *id, struct iwarp_qp *qp);
 /* Let go of ctx->lock; then the system calls decided under it are made (iwarp_loop_unlock).
  * Every holder of the lock lets go of it through this. */
 void iwarp_api_unlock(struct iwarp_ctx *ctx);
+
+/*
+ * I/O windows (docs/design.md, "Locking"). A transport lets go of ctx->lock around a system call
+ * that moves a connection's octets, while it alone owns that connection's I/O: open a window
+ * (lock held; it is let go of), make the call, close it (the lock is held again). *epoch keeps
+ * what the close needs.
+ */
+void iwarp_api_window_open(struct iwarp_ctx *ctx, uint8_t *epoch);
+void iwarp_api_window_close(struct iwarp_ctx *ctx, uint8_t epoch);
+
+/* Wait (lock held; let go of meanwhile) until iwarp_api_io_idle is called: a connection's I/O
+ * owner let go of it. The caller looks again at what it waits for. */
+void iwarp_api_io_wait(struct iwarp_ctx *ctx);
+void iwarp_api_io_idle(struct iwarp_ctx *ctx);
+
+/* A grace period (lock held; let go of meanwhile): every window open when it was called has
+ * closed when it returns. Deregistering memory waits for one, so that no read that began
+ * before still places octets into it. */
+void iwarp_api_io_grace(struct iwarp_ctx *ctx);
 
 /* ---- packet trace (trace.c) ---- */
 

@@ -207,11 +207,19 @@ void iwarp_cm_on_closed(struct cm_id *id, int status)
     }
 }
 
+/* Before anything that may close or free id's connections: nobody moves their octets. */
+static void quiesce(struct cm_id *id)
+{
+    if (id->tp->quiesce)
+        id->tp->quiesce(id);
+}
+
 /* The application ends the connection abortively (disconnect while connecting, modify_qp_err,
  * destroy_qp, destroy_id). report: DISCONNECTED when it was up; CONNECT_ERROR when it was
  * still connecting (the application gave up, nobody refused). */
 static void abort_conn(struct cm_id *id, bool report)
 {
+    quiesce(id);
     bool was_up = id->state == CM_ESTABLISHED || id->state == CM_CLOSING;
     bool was_connecting = id->state == CM_CONNECTING && !id->passive;
     if (!id->conn || !id->tp->abort(id))
@@ -450,6 +458,7 @@ int iwarp_cm_destroy_id(struct iwarp_cm_id *pub)
     struct cm_id *id = cm_id_of(pub);
     struct iwarp_ctx *ctx = pub->context;
     pthread_mutex_lock(&ctx->lock);
+    quiesce(id);
     if (id->n_unacked || pub->qp || id->n_req_unacked) {
         iwarp_api_unlock(ctx);
         return IWARP_ERR_BUSY;
@@ -652,6 +661,7 @@ int iwarp_cm_accept(struct iwarp_cm_id *pub, const struct iwarp_conn_param *para
     struct cm_id *id = cm_id_of(pub);
     struct iwarp_ctx *ctx = pub->context;
     pthread_mutex_lock(&ctx->lock);
+    quiesce(id);
     int rc = IWARP_ERR_STATE;
     if (id->state == CM_REQUEST && pub->qp)
         rc = id->tp->accept(id, param);
@@ -666,6 +676,7 @@ int iwarp_cm_reject(struct iwarp_cm_id *pub, const void *private_data, uint16_t 
     struct cm_id *id = cm_id_of(pub);
     struct iwarp_ctx *ctx = pub->context;
     pthread_mutex_lock(&ctx->lock);
+    quiesce(id);
     int rc = IWARP_ERR_STATE;
     if (id->state == CM_REQUEST) {
         rc = id->tp->reject(id, private_data, private_data_len);
@@ -682,6 +693,7 @@ int iwarp_cm_disconnect(struct iwarp_cm_id *pub)
     struct cm_id *id = cm_id_of(pub);
     struct iwarp_ctx *ctx = pub->context;
     pthread_mutex_lock(&ctx->lock);
+    quiesce(id);
     int rc = 0;
     if (id->state == CM_ESTABLISHED) {
         id->state = CM_CLOSING; /* the transport may report the end at once */

@@ -99,6 +99,11 @@ struct cm_transport {
     /* Abortive end of a live connection; its QP is flushed. Returns false (nothing done) when
      * there was no live connection; cm.c then reports and marks the id. */
     bool (*abort)(struct cm_id *id);
+    /* Wait until no thread moves the octets of id's connection, or of the connections its
+     * listener has not announced (lock held; let go of meanwhile): cm.c calls it first in
+     * every function that may close or free them, before it looks at any state. NULL: the
+     * transport keeps the lock throughout. */
+    void (*quiesce)(struct cm_id *id);
     /* The QP has new work to send (its iwarp_qp_llp.kick). */
     void (*kick)(struct iwarp_qp_impl *q);
     /* destroy_id: let go of id->conn (abortive when live) and free it. */

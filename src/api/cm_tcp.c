@@ -8,7 +8,11 @@
  * arrived; then it gets an id and is announced (CONNECT_REQUEST). One whose negotiation fails
  * before that is freed silently: nobody was told of it.
  *
- * Every function runs with ctx->lock held.
+ * Every function runs with ctx->lock held. One thread at a time owns a connection's I/O
+ * (io_busy): it alone moves the connection's octets, and it lets go of the lock around each
+ * system call that does (an I/O window, docs/design.md "Locking"). A thread that finds the
+ * connection owned leaves its work to the owner (io_again), which does it before it lets go.
+ * What closes or frees a connection first waits until nobody owns it (tcp_quiesce).
  */
 #define _GNU_SOURCE 1
 #include <stddef.h>
@@ -33,6 +37,13 @@ enum tcp_phase {
     TC_DONE,           /* over (or rejected, with our Reject and FIN still leaving) */
 };
 
+/* Work on a connection (conn_run). */
+enum tcp_work {
+    WORK_RX = 1u,    /* the socket is readable (or in error) */
+    WORK_TX = 2u,    /* writable, or new work was posted */
+    WORK_TIMER = 4u, /* the connection's deadline passed */
+};
+
 struct tcp_lsn;
 
 struct tcp_conn {
@@ -54,6 +65,9 @@ struct tcp_conn {
      * up and the negotiation starts (it copies them then) */
     struct iwarp_llp_conn_cfg cfg;
     uint8_t pd[IWARP_MPA_PD_MAX];
+    bool io_busy;     /* a thread owns the connection's I/O (conn_run) */
+    uint8_t io_again; /* work others left to the owner (enum tcp_work) */
+    uint8_t io_epoch; /* the open window's (iwarp_api_window_open) */
 };
 
 struct tcp_lsn {
@@ -158,7 +172,25 @@ static struct cm_setup setup_of(const struct iwarp_mpa_neg_result *r, bool peer)
 
 static void conn_on_io(struct iwarp_loop_src *src, uint32_t events, uint64_t now_ns);
 static void conn_on_timer(struct iwarp_loop_src *src, uint64_t now_ns);
-static void conn_update(struct tcp_conn *cc, uint64_t now_ns);
+static bool conn_update(struct tcp_conn *cc, uint64_t now_ns);
+static void conn_run(struct tcp_conn *cc, unsigned work);
+
+/* The llp_tcp I/O hooks: the owner of the connection's I/O lets go of the lock around the
+ * system call. A thread that does not own it (set-up, accept, disconnect: they run once nobody
+ * does, tcp_quiesce) keeps the lock. */
+static void conn_io_begin(void *user)
+{
+    struct tcp_conn *cc = user;
+    if (cc->io_busy)
+        iwarp_api_window_open(cc->ctx, &cc->io_epoch);
+}
+
+static void conn_io_end(void *user)
+{
+    struct tcp_conn *cc = user;
+    if (cc->io_busy)
+        iwarp_api_window_close(cc->ctx, cc->io_epoch);
+}
 
 /* The connection's doorbell (a CQ is polled): write the batch that waits. */
 static void conn_ring(struct iwarp_api_doorbell *db)
@@ -167,9 +199,7 @@ static void conn_ring(struct iwarp_api_doorbell *db)
         (struct tcp_conn *)(void *)((char *)db - offsetof(struct tcp_conn, doorbell));
     if (!cc->src.registered || cc->tcp.tx_batched == 0)
         return; /* written meanwhile (readiness, a full batch, the deadline) */
-    uint64_t now = iwarp_loop_now();
-    iwarp_llp_tcp_on_writable(&cc->tcp, now);
-    conn_update(cc, now);
+    conn_run(cc, WORK_TX);
 }
 
 static void conn_free(struct tcp_conn *cc)
@@ -219,6 +249,9 @@ static struct tcp_conn *conn_alloc(struct iwarp_ctx *ctx)
         cc->tcp.trace = cc->trace;
     }
     cc->tcp.fd = -1;
+    cc->tcp.io_begin = conn_io_begin;
+    cc->tcp.io_end = conn_io_end;
+    cc->tcp.io_user = cc;
     cc->tcp.linger_ns = CM_LINGER_NS;
     cc->tcp.batch_ns = ctx->tx_batch_ns;
     cc->src.fd = -1;
@@ -277,17 +310,28 @@ static void hidden_free(struct tcp_conn *cc)
     conn_free(cc);
 }
 
-/* The epoll interest and the timer the connection needs now. */
+/* The timer the connection needs now (no system call: any thread). */
+static void conn_set_deadline(struct tcp_conn *cc)
+{
+    uint64_t deadline = iwarp_llp_tcp_next_timeout(&cc->tcp);
+    if (deadline != cc->src.deadline)
+        iwarp_loop_set_timer(&cc->ctx->loop, &cc->src, deadline);
+}
+
+/* The epoll interest and the timer the connection needs now (its I/O owner, or a thread that
+ * runs once nobody owns it). */
 static void conn_rearm(struct tcp_conn *cc)
 {
     struct iwarp_loop *loop = &cc->ctx->loop;
     uint32_t want = iwarp_llp_tcp_interest(&cc->tcp);
     uint32_t ev = ((want & IWARP_LLP_TCP_WANT_READ) ? (uint32_t)EPOLLIN : 0u) |
                   ((want & IWARP_LLP_TCP_WANT_WRITE) ? (uint32_t)EPOLLOUT : 0u);
-    iwarp_loop_mod(loop, &cc->src, ev);
-    uint64_t deadline = iwarp_llp_tcp_next_timeout(&cc->tcp);
-    if (deadline != cc->src.deadline)
-        iwarp_loop_set_timer(loop, &cc->src, deadline);
+    if (ev != cc->src.events && cc->src.registered) {
+        conn_io_begin(cc); /* the owner alone changes its source's interest */
+        iwarp_loop_mod(loop, &cc->src, ev);
+        conn_io_end(cc);
+    }
+    conn_set_deadline(cc);
 }
 
 /* Active side: TCP is up; start MPA as the initiator with the QP attached. */
@@ -348,8 +392,9 @@ static void markers_fallback(struct tcp_conn *cc, uint64_t now)
         iwarp_cm_on_failed(id, rc);
 }
 
-/* Active side, MPA in progress. Returns false when the connection was released. */
-static bool update_active_mpa(struct tcp_conn *cc, uint64_t now)
+/* Active side, MPA in progress. Returns 1 while it goes on, 0 when the connection was released,
+ * -1 when cc was freed (a new connection replaces it). */
+static int update_active_mpa(struct tcp_conn *cc, uint64_t now)
 {
     struct iwarp_llp_tcp *t = &cc->tcp;
     struct iwarp_llp_conn *c = &t->conn;
@@ -357,7 +402,7 @@ static bool update_active_mpa(struct tcp_conn *cc, uint64_t now)
     if (c->state == IWARP_LLP_CONN_REJECTED && r->err == IWARP_ERR_MPA_MARKERS &&
         cc->markers_fallback) {
         markers_fallback(cc, now);
-        return false;
+        return -1;
     }
     if (c->state == IWARP_LLP_CONN_REJECTED) {
         /* RFC 5044 §7.1.2 rule 3: a Reject ends MPA; the peer's private data goes up. */
@@ -365,13 +410,13 @@ static bool update_active_mpa(struct tcp_conn *cc, uint64_t now)
         cc->phase = TC_DONE;
         iwarp_cm_on_rejected(cc->id, r->err ? r->err : IWARP_ERR_MPA_REJECTED, &s);
         conn_release(cc, false);
-        return false;
+        return 0;
     }
     if (c->state != IWARP_LLP_CONN_FAILED && c->state != IWARP_LLP_CONN_CLOSE && mpa_up(c)) {
         struct cm_setup s = setup_of(r, false);
         cc->phase = TC_UP;
         iwarp_cm_on_established(cc->id, &s);
-        return true;
+        return 1;
     }
     if (c->state == IWARP_LLP_CONN_FAILED || c->state == IWARP_LLP_CONN_CLOSE ||
         t->phase == IWARP_LLP_TCP_DONE || t->rx_eof) {
@@ -382,9 +427,9 @@ static bool update_active_mpa(struct tcp_conn *cc, uint64_t now)
         /* a Terminate or Reject may still be queued: let TCP deliver it */
         iwarp_llp_tcp_shutdown(t, now);
         conn_release(cc, false);
-        return false;
+        return 0;
     }
-    return true;
+    return 1;
 }
 
 /* Passive side: the MPA Request is in; announce the connection on a new id (RFC 5044
@@ -408,8 +453,9 @@ static bool announce(struct tcp_conn *cc)
     return true;
 }
 
-/* Turn the TCP and MPA state into the CM's reports and into interest. May free cc. */
-static void conn_update(struct tcp_conn *cc, uint64_t now)
+/* Turn the TCP and MPA state into the CM's reports and into interest. Returns false when cc was
+ * freed. */
+static bool conn_update(struct tcp_conn *cc, uint64_t now)
 {
     struct iwarp_llp_tcp *t = &cc->tcp;
     struct iwarp_llp_conn *c = &t->conn;
@@ -421,32 +467,34 @@ static void conn_update(struct tcp_conn *cc, uint64_t now)
         if (!iwarp_llp_tcp_connected(t)) {
             active_failed(cc, t->err ? t->err : IWARP_ERR_CONN_RESET);
             conn_release(cc, false);
-            return;
+            return true;
         }
         /* TCP is up: start MPA with the configuration connect() checked and kept */
         int rc = start_initiator(cc, &cc->cfg, now);
         if (rc != 0) {
             active_failed(cc, rc);
             conn_release(cc, true);
-            return;
+            return true;
         }
-        if (!update_active_mpa(cc, now))
-            return;
+        int going = update_active_mpa(cc, now);
+        if (going <= 0)
+            return going == 0;
         break;
     }
     case TC_MPA:
         if (!cc->passive) {
-            if (!update_active_mpa(cc, now))
-                return;
+            int going = update_active_mpa(cc, now);
+            if (going <= 0)
+                return going == 0;
             break;
         }
         if (c->state == IWARP_LLP_CONN_REQUEST) {
             if (!announce(cc))
-                return;
+                return false;
         } else if (c->state != IWARP_LLP_CONN_NEGOTIATING || t->phase == IWARP_LLP_TCP_DONE ||
                    t->rx_eof) {
             hidden_free(cc); /* never announced: nobody to tell */
-            return;
+            return false;
         }
         break;
     case TC_REQUEST:
@@ -463,7 +511,7 @@ static void conn_update(struct tcp_conn *cc, uint64_t now)
             cc->phase = TC_DONE;
             iwarp_cm_on_closed(id, 0);
             conn_release(cc, false);
-            return;
+            return true;
         }
         break;
     }
@@ -471,31 +519,61 @@ static void conn_update(struct tcp_conn *cc, uint64_t now)
         break;
     }
     if (!cc->src.registered)
-        return;
+        return true;
     if (t->phase == IWARP_LLP_TCP_DONE && cc->phase != TC_CLOSING && cc->phase != TC_UP) {
         conn_release(cc, false); /* e.g. reset while a decision was pending */
-        return;
+        return true;
     }
     conn_rearm(cc);
+    return true;
+}
+
+/* Do work (enum tcp_work) on cc as the owner of its I/O, then conn_update; if another thread
+ * owns it, leave the work to that one and return at once. The owner does what others left
+ * meanwhile before it lets go. */
+static void conn_run(struct tcp_conn *cc, unsigned work)
+{
+    if (cc->io_busy) {
+        cc->io_again |= (uint8_t)work;
+        return;
+    }
+    struct iwarp_ctx *ctx = cc->ctx;
+    cc->io_busy = true;
+    while (work) {
+        uint64_t now = iwarp_loop_now();
+        /* a close past its limit is reset here (the end is reported next) */
+        if (work & WORK_TIMER)
+            iwarp_llp_tcp_handle_timeout(&cc->tcp, now);
+        if (work & WORK_RX)
+            iwarp_llp_tcp_on_readable(&cc->tcp, now);
+        if (work & WORK_TX)
+            iwarp_llp_tcp_on_writable(&cc->tcp, now);
+        if (!conn_update(cc, now)) {
+            iwarp_api_io_idle(ctx); /* freed: who waits for it looks again */
+            return;
+        }
+        work = cc->io_again;
+        cc->io_again = 0;
+    }
+    cc->io_busy = false;
+    iwarp_api_io_idle(ctx);
 }
 
 static void conn_on_io(struct iwarp_loop_src *src, uint32_t events, uint64_t now_ns)
 {
-    struct tcp_conn *cc = src->user;
-    struct iwarp_llp_tcp *t = &cc->tcp;
+    (void)now_ns;
+    unsigned work = 0;
     if (events & (EPOLLIN | EPOLLERR | EPOLLHUP | EPOLLRDHUP))
-        iwarp_llp_tcp_on_readable(t, now_ns);
+        work |= WORK_RX;
     if (events & (EPOLLOUT | EPOLLERR | EPOLLHUP))
-        iwarp_llp_tcp_on_writable(t, now_ns);
-    conn_update(cc, now_ns);
+        work |= WORK_TX;
+    conn_run(src->user, work);
 }
 
 static void conn_on_timer(struct iwarp_loop_src *src, uint64_t now_ns)
 {
-    struct tcp_conn *cc = src->user;
-    /* a close past its limit is reset here (the end is reported next) */
-    iwarp_llp_tcp_handle_timeout(&cc->tcp, now_ns);
-    conn_update(cc, now_ns);
+    (void)now_ns;
+    conn_run(src->user, WORK_TIMER);
 }
 
 /* ---- the transport's ops ------------------------------------------------------------------ */
@@ -509,15 +587,13 @@ static void tcp_kick(struct iwarp_qp_impl *q)
     struct tcp_conn *cc = id ? conn_of(id) : NULL;
     if (!cc || !cc->src.registered)
         return;
-    uint64_t now = iwarp_loop_now();
-    if (iwarp_llp_tcp_post(&cc->tcp, now)) {
-        iwarp_llp_tcp_on_writable(&cc->tcp, now);
-        conn_update(cc, now);
+    if (iwarp_llp_tcp_post(&cc->tcp, iwarp_loop_now())) {
+        conn_run(cc, WORK_TX);
         return;
     }
     iwarp_api_doorbell_defer(cc->ctx, &cc->doorbell);
     if (cc->tcp.tx_batched == 1)
-        conn_rearm(cc); /* the batch's deadline */
+        conn_set_deadline(cc); /* the batch's */
 }
 
 static bool tcp_abort(struct cm_id *id)
@@ -778,6 +854,24 @@ static void tcp_free(struct cm_id *id, bool live)
     id->conn = NULL;
 }
 
+static bool conn_owned(const struct tcp_conn *cc)
+{
+    return cc && cc->io_busy;
+}
+
+static void tcp_quiesce(struct cm_id *id)
+{
+    for (;;) {
+        bool owned = conn_owned(conn_of(id));
+        const struct tcp_lsn *l = id->lsn;
+        for (const struct tcp_conn *h = l ? l->hidden : NULL; h && !owned; h = h->next_hidden)
+            owned = conn_owned(h);
+        if (!owned)
+            return;
+        iwarp_api_io_wait(id->pub.context); /* the owner may free it: look again */
+    }
+}
+
 const struct cm_transport iwarp_cm_tcp = {
     .listen = tcp_listen,
     .listen_close = tcp_listen_close,
@@ -787,6 +881,7 @@ const struct cm_transport iwarp_cm_tcp = {
     .reject = tcp_reject,
     .disconnect = tcp_disconnect,
     .abort = tcp_abort,
+    .quiesce = tcp_quiesce,
     .kick = tcp_kick,
     .free = tcp_free,
 };

@@ -154,6 +154,10 @@ int iwarp_ctx_create(const struct iwarp_ctx_attr *attr, struct iwarp_ctx **out)
         goto fail;
     if (pthread_mutex_init(&ctx->lock, NULL) != 0)
         goto fail;
+    if (pthread_cond_init(&ctx->io_idle, NULL) != 0) {
+        pthread_mutex_destroy(&ctx->lock);
+        goto fail;
+    }
     rc = iwarp_loop_init(&ctx->loop, &ctx->lock, loop_alloc, loop_dealloc, ctx);
     if (rc < 0)
         goto fail_lock;
@@ -167,6 +171,7 @@ int iwarp_ctx_create(const struct iwarp_ctx_attr *attr, struct iwarp_ctx **out)
     *out = ctx;
     return 0;
 fail_lock:
+    pthread_cond_destroy(&ctx->io_idle);
     pthread_mutex_destroy(&ctx->lock);
 fail:
     if (ctx->async_fd >= 0)
@@ -192,6 +197,7 @@ int iwarp_ctx_destroy(struct iwarp_ctx *ctx)
         if (tps[i] && tps[i]->ctx_fini)
             tps[i]->ctx_fini(ctx);
     iwarp_loop_fini(&ctx->loop);
+    pthread_cond_destroy(&ctx->io_idle);
     pthread_mutex_destroy(&ctx->lock);
     close(ctx->async_fd);
     (void)iwarp_api_trace_close(ctx);

@@ -52,6 +52,51 @@ void iwarp_api_unlock(struct iwarp_ctx *ctx)
     iwarp_loop_unlock(&ctx->loop);
 }
 
+void iwarp_api_window_open(struct iwarp_ctx *ctx, uint8_t *epoch)
+{
+    *epoch = ctx->io_epoch;
+    ctx->io_windows[*epoch]++;
+    iwarp_api_unlock(ctx);
+}
+
+void iwarp_api_window_close(struct iwarp_ctx *ctx, uint8_t epoch)
+{
+    pthread_mutex_lock(&ctx->lock);
+    if (--ctx->io_windows[epoch] == 0)
+        iwarp_api_io_idle(ctx);
+}
+
+void iwarp_api_io_wait(struct iwarp_ctx *ctx)
+{
+    ctx->io_waiters++;
+    pthread_cond_wait(&ctx->io_idle, &ctx->lock);
+    ctx->io_waiters--;
+}
+
+void iwarp_api_io_idle(struct iwarp_ctx *ctx)
+{
+    if (ctx->io_waiters)
+        pthread_cond_broadcast(&ctx->io_idle);
+}
+
+void iwarp_api_io_grace(struct iwarp_ctx *ctx)
+{
+    /* Two epochs, as RCU's: windows opened from the turn on count in the other one, so the
+     * wait ends however busy the connections are. Windows still open in the other epoch (from
+     * before an earlier turn) began before this call too: the turn waits until there are none,
+     * so that every window older than this call is in the epoch it then waits for. */
+    for (;;) {
+        uint8_t cur = ctx->io_epoch;
+        if (ctx->io_windows[cur ^ 1u]) {
+            iwarp_api_io_wait(ctx);
+            continue;
+        }
+        ctx->io_epoch = cur ^ 1u;
+        while (ctx->io_windows[cur])
+            iwarp_api_io_wait(ctx);
+        return;
+    }
+}
 void iwarp_api_doorbell_defer(struct iwarp_ctx *ctx, struct iwarp_api_doorbell *db)
 {
     if (db->queued)

@@ -73,8 +73,11 @@ static int stag_destroy(struct iwarp_ctx *ctx, struct iwarp_pd *pd, void *obj, u
 {
     pthread_mutex_lock(&ctx->lock);
     int rc = mr ? iwarp_mem_dereg_mr(&ctx->mem, stag) : iwarp_mem_dealloc_mw(&ctx->mem, stag);
-    if (rc == 0)
+    if (rc == 0) {
         pd->n_obj--;
+        /* a read placing into the memory may have begun before: it ends before we return */
+        iwarp_api_io_grace(ctx);
+    }
     iwarp_api_unlock(ctx);
     if (rc == 0)
         iwarp_api_free(ctx, obj);

@@ -201,6 +201,22 @@ static void send_fin(struct iwarp_llp_tcp *t, uint64_t now_ns)
         iwarp_llp_tcp_linger(t, now_ns); /* the peer's FIN is awaited so long */
 }
 
+/* Around a system call of the data path: the owner may let go of its lock (llp_tcp.h). errno
+ * is the call's afterwards. */
+static void io_begin(struct iwarp_llp_tcp *t)
+{
+    if (t->io_begin)
+        t->io_begin(t->io_user);
+}
+
+static void io_end(struct iwarp_llp_tcp *t)
+{
+    int e = errno;
+    if (t->io_end)
+        t->io_end(t->io_user);
+    errno = e;
+}
+
 /* The EMSS grows once TCP knows the path (loopback: 32741 at connect, 65483 after some data):
  * after every TCP_EMSS_EVERY large writes, read it again, so that FPDUs follow it (fewer FPDUs,
  * each read, checked and placed once). Small writes never pay the system call. */
@@ -210,8 +226,10 @@ static void follow_emss(struct iwarp_llp_tcp *t, size_t written)
         return;
     int mss = 0;
     socklen_t len = sizeof mss;
-    if (getsockopt(t->fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &len) != 0 || mss < (int)TCP_MIN_EMSS ||
-        (uint32_t)mss == t->emss)
+    io_begin(t);
+    int rc = getsockopt(t->fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &len);
+    io_end(t);
+    if (rc != 0 || mss < (int)TCP_MIN_EMSS || (uint32_t)mss == t->emss)
         return;
     t->emss = (uint32_t)mss;
     iwarp_llp_conn_set_emss(&t->conn, t->emss);
@@ -234,7 +252,9 @@ static void flush(struct iwarp_llp_tcp *t, uint64_t now_ns)
         for (uint32_t i = 0; i < n; i++)
             total += iov[i].iov_len;
         struct msghdr m = {.msg_iov = iov, .msg_iovlen = n};
+        io_begin(t);
         ssize_t w = sendmsg(t->fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+        io_end(t);
         if (w > 0) {
             t->last_tx_ns = now_ns;
             t->rx_since_tx = false;
@@ -279,8 +299,10 @@ static void peek_for_end(struct iwarp_llp_tcp *t)
     bool discard = t->fin_sent || t->llp_closed;
     ssize_t n;
     for (;;) {
+        io_begin(t);
         n = recv(t->fd, b, discard ? sizeof b : 1,
                  discard ? MSG_DONTWAIT : MSG_PEEK | MSG_DONTWAIT);
+        io_end(t);
         if (!discard || n <= 0)
             break;
         if (t->trace)
@@ -312,7 +334,10 @@ static void wait_for_fpdu(struct iwarp_llp_tcp *t)
     if (mark == t->rcvlowat)
         return;
     int v = (int)mark;
-    if (setsockopt(t->fd, SOL_SOCKET, SO_RCVLOWAT, &v, sizeof v) == 0)
+    io_begin(t);
+    int rc = setsockopt(t->fd, SOL_SOCKET, SO_RCVLOWAT, &v, sizeof v);
+    io_end(t);
+    if (rc == 0)
         t->rcvlowat = mark;
 }
 
@@ -334,7 +359,9 @@ void iwarp_llp_tcp_on_readable(struct iwarp_llp_tcp *t, uint64_t now_ns)
         }
         size_t len = iov[0].iov_len + (niov > 1 ? iov[1].iov_len : 0);
         struct msghdr m = {.msg_iov = iov, .msg_iovlen = niov};
+        io_begin(t);
         ssize_t n = recvmsg(t->fd, &m, MSG_DONTWAIT);
+        io_end(t);
         if (n > 0) {
             t->rx_since_tx = true;
             if (t->trace) /* before rx_ack, which may reuse the buffer */

@@ -7,6 +7,8 @@
  * work is posted), and asks iwarp_llp_tcp_interest() which readiness to wait for next.
  *
  * Every call expects the context lock held (the connection's QP engine is reached through it).
+ * The owner may let go of it around the system calls that move octets on the open socket
+ * (io_begin/io_end below).
  *
  * Tracing: when t->trace is set (before iwarp_llp_tcp_connect/adopt), the connection's octets
  * in both directions, its set-up and its end are recorded through it (trace/trace_conn.h); when
@@ -76,6 +78,15 @@ struct iwarp_llp_tcp {
      * end both ways; then it is reset. */
     uint64_t linger_ns;
     uint64_t linger_deadline; /* 0: the close has not begun */
+    /* Called just before and just after each system call on the open socket that moves octets
+     * or follows the stream (recvmsg, recv, sendmsg, the EMSS and receive-mark options), with
+     * io_user; NULL: not called. Between them the owner may let go of its lock, provided that
+     * no other thread calls into t meanwhile except iwarp_llp_tcp_post, _interest and
+     * _next_timeout (which only look at state, or add to a batch), and that the memory the
+     * iovecs name stays. */
+    void (*io_begin)(void *user);
+    void (*io_end)(void *user);
+    void *io_user;
 };
 
 /* A listening socket. */
