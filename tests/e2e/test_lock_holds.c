@@ -1,0 +1,395 @@
+/*
+ * No context-wide lock is held across a system call of the data path (docs/design.md,
+ * "Locking"). Link-time wrappers around the system calls the library makes while data moves
+ * record, for each call, whether the calling thread holds the lock of a context under watch (the
+ * mutex's owner field against gettid). Real traffic over loopback TCP with CRC on runs in
+ * between: RDMA Writes large enough to fill the socket, Reads, small Sends that form transmit
+ * batches, busy polling, completion events, caller progress, two posting threads while a third
+ * deregisters memory. Every kind of call must have been seen, and none made with the lock.
+ * Set-up and teardown (socket, connect, accept, close, epoll_ctl ADD/DEL) are outside the probe.
+ */
+#define _GNU_SOURCE
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "api/api_internal.h"
+#include "stack_pair.h"
+
+enum probe_call {
+    P_SENDMSG,
+    P_RECVMSG,
+    P_RECV,
+    P_EPOLL_WAIT,
+    P_EPOLL_CTL,
+    P_TIMERFD,
+    P_GETSOCKOPT,
+    P_SETSOCKOPT,
+    P_N
+};
+static const char *const call_names[P_N] = {"sendmsg",    "recvmsg",   "recv",
+                                            "epoll_wait", "epoll_ctl", "timerfd_settime",
+                                            "getsockopt", "setsockopt"};
+
+#define MAX_WATCHED 2
+static struct iwarp_ctx *_Atomic watched[MAX_WATCHED];
+static atomic_bool probing;
+static atomic_ulong calls[P_N], held[P_N];
+
+static void probe(enum probe_call c)
+{
+    if (!atomic_load(&probing))
+        return;
+    atomic_fetch_add(&calls[c], 1);
+    pid_t me = gettid();
+    for (int i = 0; i < MAX_WATCHED; i++) {
+        struct iwarp_ctx *ctx = atomic_load(&watched[i]);
+        if (ctx && __atomic_load_n(&ctx->lock.__data.__owner, __ATOMIC_RELAXED) == me)
+            atomic_fetch_add(&held[c], 1);
+    }
+}
+
+ssize_t __real_sendmsg(int fd, const struct msghdr *m, int flags);
+ssize_t __wrap_sendmsg(int fd, const struct msghdr *m, int flags);
+ssize_t __wrap_sendmsg(int fd, const struct msghdr *m, int flags)
+{
+    probe(P_SENDMSG);
+    return __real_sendmsg(fd, m, flags);
+}
+
+ssize_t __real_recvmsg(int fd, struct msghdr *m, int flags);
+ssize_t __wrap_recvmsg(int fd, struct msghdr *m, int flags);
+ssize_t __wrap_recvmsg(int fd, struct msghdr *m, int flags)
+{
+    probe(P_RECVMSG);
+    return __real_recvmsg(fd, m, flags);
+}
+
+ssize_t __real_recv(int fd, void *b, size_t n, int flags);
+ssize_t __wrap_recv(int fd, void *b, size_t n, int flags);
+ssize_t __wrap_recv(int fd, void *b, size_t n, int flags)
+{
+    probe(P_RECV);
+    return __real_recv(fd, b, n, flags);
+}
+
+int __real_epoll_wait(int epfd, struct epoll_event *ev, int n, int timeout);
+int __wrap_epoll_wait(int epfd, struct epoll_event *ev, int n, int timeout);
+int __wrap_epoll_wait(int epfd, struct epoll_event *ev, int n, int timeout)
+{
+    probe(P_EPOLL_WAIT);
+    return __real_epoll_wait(epfd, ev, n, timeout);
+}
+
+int __real_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev);
+int __wrap_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev);
+int __wrap_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
+{
+    probe(P_EPOLL_CTL);
+    return __real_epoll_ctl(epfd, op, fd, ev);
+}
+
+int __real_timerfd_settime(int fd, int flags, const struct itimerspec *n, struct itimerspec *o);
+int __wrap_timerfd_settime(int fd, int flags, const struct itimerspec *n, struct itimerspec *o);
+int __wrap_timerfd_settime(int fd, int flags, const struct itimerspec *n, struct itimerspec *o)
+{
+    probe(P_TIMERFD);
+    return __real_timerfd_settime(fd, flags, n, o);
+}
+
+int __real_getsockopt(int fd, int level, int name, void *v, socklen_t *len);
+int __wrap_getsockopt(int fd, int level, int name, void *v, socklen_t *len);
+int __wrap_getsockopt(int fd, int level, int name, void *v, socklen_t *len)
+{
+    probe(P_GETSOCKOPT);
+    return __real_getsockopt(fd, level, name, v, len);
+}
+
+int __real_setsockopt(int fd, int level, int name, const void *v, socklen_t len);
+int __wrap_setsockopt(int fd, int level, int name, const void *v, socklen_t len);
+int __wrap_setsockopt(int fd, int level, int name, const void *v, socklen_t len)
+{
+    probe(P_SETSOCKOPT);
+    return __real_setsockopt(fd, level, name, v, len);
+}
+
+#define BIG      (1u << 20) /* a Write this size fills the socket's send buffer within a few */
+#define N_PAIRS  2u
+#define N_BIG    24u
+#define N_MID    64u /* 64 KiB Writes and Reads */
+#define N_SMALL  256u
+#define QD       16u
+#define N_THREAD 400u /* Writes per posting thread */
+
+static struct sp_cfg crc_cfg(void)
+{
+    struct sp_cfg cfg = {.cap = {.max_send_wr = 256,
+                                 .max_recv_wr = 256,
+                                 .max_send_sge = 1,
+                                 .max_recv_sge = 1,
+                                 .max_inline_data = 64}};
+    cfg.param.crc = 1;
+    cfg.param.initiator_depth = 16;
+    cfg.param.responder_resources = 16;
+    return cfg;
+}
+
+/* Two sides, N_PAIRS connected pairs, and a BIG buffer registered on each side per pair. */
+struct rig {
+    struct sp_side srv, cli;
+    struct sp_pair pairs[N_PAIRS];
+    uint8_t *sbuf[N_PAIRS], *cbuf[N_PAIRS];
+    struct iwarp_mr *smr[N_PAIRS], *cmr[N_PAIRS];
+};
+
+static void rig_up(struct rig *r, enum iwarp_progress_mode cli_mode, bool events)
+{
+    sp_side_init(&r->srv, IWARP_PROGRESS_THREAD, 4096);
+    sp_side_init_full(&r->cli, NULL, cli_mode, NULL, 0, 4096, events);
+    memset(r->pairs, 0, sizeof r->pairs);
+    for (uint32_t i = 0; i < N_PAIRS; i++) {
+        r->sbuf[i] = calloc(1, BIG);
+        r->cbuf[i] = calloc(1, BIG);
+        ASSERT_TRUE(r->sbuf[i] && r->cbuf[i]);
+        r->smr[i] = sp_reg(&r->srv, r->sbuf[i], BIG, 0);
+        r->cmr[i] = sp_reg(&r->cli, r->cbuf[i], BIG, 0);
+        r->pairs[i].srv.mine = (struct sp_advert){
+            .index = i, .rkey = r->smr[i]->rkey, .addr = (uintptr_t)r->sbuf[i], .len = BIG};
+        r->pairs[i].cli.mine = (struct sp_advert){
+            .index = i, .rkey = r->cmr[i]->rkey, .addr = (uintptr_t)r->cbuf[i], .len = BIG};
+    }
+    struct sp_cfg cfg = crc_cfg();
+    sp_connect_pairs(&r->srv, &r->cli, r->pairs, N_PAIRS, &cfg);
+    sp_first_send(&r->srv, &r->cli, r->pairs, N_PAIRS);
+    atomic_store(&watched[0], r->srv.ctx);
+    atomic_store(&watched[1], r->cli.ctx);
+    for (int c = 0; c < P_N; c++)
+        atomic_store(&calls[c], 0), atomic_store(&held[c], 0);
+    atomic_store(&probing, true);
+}
+
+/* Stop probing; every call kind in `seen` must have been made, none with the lock. */
+static void rig_judge(struct rig *r, unsigned seen)
+{
+    atomic_store(&probing, false);
+    for (int c = 0; c < P_N; c++) {
+        unsigned long n = atomic_load(&calls[c]), h = atomic_load(&held[c]);
+        printf("    %-16s %8lu calls, %lu with a context lock held\n", call_names[c], n, h);
+        if (h != 0)
+            harness_fail(__FILE__, __LINE__, "%s made %lu times with a context lock held",
+                         call_names[c], h);
+        if ((seen & (1u << c)) && n == 0)
+            harness_fail(__FILE__, __LINE__, "%s never made: the probe proves nothing of it",
+                         call_names[c]);
+    }
+    atomic_store(&watched[0], NULL);
+    atomic_store(&watched[1], NULL);
+    sp_disconnect_pairs(&r->srv, &r->cli, r->pairs, N_PAIRS, true);
+    sp_destroy_pairs(r->pairs, N_PAIRS);
+    for (uint32_t i = 0; i < N_PAIRS; i++) {
+        ASSERT_EQ(iwarp_dereg_mr(r->smr[i]), 0);
+        ASSERT_EQ(iwarp_dereg_mr(r->cmr[i]), 0);
+        free(r->sbuf[i]);
+        free(r->cbuf[i]);
+    }
+    sp_side_fini(&r->cli);
+    sp_side_fini(&r->srv);
+}
+
+/* n one-sided operations of len octets on pair 0 with QD in flight, each completion taken (busy
+ * polling, or through completion events when the client has a channel). */
+static void one_sided(struct rig *r, enum iwarp_wr_opcode op, uint32_t len, uint32_t n)
+{
+    struct sp_end *c = &r->pairs[0].cli;
+    uint32_t posted = 0, done = 0;
+    struct deadline dl = deadline_in_ms(SP_WAIT_MS);
+    while (done < n) {
+        while (posted < n && posted - done < QD) {
+            ASSERT_EQ(sp_post(c->qp, posted, op, IWARP_SEND_SIGNALED, r->cbuf[0], len,
+                              r->cmr[0]->lkey, c->peer.addr, c->peer.rkey),
+                      0);
+            posted++;
+        }
+        struct iwarp_wc wc[QD];
+        int k = iwarp_poll_cq(r->cli.cq, QD, wc);
+        ASSERT_TRUE(k >= 0);
+        for (int i = 0; i < k; i++)
+            ASSERT_EQ(wc[i].status, IWARP_WC_SUCCESS);
+        done += (uint32_t)k;
+        if (k == 0 && r->cli.comp) {
+            ASSERT_EQ(iwarp_req_notify_cq(r->cli.cq, 0), 0);
+            if ((k = iwarp_poll_cq(r->cli.cq, QD, wc)) > 0) { /* came before the arm */
+                done += (uint32_t)k;
+                continue;
+            }
+            struct iwarp_cq *ev_cq;
+            void *ev_ctx;
+            if (iwarp_get_cq_event_timeout(r->cli.comp, &ev_cq, &ev_ctx, 100) == 0)
+                iwarp_ack_cq_events(ev_cq, 1);
+        }
+        if (deadline_passed(&dl))
+            DEADLINE_FAIL(&dl, "%s x %u: %u done", op == IWARP_WR_RDMA_READ ? "Read" : "Write", n,
+                          done);
+    }
+}
+
+/* N_SMALL 64-octet Sends on pair 0, posted back to back (they form batches), received by the
+ * server. */
+static void small_sends(struct rig *r)
+{
+    struct sp_end *c = &r->pairs[0].cli, *s = &r->pairs[0].srv;
+    for (uint32_t i = 0; i < N_SMALL; i++)
+        ASSERT_EQ(sp_post_recv(s->qp, i, r->sbuf[0] + 64u * i, 64, r->smr[0]->lkey), 0);
+    for (uint32_t i = 0; i < N_SMALL; i++)
+        ASSERT_EQ(sp_post(c->qp, i, IWARP_WR_SEND, 0, r->cbuf[0], 64, r->cmr[0]->lkey, 0, 0), 0);
+    struct iwarp_wc wc[N_SMALL];
+    sp_poll_n(&r->srv, &r->cli, wc, N_SMALL);
+    for (uint32_t i = 0; i < N_SMALL; i++)
+        ASSERT_EQ(wc[i].status, IWARP_WC_SUCCESS);
+}
+
+static void the_traffic(struct rig *r)
+{
+    one_sided(r, IWARP_WR_RDMA_WRITE, BIG, N_BIG);
+    one_sided(r, IWARP_WR_RDMA_WRITE, 64u << 10, N_MID);
+    one_sided(r, IWARP_WR_RDMA_READ, 64u << 10, N_MID);
+    small_sends(r);
+}
+
+/* The calls every run makes (epoll_ctl: EPOLLOUT wanted once the big Writes fill the socket;
+ * setsockopt: the receive mark of a large FPDU; getsockopt: the EMSS looked at again). */
+#define SEEN_ALWAYS                                                                       \
+    ((1u << P_SENDMSG) | (1u << P_RECVMSG) | (1u << P_EPOLL_WAIT) | (1u << P_EPOLL_CTL) | \
+     (1u << P_GETSOCKOPT) | (1u << P_SETSOCKOPT))
+
+TEST(busy_polling_with_a_progress_thread_holds_no_lock_across_a_system_call)
+{
+    struct rig r;
+    rig_up(&r, IWARP_PROGRESS_THREAD, false);
+    the_traffic(&r);
+    rig_judge(&r, SEEN_ALWAYS);
+}
+
+TEST(waiting_for_completion_events_holds_no_lock_across_a_system_call)
+{
+    struct rig r;
+    rig_up(&r, IWARP_PROGRESS_THREAD, true);
+    the_traffic(&r);
+    rig_judge(&r, SEEN_ALWAYS | (1u << P_TIMERFD));
+}
+
+TEST(caller_progress_holds_no_lock_across_a_system_call)
+{
+    struct rig r;
+    rig_up(&r, IWARP_PROGRESS_CALLER, false);
+    the_traffic(&r);
+    rig_judge(&r, SEEN_ALWAYS);
+}
+
+/* The probe itself: a call made with a watched lock held is counted (else the tests above would
+ * pass whatever the library did). */
+TEST(the_probe_counts_a_call_made_with_the_lock_held)
+{
+    struct iwarp_ctx *ctx;
+    ASSERT_EQ(iwarp_ctx_create(NULL, &ctx), 0);
+    atomic_store(&watched[0], ctx);
+    atomic_store(&held[P_EPOLL_WAIT], 0);
+    atomic_store(&probing, true);
+    struct epoll_event ev;
+    (void)epoll_wait(ctx->loop.epfd, &ev, 1, 0); /* without the lock: not counted */
+    ASSERT_EQ(atomic_load(&held[P_EPOLL_WAIT]), 0);
+    pthread_mutex_lock(&ctx->lock);
+    (void)epoll_wait(ctx->loop.epfd, &ev, 1, 0);
+    pthread_mutex_unlock(&ctx->lock);
+    atomic_store(&probing, false);
+    ASSERT_EQ(atomic_load(&held[P_EPOLL_WAIT]), 1);
+    atomic_store(&watched[0], NULL);
+    ASSERT_EQ(iwarp_ctx_destroy(ctx), 0);
+}
+
+/* ---- two posting threads, and memory deregistered meanwhile ------------------------------ */
+
+struct poster {
+    struct rig *r;
+    uint32_t pair;
+    atomic_uint *outstanding; /* posted and not yet completed, per pair */
+};
+
+static void *post_writes(void *arg)
+{
+    struct poster *p = arg;
+    struct sp_end *c = &p->r->pairs[p->pair].cli;
+    struct deadline dl = deadline_in_ms(SP_WAIT_MS);
+    for (uint32_t i = 0; i < N_THREAD; i++) {
+        while (atomic_load(p->outstanding) >= QD) {
+            if (deadline_passed(&dl))
+                DEADLINE_FAIL(&dl, "pair %u: room to post", p->pair);
+            sched_yield();
+        }
+        atomic_fetch_add(p->outstanding, 1);
+        ASSERT_EQ(sp_post(c->qp, ((uint64_t)p->pair << 32) | i, IWARP_WR_RDMA_WRITE,
+                          IWARP_SEND_SIGNALED, p->r->cbuf[p->pair], 64u << 10,
+                          p->r->cmr[p->pair]->lkey, c->peer.addr, c->peer.rkey),
+                  0);
+    }
+    return NULL;
+}
+
+static atomic_bool churning;
+
+/* Registers and deregisters memory while the Writes place: each dereg waits for a grace period
+ * of the I/O windows (it must end, however busy the connections are). */
+static void *churn_memory(void *arg)
+{
+    struct rig *r = arg;
+    uint8_t page[4096];
+    uint32_t rounds = 0;
+    while (atomic_load(&churning)) {
+        struct iwarp_mr *mr = sp_reg(&r->srv, page, sizeof page, 0);
+        ASSERT_EQ(iwarp_dereg_mr(mr), 0);
+        rounds++;
+    }
+    ASSERT_TRUE(rounds > 0);
+    return NULL;
+}
+
+TEST(two_posting_threads_and_a_deregistering_one_hold_no_lock_across_a_system_call)
+{
+    struct rig r;
+    rig_up(&r, IWARP_PROGRESS_THREAD, false);
+    atomic_uint outstanding[N_PAIRS];
+    struct poster p[N_PAIRS];
+    pthread_t th[N_PAIRS], churn;
+    atomic_store(&churning, true);
+    ASSERT_EQ(pthread_create(&churn, NULL, churn_memory, &r), 0);
+    for (uint32_t i = 0; i < N_PAIRS; i++) {
+        atomic_init(&outstanding[i], 0);
+        p[i] = (struct poster){.r = &r, .pair = i, .outstanding = &outstanding[i]};
+        ASSERT_EQ(pthread_create(&th[i], NULL, post_writes, &p[i]), 0);
+    }
+    /* this thread takes every completion of both */
+    uint32_t done = 0;
+    struct deadline dl = deadline_in_ms(SP_WAIT_MS);
+    while (done < N_PAIRS * N_THREAD) {
+        struct iwarp_wc wc[32];
+        int k = iwarp_poll_cq(r.cli.cq, 32, wc);
+        ASSERT_TRUE(k >= 0);
+        for (int i = 0; i < k; i++) {
+            ASSERT_EQ(wc[i].status, IWARP_WC_SUCCESS);
+            atomic_fetch_sub(&outstanding[wc[i].wr_id >> 32], 1);
+        }
+        done += (uint32_t)k;
+        if (deadline_passed(&dl))
+            DEADLINE_FAIL(&dl, "Writes of both threads: %u done", done);
+    }
+    for (uint32_t i = 0; i < N_PAIRS; i++)
+        ASSERT_EQ(pthread_join(th[i], NULL), 0);
+    atomic_store(&churning, false);
+    ASSERT_EQ(pthread_join(churn, NULL), 0);
+    rig_judge(&r, (1u << P_SENDMSG) | (1u << P_RECVMSG) | (1u << P_EPOLL_WAIT));
+}
