@@ -3,9 +3,11 @@
  * context (lock, allocator, STag table, progress loop, async events), and the internal
  * halves of PDs, CQs, QPs and SRQs. Nothing outside src/api includes this.
  *
- * Locking: one mutex per context (ctx->lock) serialises every object of the context; the
- * progress thread holds it while it moves data and never while it waits. Public functions
- * take it on entry. Functions here whose names end in _locked expect it held.
+ * Locking: one mutex per context (ctx->lock) serialises every object of the context. Public
+ * functions take it on entry and let go of it through iwarp_api_unlock. It is not held across a
+ * system call of the data path: a connection's I/O owner lets go of it around each (I/O
+ * windows, docs/design.md "Locking and progress"), and the loop waits without it. Functions here
+ * whose names end in _locked expect it held.
  */
 #ifndef IWARP_API_API_INTERNAL_H
 #define IWARP_API_API_INTERNAL_H
@@ -69,8 +71,8 @@ struct iwarp_ctx {
     struct iwarp_api_doorbell *doorbells;
     uint64_t tx_batch_ns;
     /* I/O windows: system calls that move a connection's octets run without the lock
-     * (docs/design.md, "Locking"). Windows open now, counted by the epoch they opened in, and
-     * threads waiting for a connection's owner or for a grace period (io_idle). */
+     * (docs/design.md, "Locking and progress"). Windows open now, counted by the epoch they opened
+     * in, and threads waiting for a connection's owner or for a grace period (io_idle). */
     uint32_t io_windows[2];
     uint8_t io_epoch;
     uint32_t io_waiters;
@@ -204,10 +206,10 @@ int iwarp_api_cm_set_qp(struct iwarp_cm_id *id, struct iwarp_qp *qp);
 void iwarp_api_unlock(struct iwarp_ctx *ctx);
 
 /*
- * I/O windows (docs/design.md, "Locking"). A transport lets go of ctx->lock around a system call
- * that moves a connection's octets, while it alone owns that connection's I/O: open a window
- * (lock held; it is let go of), make the call, close it (the lock is held again). *epoch keeps
- * what the close needs.
+ * I/O windows (docs/design.md, "Locking and progress"). A transport lets go of ctx->lock around a
+ * system call that moves a connection's octets, while it alone owns that connection's I/O: open a
+ * window (lock held; it is let go of), make the call, close it (the lock is held again). *epoch
+ * keeps what the close needs.
  */
 void iwarp_api_window_open(struct iwarp_ctx *ctx, uint8_t *epoch);
 void iwarp_api_window_close(struct iwarp_ctx *ctx, uint8_t epoch);

@@ -10,8 +10,8 @@
  *
  * Every function runs with ctx->lock held. One thread at a time owns a connection's I/O
  * (io_busy): it alone moves the connection's octets, and it lets go of the lock around each
- * system call that does (an I/O window, docs/design.md "Locking"). A thread that finds the
- * connection owned leaves its work to the owner (io_again), which does it before it lets go.
+ * system call that does (an I/O window, docs/design.md "Locking and progress"). A thread that finds
+ * the connection owned leaves its work to the owner (io_again), which does it before it lets go.
  * What closes or frees a connection first waits until nobody owns it (tcp_quiesce).
  */
 #define _GNU_SOURCE 1

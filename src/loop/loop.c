@@ -2,7 +2,9 @@
  * The progress engine: an epoll set (level-triggered), an eventfd that wakes a waiting thread,
  * a binary min-heap of timer deadlines grown through the context allocator, a timerfd set to
  * the first deadline, and an optional progress thread. The wait happens without the context
- * lock; callbacks run with it held.
+ * lock; callbacks run with it held, and may let go of it for a while (a connection's I/O
+ * window), so several threads may be dispatching at once. No system call on the loop's fds is
+ * made with the lock held: iwarp_loop_unlock makes them once it is let go of.
  *
  * Deadlines reach a waiting thread through the timerfd, not by waking it: a deadline armed
  * while a thread waits costs one timerfd_settime, and one taken back before it passes costs

@@ -114,10 +114,10 @@ int iwarp_loop_help(struct iwarp_loop *l, int timeout_ms);
 void iwarp_loop_wake(struct iwarp_loop *l);
 
 /*
- * No system call on the loop's own fds is made with the lock held (docs/design.md, "Locking"):
- * what a thread decides under the lock (a wake, a new first deadline for the timerfd) is done
- * by iwarp_loop_unlock, right after it lets go of the lock. Every holder of the lock lets go of
- * it through iwarp_loop_unlock, so nothing decided is left undone.
+ * No system call on the loop's own fds is made with the lock held (docs/design.md, "Locking and
+ * progress"): what a thread decides under the lock (a wake, a new first deadline for the timerfd)
+ * is done by iwarp_loop_unlock, right after it lets go of the lock. Every holder of the lock lets
+ * go of it through iwarp_loop_unlock, so nothing decided is left undone.
  */
 void iwarp_loop_wake_locked(struct iwarp_loop *l);
 void iwarp_loop_unlock(struct iwarp_loop *l);

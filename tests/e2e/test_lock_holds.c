@@ -1,8 +1,8 @@
 /*
  * No context-wide lock is held across a system call of the data path (docs/design.md,
- * "Locking"). Link-time wrappers around the system calls the library makes while data moves
- * record, for each call, whether the calling thread holds the lock of a context under watch (the
- * mutex's owner field against gettid). Real traffic over loopback TCP with CRC on runs in
+ * "Locking and progress"). Link-time wrappers around the system calls the library makes while data
+ * moves record, for each call, whether the calling thread holds the lock of a context under watch
+ * (the mutex's owner field against gettid). Real traffic over loopback TCP with CRC on runs in
  * between: RDMA Writes large enough to fill the socket, Reads, small Sends that form transmit
  * batches, busy polling, completion events, caller progress, two posting threads while a third
  * deregisters memory. Every kind of call must have been seen, and none made with the lock.
