@@ -77,6 +77,10 @@ struct iwarp_ctx {
     uint8_t io_epoch;
     uint32_t io_waiters;
     pthread_cond_t io_idle;
+    /* completion channels whose fd must follow their queue, and whether a thread is at it
+     * (iwarp_api_channels_sync) */
+    struct iwarp_comp_channel_impl *chan_sync;
+    bool chan_syncing;
 };
 
 /*
@@ -124,6 +128,11 @@ struct iwarp_comp_channel_impl {
     struct iwarp_cq *fired_head, *fired_tail;
     uint32_t n_cq;
     uint32_t n_waiters; /* threads waiting in the loop for its next event (verbs_cq.c) */
+    /* the fd follows the queue without the lock (iwarp_api_channels_sync) */
+    bool fd_readable; /* what it was last made: the eventfd's counter is 1, else 0 */
+    bool sync_queued; /* on ctx->chan_sync */
+    bool sync_busy;   /* a thread writes or reads the fd now */
+    struct iwarp_comp_channel_impl *next_sync;
 };
 
 struct iwarp_srq {
@@ -201,9 +210,14 @@ void iwarp_api_async_drop_qp_locked(struct iwarp_ctx *ctx, const struct iwarp_qp
 struct iwarp_cm_id;
 int iwarp_api_cm_set_qp(struct iwarp_cm_id *id, struct iwarp_qp *qp);
 
-/* Let go of ctx->lock; then the system calls decided under it are made (iwarp_loop_unlock).
- * Every holder of the lock lets go of it through this. */
+/* Let go of ctx->lock; then the system calls decided under it are made (iwarp_loop_unlock,
+ * which runs iwarp_api_channels_sync as the loop's deferred work). Every holder of the lock
+ * lets go of it through this, or through iwarp_loop_unlock. */
 void iwarp_api_unlock(struct iwarp_ctx *ctx);
+
+/* Make the fds of the channels on ctx->chan_sync follow their queues (verbs_cq.c). Called
+ * without the lock, by the one thread that set ctx->chan_syncing; clears it. */
+void iwarp_api_channels_sync(struct iwarp_ctx *ctx);
 
 /*
  * I/O windows (docs/design.md, "Locking and progress"). A transport lets go of ctx->lock around a

@@ -82,6 +82,22 @@ static void loop_dealloc(void *user, void *p)
     iwarp_api_free(user, p);
 }
 
+/* The loop's deferred work (lock held): completion channels whose fd must follow their queue,
+ * when no other thread is at it. */
+static bool take_channel_sync(void *user)
+{
+    struct iwarp_ctx *ctx = user;
+    if (!ctx->chan_sync || ctx->chan_syncing)
+        return false;
+    ctx->chan_syncing = true;
+    return true;
+}
+
+static void run_channel_sync(void *user)
+{
+    iwarp_api_channels_sync(user);
+}
+
 void iwarp_ctx_attr_default(struct iwarp_ctx_attr *attr)
 {
     /* the base only: a caller built against an older header has no room for more, and the
@@ -161,6 +177,9 @@ int iwarp_ctx_create(const struct iwarp_ctx_attr *attr, struct iwarp_ctx **out)
     rc = iwarp_loop_init(&ctx->loop, &ctx->lock, loop_alloc, loop_dealloc, ctx);
     if (rc < 0)
         goto fail_lock;
+    ctx->loop.deferred_take = take_channel_sync;
+    ctx->loop.deferred_run = run_channel_sync;
+    ctx->loop.deferred_user = ctx;
     if (a.progress == IWARP_PROGRESS_THREAD) {
         rc = iwarp_loop_start_thread(&ctx->loop);
         if (rc < 0) {

@@ -11,6 +11,49 @@ static struct iwarp_comp_channel_impl *chan_impl(struct iwarp_comp_channel *ch)
     return (struct iwarp_comp_channel_impl *)ch;
 }
 
+/*
+ * The channel's fd is readable exactly while its queue of fired CQs is not empty. The eventfd
+ * is written or read without the context lock (docs/design.md, "Locking and progress"): a
+ * change of the queue's emptiness queues the channel on ctx->chan_sync (lock held), and the
+ * thread that then lets go of the lock makes the fd follow (iwarp_api_channels_sync). One
+ * thread at a time does that for a context, so the calls on one fd keep their order, and each
+ * looks at the queue as it is when its turn comes.
+ */
+static void chan_changed(struct iwarp_ctx *ctx, struct iwarp_comp_channel_impl *ch)
+{
+    if (ch->sync_queued)
+        return;
+    ch->sync_queued = true;
+    ch->next_sync = ctx->chan_sync;
+    ctx->chan_sync = ch;
+}
+
+void iwarp_api_channels_sync(struct iwarp_ctx *ctx)
+{
+    pthread_mutex_lock(&ctx->lock);
+    struct iwarp_comp_channel_impl *ch;
+    while ((ch = ctx->chan_sync) != NULL) {
+        ctx->chan_sync = ch->next_sync;
+        ch->sync_queued = false;
+        bool want = ch->fired_head != NULL;
+        if (want == ch->fd_readable)
+            continue;
+        ch->fd_readable = want;
+        ch->sync_busy = true;
+        iwarp_loop_unlock(&ctx->loop);
+        eventfd_t v;
+        if (want)
+            (void)eventfd_write(ch->pub.fd, 1);
+        else
+            (void)eventfd_read(ch->pub.fd, &v); /* this thread wrote it: does not block */
+        pthread_mutex_lock(&ctx->lock);
+        ch->sync_busy = false;
+        iwarp_api_io_idle(ctx); /* iwarp_destroy_comp_channel may wait for it */
+    }
+    ctx->chan_syncing = false;
+    iwarp_loop_unlock(&ctx->loop);
+}
+
 int iwarp_create_comp_channel(struct iwarp_ctx *ctx, struct iwarp_comp_channel **out)
 {
     if (!ctx || !out)
@@ -42,6 +85,14 @@ int iwarp_destroy_comp_channel(struct iwarp_comp_channel *channel)
         iwarp_api_unlock(ctx);
         return IWARP_ERR_BUSY; /* ibv_destroy_comp_channel: CQs still use it */
     }
+    /* the fd may still be queued to follow the queue, or being written: not any more */
+    for (struct iwarp_comp_channel_impl **p = &ctx->chan_sync; *p; p = &(*p)->next_sync)
+        if (*p == ch) {
+            *p = ch->next_sync;
+            break;
+        }
+    while (ch->sync_busy)
+        iwarp_api_io_wait(ctx);
     ctx->n_channel--;
     iwarp_api_unlock(ctx);
     close(ch->pub.fd);
@@ -76,7 +127,7 @@ static void cq_notify(void *user, struct iwarp_core_cq *core, enum iwarp_core_cq
         else
             ch->fired_head = cq;
         ch->fired_tail = cq;
-        (void)eventfd_write(ch->pub.fd, 1);
+        chan_changed(cq->ctx, ch);
         if (ch->n_waiters) /* they wait in the loop, not on the fd */
             iwarp_loop_wake_locked(&cq->ctx->loop);
     }
@@ -122,11 +173,8 @@ static void unlink_fired(struct iwarp_cq *cq)
         *pp = cq->next_fired;
         if (ch->fired_tail == cq)
             ch->fired_tail = prev;
-        if (!ch->fired_head) {
-            /* nothing left to report: the fd must stop being readable */
-            eventfd_t v;
-            (void)eventfd_read(ch->pub.fd, &v); /* counter > 0: does not block */
-        }
+        if (!ch->fired_head) /* nothing left to report: the fd must stop being readable */
+            chan_changed(cq->ctx, ch);
     }
     cq->event_pending = false;
 }
@@ -193,8 +241,7 @@ static bool take_event(struct iwarp_comp_channel_impl *ch, struct iwarp_cq **cq_
     ch->fired_head = cq->next_fired;
     if (!ch->fired_head) {
         ch->fired_tail = NULL;
-        eventfd_t v;
-        (void)eventfd_read(ch->pub.fd, &v); /* counter > 0: does not block */
+        chan_changed(cq->ctx, ch);
     }
     cq->event_pending = false;
     cq->events_delivered++;

@@ -161,9 +161,12 @@ void iwarp_loop_unlock(struct iwarp_loop *l)
     bool arm = !l->timer_busy && timer_stale(l, &want);
     l->timer_busy |= arm;
     uint32_t fires = l->timer_fires;
+    bool deferred = l->deferred_take && l->deferred_take(l->deferred_user);
     pthread_mutex_unlock(l->lock);
     if (wake)
         iwarp_loop_wake(l);
+    if (deferred)
+        l->deferred_run(l->deferred_user);
     while (arm) {
         set_timerfd(l, want);
         pthread_mutex_lock(l->lock);

@@ -66,6 +66,12 @@ struct iwarp_loop {
      * drops its whole list. */
     const void *gone[IWARP_LOOP_GONE_MAX];
     uint64_t n_gone;
+    /* The owner's own system calls decided under the lock (NULL: none): iwarp_loop_unlock
+     * asks deferred_take (lock held) whether this thread is to make them, and then, without
+     * the lock, calls deferred_run. */
+    bool (*deferred_take)(void *user);
+    void (*deferred_run)(void *user);
+    void *deferred_user;
     void *(*alloc)(void *user, size_t size); /* heap growth (context allocator) */
     void (*dealloc)(void *user, void *p);
     void *alloc_user;

@@ -5,7 +5,8 @@
  * (the mutex's owner field against gettid). Real traffic over loopback TCP with CRC on runs in
  * between: RDMA Writes large enough to fill the socket, Reads, small Sends that form transmit
  * batches, busy polling, completion events, caller progress, two posting threads while a third
- * deregisters memory. Every kind of call must have been seen, and none made with the lock.
+ * deregisters memory. Every kind of call must have been seen, and none made with the lock
+ * (write and read: the loop's wake and timer fds; eventfd_*: the completion channel's fd).
  * Set-up and teardown (socket, connect, accept, close, epoll_ctl ADD/DEL) are outside the probe.
  */
 #define _GNU_SOURCE
@@ -14,6 +15,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
@@ -30,11 +32,15 @@ enum probe_call {
     P_TIMERFD,
     P_GETSOCKOPT,
     P_SETSOCKOPT,
+    P_WRITE,
+    P_READ,
+    P_EVENTFD_WRITE,
+    P_EVENTFD_READ,
     P_N
 };
-static const char *const call_names[P_N] = {"sendmsg",    "recvmsg",   "recv",
-                                            "epoll_wait", "epoll_ctl", "timerfd_settime",
-                                            "getsockopt", "setsockopt"};
+static const char *const call_names[P_N] = {
+    "sendmsg",    "recvmsg",    "recv",  "epoll_wait", "epoll_ctl",     "timerfd_settime",
+    "getsockopt", "setsockopt", "write", "read",       "eventfd_write", "eventfd_read"};
 
 #define MAX_WATCHED 2
 static struct iwarp_ctx *_Atomic watched[MAX_WATCHED];
@@ -116,6 +122,38 @@ int __wrap_setsockopt(int fd, int level, int name, const void *v, socklen_t len)
 {
     probe(P_SETSOCKOPT);
     return __real_setsockopt(fd, level, name, v, len);
+}
+
+ssize_t __real_write(int fd, const void *b, size_t n);
+ssize_t __wrap_write(int fd, const void *b, size_t n);
+ssize_t __wrap_write(int fd, const void *b, size_t n)
+{
+    probe(P_WRITE);
+    return __real_write(fd, b, n);
+}
+
+ssize_t __real_read(int fd, void *b, size_t n);
+ssize_t __wrap_read(int fd, void *b, size_t n);
+ssize_t __wrap_read(int fd, void *b, size_t n)
+{
+    probe(P_READ);
+    return __real_read(fd, b, n);
+}
+
+int __real_eventfd_write(int fd, eventfd_t v);
+int __wrap_eventfd_write(int fd, eventfd_t v);
+int __wrap_eventfd_write(int fd, eventfd_t v)
+{
+    probe(P_EVENTFD_WRITE);
+    return __real_eventfd_write(fd, v);
+}
+
+int __real_eventfd_read(int fd, eventfd_t *v);
+int __wrap_eventfd_read(int fd, eventfd_t *v);
+int __wrap_eventfd_read(int fd, eventfd_t *v)
+{
+    probe(P_EVENTFD_READ);
+    return __real_eventfd_read(fd, v);
 }
 
 #define BIG      (1u << 20) /* a Write this size fills the socket's send buffer within a few */
@@ -280,7 +318,8 @@ TEST(waiting_for_completion_events_holds_no_lock_across_a_system_call)
     struct rig r;
     rig_up(&r, IWARP_PROGRESS_THREAD, true);
     the_traffic(&r);
-    rig_judge(&r, SEEN_ALWAYS | (1u << P_TIMERFD));
+    rig_judge(&r,
+              SEEN_ALWAYS | (1u << P_TIMERFD) | (1u << P_EVENTFD_WRITE) | (1u << P_EVENTFD_READ));
 }
 
 TEST(caller_progress_holds_no_lock_across_a_system_call)
