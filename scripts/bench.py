@@ -6,6 +6,7 @@ Run through scripts/bench.sh (which builds what is missing). Baselines: plain TC
 --compare-tcp: a Nagle-on stream for bandwidth and rate, a TCP_NODELAY ping-pong for latency,
 spinning or blocking like the libiwarp side), libfabric's tcp provider (bench/bench_fabric; the
 column is skipped, with the reason, when it is not built) and raw usrsctp (bench/bench_usrsctp).
+Posting threads (bench/bench_threads) are compared with one thread driving the same QPs.
 
 Each row runs PASSES passes; a pass runs every system of the row once, one after the other, so
 that slow drifts of the machine hit all of them alike. Figures are medians over the passes; a
@@ -170,6 +171,22 @@ def rows(quick):
             return f
         out.append(("5 QPs", "Write 64 KiB aggregate, busy-poll", "GB/s", "high",
                     [qps(1), qps(256)], [("256 QP", "1 QP", ">= 0.9")]))
+    # 5. posting threads: the same 2 QPs driven by one thread and by one thread each, in one
+    # process (bench_threads alternates the two within its pass)
+    def threads(r):
+        exe = os.path.join(r.build, "bench", "bench_threads")
+        j0, c0, t0 = busy_jiffies(), children_cpu(), time.monotonic()
+        p = subprocess.run([exe, "--passes", "1", "--ms", "1000", "--qps", "2"],
+                           capture_output=True, text=True, timeout=300)
+        fl = max(0.0, ((busy_jiffies() - j0) / r.hz - (children_cpu() - c0)) /
+                 (time.monotonic() - t0))
+        for line in p.stdout.splitlines():
+            w = line.split()
+            if len(w) == 4 and w[0] == "1":
+                return {"2 threads": float(w[2]), "1 thread": float(w[1])}, fl
+        return {"2 threads": "exit %d: %s" % (p.returncode, p.stderr.strip()[-200:])}, fl
+    out.append(("5 threads", "Write 64 KiB, 2 QPs, CRC on, caller", "GB/s", "high", [threads],
+                [("2 threads", "1 thread", ">= 0.95")]))
     # 6. SCTP
     def sctp(r):
         exe = os.path.join(r.build, "bench", "bench_usrsctp")

@@ -12,7 +12,7 @@ BUILD=$ROOT/build/release
 if [ ! -f "$BUILD/CMakeCache.txt" ]; then
     cmake --preset release -S "$ROOT" >/dev/null
 fi
-targets=(iwarp_cli)
+targets=(iwarp_cli bench_threads)
 grep -q '^FABRIC_FOUND:INTERNAL=1' "$BUILD/CMakeCache.txt" && targets+=(bench_fabric)
 grep -q '^IWARP_WITH_SCTP:BOOL=ON' "$BUILD/CMakeCache.txt" && targets+=(bench_usrsctp)
 cmake --build "$BUILD" -j"$(nproc)" --target "${targets[@]}" >/dev/null

@@ -173,7 +173,7 @@ static struct cm_setup setup_of(const struct iwarp_mpa_neg_result *r, bool peer)
 static void conn_on_io(struct iwarp_loop_src *src, uint32_t events, uint64_t now_ns);
 static void conn_on_timer(struct iwarp_loop_src *src, uint64_t now_ns);
 static bool conn_update(struct tcp_conn *cc, uint64_t now_ns);
-static void conn_run(struct tcp_conn *cc, unsigned work);
+static void conn_run(struct tcp_conn *cc, unsigned work, uint64_t now);
 
 /* The llp_tcp I/O hooks: the owner of the connection's I/O lets go of the lock around the
  * system call. A thread that does not own it (set-up, accept, disconnect: they run once nobody
@@ -199,7 +199,7 @@ static void conn_ring(struct iwarp_api_doorbell *db)
         (struct tcp_conn *)(void *)((char *)db - offsetof(struct tcp_conn, doorbell));
     if (!cc->src.registered || cc->tcp.tx_batched == 0)
         return; /* written meanwhile (readiness, a full batch, the deadline) */
-    conn_run(cc, WORK_TX);
+    conn_run(cc, WORK_TX, iwarp_loop_now());
 }
 
 static void conn_free(struct tcp_conn *cc)
@@ -528,10 +528,10 @@ static bool conn_update(struct tcp_conn *cc, uint64_t now)
     return true;
 }
 
-/* Do work (enum tcp_work) on cc as the owner of its I/O, then conn_update; if another thread
- * owns it, leave the work to that one and return at once. The owner does what others left
- * meanwhile before it lets go. */
-static void conn_run(struct tcp_conn *cc, unsigned work)
+/* Do work (enum tcp_work) on cc as the owner of its I/O at now, then conn_update; if another
+ * thread owns it, leave the work to that one and return at once. The owner does what others
+ * left meanwhile before it lets go. */
+static void conn_run(struct tcp_conn *cc, unsigned work, uint64_t now)
 {
     if (cc->io_busy) {
         cc->io_again |= (uint8_t)work;
@@ -539,8 +539,7 @@ static void conn_run(struct tcp_conn *cc, unsigned work)
     }
     struct iwarp_ctx *ctx = cc->ctx;
     cc->io_busy = true;
-    while (work) {
-        uint64_t now = iwarp_loop_now();
+    for (;;) {
         /* a close past its limit is reset here (the end is reported next) */
         if (work & WORK_TIMER)
             iwarp_llp_tcp_handle_timeout(&cc->tcp, now);
@@ -554,6 +553,9 @@ static void conn_run(struct tcp_conn *cc, unsigned work)
         }
         work = cc->io_again;
         cc->io_again = 0;
+        if (!work)
+            break;
+        now = iwarp_loop_now();
     }
     cc->io_busy = false;
     iwarp_api_io_idle(ctx);
@@ -561,19 +563,17 @@ static void conn_run(struct tcp_conn *cc, unsigned work)
 
 static void conn_on_io(struct iwarp_loop_src *src, uint32_t events, uint64_t now_ns)
 {
-    (void)now_ns;
     unsigned work = 0;
     if (events & (EPOLLIN | EPOLLERR | EPOLLHUP | EPOLLRDHUP))
         work |= WORK_RX;
     if (events & (EPOLLOUT | EPOLLERR | EPOLLHUP))
         work |= WORK_TX;
-    conn_run(src->user, work);
+    conn_run(src->user, work, now_ns);
 }
 
 static void conn_on_timer(struct iwarp_loop_src *src, uint64_t now_ns)
 {
-    (void)now_ns;
-    conn_run(src->user, WORK_TIMER);
+    conn_run(src->user, WORK_TIMER, now_ns);
 }
 
 /* ---- the transport's ops ------------------------------------------------------------------ */
@@ -587,8 +587,9 @@ static void tcp_kick(struct iwarp_qp_impl *q)
     struct tcp_conn *cc = id ? conn_of(id) : NULL;
     if (!cc || !cc->src.registered)
         return;
-    if (iwarp_llp_tcp_post(&cc->tcp, iwarp_loop_now())) {
-        conn_run(cc, WORK_TX);
+    uint64_t now = iwarp_loop_now();
+    if (iwarp_llp_tcp_post(&cc->tcp, now)) {
+        conn_run(cc, WORK_TX, now);
         return;
     }
     iwarp_api_doorbell_defer(cc->ctx, &cc->doorbell);

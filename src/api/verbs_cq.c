@@ -212,9 +212,7 @@ int iwarp_poll_cq(struct iwarp_cq *cq, int num_entries, struct iwarp_wc *wc)
         iwarp_api_doorbells_ring(ctx);
     if (cq->core.count < (uint32_t)num_entries && ctx->attr.progress == IWARP_PROGRESS_CALLER) {
         /* nobody else moves data in this mode; epoll_wait runs without the lock */
-        iwarp_api_unlock(ctx);
-        iwarp_loop_run_once(&ctx->loop, 0);
-        pthread_mutex_lock(&ctx->lock);
+        iwarp_loop_run_once_locked(&ctx->loop, 0);
     }
     int n = (int)iwarp_core_cq_poll(&cq->core, wc, (uint32_t)num_entries);
     iwarp_api_unlock(ctx);

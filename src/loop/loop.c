@@ -471,10 +471,10 @@ int iwarp_loop_help(struct iwarp_loop *l, int timeout_ms)
     return ran;
 }
 
-static int run_once(struct iwarp_loop *l, int timeout_ms, bool thread)
+/* run_once with the lock held on entry and on return (it is let go of for the wait). */
+static int run_once_held(struct iwarp_loop *l, int timeout_ms, bool thread)
 {
     struct epoll_event ev[LOOP_BATCH];
-    pthread_mutex_lock(l->lock);
     l->n_waiting++;
     uint64_t since = l->n_gone;
     iwarp_loop_unlock(l); /* sets the timerfd for the first deadline, if that changed */
@@ -494,7 +494,18 @@ static int run_once(struct iwarp_loop *l, int timeout_ms, bool thread)
     if (woken && thread && l->n_helpers > 0)
         l->wake_pending = true; /* a wake for a helper: leave it to one (this thread parks) */
     n = drop_gone(l, ev, n, since);
-    int ran = dispatch(l, ev, n);
+    return dispatch(l, ev, n);
+}
+
+static int run_once(struct iwarp_loop *l, int timeout_ms, bool thread)
+{
+    pthread_mutex_lock(l->lock);
+    int ran = run_once_held(l, timeout_ms, thread);
     iwarp_loop_unlock(l);
     return ran;
+}
+
+int iwarp_loop_run_once_locked(struct iwarp_loop *l, int timeout_ms)
+{
+    return run_once_held(l, timeout_ms, false);
 }

@@ -103,6 +103,10 @@ int iwarp_loop_set_timer(struct iwarp_loop *l, struct iwarp_loop_src *src, uint6
  * expired timers. Call WITHOUT the lock. Returns the number of callbacks run. */
 int iwarp_loop_run_once(struct iwarp_loop *l, int timeout_ms);
 
+/* The same, called with the lock held: it is let go of for the wait and held again on return
+ * (iwarp_poll_cq in caller mode: two lock round trips fewer per poll). */
+int iwarp_loop_run_once_locked(struct iwarp_loop *l, int timeout_ms);
+
 /*
  * iwarp_loop_run_once for a thread that waits for something the loop produces (a completion
  * event): the progress thread, if any, stands aside while such helpers wait, so the readiness

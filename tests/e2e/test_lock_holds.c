@@ -211,8 +211,9 @@ static void rig_up(struct rig *r, enum iwarp_progress_mode cli_mode, bool events
     atomic_store(&probing, true);
 }
 
-/* Stop probing; every call kind in `seen` must have been made, none with the lock. */
-static void rig_judge(struct rig *r, unsigned seen)
+/* Stop probing; every call kind in `seen` must have been made, none with the lock. Pairs from
+ * `first` on are disconnected (the ones before were ended by the test). */
+static void rig_judge_from(struct rig *r, unsigned seen, uint32_t first)
 {
     atomic_store(&probing, false);
     for (int c = 0; c < P_N; c++) {
@@ -227,7 +228,7 @@ static void rig_judge(struct rig *r, unsigned seen)
     }
     atomic_store(&watched[0], NULL);
     atomic_store(&watched[1], NULL);
-    sp_disconnect_pairs(&r->srv, &r->cli, r->pairs, N_PAIRS, true);
+    sp_disconnect_pairs(&r->srv, &r->cli, r->pairs + first, N_PAIRS - first, true);
     sp_destroy_pairs(r->pairs, N_PAIRS);
     for (uint32_t i = 0; i < N_PAIRS; i++) {
         ASSERT_EQ(iwarp_dereg_mr(r->smr[i]), 0);
@@ -237,6 +238,11 @@ static void rig_judge(struct rig *r, unsigned seen)
     }
     sp_side_fini(&r->cli);
     sp_side_fini(&r->srv);
+}
+
+static void rig_judge(struct rig *r, unsigned seen)
+{
+    rig_judge_from(r, seen, 0);
 }
 
 /* n one-sided operations of len octets on pair 0 with QD in flight, each completion taken (busy
@@ -431,4 +437,72 @@ TEST(two_posting_threads_and_a_deregistering_one_hold_no_lock_across_a_system_ca
     atomic_store(&churning, false);
     ASSERT_EQ(pthread_join(churn, NULL), 0);
     rig_judge(&r, (1u << P_SENDMSG) | (1u << P_RECVMSG) | (1u << P_EPOLL_WAIT));
+}
+
+/* ---- a connection ended while another thread moves its octets --------------------------- */
+
+struct pump {
+    struct rig *r;
+    atomic_bool stop;
+    uint32_t posted, ok, flushed;
+};
+
+/* Writes on pair 0 until told to stop and every one posted has completed (or was refused: the
+ * QP went to ERR under it). */
+static void *pump_writes(void *arg)
+{
+    struct pump *p = arg;
+    struct sp_end *c = &p->r->pairs[0].cli;
+    struct deadline dl = deadline_in_ms(SP_WAIT_MS);
+    bool refused = false;
+    while (!(atomic_load(&p->stop) || refused) || p->ok + p->flushed < p->posted) {
+        if (!atomic_load(&p->stop) && !refused && p->posted - p->ok - p->flushed < QD) {
+            int rc =
+                sp_post(c->qp, p->posted, IWARP_WR_RDMA_WRITE, IWARP_SEND_SIGNALED, p->r->cbuf[0],
+                        64u << 10, p->r->cmr[0]->lkey, c->peer.addr, c->peer.rkey);
+            if (rc == 0)
+                p->posted++;
+            else
+                refused = true; /* IWARP_ERR_STATE once the QP is in ERR */
+        }
+        struct iwarp_wc wc[QD];
+        int k = iwarp_poll_cq(p->r->cli.cq, QD, wc);
+        ASSERT_TRUE(k >= 0);
+        for (int i = 0; i < k; i++) {
+            if (wc[i].status == IWARP_WC_SUCCESS)
+                p->ok++;
+            else if (wc[i].status == IWARP_WC_WR_FLUSH_ERR)
+                p->flushed++;
+            else
+                harness_fail(__FILE__, __LINE__, "completion %s",
+                             iwarp_wc_status_str(wc[i].status));
+        }
+        if (deadline_passed(&dl))
+            DEADLINE_FAIL(&dl, "Writes: %u posted, %u done, %u flushed", p->posted, p->ok,
+                          p->flushed);
+    }
+    return NULL;
+}
+
+/* modify_qp to ERR from one thread while another posts and polls on the QP: the abort waits
+ * until nobody moves the connection's octets (cm_transport.quiesce), every WR completes once,
+ * flushed or not, and both sides are told. */
+TEST(a_qp_put_in_error_while_another_thread_moves_its_octets)
+{
+    struct rig r;
+    rig_up(&r, IWARP_PROGRESS_THREAD, false);
+    struct pump p = {.r = &r};
+    pthread_t th;
+    ASSERT_EQ(pthread_create(&th, NULL, pump_writes, &p), 0);
+    deadline_pause_us(30000);
+    atomic_store(&probing, false); /* the abort is the control path (epoll_ctl DEL, close) */
+    ASSERT_EQ(iwarp_modify_qp_err(r.pairs[0].cli.qp), 0);
+    atomic_store(&p.stop, true);
+    ASSERT_EQ(pthread_join(th, NULL), 0);
+    printf("    %u Writes posted: %u completed, %u flushed\n", p.posted, p.ok, p.flushed);
+    ASSERT_TRUE(p.ok > 0);
+    ASSERT_EQ(p.ok + p.flushed, p.posted);
+    sp_expect_ack(&r.cli, &r.srv, IWARP_CM_EVENT_DISCONNECTED);
+    sp_expect_ack(&r.srv, &r.cli, IWARP_CM_EVENT_DISCONNECTED);
+    rig_judge_from(&r, (1u << P_SENDMSG), 1);
 }
