@@ -25,12 +25,35 @@ rc=0
 fail() { echo "FAIL: $*"; rc=1; }
 
 # judge NAME PCAP UDPPORT: both judges on one capture; the listings stay in $W/NAME.*
+# The checker's one known blind spot: Wireshark does not hand a DATA chunk whose TSN it saw
+# before (usrsctp retransmitted it: a SACK came late on a loaded machine) to the DDP dissector,
+# and check.sh then reports "N unfragmented DDP DATA chunks but only 0 dissected" for that
+# packet. True when every error of judge file $1 is that one, on a packet of $2 (SCTP over UDP
+# port $3) each of whose DATA chunks Wireshark marks as a retransmission; `iwarp dump` still
+# judges every chunk of those packets.
+only_retransmissions() {
+    local fr n_data n_retx
+    grep -E '^ *ERROR' "$1" | grep -vq 'unfragmented DDP DATA chunks but only 0 dissected' && return 1
+    for fr in $(grep -oE 'ERROR #[0-9]+' "$1" | grep -oE '[0-9]+' | sort -u); do
+        tshark -r "$2" -o sctp.reassembly:TRUE -d "udp.port==$3,sctp" -Y "frame.number==$fr" -V \
+            >"$W/frame.txt" 2>/dev/null
+        n_data=$(grep -c '^ *DATA chunk' "$W/frame.txt")
+        n_retx=$(grep -c 'This TSN is a retransmission of one in frame' "$W/frame.txt")
+        [ "$n_data" -gt 0 ] && [ "$n_retx" = "$n_data" ] || return 1
+    done
+}
+
 judge() {
     local name=$1 pcap=$2 port=$3 jp dp
     bash "$CHECK" -q --sctp-udp "$port" "$pcap" >"$W/$name.judge" 2>&1
     if ! grep -q '^RESULT: PASS' "$W/$name.judge" || ! grep -q 'errors=0 ' "$W/$name.judge"; then
-        fail "$name: check.sh:"
-        grep -E 'ERROR|SUMMARY|RESULT' "$W/$name.judge" | head -20
+        if only_retransmissions "$W/$name.judge" "$pcap" "$port"; then
+            echo "$name: check.sh: $(grep -c '^ *ERROR' "$W/$name.judge") packets of retransmitted" \
+                "DATA chunks not dissected by Wireshark (not an error of ours); all else clean"
+        else
+            fail "$name: check.sh:"
+            grep -E 'ERROR|SUMMARY|RESULT' "$W/$name.judge" | head -20
+        fi
     fi
     "$BIN" dump "$pcap" >"$W/$name.dump" 2>&1
     if ! grep -q 'errors=0 warnings=0 sctp_associations=1 ddp=1' "$W/$name.dump" ||
