@@ -29,49 +29,17 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_util.h"
 #include "iwarp/iwarp.h"
 
 enum { MAX_PASSES = 32, QD = 16, MAX_LAT = 200000 };
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static void die(const char *what, int rc)
-{
-    fprintf(stderr, "bench_rdma: %s: %s\n", what, rc < 0 ? iwarp_strerror(rc) : strerror(errno));
-    exit(1);
-}
-
-#define CHECK(call)          \
-    do {                     \
-        int rc_ = (call);    \
-        if (rc_ < 0)         \
-            die(#call, rc_); \
+#define CHECK(call)                              \
+    do {                                         \
+        int rc_ = (call);                        \
+        if (rc_ < 0)                             \
+            bench_die("bench_rdma", #call, rc_); \
     } while (0)
-
-static void pin(int cpu)
-{
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET((size_t)(cpu % (int)sysconf(_SC_NPROCESSORS_ONLN)), &set);
-    (void)pthread_setaffinity_np(pthread_self(), sizeof set, &set);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 /* ---- one libiwarp endpoint -------------------------------------------------------------- */
 
@@ -104,7 +72,7 @@ static void ep_init(struct ep *e, size_t len)
     e->len = len;
     e->buf = aligned_alloc(4096, len);
     if (!e->buf)
-        die("aligned_alloc", 0);
+        bench_die("bench_rdma", "aligned_alloc", 0);
     memset(e->buf, 0xA5, len);
     CHECK(iwarp_reg_mr(
         e->pd, e->buf, len,
@@ -127,16 +95,16 @@ static void make_qp(struct ep *e, struct iwarp_cm_id *id)
 /* Take the next CM event of e, driving both contexts meanwhile. */
 static struct iwarp_cm_event *next_event(struct ep *e, struct ep *other)
 {
-    double deadline = now_s() + 10;
+    double deadline = bench_now_s() + 10;
     for (;;) {
         struct iwarp_cm_event *ev;
         int rc = iwarp_cm_get_event(e->ch, &ev);
         if (rc == 0)
             return ev;
         if (rc != IWARP_ERR_BUSY)
-            die("iwarp_cm_get_event", rc);
-        if (now_s() > deadline)
-            die("connection set-up timed out", IWARP_ERR_TIMEDOUT);
+            bench_die("bench_rdma", "iwarp_cm_get_event", rc);
+        if (bench_now_s() > deadline)
+            bench_die("bench_rdma", "connection set-up timed out", IWARP_ERR_TIMEDOUT);
         iwarp_ctx_progress(e->ctx, 0);
         iwarp_ctx_progress(other->ctx, 0);
     }
@@ -189,7 +157,7 @@ static void connect_pair(struct ep *i, struct ep *t, bool crc, struct remote *t_
     ev = next_event(i, t);
     expect(ev, IWARP_CM_EVENT_ESTABLISHED);
     if (ev->param.private_data_len != sizeof *t_buf)
-        die("private data of the accept", IWARP_ERR_PROTO);
+        bench_die("bench_rdma", "private data of the accept", IWARP_ERR_PROTO);
     memcpy(t_buf, ev->param.private_data, sizeof *t_buf);
     iwarp_cm_ack_event(ev);
     /* The initiator sends first (RFC 5044 §7.1.2): a Send the target expects. */
@@ -208,12 +176,12 @@ static void connect_pair(struct ep *i, struct ep *t, bool crc, struct remote *t_
     iwarp_cm_ack_event(ev);
     struct iwarp_wc wc;
     int got = 0;
-    for (double d = now_s() + 5; got < 2 && now_s() < d;) {
+    for (double d = bench_now_s() + 5; got < 2 && bench_now_s() < d;) {
         got += iwarp_poll_cq(i->cq, 1, &wc) > 0;
         got += iwarp_poll_cq(t->cq, 1, &wc) > 0;
     }
     if (got < 2)
-        die("first Send", IWARP_ERR_TIMEDOUT);
+        bench_die("bench_rdma", "first Send", IWARP_ERR_TIMEDOUT);
 }
 
 /* ---- measurements ------------------------------------------------------------------------- */
@@ -231,7 +199,7 @@ struct run {
 static void *target_thread(void *arg)
 {
     struct run *r = arg;
-    pin(1);
+    bench_pin(1);
     while (!atomic_load_explicit(&r->stop, memory_order_relaxed))
         iwarp_ctx_progress(r->t->ctx, 0);
     return NULL;
@@ -258,23 +226,23 @@ static void bw_pass(struct run *r)
     pthread_t th;
     atomic_store(&r->stop, false);
     pthread_create(&th, NULL, target_thread, r);
-    pin(0);
+    bench_pin(0);
     struct iwarp_wc wc[QD];
     uint64_t posted = 0, done = 0;
-    double t0 = now_s(), end = t0 + r->seconds;
+    double t0 = bench_now_s(), end = t0 + r->seconds;
     while (posted < QD)
         post_op(r, r->size, posted, posted), posted++;
     while (done < posted) {
         int n = iwarp_poll_cq(r->i->cq, QD, wc);
         if (n < 0)
-            die("poll_cq", n);
+            bench_die("bench_rdma", "poll_cq", n);
         for (int k = 0; k < n; k++) {
             if (wc[k].status != IWARP_WC_SUCCESS) {
                 fprintf(stderr, "bench_rdma: completion %s\n", iwarp_wc_status_str(wc[k].status));
                 exit(1);
             }
             done++;
-            if (now_s() < end)
+            if (bench_now_s() < end)
                 post_op(r, r->size, posted, posted), posted++;
         }
     }
@@ -284,7 +252,7 @@ static void bw_pass(struct run *r)
     r->op = op;
     while (iwarp_poll_cq(r->i->cq, 1, wc) == 0)
         ;
-    double t = now_s() - t0;
+    double t = bench_now_s() - t0;
     atomic_store(&r->stop, true);
     pthread_join(th, NULL);
     r->gbps = (double)done * r->size / t / 1e9;
@@ -324,7 +292,7 @@ static void wait_recv(struct ep *e)
         int n = iwarp_poll_cq(e->cq, 4, wc);
         for (int k = 0; k < n; k++) {
             if (wc[k].status != IWARP_WC_SUCCESS)
-                die("latency completion", IWARP_ERR_IO);
+                bench_die("bench_rdma", "latency completion", IWARP_ERR_IO);
             if (wc[k].opcode == IWARP_WC_RECV)
                 return;
         }
@@ -334,14 +302,14 @@ static void wait_recv(struct ep *e)
 static void *lat_thread(void *arg)
 {
     struct lat *l = arg;
-    pin(l->initiator ? 0 : 1);
+    bench_pin(l->initiator ? 0 : 1);
     for (int k = 0; k < l->iters; k++) {
         if (l->initiator) {
-            double t0 = now_s();
+            double t0 = bench_now_s();
             post_recv1(l->e, 64);
             send1(l->e, 64);
             wait_recv(l->e);
-            l->samples[k] = (now_s() - t0) / 2 * 1e6;
+            l->samples[k] = (bench_now_s() - t0) / 2 * 1e6;
         } else {
             wait_recv(l->e);
             post_recv1(l->e, 64);
@@ -363,7 +331,7 @@ static double lat_pass(struct ep *i, struct ep *t, int iters, double *samples)
     /* the target re-posted one receive after the last message: consume it with a last Send */
     send1(i, 64);
     wait_recv(t);
-    return median(samples, iters);
+    return bench_median(samples, iters);
 }
 
 /* ---- raw TCP baselines (same pinning, same busy-polling) ------------------------------------ */
@@ -375,10 +343,10 @@ static void tcp_pair(int *a, int *b)
     socklen_t sl = sizeof sin;
     if (l < 0 || bind(l, (struct sockaddr *)&sin, sl) < 0 || listen(l, 1) < 0 ||
         getsockname(l, (struct sockaddr *)&sin, &sl) < 0)
-        die("tcp listen", 0);
+        bench_die("bench_rdma", "tcp listen", 0);
     *a = socket(AF_INET, SOCK_STREAM, 0);
     if (connect(*a, (struct sockaddr *)&sin, sl) < 0)
-        die("tcp connect", 0);
+        bench_die("bench_rdma", "tcp connect", 0);
     *b = accept(l, NULL, NULL);
     close(l);
     int one = 1;
@@ -398,20 +366,20 @@ struct tcp_run {
 static void *tcp_sink(void *arg)
 {
     struct tcp_run *r = arg;
-    pin(1);
+    bench_pin(1);
     uint64_t got = 0;
     double t0 = 0;
     for (;;) {
         ssize_t n = recv(r->fd, r->buf, r->size, MSG_DONTWAIT);
         if (n > 0) {
             if (got == 0)
-                t0 = now_s();
+                t0 = bench_now_s();
             got += (uint64_t)n;
         } else if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
             break;
         }
     }
-    r->gbps = (double)got / (now_s() - t0) / 1e9;
+    r->gbps = (double)got / (bench_now_s() - t0) / 1e9;
     return NULL;
 }
 
@@ -422,16 +390,16 @@ static double tcp_bw_pass(uint32_t size, double seconds, uint8_t *src, uint8_t *
     struct tcp_run r = {.fd = b, .size = size, .buf = dst};
     pthread_t th;
     pthread_create(&th, NULL, tcp_sink, &r);
-    pin(0);
-    double end = now_s() + seconds;
-    while (now_s() < end) {
+    bench_pin(0);
+    double end = bench_now_s() + seconds;
+    while (bench_now_s() < end) {
         size_t off = 0;
         while (off < size) {
             ssize_t n = send(a, src + off, size - off, MSG_DONTWAIT);
             if (n > 0)
                 off += (size_t)n;
             else if (errno != EAGAIN && errno != EWOULDBLOCK)
-                die("tcp send", 0);
+                bench_die("bench_rdma", "tcp send", 0);
         }
     }
     shutdown(a, SHUT_WR);
@@ -450,7 +418,7 @@ static void spin_io(int fd, uint8_t *p, size_t len, bool is_send)
         if (n > 0)
             off += (size_t)n;
         else if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
-            die("tcp ping-pong", 0);
+            bench_die("bench_rdma", "tcp ping-pong", 0);
     }
 }
 
@@ -463,14 +431,14 @@ struct tcp_lat {
 static void *tcp_lat_thread(void *arg)
 {
     struct tcp_lat *l = arg;
-    pin(l->initiator ? 0 : 1);
+    bench_pin(l->initiator ? 0 : 1);
     uint8_t m[64] = {0};
     for (int k = 0; k < l->iters; k++) {
         if (l->initiator) {
-            double t0 = now_s();
+            double t0 = bench_now_s();
             spin_io(l->fd, m, sizeof m, true);
             spin_io(l->fd, m, sizeof m, false);
-            l->samples[k] = (now_s() - t0) / 2 * 1e6;
+            l->samples[k] = (bench_now_s() - t0) / 2 * 1e6;
         } else {
             spin_io(l->fd, m, sizeof m, false);
             spin_io(l->fd, m, sizeof m, true);
@@ -491,7 +459,7 @@ static double tcp_lat_pass(int iters, double *samples)
     pthread_join(y, NULL);
     close(a);
     close(b);
-    return median(samples, iters);
+    return bench_median(samples, iters);
 }
 
 /* ---- main --------------------------------------------------------------------------------- */
@@ -548,7 +516,7 @@ int main(int argc, char **argv)
                 v[p] = r.gbps;
                 base[p] = tcp_bw_pass(sizes[s], ms / 1000.0, i.buf, t.buf);
             }
-            double mv = median(v, passes), mb = median(base, passes);
+            double mv = bench_median(v, passes), mb = bench_median(base, passes);
             printf("%-14s %10u %9.2f GB/s %7.2f GB/s %8.2f\n",
                    op ? "rdma_read_bw" : "rdma_write_bw", sizes[s], mv, mb, mv / mb);
         }
@@ -558,7 +526,7 @@ int main(int argc, char **argv)
         lv[p] = lat_pass(&i, &t, lat_iters, samples);
         lb[p] = tcp_lat_pass(lat_iters, samples);
     }
-    double mv = median(lv, passes), mb = median(lb, passes);
+    double mv = bench_median(lv, passes), mb = bench_median(lb, passes);
     printf("%-14s %10u %10.2f us %9.2f us %8.2f\n", "send_lat", 64u, mv, mb, mv / mb);
     free(samples);
     return 0;

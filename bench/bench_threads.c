@@ -28,55 +28,17 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_util.h"
 #include "iwarp/iwarp.h"
 
 enum { MAX_QPS = 16, MAX_PASSES = 32, QD = 16 };
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static void die(const char *what, int rc)
-{
-    fprintf(stderr, "bench_threads: %s: %s\n", what, rc < 0 ? iwarp_strerror(rc) : strerror(errno));
-    exit(1);
-}
-
-#define CHECK(call)          \
-    do {                     \
-        int rc_ = (call);    \
-        if (rc_ < 0)         \
-            die(#call, rc_); \
+#define CHECK(call)                                 \
+    do {                                            \
+        int rc_ = (call);                           \
+        if (rc_ < 0)                                \
+            bench_die("bench_threads", #call, rc_); \
     } while (0)
-
-static int n_cpus(void)
-{
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (int)n : 1;
-}
-
-static void pin(int cpu)
-{
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET((size_t)(cpu % n_cpus()), &set);
-    (void)pthread_setaffinity_np(pthread_self(), sizeof set, &set);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 /* One side: a context, its CM channel and PD, one buffer, and a CQ per QP. */
 struct side {
@@ -103,7 +65,7 @@ static void side_init(struct side *s, size_t len, uint32_t nqps)
         CHECK(iwarp_create_cq(s->ctx, 4 * QD + 8, NULL, NULL, 0, &s->cqs[q]));
     s->len = len;
     if (!(s->buf = aligned_alloc(4096, len)))
-        die("aligned_alloc", 0);
+        bench_die("bench_threads", "aligned_alloc", 0);
     memset(s->buf, 0xA5, len);
     CHECK(iwarp_reg_mr(s->pd, s->buf, len, IWARP_ACCESS_LOCAL_WRITE | IWARP_ACCESS_REMOTE_WRITE,
                        &s->mr));
@@ -123,7 +85,7 @@ static void make_qp(struct side *s, struct iwarp_cm_id *id, uint32_t q)
 static struct iwarp_cm_event *expect_event(struct side *s, struct side *other,
                                            enum iwarp_cm_event_type t)
 {
-    for (double deadline = now_s() + 10;;) {
+    for (double deadline = bench_now_s() + 10;;) {
         struct iwarp_cm_event *ev;
         int rc = iwarp_cm_get_event(s->ch, &ev);
         if (rc == 0) {
@@ -135,9 +97,9 @@ static struct iwarp_cm_event *expect_event(struct side *s, struct side *other,
             return ev;
         }
         if (rc != IWARP_ERR_BUSY)
-            die("iwarp_cm_get_event", rc);
-        if (now_s() > deadline)
-            die("connection set-up", IWARP_ERR_TIMEDOUT);
+            bench_die("bench_threads", "iwarp_cm_get_event", rc);
+        if (bench_now_s() > deadline)
+            bench_die("bench_threads", "connection set-up", IWARP_ERR_TIMEDOUT);
         iwarp_ctx_progress(s->ctx, 0);
         iwarp_ctx_progress(other->ctx, 0);
     }
@@ -170,12 +132,12 @@ static void connect_qp(struct side *i, struct side *t, uint32_t q, const struct 
     iwarp_cm_ack_event(expect_event(t, i, IWARP_CM_EVENT_ESTABLISHED));
     struct iwarp_wc wc;
     int got = 0;
-    for (double d = now_s() + 5; got < 2 && now_s() < d;) {
+    for (double d = bench_now_s() + 5; got < 2 && bench_now_s() < d;) {
         got += iwarp_poll_cq(i->cqs[q], 1, &wc) > 0;
         got += iwarp_poll_cq(t->cqs[q], 1, &wc) > 0;
     }
     if (got < 2)
-        die("first Send", IWARP_ERR_TIMEDOUT);
+        bench_die("bench_threads", "first Send", IWARP_ERR_TIMEDOUT);
 }
 
 /* ---- one pass -------------------------------------------------------------------------- */
@@ -215,20 +177,20 @@ static void *poster_thread(void *arg)
 {
     struct poster *me = arg;
     struct pass *p = me->p;
-    pin(p->spread ? (int)me->k : 0);
+    bench_pin(p->spread ? (int)me->k : 0);
     uint64_t posted[MAX_QPS] = {0}, done[MAX_QPS] = {0}, octets = 0;
     for (uint32_t q = me->k; q < p->nqps; q += p->nthreads)
         for (; posted[q] < QD; posted[q]++)
             post_write(p, q, posted[q]);
-    double end = now_s() + p->seconds;
+    double end = bench_now_s() + p->seconds;
     for (bool more = true; more;) {
         more = false;
-        bool open = now_s() < end, idle = true;
+        bool open = bench_now_s() < end, idle = true;
         for (uint32_t q = me->k; q < p->nqps; q += p->nthreads) {
             struct iwarp_wc wc[QD];
             int n = iwarp_poll_cq(p->i->cqs[q], QD, wc);
             if (n < 0)
-                die("iwarp_poll_cq", n);
+                bench_die("bench_threads", "iwarp_poll_cq", n);
             idle &= n == 0;
             for (int c = 0; c < n; c++) {
                 if (wc[c].status != IWARP_WC_SUCCESS) {
@@ -252,7 +214,7 @@ static void *poster_thread(void *arg)
 static void *target_thread(void *arg)
 {
     struct pass *p = arg;
-    pin(n_cpus() - 1);
+    bench_pin(bench_n_cpus() - 1);
     while (!atomic_load_explicit(&p->stop, memory_order_relaxed))
         iwarp_ctx_progress(p->t->ctx, 0);
     return NULL;
@@ -266,14 +228,14 @@ static double run_pass(struct pass *p)
     atomic_store(&p->stop, false);
     atomic_store(&p->octets, 0);
     pthread_create(&tt, NULL, target_thread, p);
-    double t0 = now_s();
+    double t0 = bench_now_s();
     for (uint32_t k = 0; k < p->nthreads; k++) {
         ps[k] = (struct poster){p, k};
         pthread_create(&th[k], NULL, poster_thread, &ps[k]);
     }
     for (uint32_t k = 0; k < p->nthreads; k++)
         pthread_join(th[k], NULL);
-    double t = now_s() - t0;
+    double t = bench_now_s() - t0;
     atomic_store(&p->stop, true);
     pthread_join(tt, NULL);
     return (double)atomic_load(&p->octets) / t / 1e9;
@@ -342,8 +304,8 @@ int main(int argc, char **argv)
         ratio[k] = many[k] / one[k];
         printf("%-6u %14.3f %14.3f %8.3f\n", k + 1, one[k], many[k], ratio[k]);
     }
-    double mo = median(one, (int)passes), mm = median(many, (int)passes);
+    double mo = bench_median(one, (int)passes), mm = bench_median(many, (int)passes);
     printf("median %14.3f %14.3f %8.3f  (median of the per-pass ratios)\n", mo, mm,
-           median(ratio, (int)passes));
+           bench_median(ratio, (int)passes));
     return 0;
 }

@@ -45,6 +45,7 @@
 #include <unistd.h>
 #include <usrsctp.h>
 
+#include "bench_util.h"
 #include "iwarp/iwarp.h"
 #include "llp/llp_sctp.h"
 
@@ -52,13 +53,6 @@ enum { MAX_PASSES = 32, MAX_LAT = 200000, WRITE = 65536, PPID_DDP = 16, LAT_PAYL
 /* What a 64-octet Send puts in one SCTP message: DDP-SSN (RFC 5043 §5.2.2), the untagged DDP
  * header with RDMAP's fields (RFC 5041 §4.3, 18 octets), the payload. */
 enum { LAT_MSG = 2 + 18 + LAT_PAYLOAD };
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* CPU time of the calling thread: the machine may be shared, and a busy-polling thread that is
  * descheduled loses wall-clock time but not CPU time. */
@@ -74,24 +68,6 @@ static uint64_t now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static void die(const char *what, int rc)
-{
-    fprintf(stderr, "bench_usrsctp: %s: %s\n", what, rc < 0 ? iwarp_strerror(rc) : strerror(errno));
-    exit(1);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 static uint32_t opt_mtu = 1500, opt_headroom = IWARP_LLP_SCTP_DEFAULT_HEADROOM;
@@ -168,7 +144,7 @@ static struct socket *raw_socket(struct rep *r)
 {
     struct socket *so = usrsctp_socket(AF_CONN, SOCK_STREAM, IPPROTO_SCTP, raw_recv_cb, NULL, 0, r);
     if (!so || usrsctp_set_non_blocking(so, 1) < 0)
-        die("usrsctp_socket", 0);
+        bench_die("bench_usrsctp", "usrsctp_socket", 0);
     struct sctp_initmsg im = {.sinit_num_ostreams = 8, .sinit_max_instreams = 8};
     struct sctp_setadaptation ad = {.ssb_adaptation_ind = 1};
     int on = 1;
@@ -176,14 +152,14 @@ static struct socket *raw_socket(struct rep *r)
         usrsctp_setsockopt(so, IPPROTO_SCTP, SCTP_ADAPTATION_LAYER, &ad, sizeof ad) < 0 ||
         usrsctp_setsockopt(so, IPPROTO_SCTP, SCTP_RECVRCVINFO, &on, sizeof on) < 0 ||
         usrsctp_setsockopt(so, IPPROTO_SCTP, SCTP_NODELAY, &on, sizeof on) < 0)
-        die("setsockopt", 0);
+        bench_die("bench_usrsctp", "setsockopt", 0);
     static const uint16_t ev[] = {SCTP_ASSOC_CHANGE,           SCTP_ADAPTATION_INDICATION,
                                   SCTP_PARTIAL_DELIVERY_EVENT, SCTP_SEND_FAILED_EVENT,
                                   SCTP_SHUTDOWN_EVENT,         SCTP_REMOTE_ERROR};
     for (size_t i = 0; i < sizeof ev / sizeof ev[0]; i++) {
         struct sctp_event e = {.se_assoc_id = SCTP_FUTURE_ASSOC, .se_type = ev[i], .se_on = 1};
         if (usrsctp_setsockopt(so, IPPROTO_SCTP, SCTP_EVENT, &e, sizeof e) < 0)
-            die("SCTP_EVENT", 0);
+            bench_die("bench_usrsctp", "SCTP_EVENT", 0);
     }
     struct sctp_paddrparams pp;
     memset(&pp, 0, sizeof pp);
@@ -192,7 +168,7 @@ static struct socket *raw_socket(struct rep *r)
     pp.spp_flags = SPP_PMTUD_DISABLE;
     pp.spp_pathmtu = opt_mtu - 20 - 8 - 12; /* usrsctp adds the 12-byte common header */
     if (usrsctp_setsockopt(so, IPPROTO_SCTP, SCTP_PEER_ADDR_PARAMS, &pp, sizeof pp) < 0)
-        die("SCTP_PEER_ADDR_PARAMS", 0);
+        bench_die("bench_usrsctp", "SCTP_PEER_ADDR_PARAMS", 0);
     return so;
 }
 
@@ -229,7 +205,7 @@ static int raw_send(int side, const void *buf, size_t len)
     if (r < 0 && (errno == EWOULDBLOCK || errno == EAGAIN))
         return IWARP_ERR_BUSY;
     if (r != (ssize_t)len)
-        die("usrsctp_sendv", 0);
+        bench_die("bench_usrsctp", "usrsctp_sendv", 0);
     return 0;
 }
 
@@ -250,7 +226,7 @@ static void raw_open(void)
         setsockopt(R[s].fd, SOL_SOCKET, SO_SNDBUF, &rb, sizeof rb);
         if (bind(R[s].fd, (struct sockaddr *)&R[s].local, sl) < 0 ||
             getsockname(R[s].fd, (struct sockaddr *)&R[s].local, &sl) < 0)
-            die("udp bind", 0);
+            bench_die("bench_usrsctp", "udp bind", 0);
         usrsctp_register_address(&R[s]);
     }
     raw_timer_last = now_ns();
@@ -258,22 +234,22 @@ static void raw_open(void)
     struct sockaddr_conn sc = {.sconn_family = AF_CONN, .sconn_port = htons(5043)};
     if (usrsctp_bind(R[1].lsn, (struct sockaddr *)&sc, sizeof sc) < 0 ||
         usrsctp_listen(R[1].lsn, 4) < 0)
-        die("listen", 0);
+        bench_die("bench_usrsctp", "listen", 0);
     R[0].so = raw_socket(&R[0]);
     sc.sconn_addr = &R[0];
     sc.sconn_port = 0;
     if (usrsctp_bind(R[0].so, (struct sockaddr *)&sc, sizeof sc) < 0)
-        die("bind", 0);
+        bench_die("bench_usrsctp", "bind", 0);
     sc.sconn_port = htons(5043);
     if (usrsctp_connect(R[0].so, (struct sockaddr *)&sc, sizeof sc) < 0 && errno != EINPROGRESS)
-        die("connect", 0);
-    double end = now_s() + 5;
-    while (!R[1].so && now_s() < end)
+        bench_die("bench_usrsctp", "connect", 0);
+    double end = bench_now_s() + 5;
+    while (!R[1].so && bench_now_s() < end)
         raw_pump();
     struct sctp_status st;
     socklen_t len = sizeof st;
     if (!R[1].so || usrsctp_getsockopt(R[0].so, IPPROTO_SCTP, SCTP_STATUS, &st, &len) < 0)
-        die("association", 0);
+        bench_die("bench_usrsctp", "association", 0);
     /* RFC 5043 §9, as llp_sctp computes it */
     A.max_msg = st.sstat_fragmentation_point - opt_headroom;
 }
@@ -317,7 +293,7 @@ static void l_up(void *user, uint16_t n, uint32_t max_seg)
 static void l_down(void *user, int err)
 {
     (void)user;
-    die("association down", err ? err : IWARP_ERR_SCTP_ASSOC_LOST);
+    bench_die("bench_usrsctp", "association down", err ? err : IWARP_ERR_SCTP_ASSOC_LOST);
 }
 
 static void l_chunk(void *user, uint16_t sid, uint32_t ppid, bool unordered, void *buf, size_t len)
@@ -333,7 +309,7 @@ static void l_accept(void *user, struct iwarp_llp_sctp_assoc *a, int err)
 {
     (void)user;
     if (!a)
-        die("accept", err);
+        bench_die("bench_usrsctp", "accept", err);
     L_a[1] = a;
     iwarp_llp_sctp_set_ops(a, &l_ops, &side_id[1]);
 }
@@ -352,7 +328,7 @@ static int llp_send(int side, const void *buf, size_t len)
     struct iovec v = {(void *)(uintptr_t)buf, len};
     int rc = iwarp_llp_sctp_send_chunk(L_a[side], 0, PPID_DDP, &v, 1);
     if (rc < 0 && rc != IWARP_ERR_BUSY)
-        die("send_chunk", rc);
+        bench_die("bench_usrsctp", "send_chunk", rc);
     return rc;
 }
 
@@ -360,17 +336,17 @@ static void llp_open(void)
 {
     int rc = iwarp_llp_sctp_owner_open(NULL, &L_owner);
     if (rc)
-        die("owner_open", rc);
+        bench_die("bench_usrsctp", "owner_open", rc);
     struct iwarp_llp_sctp_ep_cfg cfg = {
         .owner = L_owner, .nstreams = 8, .mtu = opt_mtu, .headroom = opt_headroom};
     for (int s = 0; s < 2; s++) {
         rc = iwarp_llp_sctp_ep_open(&cfg, &L_ep[s]);
         if (rc)
-            die("ep_open", rc);
+            bench_die("bench_usrsctp", "ep_open", rc);
     }
     rc = iwarp_llp_sctp_listen(L_ep[1], 5043, 4, l_accept, NULL, &L_l);
     if (rc)
-        die("listen", rc);
+        bench_die("bench_usrsctp", "listen", rc);
     struct sockaddr_storage sa;
     iwarp_llp_sctp_ep_local(L_ep[1], &sa);
     L_up = 0;
@@ -378,12 +354,12 @@ static void llp_open(void)
     rc =
         iwarp_llp_sctp_connect(L_ep[0], (struct sockaddr *)&sa, 5043, &l_ops, &side_id[0], &L_a[0]);
     if (rc)
-        die("connect", rc);
-    double end = now_s() + 5;
-    while (L_up < 2 && now_s() < end)
+        bench_die("bench_usrsctp", "connect", rc);
+    double end = bench_now_s() + 5;
+    while (L_up < 2 && bench_now_s() < end)
         llp_pump();
     if (L_up < 2)
-        die("association", IWARP_ERR_TIMEDOUT);
+        bench_die("bench_usrsctp", "association", IWARP_ERR_TIMEDOUT);
 }
 
 static void llp_close(void)
@@ -417,7 +393,7 @@ static struct iw_side I[2];
 static void iw_check(int rc, const char *what)
 {
     if (rc < 0)
-        die(what, rc);
+        bench_die("bench_usrsctp", what, rc);
 }
 
 /* One turn of each context's progress engine (caller mode: nothing else moves data). */
@@ -430,11 +406,11 @@ static void iw_progress(void)
 /* The next CM event of side s, which must be `want` (acked here unless ev is wanted). */
 static void iw_event(int s, enum iwarp_cm_event_type want, struct iwarp_cm_event **out)
 {
-    double end = now_s() + 5;
+    double end = bench_now_s() + 5;
     struct iwarp_cm_event *ev;
     while (iwarp_cm_get_event_timeout(I[s].ch, &ev, 0) != 0) {
-        if (now_s() > end)
-            die(iwarp_cm_event_str(want), IWARP_ERR_TIMEDOUT);
+        if (bench_now_s() > end)
+            bench_die("bench_usrsctp", iwarp_cm_event_str(want), IWARP_ERR_TIMEDOUT);
         iw_progress();
     }
     if (ev->event != want || ev->status != 0) {
@@ -486,7 +462,7 @@ static void iw_open(void)
         iw_check(iwarp_alloc_pd(I[s].ctx, &I[s].pd), "iwarp_alloc_pd");
         I[s].buf = aligned_alloc(4096, IW_BUF);
         if (!I[s].buf)
-            die("buffer", IWARP_ERR_NOMEM);
+            bench_die("bench_usrsctp", "buffer", IWARP_ERR_NOMEM);
         memset(I[s].buf, 0, IW_BUF);
         iw_check(iwarp_reg_mr(I[s].pd, I[s].buf, IW_BUF,
                               IWARP_ACCESS_LOCAL_WRITE | IWARP_ACCESS_REMOTE_WRITE, &I[s].mr),
@@ -596,8 +572,8 @@ static double iw_bw_pass(double seconds, uint32_t window, double *per_cpu)
     if (window > IW_SLOTS)
         window = IW_SLOTS;
     uint64_t posted = 0, done = 0;
-    double c0 = cpu_s(), t0 = now_s(), end = t0 + seconds;
-    while (now_s() < end) {
+    double c0 = cpu_s(), t0 = bench_now_s(), end = t0 + seconds;
+    while (bench_now_s() < end) {
         while (posted - done < window) {
             iw_post(0, IWARP_WR_RDMA_WRITE, (uint32_t)(posted % window), WRITE);
             posted++;
@@ -608,10 +584,10 @@ static double iw_bw_pass(double seconds, uint32_t window, double *per_cpu)
     iw_post(0, IWARP_WR_SEND, 0, 8);
     while (iw_poll(1, NULL) == 0) {
         iw_poll(0, &done);
-        if (now_s() > end + 30)
-            die("bandwidth pass did not drain", IWARP_ERR_TIMEDOUT);
+        if (bench_now_s() > end + 30)
+            bench_die("bench_usrsctp", "bandwidth pass did not drain", IWARP_ERR_TIMEDOUT);
     }
-    double el = now_s() - t0;
+    double el = bench_now_s() - t0;
     *per_cpu = (double)posted * WRITE / (cpu_s() - c0) / 1e6;
     while (done < posted)
         iw_poll(0, &done);
@@ -624,7 +600,7 @@ static double iw_lat_pass(int iters, double *samples)
 {
     iw_open();
     for (int k = -100; k < iters; k++) { /* 100 warm-up round trips */
-        double t0 = now_s();
+        double t0 = bench_now_s();
         iw_post(0, IWARP_WR_SEND, 0, LAT_PAYLOAD);
         for (;;) {
             if (iw_poll(1, NULL))
@@ -633,10 +609,10 @@ static double iw_lat_pass(int iters, double *samples)
                 break;
         }
         if (k >= 0)
-            samples[k] = (now_s() - t0) / 2 * 1e6;
+            samples[k] = (bench_now_s() - t0) / 2 * 1e6;
     }
     iw_close();
-    return median(samples, iters);
+    return bench_median(samples, iters);
 }
 
 /* ---- measurements ----------------------------------------------------------------------- */
@@ -665,9 +641,9 @@ static double bw_pass(const struct transport *t, double seconds, uint32_t ack_ev
     uint64_t writes = 0;
     size_t off = 0; /* octets of the current write sent */
     uint64_t window = 2u * ack_every;
-    double c0 = cpu_s(), t0 = now_s(), end = t0 + seconds;
+    double c0 = cpu_s(), t0 = bench_now_s(), end = t0 + seconds;
     for (;;) {
-        bool more = now_s() < end || writes % ack_every != 0 || off != 0;
+        bool more = bench_now_s() < end || writes % ack_every != 0 || off != 0;
         while (more && writes - A.acked_writes < window) {
             size_t seg = A.max_msg - 2;
             size_t n = WRITE - off < seg ? WRITE - off : seg;
@@ -677,7 +653,7 @@ static double bw_pass(const struct transport *t, double seconds, uint32_t ack_ev
             if (off == WRITE) {
                 off = 0;
                 writes++;
-                if (now_s() >= end && writes % ack_every == 0)
+                if (bench_now_s() >= end && writes % ack_every == 0)
                     more = false;
             }
         }
@@ -688,10 +664,10 @@ static double bw_pass(const struct transport *t, double seconds, uint32_t ack_ev
         t->pump();
         if (!more && A.acked_writes == writes)
             break;
-        if (now_s() > end + 30)
-            die("bandwidth pass did not drain", IWARP_ERR_TIMEDOUT);
+        if (bench_now_s() > end + 30)
+            bench_die("bench_usrsctp", "bandwidth pass did not drain", IWARP_ERR_TIMEDOUT);
     }
-    double el = now_s() - t0;
+    double el = bench_now_s() - t0;
     *per_cpu = (double)writes * WRITE / (cpu_s() - c0) / 1e6;
     t->close();
     return (double)writes * WRITE / el / 1e6;
@@ -704,7 +680,7 @@ static double lat_pass(const struct transport *t, int iters, double *samples)
     A.mode = 1;
     t->open();
     for (int k = -100; k < iters; k++) { /* 100 warm-up round trips */
-        double t0 = now_s();
+        double t0 = bench_now_s();
         int seen = A.pongs_seen;
         while (t->send(0, payload, LAT_MSG) != 0)
             t->pump();
@@ -714,10 +690,10 @@ static double lat_pass(const struct transport *t, int iters, double *samples)
                 A.pongs_due--;
         }
         if (k >= 0)
-            samples[k] = (now_s() - t0) / 2 * 1e6;
+            samples[k] = (bench_now_s() - t0) / 2 * 1e6;
     }
     t->close();
-    return median(samples, iters);
+    return bench_median(samples, iters);
 }
 
 /* Medians of the passes of one test: wall clock, CPU-time based (bandwidth), and the median
@@ -732,8 +708,8 @@ static void print_row(const char *test, unsigned size, const char *unit, int pas
     static const char *const names[3] = {"raw usrsctp", "llp_sctp", "libiwarp"};
     double m[3], mc[3];
     for (int t = 0; t < 3; t++) {
-        m[t] = median(c[t].v, passes);
-        mc[t] = median(c[t].cpu, passes);
+        m[t] = bench_median(c[t].v, passes);
+        mc[t] = bench_median(c[t].cpu, passes);
     }
     for (int t = 0; t < 3; t++) {
         if (m[t] == 0)
@@ -742,7 +718,7 @@ static void print_row(const char *test, unsigned size, const char *unit, int pas
         if (cpu)
             printf("  %9.1f MB/cpu-s", mc[t]);
         if (t > 0 && m[0] > 0) {
-            printf("  ratio %.3f (per pass %.3f)", m[t] / m[0], median(c[t].ratio, passes));
+            printf("  ratio %.3f (per pass %.3f)", m[t] / m[0], bench_median(c[t].ratio, passes));
             if (cpu)
                 printf("  cpu ratio %.3f", mc[t] / mc[0]);
         }
