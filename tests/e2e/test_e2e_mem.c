@@ -216,6 +216,8 @@ static void nodes_init(void)
     node_init(&N[1], NMEM[1], 0x13579BDu);
 }
 
+static uint32_t RDMAP_EXT; /* the RFC 7306 extensions end_init's QPs enable */
+
 static void end_init(struct end *e, struct node *n, uint32_t qpn, bool srq)
 {
     memset(e, 0, sizeof *e);
@@ -231,6 +233,7 @@ static void end_init(struct end *e, struct node *n, uint32_t qpn, bool srq)
                                     .max_send_sge = MAX_SGE,
                                     .max_recv_sge = MAX_SGE,
                                     .max_inline = IWARP_CORE_MAX_INLINE,
+                                    .rdmap_ext = RDMAP_EXT,
                                     .sq_sig_all = true,
                                     .event = on_event,
                                     .event_user = e};
@@ -898,6 +901,99 @@ TEST(solicited_only_arm_fires_for_se_and_errors)
     ASSERT_EQ(iwarp_core_cq_poll(&r->rcq, &wc, 1), 1);
     ASSERT_EQ_U(wc.wr_id, 15);
     ASSERT_EQ(wc.status, IWARP_WC_LOC_LEN_ERR);
+}
+
+/* ---- RFC 7306 --------------------------------------------------------------------------- */
+
+/* An atomic of end 0 on node 1's word at off (sink: node 0's memory at sink_off). */
+static int post_atomic(enum iwarp_wr_opcode op, uint64_t id, uint32_t sink_off, uint32_t rkey,
+                       uint32_t off, uint64_t compare_add, uint64_t swap, uint64_t cmask,
+                       uint64_t smask)
+{
+    struct iwarp_sge s = {addr_of(&E[0], sink_off), 8, N[0].key};
+    struct iwarp_send_wr w = {.wr_id = id, .sg_list = &s, .num_sge = 1, .opcode = op};
+    w.wr.atomic.remote_addr = addr_of(&E[1], off);
+    w.wr.atomic.rkey = rkey;
+    w.wr.atomic.compare_add = compare_add;
+    w.wr.atomic.swap = swap;
+    w.masked_atomic.compare_add_mask = cmask;
+    w.masked_atomic.swap_mask = smask;
+    return iwarp_core_qp_post_send(&E[0].qp, &w);
+}
+
+static uint64_t u64_at(const uint8_t *p)
+{
+    uint64_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+TEST(rfc7306_immediate_data_and_atomics_over_mpa)
+{
+    /* every octet split and stalled at random: MPA framing of the new messages both ways */
+    nodes_init();
+    RDMAP_EXT = IWARP_RDMAP_EXT_IMM_DATA | IWARP_RDMAP_EXT_ATOMICS;
+    link_up(0, &STD, SPLIT_RANDOM, 51, false);
+    RDMAP_EXT = 0;
+    struct node *r = &N[1];
+    /* a Write with Immediate and SE into a zero-length receive: placed, then completed with
+     * the 8 octets; a solicited-only arm fires */
+    fill(N[0].mem + SRC_OFF, 3000, 9);
+    post_recv(&E[1], 1, DST_OFF, 0);
+    iwarp_core_cq_arm(&r->rcq, true);
+    struct iwarp_sge src = {addr_of(&E[0], SRC_OFF), 3000, N[0].key};
+    struct iwarp_send_wr w = {.wr_id = 2,
+                              .sg_list = &src,
+                              .num_sge = 1,
+                              .opcode = IWARP_WR_RDMA_WRITE_WITH_IMM,
+                              .send_flags = IWARP_SEND_SOLICITED};
+    w.wr.rdma.remote_addr = addr_of(&E[1], DST_OFF + 4096);
+    w.wr.rdma.rkey = r->key;
+    memcpy(&w.imm_data, "\xCA\xFE\xF0\x0D", 4);
+    ASSERT_EQ(iwarp_core_qp_post_send(&E[0].qp, &w), 0);
+    pump(0);
+    mem_eq(r->mem + DST_OFF + 4096, N[0].mem + SRC_OFF, 3000);
+    ASSERT_EQ(r->notified, 1);
+    struct iwarp_wc wc;
+    ASSERT_EQ(iwarp_core_cq_poll(&r->rcq, &wc, 1), 1);
+    ASSERT_EQ(wc.opcode, IWARP_WC_RECV_RDMA_WITH_IMM);
+    ASSERT_EQ(wc.wc_flags, IWARP_WC_WITH_IMM);
+    ASSERT_EQ_U(wc.imm_data64, 0xCAFEF00D00000000u);
+    ASSERT_EQ(wc.byte_len, 0);
+    expect_wc(&N[0].scq,
+              &(struct want_wc){2, IWARP_WC_SUCCESS, IWARP_WC_RDMA_WRITE, 3000, QPN(0), 0, 0});
+    /* FetchAdd and a masked CmpSwap on an aligned word of an atomic-only MR */
+    uint32_t off = INV_OFF + (uint32_t)(8u - (uintptr_t)(r->mem + INV_OFF) % 8u) % 8u;
+    uint32_t ra =
+        reg(r, PD1, off, 64, IWARP_MEM_ACCESS_LOCAL_WRITE | IWARP_MEM_ACCESS_REMOTE_ATOMIC);
+    uint64_t v = 1000;
+    memcpy(r->mem + off, &v, 8);
+    ASSERT_EQ(post_atomic(IWARP_WR_ATOMIC_FETCH_AND_ADD, 3, DST_OFF, ra, off, 24, 0, 0, 0), 0);
+    ASSERT_EQ(post_atomic(IWARP_WR_MASKED_ATOMIC_CMP_AND_SWP, 4, DST_OFF + 8, ra, off, 0x24, 0x100,
+                          0xFF, 0xF00),
+              0);
+    pump(0);
+    expect_wc(&N[0].scq,
+              &(struct want_wc){3, IWARP_WC_SUCCESS, IWARP_WC_FETCH_ADD, 8, QPN(0), 0, 0});
+    expect_wc(&N[0].scq,
+              &(struct want_wc){4, IWARP_WC_SUCCESS, IWARP_WC_COMP_SWAP, 8, QPN(0), 0, 0});
+    ASSERT_EQ_U(u64_at(N[0].mem + DST_OFF), 1000);
+    ASSERT_EQ_U(u64_at(N[0].mem + DST_OFF + 8), 1024); /* 0x400: low octet 0x00 */
+    ASSERT_EQ_U(u64_at(r->mem + off), 1024);           /* 0x24 != 0x00: unchanged */
+    /* misaligned: RFC 7306 §8.2, 0/2/0x07 both ways; the atomic fails REM_OP_ERR */
+    ASSERT_EQ(post_atomic(IWARP_WR_ATOMIC_FETCH_AND_ADD, 5, DST_OFF, ra, off + 4, 1, 0, 0, 0), 0);
+    pump(0);
+    struct iwarp_wc f;
+    ASSERT_EQ(iwarp_core_cq_poll(&N[0].scq, &f, 1), 1);
+    ASSERT_EQ_U(f.wr_id, 5);
+    ASSERT_EQ(f.status, IWARP_WC_REM_OP_ERR);
+    ASSERT_EQ_U(f.vendor_err, cause_u32(0, 2, 0x07));
+    ASSERT_EQ(E[1].nev, 1);
+    ASSERT_EQ_U(E[1].ev[0].cause, cause_u32(0, 2, 0x07));
+    ASSERT_FALSE(E[1].ev[0].peer);
+    ASSERT_EQ(E[0].nev, 1);
+    ASSERT_TRUE(E[0].ev[0].peer);
+    ASSERT_EQ_U(u64_at(r->mem + off), 1024);
 }
 
 /* ---- SRQ ----------------------------------------------------------------------------------- */
