@@ -245,6 +245,7 @@ struct iwarp_core_qp {
     struct iovec tx_iov[IWARP_CORE_MAX_SGE];
     bool tx_irq_turn; /* fairness: next message boundary favours the IRQ */
     bool tx_imm_next; /* the Write of a Write with Immediate is out: its Immediate Data next */
+    bool tx_rdmap_ext_sent; /* an RFC 7306 message (Atomic Request, Immediate Data) went out */
 
     /* Terminate */
     bool term_pending;  /* built, not yet produced */

@@ -508,6 +508,25 @@ static void done_atomic_resp(struct iwarp_core_qp *qp)
 
 /* ---- Terminate (RFC 5040 §5.4) ------------------------------------------------------- */
 
+/*
+ * Whether a Terminate read the RFC way names an MPA set-up cause that is siw's bit-reversed
+ * RDMAP one. RFC 6581 §9.1-§9.2: 2/0/0x06 (insufficient IRD) and 2/0/0x07 (no matching RTR)
+ * answer the MPA exchange, as the initiator's first FPDU, before either side sends anything
+ * else. Once this side has sent an RFC 7306 message the exchange is long over, and the one
+ * peer that answers such a message with a Terminate of that shape is siw: its 0/2/0x06
+ * (Unexpected OpCode: siw has no RFC 7306) and 0/2/0x07 with Layer and EType swapped and
+ * without headers, where nothing tells its layout from the RFC's (wire_term.c needs reserved
+ * bits to). Those two are then read siw's way (docs/interop-siw.md).
+ */
+static bool siw_setup_cause_in_full_operation(const struct iwarp_core_qp *qp,
+                                              const struct iwarp_term *t)
+{
+    const struct iwarp_term_cause c = t->ctrl.cause;
+    return qp->tx_rdmap_ext_sent && !t->siw_swapped && t->ctrl.hdrct == 0 &&
+           c.layer == IWARP_TERM_LAYER_LLP && c.etype == IWARP_TERM_LLP_ETYPE_MPA &&
+           (c.ecode == IWARP_TERM_MPA_IRD || c.ecode == IWARP_TERM_MPA_NO_RTR);
+}
+
 static int rx_terminate(struct rx *x)
 {
     struct iwarp_core_qp *qp = x->qp;
@@ -518,6 +537,8 @@ static int rx_terminate(struct rx *x)
         return fail(x, rc == IWARP_ERR_PROTO ? cause : cause_catastrophic, rc);
     /* A siw peer's bit-reversed header is read its way (wire_term.h). */
     qp->rx_cur.term = iwarp_term_layout(&x->s.body.term)->cause;
+    if (siw_setup_cause_in_full_operation(qp, &x->s.body.term))
+        qp->rx_cur.term = x->s.body.term.siw_ctrl.cause;
     x->ndst = 0;
     return 0;
 }

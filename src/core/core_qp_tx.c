@@ -75,6 +75,7 @@ static void start_imm_after_write(struct iwarp_core_qp *qp)
     memcpy(wm.body.imm.data, e->imm, sizeof wm.body.imm.data);
     (void)iwarp_ddp_tx_init(&qp->tx_msg, &wm, NULL, 0, 0); /* one fixed segment: cannot fail */
     qp->tx_imm_next = false;
+    qp->tx_rdmap_ext_sent = true;
 }
 
 /* Start the next SQ message. Returns true when tx_msg holds it. */
@@ -179,6 +180,8 @@ static bool start_sq(struct iwarp_core_qp *qp)
             qp->orq_count++;
         }
         e->started = true;
+        if (wm.opcode >= IWARP_RDMAP_OP_IMM_DATA) /* RFC 7306 Figure 2: 0x8..0xA from the SQ */
+            qp->tx_rdmap_ext_sent = true;
         qp->stream.sq_next++;
         qp->tx_src = IWARP_CORE_TX_SQ;
         qp->tx_index = index;

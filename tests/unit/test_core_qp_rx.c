@@ -1490,3 +1490,40 @@ TEST(atomic_answered_by_a_terminate_fails_with_its_cause)
     ASSERT_EQ(poll1(&rcq).status, IWARP_WC_WR_FLUSH_ERR);
     expect_buf();
 }
+
+TEST(siws_headerless_unexpected_opcode_terminate_is_read_its_way)
+{
+    /* siw answers an opcode it does not know (RFC 7306's, siw has none) with its 0/2/0x06
+     * bit-reversed and no headers: octets 0x20 0x06, which the RFC reading calls 2/0/0x06, an
+     * MPA set-up cause no stream in full operation receives (docs/interop-siw.md) */
+    setup_rdmap_ext(2);
+    post_atomic(9, IWARP_WR_ATOMIC_FETCH_AND_ADD, 64);
+    uint8_t s[64];
+    size_t n = untagged(s, true, 0x7, 0, 2, 1, 0, NULL, 0);
+    s[n++] = 0x20;
+    s[n++] = 0x06;
+    s[n++] = 0x00;
+    s[n++] = 0x00;
+    ASSERT_EQ(feed(s, n), 0);
+    struct iwarp_wc wc = poll1(&scq);
+    ASSERT_EQ_U(wc.wr_id, 9);
+    ASSERT_EQ(wc.status, IWARP_WC_REM_OP_ERR);
+    ASSERT_EQ_U(wc.vendor_err, cause_u32(0, 2, 0x06));
+    ASSERT_EQ_U(ev_cause[0], cause_u32(0, 2, 0x06));
+    ASSERT_TRUE(ev_peer[0]);
+    /* before we sent an RFC 7306 message the same octets are RFC 6581 §9.1's 2/0/0x06 (an
+     * initiator's answer to the MPA exchange), and another LLP cause is read the RFC way */
+    static const uint8_t llp_causes[2] = {0x06, 0x02};
+    for (int i = 0; i < 2; i++) {
+        setup_rdmap_ext(2);
+        if (i == 1)
+            post_atomic(10, IWARP_WR_ATOMIC_FETCH_AND_ADD, 64);
+        n = untagged(s, true, 0x7, 0, 2, 1, 0, NULL, 0);
+        s[n++] = 0x20;
+        s[n++] = llp_causes[i];
+        s[n++] = 0x00;
+        s[n++] = 0x00;
+        ASSERT_EQ(feed(s, n), 0);
+        ASSERT_EQ_U(ev_cause[0], cause_u32(2, 0, llp_causes[i]));
+    }
+}
