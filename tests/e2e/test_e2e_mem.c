@@ -1423,6 +1423,79 @@ static void p_send_inv_type1(void)
     OFF = (struct offender){.qn = 0, .msn = E[0].qp.send_msn, .seg_len = 18u + 16u};
 }
 
+/* ---- RFC 7306 errors (docs/design.md, "Atomic errors") ---- */
+
+/* An atomic of the initiator on the responder's memory at rkey, offset off; the offender it
+ * sends is its Atomic Request (QN 1, 70 octets). */
+static void bad_atomic(uint32_t rkey, uint32_t off)
+{
+    ASSERT_EQ(post_atomic(IWARP_WR_ATOMIC_FETCH_AND_ADD, 1, DST_OFF, rkey, off, 1, 0, 0, 0), 0);
+    OFF = (struct offender){.qn = 1, .msn = E[0].qp.read_msn, .seg_len = 70};
+}
+static void p_atomic_misaligned(void)
+{
+    bad_atomic(N[1].key, DST_OFF + 4); /* RFC 7306 §8.2 */
+}
+static void p_atomic_rights(void)
+{
+    bad_atomic(N[1].small, SMALL_OFF); /* remote read and write, not atomic */
+}
+static void p_atomic_bounds(void)
+{
+    bad_atomic(N[1].key, NODE_MEM - 4);
+}
+static void p_atomic_bad_stag(void)
+{
+    bad_atomic(bad_stag(), DST_OFF);
+}
+static void patch_aopcode_1(uint8_t *s)
+{
+    s[IWARP_DDP_UNTAGGED_HDR_LEN + 3] = 1; /* AOpCode 1 (Swap): not one RFC 7306 defines */
+}
+static void p_atomic_aopcode(void)
+{
+    struct iwarp_wire_msg m = {.opcode = IWARP_RDMAP_OP_ATOMIC_REQ,
+                               .last = true,
+                               .msn = E[0].qp.read_msn,
+                               .body.atomic_req = {.stag = N[1].key, .to = raddr(DST_OFF)}};
+    inject_msg(&m, 0, patch_aopcode_1);
+}
+static void p_atomic_short(void)
+{
+    /* RFC 7306 §5.2.1: 52 octets of header; 48 is 0/2/0xFF as for any fixed-size message */
+    static uint8_t seg[128];
+    struct iwarp_wire_msg m = {.opcode = IWARP_RDMAP_OP_ATOMIC_REQ,
+                               .last = true,
+                               .msn = E[0].qp.read_msn,
+                               .body.atomic_req = {.stag = N[1].key, .to = raddr(DST_OFF)}};
+    iwarp_ssize n = iwarp_wire_segment_encode(seg, sizeof seg, &m, NULL, 0);
+    ASSERT_EQ(n, 70);
+    OFF = (struct offender){.qn = 1, .msn = m.msn, .seg_len = 66};
+    inject(0, 0, seg, 66);
+}
+static void p_atomic_ird_exceeded(void)
+{
+    /* IRD + 1 atomics: the Read Requests' excess, 1/2/0x02 (RFC 7306 §5.2.2 rule 4) */
+    E[0].qp.ord = IWARP_CORE_MAX_ORD;
+    for (uint32_t i = 0; i <= IRD; i++)
+        ASSERT_EQ(post_atomic(IWARP_WR_ATOMIC_CMP_AND_SWP, 1 + i, DST_OFF + 8 * i, N[1].key,
+                              DST_OFF, 0, 1, 0, 0),
+                  0);
+    OFF = (struct offender){.qn = 1, .msn = E[0].qp.read_msn + IRD, .seg_len = 70};
+}
+static void p_atomic_response_unsolicited(void)
+{
+    struct iwarp_wire_msg m = {.opcode = IWARP_RDMAP_OP_ATOMIC_RESP, .last = true, .msn = 1};
+    inject_msg(&m, 0, NULL);
+}
+static void p_immediate_data_no_recv(void)
+{
+    struct iwarp_send_wr w = {.wr_id = 1, .opcode = IWARP_WR_IMM_DATA};
+    w.imm_data64 = 7;
+    ASSERT_EQ(iwarp_core_qp_post_send(&E[0].qp, &w), 0);
+    OFF = (struct offender){.qn = 0, .msn = E[0].qp.send_msn, .seg_len = 26};
+}
+
 static const struct err_case ERRS[] = {
     /* RFC 5041 §7.2 tagged buffer errors on a Write (DDP layer; mem_access.h) */
     {"write bad stag", p_write_bad_stag, 0x010100, MD, IWARP_WC_WR_FLUSH_ERR, false, true, false,
@@ -1480,6 +1553,28 @@ static const struct err_case ERRS[] = {
      false, false, NULL},
     {"send inv type1", p_send_inv_type1, 0x000109, MD, IWARP_WC_REM_INV_REQ_ERR, false, true, false,
      NULL},
+};
+
+/* RFC 7306 errors, with the extensions enabled on both QPs (RDMAP_EXT): M and D, no RDMA
+ * header (RFC 7306 §8.1 rule 2). */
+static const struct err_case ERRS_7306[] = {
+    {"atomic misaligned", p_atomic_misaligned, 0x000207, MD, IWARP_WC_WR_FLUSH_ERR, false, true,
+     false, NULL},
+    {"atomic rights", p_atomic_rights, 0x000102, MD, IWARP_WC_WR_FLUSH_ERR, false, false, true,
+     NULL},
+    {"atomic bounds", p_atomic_bounds, 0x000101, MD, IWARP_WC_WR_FLUSH_ERR, false, true, false,
+     NULL},
+    {"atomic bad stag", p_atomic_bad_stag, 0x000100, MD, IWARP_WC_WR_FLUSH_ERR, false, false, false,
+     NULL},
+    {"atomic aopcode", p_atomic_aopcode, 0x000206, MD, IWARP_WC_WR_FLUSH_ERR, false, true, false,
+     NULL},
+    {"atomic short", p_atomic_short, 0x0002FF, MD, IWARP_WC_WR_FLUSH_ERR, false, true, true, NULL},
+    {"atomic ird exceeded", p_atomic_ird_exceeded, 0x010202, MD, IWARP_WC_WR_FLUSH_ERR, false, true,
+     false, NULL},
+    {"atomic response unsolicited", p_atomic_response_unsolicited, 0x000206, MD,
+     IWARP_WC_WR_FLUSH_ERR, false, true, false, NULL},
+    {"immediate data no receive", p_immediate_data_no_recv, 0x010202, MD, IWARP_WC_WR_FLUSH_ERR,
+     true, true, false, NULL},
 };
 
 /* Check the Terminate as decoded from the detector's side of the wire. */
@@ -1627,6 +1722,14 @@ TEST(every_remote_error_class_terminates_both_sides)
 {
     for (unsigned i = 0; i < sizeof ERRS / sizeof ERRS[0]; i++)
         run_error(&ERRS[i], i);
+}
+
+TEST(every_rfc7306_error_terminates_both_sides)
+{
+    RDMAP_EXT = IWARP_RDMAP_EXT_IMM_DATA | IWARP_RDMAP_EXT_ATOMICS;
+    for (unsigned i = 0; i < sizeof ERRS_7306 / sizeof ERRS_7306[0]; i++)
+        run_error(&ERRS_7306[i], 100u + i);
+    RDMAP_EXT = 0;
 }
 
 /* ---- a peer that vanishes, one that sends garbage --------------------------------------- */
