@@ -143,6 +143,27 @@ static void dst_range(struct rx *x, const struct iwarp_mem_req *r, uint64_t addr
         x->dst[x->ndst++] = (struct iovec){(void *)(uintptr_t)addr, x->plen};
 }
 
+/* A message without payload on untagged queue q (Read and Atomic Requests, Atomic Responses,
+ * the Terminate): RFC 5041 §7.1's checks (MSN, a buffer, MO) before anything else of it.
+ * Returns 0, or the error with its Terminate queued. */
+static int take_untagged_buffer(struct rx *x, struct iwarp_ddp_rx_uq *q)
+{
+    struct iwarp_term_cause cause;
+    int rc = iwarp_ddp_rx_uq_segment(q, &x->s.ddp, 0, NULL, &cause);
+    if (rc != 0)
+        return fail(x, rc == IWARP_ERR_PROTO ? cause : cause_catastrophic, rc);
+    return 0;
+}
+
+/* Queue an inbound Read or Atomic Request for its Response, in arrival order (RFC 5040 §5.2.1,
+ * RFC 7306 §5.2.2 rule 8). irq_count < IWARP_CORE_MAX_IRD: phase 1 checked it and only TX
+ * removes entries. */
+static void irq_push(struct iwarp_core_qp *qp, const struct iwarp_core_irqe *e)
+{
+    qp->irq[iwarp_ring_slot(qp->irq_head, qp->irq_count, IWARP_CORE_MAX_IRD)] = *e;
+    qp->irq_count++;
+}
+
 /* ---- RDMA Write (RFC 5040 §5.1) ------------------------------------------------------ */
 
 static int rx_write(struct rx *x)
@@ -353,9 +374,9 @@ static int rx_read_req(struct rx *x)
     /* RFC 5040 §7.2 check 1, RFC 5041 §7.1 on queue 1. Its buffers are the free IRQ slots
      * (RFC 5040 §5.2.2: the Data Source keeps IRD Untagged Buffers on queue 1), so a Read
      * Request beyond IRD finds no buffer: 1/2/0x02 (siw sends 0/2/0x07 instead). */
-    int rc = iwarp_ddp_rx_uq_segment(&qp->uq_read, &x->s.ddp, 0, NULL, &cause);
+    int rc = take_untagged_buffer(x, &qp->uq_read);
     if (rc != 0)
-        return fail(x, rc == IWARP_ERR_PROTO ? cause : cause_catastrophic, rc);
+        return rc;
     /* RFC 5040 §5.2.1, §7.2 checks 4a-4e on the Data Source, not for a zero-length Read;
      * Remote Protection causes 0/1/x, and the Terminate carries the Read Request header
      * (RFC 5040 §4.8 Figure 10, §7.1 rule 3). */
@@ -381,15 +402,12 @@ static void done_read_req(struct iwarp_core_qp *qp)
 {
     const struct iwarp_core_rx_cur *c = &qp->rx_cur;
     (void)iwarp_ddp_rx_uq_complete(&qp->uq_read);
-    /* RFC 5040 §5.2.1: processed in the order sent; answered in that order (§5.5 rule 20).
-     * irq_count < IWARP_CORE_MAX_IRD: phase 1 checked it and only TX removes entries. */
-    qp->irq[iwarp_ring_slot(qp->irq_head, qp->irq_count, IWARP_CORE_MAX_IRD)] =
-        (struct iwarp_core_irqe){.sink_stag = c->read_req.sink_stag,
-                                 .sink_to = c->read_req.sink_to,
-                                 .src_addr = c->src_addr,
-                                 .len = c->read_req.size,
-                                 .started = false};
-    qp->irq_count++;
+    /* RFC 5040 §5.2.1: processed in the order sent; answered in that order (§5.5 rule 20). */
+    irq_push(qp, &(struct iwarp_core_irqe){.sink_stag = c->read_req.sink_stag,
+                                           .sink_to = c->read_req.sink_to,
+                                           .src_addr = c->src_addr,
+                                           .len = c->read_req.size,
+                                           .started = false});
 }
 
 /* ---- Atomic Request (RFC 7306 §5.2.1) ------------------------------------------------ */
@@ -426,9 +444,9 @@ static int rx_atomic_req(struct rx *x)
     struct iwarp_term_cause cause;
     /* RFC 7306 §5.2.1 rules 2 and 5, §5.2.2 rule 4: one buffer of queue 1, shared with the
      * Read Requests (the IRD); beyond it 1/2/0x02, as an excess Read Request. */
-    int rc = iwarp_ddp_rx_uq_segment(&qp->uq_read, &x->s.ddp, 0, NULL, &cause);
+    int rc = take_untagged_buffer(x, &qp->uq_read);
     if (rc != 0)
-        return fail(x, rc == IWARP_ERR_PROTO ? cause : cause_catastrophic, rc);
+        return rc;
     /* RFC 7306 §5.2.1 rule 4: an AOpCode we do not implement is surfaced as an error:
      * 0/2/0x06, the code §1.1 names for an operation the peer does not support. */
     if (ar->aopcode != IWARP_ATOMIC_FETCH_ADD && ar->aopcode != IWARP_ATOMIC_CMP_SWAP)
@@ -461,9 +479,8 @@ static int done_atomic_req(struct iwarp_core_qp *qp)
                         : iwarp_core_atomic_cmp_swap(word, ar->compare, ar->compare_mask,
                                                      ar->add_swap, ar->add_swap_mask);
     /* RFC 7306 §5.2.2 rule 8: the Response goes out in request order, Reads included. */
-    qp->irq[iwarp_ring_slot(qp->irq_head, qp->irq_count, IWARP_CORE_MAX_IRD)] =
-        (struct iwarp_core_irqe){.atomic = true, .req_id = ar->req_id, .orig_value = orig};
-    qp->irq_count++;
+    irq_push(qp,
+             &(struct iwarp_core_irqe){.atomic = true, .req_id = ar->req_id, .orig_value = orig});
     return 0;
 }
 
@@ -473,11 +490,10 @@ static int rx_atomic_resp(struct rx *x)
 {
     struct iwarp_core_qp *qp = x->qp;
     const struct iwarp_rdmap_atomic_resp *resp = &x->s.body.atomic_resp;
-    struct iwarp_term_cause cause;
     /* RFC 7306 §5.2.2 rules 2, 3 and 5: one buffer of queue 3 (ORD of them posted). */
-    int rc = iwarp_ddp_rx_uq_segment(&qp->uq_atomic_resp, &x->s.ddp, 0, NULL, &cause);
+    int rc = take_untagged_buffer(x, &qp->uq_atomic_resp);
     if (rc != 0)
-        return fail(x, rc == IWARP_ERR_PROTO ? cause : cause_catastrophic, rc);
+        return rc;
     /* RFC 7306 §7: responses come in request order. One with no atomic at the head of the
      * ORQ (none outstanding, or a Read's turn) is unexpected, as a Read Response without a
      * Read (0/2/0x06); one naming another request is invalid (§5.2.2 rule 7): 0/2/0x07. */
@@ -530,11 +546,10 @@ static bool siw_setup_cause_in_full_operation(const struct iwarp_core_qp *qp,
 static int rx_terminate(struct rx *x)
 {
     struct iwarp_core_qp *qp = x->qp;
-    struct iwarp_term_cause cause;
     /* RFC 5040 §5.4: one Terminate consumes the one buffer of queue 2 (MSN 1, MO 0). */
-    int rc = iwarp_ddp_rx_uq_segment(&qp->uq_term, &x->s.ddp, 0, NULL, &cause);
+    int rc = take_untagged_buffer(x, &qp->uq_term);
     if (rc != 0)
-        return fail(x, rc == IWARP_ERR_PROTO ? cause : cause_catastrophic, rc);
+        return rc;
     /* A siw peer's bit-reversed header is read its way (wire_term.h). */
     qp->rx_cur.term = iwarp_term_layout(&x->s.body.term)->cause;
     if (siw_setup_cause_in_full_operation(qp, &x->s.body.term))
