@@ -879,7 +879,8 @@ struct iwarp_qp {
  *   IWARP_ERR_INVAL      pd, attr or qp is NULL; send_cq or recv_cq is NULL or of another
  *                        context; srq is of another PD; qp_type is not IWARP_QPT_RC;
  *                        max_send_wr is 0; a cap is over the device limit
- *                        (iwarp_query_device).
+ *                        (iwarp_query_device); rdmap_ext (with its bit) names an extension
+ *                        not in iwarp_device_attr.rdmap_ext_cap.
  *   IWARP_ERR_NOTSUP     attr->comp_mask has a bit this version does not know; nothing else
  *                        was checked.
  *   IWARP_ERR_NOMEM      out of memory.
@@ -1109,7 +1110,11 @@ struct iwarp_recv_wr {
  *                        than one SGE, or on a connection whose ORD is 0 (initiator_depth
  *                        0: no Read could ever be issued), BIND_MW/REG_MR without its
  *                        window/MR, a message of 2^32 octets or more, an opcode not
- *                        supported.
+ *                        supported (TSO, DRIVER1); an atomic whose sink is not one 8-octet
+ *                        SGE, or on a connection whose ORD is 0; IMM_DATA with SGEs.
+ *   IWARP_ERR_NOTSUP     IWARP_WR_SEND_WITH_IMM (RFC 7306 has no Send with Immediate Data).
+ *   IWARP_ERR_RDMAP_EXT_OFF  an RFC 7306 opcode (atomics, RDMA_WRITE_WITH_IMM, IMM_DATA) on a
+ *                        QP that did not enable its extension (iwarp_qp_init_attr.rdmap_ext).
  *   IWARP_ERR_STATE      the QP is not connected yet, or a graceful disconnect is under way.
  *   IWARP_ERR_NOSPC      the send queue is full (max_send_wr WRs not yet completed).
  *   IWARP_ERR_DDP_QP_MODE  qp is a DDP-level QP (iwarp/ddp.h).

@@ -491,3 +491,30 @@ TEST(output_structs_need_no_init)
     ASSERT_EQ(iwarp_destroy_qp(dqp), 0);
     objs_fini(ctx, &o);
 }
+
+/* IWARP_QP_INIT_ATTR_RDMAP_EXT: the bit makes rdmap_ext read; an extension the device does
+ * not have is refused before anything is created; without the bit rdmap_ext is not read. */
+TEST(qp_init_attr_rdmap_ext)
+{
+    struct iwarp_ctx *ctx = ctx_logged();
+    struct objs o;
+    objs_init(ctx, &o);
+    struct iwarp_qp_init_attr qa = {.send_cq = o.cq,
+                                    .recv_cq = o.cq,
+                                    .cap = {.max_send_wr = 4},
+                                    .qp_type = IWARP_QPT_RC,
+                                    .comp_mask = IWARP_QP_INIT_ATTR_RDMAP_EXT,
+                                    .rdmap_ext = 1u << 7};
+    struct iwarp_qp *qp = NULL;
+    ASSERT_EQ(iwarp_create_qp(o.pd, &qa, &qp), IWARP_ERR_INVAL);
+    ASSERT_TRUE(qp == NULL);
+    qa.rdmap_ext = IWARP_RDMAP_EXT_IMM_DATA | IWARP_RDMAP_EXT_ATOMICS;
+    ASSERT_EQ(iwarp_create_qp(o.pd, &qa, &qp), 0);
+    ASSERT_EQ(iwarp_destroy_qp(qp), 0);
+    qa.comp_mask = 0;
+    qa.rdmap_ext = 1u << 7; /* not read */
+    ASSERT_EQ(iwarp_create_qp(o.pd, &qa, &qp), 0);
+    ASSERT_EQ(iwarp_destroy_qp(qp), 0);
+    ASSERT_EQ(logged.lines, 0);
+    objs_fini(ctx, &o);
+}
