@@ -41,6 +41,14 @@ extern "C" {
 #define IWARP_EXTERN
 #endif
 
+/* Marks an anonymous struct inside a union: standard C11, a GNU extension in C++, where it
+ * keeps -Wpedantic quiet. */
+#if defined(__GNUC__)
+#define IWARP_ANON_STRUCT __extension__ struct
+#else
+#define IWARP_ANON_STRUCT struct
+#endif
+
 /* A byte count (>= 0) or a negative IWARP_ERR_* code. */
 typedef ssize_t iwarp_ssize;
 

@@ -619,7 +619,8 @@ struct iwarp_wc {
     /* libiwarp: DDP-level indications (IWARP_WC_DDP_*, iwarp/ddp.h), or the whole Immediate
      * Data (IWARP_WC_WITH_IMM); zero otherwise. */
     union {
-        struct {
+        IWARP_ANON_STRUCT
+        {
             union {
                 uint32_t ddp_qn;   /* IWARP_WC_DDP_RECV: the Queue Number */
                 uint32_t ddp_stag; /* IWARP_WC_DDP_TAGGED_RECV: the STag */
