@@ -1,16 +1,22 @@
 /*
  * Fuzz target: iwarp_core_qp_rx_segment on a running QP with posted receives (or an SRQ), a
  * registered MR, outstanding RDMA Reads and a TX side that answers inbound Reads.
- * Input: cfg(1): bit 0 SRQ, bits 1-2 IRD - 1; nrecv(1); then operations op(1) and arguments:
+ * With cfg bit 3 the QP enables RFC 7306 (Immediate Data, atomics; the MR allows remote
+ * atomics): Atomic Requests are performed on it and Atomic Responses complete posted atomics.
+ * Input: cfg(1): bit 0 SRQ, bits 1-2 IRD - 1, bit 3 RFC 7306; nrecv(1); then operations op(1)
+ * and arguments:
  *   op % 6 == 0  raw segment: len(1), then len octets as they are
  *   op % 6 == 1  untagged segment: opcode(1), flags(1) (L, MSN/MO jitter), inv/stag choice(1),
  *                len(1) payload octets (the rest of the header follows the QP's expectations
- *                shifted by the jitter, so that deep states are reached)
+ *                shifted by the jitter, so that deep states are reached); a Read Request, an
+ *                Atomic Request or an Atomic Response gets a body built from those octets
+ *                (target offsets and alignment, AOpCode, Request Identifier near the expected)
  *   op % 6 == 2  tagged segment: opcode(1) (Write or Read Response), L, STag choice(1),
  *                TO offset(2), len(1)
  *   op % 6 == 3  drain TX: every produced segment is "sent" (Read Responses read memory)
  *   op % 6 == 4  post a receive: offset(2), len(1)
- *   op % 6 == 5  post an RDMA Read into the MR: offset(2), len(1), and send its Request
+ *   op % 6 == 5  post an RDMA Read into the MR: offset(2), len(1), and send its Request; with
+ *                op bit 6 an atomic (FetchAdd or CmpSwap by op bit 7) whose sink is at offset
  * Properties:
  *   - nothing is written outside the registered MR (guard zones around it keep their pattern);
  *   - once the QP left RUNNING, nothing more is placed (the MR is unchanged by later segments);
@@ -123,6 +129,25 @@ static void post_read(uint32_t off, uint32_t len)
     drain_tx();
 }
 
+static void post_atomic(uint8_t op, uint32_t off)
+{
+    off = off % MRLEN & ~7u;
+    if (off > MRLEN - 8)
+        off = MRLEN - 8;
+    struct iwarp_sge sg = {.addr = mr_va(off), .length = 8, .lkey = mr};
+    struct iwarp_send_wr wr = {.wr_id = off,
+                               .sg_list = &sg,
+                               .num_sge = 1,
+                               .opcode = (op & 0x80) ? IWARP_WR_ATOMIC_CMP_AND_SWP
+                                                     : IWARP_WR_ATOMIC_FETCH_AND_ADD,
+                               .send_flags = IWARP_SEND_SIGNALED};
+    wr.wr.atomic.remote_addr = 0x2000;
+    wr.wr.atomic.rkey = 0x99;
+    wr.wr.atomic.compare_add = off;
+    (void)iwarp_core_qp_post_send(&Q, &wr);
+    drain_tx();
+}
+
 static void be32(uint8_t *p, uint32_t v)
 {
     p[0] = (uint8_t)(v >> 24);
@@ -181,9 +206,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct iwarp_mem_range r = {.addr = mr_va(0),
                                 .iova = mr_va(0),
                                 .length = MRLEN,
-                                .access = IWARP_MEM_ACCESS_LOCAL_WRITE |
-                                          IWARP_MEM_ACCESS_REMOTE_WRITE |
-                                          IWARP_MEM_ACCESS_REMOTE_READ};
+                                .access =
+                                    IWARP_MEM_ACCESS_LOCAL_WRITE | IWARP_MEM_ACCESS_REMOTE_WRITE |
+                                    IWARP_MEM_ACCESS_REMOTE_READ | IWARP_MEM_ACCESS_REMOTE_ATOMIC};
     FUZZ_CHECK(iwarp_mem_reg_mr(&T, 1, &r, &mr) == 0);
     r.access = IWARP_MEM_ACCESS_REMOTE_READ;
     r.length = MRLEN / 2;
@@ -199,16 +224,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         srq.limit = 2;
         srq.limit_fired = false;
     }
-    struct iwarp_core_qp_cfg cfg = {.qp_num = 5,
-                                    .pd = 1,
-                                    .mem = &T,
-                                    .send_cq = &scq,
-                                    .recv_cq = &rcq,
-                                    .srq = use_srq ? &srq : NULL,
-                                    .sq_cap = 8,
-                                    .rq_cap = use_srq ? 0 : RQ_CAP,
-                                    .max_send_sge = 2,
-                                    .max_recv_sge = 2};
+    struct iwarp_core_qp_cfg cfg = {
+        .qp_num = 5,
+        .pd = 1,
+        .mem = &T,
+        .send_cq = &scq,
+        .recv_cq = &rcq,
+        .srq = use_srq ? &srq : NULL,
+        .sq_cap = 8,
+        .rq_cap = use_srq ? 0 : RQ_CAP,
+        .max_send_sge = 2,
+        .max_recv_sge = 2,
+        .rdmap_ext = (cfgb & 8) ? IWARP_RDMAP_EXT_IMM_DATA | IWARP_RDMAP_EXT_ATOMICS : 0u};
     struct iwarp_core_qp_mem m = {.sq = sq,
                                   .rq = use_srq ? NULL : rq,
                                   .rq_lens = rq_lens,
@@ -240,9 +267,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             uint8_t fl = fuzz_take(&data, &size);
             uint8_t sc = fuzz_take(&data, &size);
             uint8_t n = fuzz_take(&data, &size);
-            const struct iwarp_ddp_rx_uq *q = opc == 1   ? &Q.uq_read
-                                              : opc == 7 ? &Q.uq_term
-                                                         : &Q.uq_send;
+            const struct iwarp_ddp_rx_uq *q = opc == 1 || opc == 0xA ? &Q.uq_read
+                                              : opc == 7             ? &Q.uq_term
+                                              : opc == 0xB           ? &Q.uq_atomic_resp
+                                                                     : &Q.uq_send;
             uint32_t qn = opc == 1 || opc == 0xA ? 1u : opc == 7 ? 2u : opc == 0xB ? 3u : 0u;
             seg[0] = (uint8_t)(0x01 | ((fl & 1) ? 0x40 : 0));
             seg[1] = (uint8_t)(0x40 | opc);
@@ -257,10 +285,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 be32(seg + 34, pick_stag(sc >> 3));
                 be64(seg + 38, mr_va((uint32_t)fl << 4));
                 n = 28;
+            } else if (opc == 0xA) { /* an Atomic Request: AOpCode, target (maybe misaligned) */
+                be32(seg + 18, (uint32_t)(n & 3u)); /* 0 FetchAdd, 2 CmpSwap, 1 and 3 unknown */
+                be32(seg + 22, n);
+                be32(seg + 26, pick_stag(sc >> 3));
+                be64(seg + 30, mr_va((uint32_t)fl << 4) + ((n >> 2) & 7u));
+                be64(seg + 38, 0x0101010101010101u * n);
+                be64(seg + 46, (n & 0x40) ? 0x8080808080808080u : 0);
+                be64(seg + 54, 0);
+                be64(seg + 62, (n & 0x80) ? 0xFFu : UINT64_MAX);
+                n = 52;
+            } else if (opc == 0xB) { /* an Atomic Response: the head's Request Identifier,
+                                        or (n bit 2) one up to 3 past it */
+                uint32_t id = Q.orq_count ? Q.orq[Q.orq_head].req_id : 0;
+                be32(seg + 18, id + ((n & 4u) ? (uint32_t)(n & 3u) : 0u));
+                be64(seg + 22, 0x1111111111111111u * n);
+                n = 12;
             }
+            bool body = opc == 1 || opc == 0xA || opc == 0xB;
             size_t take = n < size ? n : size;
-            memcpy(seg + 18 + (opc == 1 ? 28 : 0), data, opc == 1 ? 0 : take);
-            if (opc != 1) {
+            if (!body)
+                memcpy(seg + 18, data, take);
+            if (!body) {
                 data += take;
                 size -= take;
                 n = (uint8_t)take;
@@ -301,7 +347,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         default: {
             uint32_t off = (uint32_t)fuzz_take(&data, &size) << 8;
             off |= fuzz_take(&data, &size);
-            post_read(off, fuzz_take(&data, &size));
+            uint8_t len = fuzz_take(&data, &size);
+            if (op & 0x40)
+                post_atomic(op, off);
+            else
+                post_read(off, len);
             guards_intact();
             break;
         }

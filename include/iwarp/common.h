@@ -41,6 +41,14 @@ extern "C" {
 #define IWARP_EXTERN
 #endif
 
+/* Marks an anonymous struct inside a union: standard C11, a GNU extension in C++, where it
+ * keeps -Wpedantic quiet. */
+#if defined(__GNUC__)
+#define IWARP_ANON_STRUCT __extension__ struct
+#else
+#define IWARP_ANON_STRUCT struct
+#endif
+
 /* A byte count (>= 0) or a negative IWARP_ERR_* code. */
 typedef ssize_t iwarp_ssize;
 
@@ -69,8 +77,10 @@ typedef ssize_t iwarp_ssize;
  * library writes comp_mask 0 (only base fields), so a copy of it may be handed back to
  * iwarp_cm_accept or iwarp_cm_connect as it is.
  *
- * The bits defined in this version: IWARP_CTX_ATTR_TX_BATCH (iwarp_ctx_attr.tx_batch_us). Every
- * other comp_mask is 0.
+ * The bits defined in this version: IWARP_CTX_ATTR_TX_BATCH (iwarp_ctx_attr.tx_batch_us),
+ * IWARP_QP_INIT_ATTR_RDMAP_EXT (iwarp_qp_init_attr.rdmap_ext), IWARP_DEVICE_ATTR_RDMAP_EXT,
+ * IWARP_DEVICE_ATTR_ATOMIC_CAP and IWARP_DEVICE_ATTR_MAX_ATOMIC (iwarp_device_attr). Every other
+ * comp_mask is 0.
  *
  * Not extensible this way: work requests, SGEs and work completions (iwarp_send_wr,
  * iwarp_recv_wr, iwarp_ddp_send_wr, iwarp_sge, iwarp_wc) have fixed layouts, as in libibverbs,

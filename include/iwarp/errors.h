@@ -56,6 +56,7 @@ extern "C" {
     XX(RDMAP_LAST, -56, "single-segment RDMAP message without the Last flag")                    \
     XX(RDMAP_TAGGED, -57, "DDP Tagged flag does not match the RDMAP opcode")                     \
     XX(DDP_MO, -58, "non-zero DDP Message Offset on a single-segment RDMAP message")             \
+    XX(RDMAP_EXT_OFF, -59, "RFC 7306 operation on a QP that did not enable it (rdmap_ext)")      \
     /* Memory registration and STags (src/mem; RFC 5040 §7.2, RFC 5041 §7.1, RFC 5042) */      \
     XX(STAG_INVALID, -80, "STag not allocated, wrong key, or invalidated")                       \
     XX(STAG_NOT_ASSOC, -81, "STag not associated with this stream (PD or QP mismatch)")          \
@@ -67,6 +68,8 @@ extern "C" {
     XX(STAG_STALE, -87, "new STag key is unchanged or equal to its last valid key")              \
     /* QP receive (src/core, src/ddp: RFC 5040 §5.2.2) */                                       \
     XX(READ_RESP, -90, "RDMA Read Response outside its Read's sink buffer or of wrong size")     \
+    XX(ATOMIC_ALIGN, -91, "Atomic Request target not 64-bit aligned (RFC 7306 §8.2)")            \
+    XX(ATOMIC_RESP, -92, "Atomic Response not matching the oldest outstanding Atomic Request")   \
     /* Transport and connection management (src/llp/llp_tcp, src/api/cm) */                      \
     XX(CONN_REFUSED, -110, "the peer refused the TCP connection (RST)")                          \
     XX(CONN_RESET, -111, "the TCP connection was reset or failed")                               \

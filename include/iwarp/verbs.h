@@ -231,6 +231,27 @@ IWARP_EXTERN int iwarp_ctx_destroy(struct iwarp_ctx *ctx);
 IWARP_EXTERN int iwarp_ctx_progress(struct iwarp_ctx *ctx, int timeout_ms);
 
 /**
+ * enum iwarp_rdmap_ext - the RDMAP extensions of RFC 7306, as bits. Nothing on the wire says
+ * whether a peer has them (RFC 7306 §1.1): a QP enables them for its connection
+ * (iwarp_qp_init_attr.rdmap_ext) when the application knows the peer has them, or probes with
+ * a FetchAdd of 0, which a peer without them answers with a Terminate.
+ */
+enum iwarp_rdmap_ext {
+    IWARP_RDMAP_EXT_IMM_DATA = 1 << 0, /* Immediate Data (RFC 7306 §6): *_WITH_IMM, IMM_DATA */
+    IWARP_RDMAP_EXT_ATOMICS = 1 << 1,  /* FetchAdd and CmpSwap, masked too (RFC 7306 §5) */
+};
+
+/**
+ * enum iwarp_atomic_cap - the scope in which remote atomic operations are atomic, libibverbs
+ * numbering (enum ibv_atomic_cap).
+ */
+enum iwarp_atomic_cap {
+    IWARP_ATOMIC_NONE = 0, /* no atomics */
+    IWARP_ATOMIC_HCA = 1,  /* among every atomic operation of the process (every QP, context) */
+    IWARP_ATOMIC_GLOB = 2, /* also with every other access (never reported) */
+};
+
+/**
  * struct iwarp_device_attr - device limits, as ibv_query_device reports them. Output struct
  * (common.h).
  */
@@ -244,14 +265,30 @@ struct iwarp_device_attr {
     uint32_t max_qp_init_rd_atom; /* ORD */
     uint32_t max_srq_wr;          /* WRs per SRQ */
     uint32_t max_inline_data;     /* octets of an IWARP_SEND_INLINE WR */
-    uint32_t comp_mask; /* output: extension fields filled (common.h); none defined yet: 0 */
+    uint32_t comp_mask; /* output: extension fields filled (common.h): IWARP_DEVICE_ATTR_* */
+    /* IWARP_DEVICE_ATTR_RDMAP_EXT: the RFC 7306 extensions a QP may enable
+     * (iwarp_qp_init_attr.rdmap_ext): IWARP_RDMAP_EXT_* bits. */
+    uint32_t rdmap_ext_cap;
+    /* IWARP_DEVICE_ATTR_ATOMIC_CAP: the scope of atomicity (docs/design.md, "Atomics"). */
+    enum iwarp_atomic_cap atomic_cap;
+    /* IWARP_DEVICE_ATTR_MAX_ATOMIC: Atomic Requests outstanding per QP, inbound (answered at
+     * once) and outbound (issued at once). RFC 7306 §5.2: they share the RDMA Read queues, so
+     * these are the IRD and ORD limits, counted together with RDMA Reads. */
+    uint32_t max_qp_atomic_in;
+    uint32_t max_qp_atomic_out;
 };
+
+/* iwarp_device_attr.comp_mask bits. */
+#define IWARP_DEVICE_ATTR_RDMAP_EXT  (1u << 0) /* rdmap_ext_cap is filled */
+#define IWARP_DEVICE_ATTR_ATOMIC_CAP (1u << 1) /* atomic_cap is filled */
+#define IWARP_DEVICE_ATTR_MAX_ATOMIC (1u << 2) /* max_qp_atomic_in and _out are filled */
 
 /**
  * iwarp_query_device_sized - what iwarp_query_device calls: fill attr, attr_size octets long.
  *
- * Writes the base of struct iwarp_device_attr and each appended field that fits in attr_size,
- * and sets comp_mask to the bits of the appended fields written (0 in this version). Call it
+ * Writes the base of struct iwarp_device_attr and each appended field that fits whole in
+ * attr_size, and sets comp_mask to the bits of the appended fields written
+ * (IWARP_DEVICE_ATTR_*). Call it
  * directly only where the inline wrapper cannot be used (a language binding): attr_size is the
  * size of the caller's struct.
  *
@@ -289,7 +326,7 @@ enum iwarp_access_flags {
     IWARP_ACCESS_LOCAL_WRITE = 1,   /* local writes: receive buffers, Read sinks */
     IWARP_ACCESS_REMOTE_WRITE = 2,  /* RDMA Writes and Read Responses (needs LOCAL_WRITE) */
     IWARP_ACCESS_REMOTE_READ = 4,   /* RDMA Read sources */
-    IWARP_ACCESS_REMOTE_ATOMIC = 8, /* accepted; RFC 7306 atomics are not supported yet */
+    IWARP_ACCESS_REMOTE_ATOMIC = 8, /* RFC 7306 atomics (needs LOCAL_WRITE) */
     IWARP_ACCESS_MW_BIND = 16,      /* memory windows may be bound to the MR */
 };
 
@@ -579,12 +616,21 @@ struct iwarp_wc {
     uint16_t slid;          /* 0 */
     uint8_t sl;             /* 0 */
     uint8_t dlid_path_bits; /* 0 */
-    /* libiwarp: DDP-level indications only (IWARP_WC_DDP_*, iwarp/ddp.h); zero otherwise. */
+    /* libiwarp: DDP-level indications (IWARP_WC_DDP_*, iwarp/ddp.h), or the whole Immediate
+     * Data (IWARP_WC_WITH_IMM); zero otherwise. */
     union {
-        uint32_t ddp_qn;   /* IWARP_WC_DDP_RECV: the Queue Number */
-        uint32_t ddp_stag; /* IWARP_WC_DDP_TAGGED_RECV: the STag */
+        IWARP_ANON_STRUCT
+        {
+            union {
+                uint32_t ddp_qn;   /* IWARP_WC_DDP_RECV: the Queue Number */
+                uint32_t ddp_stag; /* IWARP_WC_DDP_TAGGED_RECV: the STag */
+            };
+            uint32_t ddp_msn; /* IWARP_WC_DDP_RECV: the Message Sequence Number */
+        };
+        /* IWARP_WC_WITH_IMM: the 8 octets of RFC 7306 Immediate Data as a big-endian number
+         * (octet 0 most significant); imm_data holds octets 0-3 as they came. */
+        uint64_t imm_data64;
     };
-    uint32_t ddp_msn;       /* IWARP_WC_DDP_RECV: the Message Sequence Number */
     uint8_t ddp_rsvdulp[5]; /* RsvdULP as received: 5 octets untagged, [0] tagged */
 };
 
@@ -778,8 +824,17 @@ struct iwarp_qp_init_attr {
     struct iwarp_qp_cap cap;    /* wanted; raised to what was allocated */
     enum iwarp_qp_type qp_type; /* IWARP_QPT_RC */
     int sq_sig_all;             /* non-zero: every send WR completes as if signaled */
-    uint32_t comp_mask;         /* extension fields set (common.h); none defined yet: 0 */
+    uint32_t comp_mask;         /* extension fields set (common.h): IWARP_QP_INIT_ATTR_* */
+    /* IWARP_QP_INIT_ATTR_RDMAP_EXT: the RFC 7306 extensions this QP's connection uses
+     * (IWARP_RDMAP_EXT_* bits, within iwarp_device_attr.rdmap_ext_cap). Without the bit: none.
+     * Set it only when the peer is known to have them (RFC 7306 §1.1: an application-level
+     * agreement); the QP then sends their messages and accepts them, where without the bit it
+     * answers them with a Terminate (Unexpected OpCode) as an RFC 5040 RNIC does. */
+    uint32_t rdmap_ext;
 };
+
+/* iwarp_qp_init_attr.comp_mask bits. */
+#define IWARP_QP_INIT_ATTR_RDMAP_EXT (1u << 0) /* rdmap_ext is set */
 
 /**
  * enum iwarp_qp_state - QP states, libibverbs numbering; the iWARP stream states map onto them:
@@ -825,7 +880,8 @@ struct iwarp_qp {
  *   IWARP_ERR_INVAL      pd, attr or qp is NULL; send_cq or recv_cq is NULL or of another
  *                        context; srq is of another PD; qp_type is not IWARP_QPT_RC;
  *                        max_send_wr is 0; a cap is over the device limit
- *                        (iwarp_query_device).
+ *                        (iwarp_query_device); rdmap_ext (with its bit) names an extension
+ *                        not in iwarp_device_attr.rdmap_ext_cap.
  *   IWARP_ERR_NOTSUP     attr->comp_mask has a bit this version does not know; nothing else
  *                        was checked.
  *   IWARP_ERR_NOMEM      out of memory.
@@ -922,9 +978,25 @@ struct iwarp_sge {
 };
 
 /**
- * enum iwarp_wr_opcode - send work request opcodes, libibverbs numbering. Posting accepts
- * RDMA_WRITE, SEND, RDMA_READ, LOCAL_INV, BIND_MW, SEND_WITH_INV and REG_MR; the others
- * (immediate data, atomics, TSO, DRIVER1) are refused with IWARP_ERR_INVAL.
+ * enum iwarp_wr_opcode - send work request opcodes, libibverbs numbering, then libiwarp's.
+ * Posting accepts RDMA_WRITE, SEND, RDMA_READ, LOCAL_INV, BIND_MW, SEND_WITH_INV and REG_MR
+ * always; the RFC 7306 ones only on a QP that enabled them (iwarp_qp_init_attr.rdmap_ext,
+ * else IWARP_ERR_RDMAP_EXT_OFF):
+ *  - RDMA_WRITE_WITH_IMM: an RDMA Write, then an Immediate Data message (with SE when
+ *    IWARP_SEND_SOLICITED) carrying imm_data in its octets 0-3 and zeros in 4-7. One receive
+ *    is consumed at the peer, which completes IWARP_WC_RECV_RDMA_WITH_IMM after the Write is
+ *    placed (RFC 7306 §7). The send completion is IWARP_WC_RDMA_WRITE.
+ *  - IMM_DATA (libiwarp): the Immediate Data message alone, its 8 octets from imm_data64
+ *    (big-endian). Completes IWARP_WC_SEND.
+ *  - ATOMIC_FETCH_AND_ADD, ATOMIC_CMP_AND_SWP: RFC 7306 FetchAdd (Add Mask 0) and CmpSwap
+ *    (all-ones masks) on the peer's 8 aligned octets at wr.atomic; the original value is
+ *    written to the one 8-octet SGE (LOCAL_WRITE). Completes IWARP_WC_FETCH_ADD/_COMP_SWAP.
+ *  - MASKED_ATOMIC_FETCH_AND_ADD, MASKED_ATOMIC_CMP_AND_SWP (libiwarp; the Linux kernel's
+ *    masked atomics): the same with the masks of masked_atomic.
+ * SEND_WITH_IMM is refused (IWARP_ERR_NOTSUP): RFC 7306 has no Send with Immediate Data, and
+ * a Send followed by an Immediate Data message would consume two receives at the peer where a
+ * verbs application expects one (docs/design.md, "Immediate Data"). TSO and DRIVER1 are
+ * refused with IWARP_ERR_INVAL.
  */
 enum iwarp_wr_opcode {
     IWARP_WR_RDMA_WRITE = 0,
@@ -941,6 +1013,10 @@ enum iwarp_wr_opcode {
     IWARP_WR_DRIVER1 = 11,
     /* libiwarp: fast-register an STag from iwarp_alloc_mr (libibverbs: IB_WR_REG_MR). */
     IWARP_WR_REG_MR = 12,
+    /* libiwarp: RFC 7306 masked atomics and the Immediate Data message alone (see above). */
+    IWARP_WR_MASKED_ATOMIC_CMP_AND_SWP = 13,
+    IWARP_WR_MASKED_ATOMIC_FETCH_AND_ADD = 14,
+    IWARP_WR_IMM_DATA = 15,
 };
 
 /**
@@ -965,7 +1041,7 @@ struct iwarp_send_wr {
     enum iwarp_wr_opcode opcode; /* what to do */
     unsigned int send_flags;     /* IWARP_SEND_* */
     union {
-        uint32_t imm_data;        /* *_WITH_IMM (not supported) */
+        uint32_t imm_data;        /* RDMA_WRITE_WITH_IMM: Immediate Data octets 0-3 */
         uint32_t invalidate_rkey; /* SEND_WITH_INV: the peer's STag; LOCAL_INV: ours */
     };
     union {
@@ -974,11 +1050,11 @@ struct iwarp_send_wr {
             uint32_t rkey;        /* ... and its STag */
         } rdma;
         struct {
-            uint64_t remote_addr;
-            uint64_t compare_add;
-            uint64_t swap;
-            uint32_t rkey;
-        } atomic; /* atomics (not supported) */
+            uint64_t remote_addr; /* the peer's Tagged Offset of the 8 octets */
+            uint64_t compare_add; /* FetchAdd: Add Data; CmpSwap: Compare Data */
+            uint64_t swap;        /* CmpSwap: Swap Data */
+            uint32_t rkey;        /* the peer's STag (IWARP_ACCESS_REMOTE_ATOMIC) */
+        } atomic;                 /* the atomics */
     } wr;
     union {
         struct {
@@ -996,6 +1072,15 @@ struct iwarp_send_wr {
             uint64_t length;
             unsigned int access;
         } reg;
+        /* IWARP_WR_MASKED_ATOMIC_*: the RFC 7306 §5.1 masks (the kernel's compare_add_mask and
+         * swap_mask). FetchAdd: compare_add_mask is the Add Mask (a set bit ends a field: no
+         * carry out of it), swap_mask unused. CmpSwap: compare_add_mask is the Compare Mask,
+         * swap_mask the Swap Mask. */
+        struct {
+            uint64_t compare_add_mask;
+            uint64_t swap_mask;
+        } masked_atomic;
+        uint64_t imm_data64; /* IWARP_WR_IMM_DATA: the 8 octets, big-endian */
     };
 };
 
@@ -1026,7 +1111,11 @@ struct iwarp_recv_wr {
  *                        than one SGE, or on a connection whose ORD is 0 (initiator_depth
  *                        0: no Read could ever be issued), BIND_MW/REG_MR without its
  *                        window/MR, a message of 2^32 octets or more, an opcode not
- *                        supported.
+ *                        supported (TSO, DRIVER1); an atomic whose sink is not one 8-octet
+ *                        SGE, or on a connection whose ORD is 0; IMM_DATA with SGEs.
+ *   IWARP_ERR_NOTSUP     IWARP_WR_SEND_WITH_IMM (RFC 7306 has no Send with Immediate Data).
+ *   IWARP_ERR_RDMAP_EXT_OFF  an RFC 7306 opcode (atomics, RDMA_WRITE_WITH_IMM, IMM_DATA) on a
+ *                        QP that did not enable its extension (iwarp_qp_init_attr.rdmap_ext).
  *   IWARP_ERR_STATE      the QP is not connected yet, or a graceful disconnect is under way.
  *   IWARP_ERR_NOSPC      the send queue is full (max_send_wr WRs not yet completed).
  *   IWARP_ERR_DDP_QP_MODE  qp is a DDP-level QP (iwarp/ddp.h).

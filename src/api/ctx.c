@@ -253,8 +253,30 @@ int iwarp_query_device_sized(struct iwarp_ctx *ctx, struct iwarp_device_attr *at
         .max_qp_init_rd_atom = IWARP_CORE_MAX_ORD,
         .max_srq_wr = IWARP_CORE_MAX_WR,
         .max_inline_data = IWARP_CORE_MAX_INLINE,
-        .comp_mask = 0, /* no extension fields yet */
+        .comp_mask = 0, /* the appended fields that fit, below */
+        .rdmap_ext_cap = IWARP_API_RDMAP_EXT_CAP,
+        .atomic_cap = IWARP_ATOMIC_HCA, /* core/core_atomic.h */
+        .max_qp_atomic_in = IWARP_CORE_MAX_IRD,
+        .max_qp_atomic_out = IWARP_CORE_MAX_ORD,
     };
-    memcpy(attr, &a, IWARP_API_EXT_BASE(struct iwarp_device_attr));
+    /* Each appended field that fits whole in the caller's struct, with its bit (api_ext.h). */
+    const struct {
+        size_t end;
+        uint32_t bit;
+    } appended[] = {
+        {offsetof(struct iwarp_device_attr, rdmap_ext_cap) + sizeof a.rdmap_ext_cap,
+         IWARP_DEVICE_ATTR_RDMAP_EXT},
+        {offsetof(struct iwarp_device_attr, atomic_cap) + sizeof a.atomic_cap,
+         IWARP_DEVICE_ATTR_ATOMIC_CAP},
+        {offsetof(struct iwarp_device_attr, max_qp_atomic_out) + sizeof a.max_qp_atomic_out,
+         IWARP_DEVICE_ATTR_MAX_ATOMIC},
+    };
+    size_t n = IWARP_API_EXT_BASE(struct iwarp_device_attr);
+    for (size_t i = 0; i < sizeof appended / sizeof appended[0] && appended[i].end <= attr_size;
+         i++) {
+        a.comp_mask |= appended[i].bit;
+        n = appended[i].end;
+    }
+    memcpy(attr, &a, n);
     return 0;
 }

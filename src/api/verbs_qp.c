@@ -64,6 +64,9 @@ int iwarp_create_qp(struct iwarp_pd *pd, struct iwarp_qp_init_attr *attr, struct
         attr->send_cq->ctx != pd->ctx || attr->recv_cq->ctx != pd->ctx ||
         (attr->srq && attr->srq->pd != pd))
         return IWARP_ERR_INVAL;
+    uint32_t rdmap_ext = (attr->comp_mask & IWARP_QP_INIT_ATTR_RDMAP_EXT) ? attr->rdmap_ext : 0;
+    if (rdmap_ext & ~IWARP_API_RDMAP_EXT_CAP)
+        return IWARP_ERR_INVAL;
     struct iwarp_qp_cap cap = attr->cap;
     if (cap.max_send_wr == 0 || cap.max_send_wr > IWARP_CORE_MAX_WR ||
         cap.max_recv_wr > IWARP_CORE_MAX_WR || cap.max_send_sge > IWARP_CORE_MAX_SGE ||
@@ -109,6 +112,7 @@ int iwarp_create_qp(struct iwarp_pd *pd, struct iwarp_qp_init_attr *attr, struct
         .max_send_sge = cap.max_send_sge,
         .max_recv_sge = cap.max_recv_sge,
         .max_inline = cap.max_inline_data,
+        .rdmap_ext = rdmap_ext,
         .sq_sig_all = attr->sq_sig_all != 0,
         .event = qp_event,
         .event_user = q,

@@ -12,18 +12,27 @@
 #include "iwarp/errors.h"
 #include "mem/mem_access.h"
 #include "mem/mem_region.h"
+#include "util/bytes.h"
+#include "util/copy.h"
 #include "util/ring.h"
 #include "wire/wire_term.h"
-#include "util/copy.h"
+
+/* The 64-bit Immediate Data overlays the DDP-level fields: iwarp_wc keeps libibverbs' layout
+ * and its size (a fixed layout, common.h). */
+_Static_assert(offsetof(struct iwarp_wc, imm_data64) == offsetof(struct iwarp_wc, ddp_qn) &&
+                   offsetof(struct iwarp_wc, imm_data64) % 8 == 0 && sizeof(struct iwarp_wc) == 64,
+               "iwarp_wc layout");
 
 int iwarp_core_qp_init(struct iwarp_core_qp *qp, const struct iwarp_core_qp_cfg *cfg,
                        const struct iwarp_core_qp_mem *mem)
 {
+    const uint32_t known_ext = (uint32_t)(IWARP_RDMAP_EXT_IMM_DATA | IWARP_RDMAP_EXT_ATOMICS);
     if (!qp || !cfg || !mem || !cfg->mem || !cfg->send_cq || !cfg->recv_cq || cfg->sq_cap == 0 ||
-        cfg->sq_cap > IWARP_CORE_MAX_WR || cfg->rq_cap > IWARP_CORE_MAX_WR ||
-        cfg->max_send_sge > IWARP_CORE_MAX_SGE || cfg->max_recv_sge > IWARP_CORE_MAX_SGE ||
-        cfg->max_inline > IWARP_CORE_MAX_INLINE || !mem->sq || !mem->orq || !mem->irq ||
-        !mem->irq_lens || !mem->rq_lens || (!cfg->srq && (cfg->rq_cap == 0 || !mem->rq)))
+        (cfg->rdmap_ext & ~known_ext) || cfg->sq_cap > IWARP_CORE_MAX_WR ||
+        cfg->rq_cap > IWARP_CORE_MAX_WR || cfg->max_send_sge > IWARP_CORE_MAX_SGE ||
+        cfg->max_recv_sge > IWARP_CORE_MAX_SGE || cfg->max_inline > IWARP_CORE_MAX_INLINE ||
+        !mem->sq || !mem->orq || !mem->irq || !mem->irq_lens || !mem->rq_lens ||
+        (!cfg->srq && (cfg->rq_cap == 0 || !mem->rq)))
         return IWARP_ERR_INVAL;
     memset(qp, 0, sizeof *qp);
     qp->eng = (struct iwarp_core_engine){.ops = &iwarp_core_qp_engine_ops, .rdmap = qp};
@@ -45,9 +54,12 @@ int iwarp_core_qp_init(struct iwarp_core_qp *qp, const struct iwarp_core_qp_cfg 
         rc = iwarp_ddp_rx_uq_init(&qp->uq_read, mem->irq_lens, IWARP_CORE_MAX_IRD);
     if (rc == 0)
         rc = iwarp_ddp_rx_uq_init(&qp->uq_term, qp->uq_term_lens, 1);
+    if (rc == 0)
+        rc = iwarp_ddp_rx_uq_init(&qp->uq_atomic_resp, qp->uq_atomic_resp_lens, IWARP_CORE_MAX_ORD);
     /* RFC 5041 §4.3: the first message on each queue carries MSN 1. */
     qp->send_msn = IWARP_DDP_MSN_INIT;
     qp->read_msn = IWARP_DDP_MSN_INIT;
+    qp->atomic_resp_msn = IWARP_DDP_MSN_INIT;
     return rc;
 }
 
@@ -72,7 +84,14 @@ static enum iwarp_wc_opcode wc_opcode(uint8_t wr_opcode)
 {
     switch (wr_opcode) {
     case IWARP_WR_RDMA_WRITE:
+    case IWARP_WR_RDMA_WRITE_WITH_IMM:
         return IWARP_WC_RDMA_WRITE;
+    case IWARP_WR_ATOMIC_FETCH_AND_ADD:
+    case IWARP_WR_MASKED_ATOMIC_FETCH_AND_ADD:
+        return IWARP_WC_FETCH_ADD;
+    case IWARP_WR_ATOMIC_CMP_AND_SWP:
+    case IWARP_WR_MASKED_ATOMIC_CMP_AND_SWP:
+        return IWARP_WC_COMP_SWAP;
     case IWARP_WR_RDMA_READ:
         return IWARP_WC_RDMA_READ;
     case IWARP_WR_LOCAL_INV:
@@ -130,6 +149,23 @@ void iwarp_core_qp_recv_complete(struct iwarp_core_qp *qp, uint64_t wr_id, uint8
     (void)iwarp_core_cq_push(qp->cfg.recv_cq, &wc, solicited);
 }
 
+void iwarp_core_qp_recv_imm_complete(struct iwarp_core_qp *qp, uint64_t wr_id,
+                                     const struct iwarp_rdmap_imm *imm, bool solicited)
+{
+    /* RFC 7306 §6.1: the 8 octets go to the ULP in the completion; nothing was placed. */
+    struct iwarp_wc wc = {
+        .wr_id = wr_id,
+        .status = IWARP_WC_SUCCESS,
+        .opcode = IWARP_WC_RECV_RDMA_WITH_IMM,
+        .byte_len = 0,
+        .qp_num = qp->cfg.qp_num,
+        .wc_flags = IWARP_WC_WITH_IMM,
+    };
+    memcpy(&wc.imm_data, imm->data, sizeof wc.imm_data);
+    wc.imm_data64 = iwarp_load_be64(imm->data);
+    (void)iwarp_core_cq_push(qp->cfg.recv_cq, &wc, solicited);
+}
+
 void iwarp_core_qp_event(struct iwarp_core_qp *qp, int event_type, uint32_t cause, bool from_peer)
 {
     if (qp->cfg.event)
@@ -180,6 +216,7 @@ static void flush_sq(struct iwarp_core_qp *qp)
     qp->orq_count = 0;
     qp->irq_count = 0;
     qp->tx_src = IWARP_CORE_TX_NONE;
+    qp->tx_imm_next = false;
     /* verbs: after the first error only flushes are reported, so a WR that finished (a Write
      * handed to TCP) but waits behind an unfinished or failed one is flushed too. */
     bool failed = false;
@@ -257,8 +294,9 @@ void iwarp_core_qp_peer_terminated(struct iwarp_core_qp *qp, struct iwarp_term_c
     qp->term_cause = cause;
     qp->term_from_peer = true;
     qp->stream.state = IWARP_CORE_STREAM_TERMINATING;
-    /* An RDMAP remote error ends the oldest outstanding Read with the remote status: the
-     * responder checks Read Requests (RFC 5040 §7.2: 0/1/x protection, 0/2/x operation); our
+    /* An RDMAP remote error ends the oldest outstanding Read or Atomic Request with the remote
+     * status: the responder checks them (RFC 5040 §7.2, RFC 7306 §8.2: 0/1/x protection, 0/2/x
+     * operation; a peer without RFC 7306 answers an atomic with 0/2/0x06, §1.1); our
      * Sends and Writes were already complete, and DDP/LLP causes concern the stream. */
     if (qp->orq_count && cause.layer == IWARP_TERM_LAYER_RDMAP &&
         cause.etype != IWARP_TERM_RDMAP_ETYPE_CATASTROPHIC) {
@@ -336,6 +374,65 @@ static int copy_inline(struct iwarp_core_qp *qp, struct iwarp_core_sqe *e,
     return 0;
 }
 
+/* The Atomic Request fields of an atomic WR (RFC 7306 §5.2.1 Figure 5): the verbs opcodes
+ * are the unmasked forms, Add Mask 0 and all-ones Swap and Compare Masks; for FetchAdd the
+ * Compare Data is 0 and the Compare Mask all ones ("set ... on transmit"). */
+static void fill_atomic(struct iwarp_core_sqe *e, const struct iwarp_send_wr *wr)
+{
+    const uint64_t all = UINT64_MAX;
+    bool masked = wr->opcode == IWARP_WR_MASKED_ATOMIC_FETCH_AND_ADD ||
+                  wr->opcode == IWARP_WR_MASKED_ATOMIC_CMP_AND_SWP;
+    e->remote_addr = wr->wr.atomic.remote_addr;
+    e->rkey = wr->wr.atomic.rkey;
+    if (wr->opcode == IWARP_WR_ATOMIC_FETCH_AND_ADD ||
+        wr->opcode == IWARP_WR_MASKED_ATOMIC_FETCH_AND_ADD) {
+        e->aopcode = IWARP_ATOMIC_FETCH_ADD;
+        e->add_swap = wr->wr.atomic.compare_add;
+        e->add_swap_mask = masked ? wr->masked_atomic.compare_add_mask : 0;
+        e->compare = 0;
+        e->compare_mask = all;
+    } else {
+        e->aopcode = IWARP_ATOMIC_CMP_SWAP;
+        e->add_swap = wr->wr.atomic.swap;
+        e->add_swap_mask = masked ? wr->masked_atomic.swap_mask : all;
+        e->compare = wr->wr.atomic.compare_add;
+        e->compare_mask = masked ? wr->masked_atomic.compare_add_mask : all;
+    }
+}
+
+/* The RFC 7306 WRs: refused unless the connection enabled their extension (RFC 7306 §1.1). */
+static int fill_rdmap_ext(struct iwarp_core_qp *qp, struct iwarp_core_sqe *e,
+                          const struct iwarp_send_wr *wr)
+{
+    bool atomic = wr->opcode != IWARP_WR_RDMA_WRITE_WITH_IMM && wr->opcode != IWARP_WR_IMM_DATA;
+    uint32_t need = atomic ? IWARP_RDMAP_EXT_ATOMICS : IWARP_RDMAP_EXT_IMM_DATA;
+    if (!(qp->cfg.rdmap_ext & need))
+        return IWARP_ERR_RDMAP_EXT_OFF;
+    if (wr->opcode == IWARP_WR_IMM_DATA) {
+        /* RFC 7306 §6.3: exactly the 8 octets, no payload. */
+        if (wr->num_sge != 0)
+            return IWARP_ERR_INVAL;
+        iwarp_store_be64(e->imm, wr->imm_data64);
+        return 0;
+    }
+    if (!atomic) {
+        /* verbs imm_data is 4 opaque octets: Immediate Data octets 0-3, then zeros. */
+        if ((uint32_t)wr->num_sge > qp->cfg.max_send_sge)
+            return IWARP_ERR_INVAL;
+        memcpy(e->imm, &wr->imm_data, sizeof wr->imm_data);
+        e->remote_addr = wr->wr.rdma.remote_addr;
+        e->rkey = wr->wr.rdma.rkey;
+        return (wr->send_flags & IWARP_SEND_INLINE) ? copy_inline(qp, e, wr)
+                                                    : resolve_sges(qp, e, wr, 0);
+    }
+    /* One 8-octet sink for the Original Remote Data Value; ORD 0: never issued (as a Read). */
+    if ((wr->send_flags & IWARP_SEND_INLINE) || wr->num_sge != 1 || wr->sg_list[0].length != 8 ||
+        qp->ord == 0)
+        return IWARP_ERR_INVAL;
+    fill_atomic(e, wr);
+    return resolve_sges(qp, e, wr, IWARP_MEM_ACCESS_LOCAL_WRITE);
+}
+
 static int fill_sqe(struct iwarp_core_qp *qp, struct iwarp_core_sqe *e,
                     const struct iwarp_send_wr *wr)
 {
@@ -398,9 +495,18 @@ static int fill_sqe(struct iwarp_core_qp *qp, struct iwarp_core_sqe *e,
         e->length = wr->reg.length;
         e->access = wr->reg.access;
         return 0;
+    case IWARP_WR_RDMA_WRITE_WITH_IMM:
+    case IWARP_WR_IMM_DATA:
+    case IWARP_WR_ATOMIC_FETCH_AND_ADD:
+    case IWARP_WR_ATOMIC_CMP_AND_SWP:
+    case IWARP_WR_MASKED_ATOMIC_FETCH_AND_ADD:
+    case IWARP_WR_MASKED_ATOMIC_CMP_AND_SWP:
+        return fill_rdmap_ext(qp, e, wr);
+    case IWARP_WR_SEND_WITH_IMM:
+        /* RFC 7306 has no Send with Immediate Data (docs/design.md, "Immediate Data"). */
+        return IWARP_ERR_NOTSUP;
     default:
-        /* Immediate data and atomics have no iWARP mapping here (siw rejects them too). */
-        return IWARP_ERR_INVAL;
+        return IWARP_ERR_INVAL; /* TSO, DRIVER1 and unknown opcodes */
     }
 }
 
@@ -450,4 +556,11 @@ void iwarp_core_qp_fini(struct iwarp_core_qp *qp)
     iwarp_core_stream_fini(&qp->stream);
     while (iwarp_core_qp_cur_rqe(qp) != NULL)
         iwarp_core_qp_pop_rqe(qp);
+}
+
+bool iwarp_core_qp_is_atomic(uint8_t wr_opcode)
+{
+    return wr_opcode == IWARP_WR_ATOMIC_FETCH_AND_ADD || wr_opcode == IWARP_WR_ATOMIC_CMP_AND_SWP ||
+           wr_opcode == IWARP_WR_MASKED_ATOMIC_FETCH_AND_ADD ||
+           wr_opcode == IWARP_WR_MASKED_ATOMIC_CMP_AND_SWP;
 }

@@ -3,9 +3,11 @@
  *
  * It owns the send queue, the receive queue (or a link to an SRQ), the outbound Read queue
  * (ORQ, ORD deep), the inbound Read queue (IRQ, IRD deep), the untagged-queue receive state of
- * DDP queues 0 (Send), 1 (Read Request) and 2 (Terminate), the stream state (core_stream.h) and
- * the sticky Terminate cause. It sees whole DDP segments in both directions and never knows
- * whether MPA or SCTP carries them: this is the LLP seam.
+ * DDP queues 0 (Send, Immediate Data), 1 (Read Request, Atomic Request), 2 (Terminate) and 3
+ * (Atomic Response), the stream state (core_stream.h) and the sticky Terminate cause. RFC 7306
+ * Atomic Requests share the ORQ and the IRQ with RDMA Reads (§5.2: the same ORD/IRD). It sees whole
+ * DDP segments in both directions and never knows whether MPA or SCTP carries them: this is the LLP
+ * seam.
  *
  * Lower layer (LLP back-end) contract:
  *  - RX: hand every received DDP segment, whole and verified (MPA CRC checked when on), to
@@ -64,9 +66,14 @@ struct iwarp_core_sqe {
     uint32_t len;                              /* payload octets (sum of SGEs) */
     struct iovec iov[IWARP_CORE_MAX_SGE];      /* local memory (resolved lkeys) */
     uint8_t inline_buf[IWARP_CORE_MAX_INLINE]; /* IWARP_SEND_INLINE copies the data here */
-    uint64_t remote_addr;                      /* Write: sink TO; Read: source TO */
-    uint32_t rkey;                             /* Write: sink STag; Read: source STag */
-    uint32_t inv_stag;                         /* Send with Invalidate */
+    uint64_t remote_addr; /* Write: sink TO; Read: source TO; atomics: the target's TO */
+    uint32_t rkey;        /* Write: sink STag; Read: source STag; atomics: the target's STag */
+    /* RFC 7306 atomics: the Atomic Request's fields (§5.2.1 Figure 5); FetchAdd: add_swap is
+     * the Add Data, add_swap_mask the Add Mask */
+    uint8_t aopcode; /* enum iwarp_atomic_opcode */
+    uint64_t add_swap, add_swap_mask, compare, compare_mask;
+    uint8_t imm[IWARP_RDMAP_IMM_DATA_LEN]; /* Write with Immediate, Immediate Data: the octets */
+    uint32_t inv_stag;                     /* Send with Invalidate */
     uint32_t lkey0;  /* Read: the sink STag (our first SGE's lkey, tagged by responses) */
     uint64_t laddr0; /* Read: the sink TO (first SGE's addr) */
     /* local operations (LOCAL_INV, BIND_MW, REG_MR) */
@@ -78,8 +85,11 @@ struct iwarp_core_sqe {
     uint32_t access;
 };
 
-/* One outstanding outbound RDMA Read (ORQ entry; RFC 5040 §5.4). */
+/* One outstanding outbound RDMA Read or Atomic Request (ORQ entry; RFC 5040 §5.4, RFC 7306
+ * §5.2: the same ORD). Responses come back in request order (RFC 7306 §7). */
 struct iwarp_core_orqe {
+    bool atomic;       /* an Atomic Request: answered by an Atomic Response, not a Read */
+    uint32_t req_id;   /* atomic: its Request Identifier (RFC 7306 §5.2.1) */
     uint32_t sq_index; /* the Read's SQ slot */
     uint32_t sink_stag;
     uint64_t sink_to;
@@ -87,9 +97,13 @@ struct iwarp_core_orqe {
     uint32_t received; /* Read Response payload octets placed so far */
 };
 
-/* One inbound RDMA Read being answered (IRQ entry; RFC 5040 §4.4, §5.4). */
+/* One inbound RDMA Read or Atomic Request being answered (IRQ entry; RFC 5040 §4.4, §5.4;
+ * RFC 7306 §5.2.2 rule 8: answered in the order received, Reads and atomics alike). */
 struct iwarp_core_irqe {
-    uint32_t sink_stag; /* Data Sink STag/TO: where our Read Responses go */
+    bool atomic;         /* an Atomic Request, already performed: its Response is due */
+    uint32_t req_id;     /* atomic: the Original Request Identifier */
+    uint64_t orig_value; /* atomic: the Original Remote Data Value */
+    uint32_t sink_stag;  /* Data Sink STag/TO: where our Read Responses go */
     uint64_t sink_to;
     uint64_t src_addr; /* local address of the source (validated on arrival) */
     uint32_t len;
@@ -100,7 +114,7 @@ struct iwarp_core_irqe {
 enum iwarp_core_tx_src {
     IWARP_CORE_TX_NONE = 0,
     IWARP_CORE_TX_SQ = 1,   /* a Send/Write/Read Request of the SQ */
-    IWARP_CORE_TX_IRQ = 2,  /* a Read Response */
+    IWARP_CORE_TX_IRQ = 2,  /* a Read Response or an Atomic Response */
     IWARP_CORE_TX_TERM = 3, /* the Terminate */
 };
 
@@ -114,6 +128,7 @@ struct iwarp_core_tx_seg {
     /* completion bookkeeping, private to the core */
     uint8_t src;    /* enum iwarp_core_tx_src */
     bool last;      /* ends its message */
+    bool wr_done;   /* ends its work request (a Write with Immediate is two messages) */
     uint32_t index; /* SQ or IRQ slot */
 };
 
@@ -135,7 +150,10 @@ struct iwarp_core_rx_cur {
     uint64_t msg_len;                     /* Send with L: the message length */
     uint64_t src_addr;                    /* Read Request: the validated Data Source address */
     struct iwarp_rdmap_read_req read_req; /* Read Request: its RDMAP header */
-    struct iwarp_term_cause term;         /* Terminate: the peer's cause */
+    struct iwarp_rdmap_atomic_req atomic_req;   /* Atomic Request: its header */
+    struct iwarp_rdmap_atomic_resp atomic_resp; /* Atomic Response: its header */
+    struct iwarp_rdmap_imm imm;                 /* Immediate Data: the 8 octets */
+    struct iwarp_term_cause term;               /* Terminate: the peer's cause */
     /* A tagged destination, re-checked while the payload arrives (rx_dst_valid) */
     uint32_t stag, need;
     uint64_t to, addr;
@@ -164,6 +182,7 @@ struct iwarp_core_qp_cfg {
     uint32_t max_send_sge;
     uint32_t max_recv_sge;
     uint32_t max_inline;
+    uint32_t rdmap_ext; /* the RFC 7306 extensions enabled (enum iwarp_rdmap_ext bits) */
     bool sq_sig_all;
     iwarp_core_qp_event_fn event;
     void *event_user;
@@ -203,8 +222,13 @@ struct iwarp_core_qp {
     struct iwarp_ddp_rx_uq uq_read;
     uint64_t uq_term_lens[1];
     struct iwarp_ddp_rx_uq uq_term;
-    uint32_t send_msn; /* next MSN we send on queue 0 (RFC 5041 §4.3: from 1) */
-    uint32_t read_msn; /* next MSN we send on queue 1 */
+    /* RFC 7306 §5.2.2 rule 5: one queue 3 buffer per Atomic Request we may have outstanding */
+    uint64_t uq_atomic_resp_lens[IWARP_CORE_MAX_ORD];
+    struct iwarp_ddp_rx_uq uq_atomic_resp;
+    uint32_t send_msn;        /* next MSN we send on queue 0 (RFC 5041 §4.3: from 1) */
+    uint32_t read_msn;        /* next MSN we send on queue 1 (Read and Atomic Requests) */
+    uint32_t atomic_resp_msn; /* next MSN we send on queue 3 */
+    uint32_t atomic_req_id;   /* the next Atomic Request's Request Identifier */
 
     /* outbound Reads */
     struct iwarp_core_orqe *orq;
@@ -220,6 +244,8 @@ struct iwarp_core_qp {
     struct iwarp_ddp_tx_msg tx_msg;
     struct iovec tx_iov[IWARP_CORE_MAX_SGE];
     bool tx_irq_turn; /* fairness: next message boundary favours the IRQ */
+    bool tx_imm_next; /* the Write of a Write with Immediate is out: its Immediate Data next */
+    bool tx_rdmap_ext_sent; /* an RFC 7306 message (Atomic Request, Immediate Data) went out */
 
     /* Terminate */
     bool term_pending;  /* built, not yet produced */

@@ -27,6 +27,10 @@ void iwarp_core_qp_recv_complete(struct iwarp_core_qp *qp, uint64_t wr_id, uint8
                                  uint32_t byte_len, uint32_t vendor_err, bool with_inv,
                                  uint32_t inv_rkey, bool solicited);
 
+/* Report the receive completion of an Immediate Data message (solicited: with SE). */
+void iwarp_core_qp_recv_imm_complete(struct iwarp_core_qp *qp, uint64_t wr_id,
+                                     const struct iwarp_rdmap_imm *imm, bool solicited);
+
 /* Report an async event through the QP's hook. */
 void iwarp_core_qp_event(struct iwarp_core_qp *qp, int event_type, uint32_t cause, bool from_peer);
 
@@ -44,8 +48,11 @@ void iwarp_core_qp_sq_flush_if_idle(struct iwarp_core_qp *qp);
 void iwarp_core_qp_rx_start(struct iwarp_core_qp *qp);
 
 /* An IRQ entry has been answered completely (core_qp_tx.c calls this): its DDP queue 1 slot is
- * free for the next Read Request (core_qp_rx.c). */
+ * free for the next Read or Atomic Request (core_qp_rx.c). */
 void iwarp_core_qp_rx_read_slot_free(struct iwarp_core_qp *qp);
+
+/* Whether an SQ entry's opcode is an RFC 7306 atomic (it waits for its Atomic Response). */
+bool iwarp_core_qp_is_atomic(uint8_t wr_opcode);
 
 /* A valid Terminate arrived (core_qp_rx.c calls this; core_qp.c): enter TERMINATING, report
  * the async event with the peer's cause, flush, and ask the LLP to close. */

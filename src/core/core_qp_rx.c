@@ -12,7 +12,14 @@
  *   RDMA Read Request   DDP queue 1, whose buffers are the free IRQ slots; the Data Source is
  *                       validated and the request queued for the TX side to answer.
  *   Terminate           DDP queue 2 (one buffer): the peer's cause goes to the ULP.
- *   RFC 7306 opcodes    not supported: Unexpected OpCode.
+ * and, when the connection enabled them (iwarp_core_qp_cfg.rdmap_ext; else Unexpected OpCode,
+ * as an RNIC without RFC 7306, §1.1):
+ *   Immediate Data      DDP queue 0 like a Send, into the current receive without placing
+ *   (+SE)               anything: the 8 octets go to the completion (RFC 7306 §6).
+ *   Atomic Request      DDP queue 1 like a Read Request (the same IRD); validated, performed
+ *                       when delivered, its Response queued in request order (RFC 7306 §5.2).
+ *   Atomic Response     DDP queue 3 (ORD buffers): answers the oldest outstanding request,
+ *                       which must be the atomic with its Request Identifier; completes it.
  *
  * Errors: every check runs before anything of the segment is placed. The first failure queues
  * the Terminate through iwarp_core_qp_terminate() with the offending segment; the local work
@@ -24,20 +31,27 @@
  */
 #include <string.h>
 
+#include "core/core_atomic.h"
 #include "core/core_qp_int.h"
 #include "ddp/ddp_rx_tagged.h"
 #include "ddp/ddp_rx_untagged.h"
 #include "iwarp/errors.h"
 #include "mem/mem_access.h"
 #include "mem/mem_region.h"
+#include "util/copy.h"
 #include "util/ring.h"
 #include "wire/wire_segment.h"
 #include "wire/wire_term.h"
-#include "util/copy.h"
 
 /* RFC 5040 §4.8: RDMAP Remote Operation, Unexpected OpCode. */
 static const struct iwarp_term_cause cause_opcode = {
     IWARP_TERM_LAYER_RDMAP, IWARP_TERM_RDMAP_ETYPE_REMOTE_OP, IWARP_TERM_RDMAP_OPCODE};
+
+/* RFC 7306 §8.2: an Atomic Request for a ULP Buffer address that is not 64-bit aligned is an
+ * RDMAP Remote Operation Error, "Catastrophic error, localized to RDMAP Stream"; docs/design.md
+ * takes the same cause for an Atomic Response that names another request. */
+static const struct iwarp_term_cause cause_stream = {
+    IWARP_TERM_LAYER_RDMAP, IWARP_TERM_RDMAP_ETYPE_REMOTE_OP, IWARP_TERM_RDMAP_CATASTROPHIC_STREAM};
 
 /* An internal inconsistency no peer byte should reach: DDP Local Catastrophic (RFC 5041 §7.2). */
 static const struct iwarp_term_cause cause_catastrophic = {IWARP_TERM_LAYER_DDP,
@@ -127,6 +141,27 @@ static void dst_range(struct rx *x, const struct iwarp_mem_req *r, uint64_t addr
     x->ndst = 0;
     if (x->plen != 0)
         x->dst[x->ndst++] = (struct iovec){(void *)(uintptr_t)addr, x->plen};
+}
+
+/* A message without payload on untagged queue q (Read and Atomic Requests, Atomic Responses,
+ * the Terminate): RFC 5041 §7.1's checks (MSN, a buffer, MO) before anything else of it.
+ * Returns 0, or the error with its Terminate queued. */
+static int take_untagged_buffer(struct rx *x, struct iwarp_ddp_rx_uq *q)
+{
+    struct iwarp_term_cause cause;
+    int rc = iwarp_ddp_rx_uq_segment(q, &x->s.ddp, 0, NULL, &cause);
+    if (rc != 0)
+        return fail(x, rc == IWARP_ERR_PROTO ? cause : cause_catastrophic, rc);
+    return 0;
+}
+
+/* Queue an inbound Read or Atomic Request for its Response, in arrival order (RFC 5040 §5.2.1,
+ * RFC 7306 §5.2.2 rule 8). irq_count < IWARP_CORE_MAX_IRD: phase 1 checked it and only TX
+ * removes entries. */
+static void irq_push(struct iwarp_core_qp *qp, const struct iwarp_core_irqe *e)
+{
+    qp->irq[iwarp_ring_slot(qp->irq_head, qp->irq_count, IWARP_CORE_MAX_IRD)] = *e;
+    qp->irq_count++;
 }
 
 /* ---- RDMA Write (RFC 5040 §5.1) ------------------------------------------------------ */
@@ -292,6 +327,17 @@ static int done_send(struct iwarp_core_qp *qp)
     if (!c->last)
         return 0;
     uint8_t op = c->opcode;
+    if (op == IWARP_RDMAP_OP_IMM_DATA || op == IWARP_RDMAP_OP_IMM_DATA_SE) {
+        /* RFC 7306 §6.3-§6.4: consumes the receive, Delivered in order as a Send; with SE it
+         * is solicited. */
+        struct iwarp_core_rqe *r = iwarp_core_qp_cur_rqe(qp);
+        if (r == NULL) /* phase 1 found it; nothing in between consumes it */
+            return fail_cur(qp, cause_catastrophic, IWARP_ERR_STATE);
+        iwarp_core_qp_recv_imm_complete(qp, r->wr_id, &c->imm, op == IWARP_RDMAP_OP_IMM_DATA_SE);
+        (void)iwarp_ddp_rx_uq_complete(&qp->uq_send);
+        iwarp_core_qp_pop_rqe(qp);
+        return 0;
+    }
     bool inv = op == IWARP_RDMAP_OP_SEND_INV || op == IWARP_RDMAP_OP_SEND_SE_INV;
     bool se = op == IWARP_RDMAP_OP_SEND_SE || op == IWARP_RDMAP_OP_SEND_SE_INV;
     struct iwarp_core_rqe *rqe = iwarp_core_qp_cur_rqe(qp);
@@ -328,9 +374,9 @@ static int rx_read_req(struct rx *x)
     /* RFC 5040 §7.2 check 1, RFC 5041 §7.1 on queue 1. Its buffers are the free IRQ slots
      * (RFC 5040 §5.2.2: the Data Source keeps IRD Untagged Buffers on queue 1), so a Read
      * Request beyond IRD finds no buffer: 1/2/0x02 (siw sends 0/2/0x07 instead). */
-    int rc = iwarp_ddp_rx_uq_segment(&qp->uq_read, &x->s.ddp, 0, NULL, &cause);
+    int rc = take_untagged_buffer(x, &qp->uq_read);
     if (rc != 0)
-        return fail(x, rc == IWARP_ERR_PROTO ? cause : cause_catastrophic, rc);
+        return rc;
     /* RFC 5040 §5.2.1, §7.2 checks 4a-4e on the Data Source, not for a zero-length Read;
      * Remote Protection causes 0/1/x, and the Terminate carries the Read Request header
      * (RFC 5040 §4.8 Figure 10, §7.1 rule 3). */
@@ -356,29 +402,158 @@ static void done_read_req(struct iwarp_core_qp *qp)
 {
     const struct iwarp_core_rx_cur *c = &qp->rx_cur;
     (void)iwarp_ddp_rx_uq_complete(&qp->uq_read);
-    /* RFC 5040 §5.2.1: processed in the order sent; answered in that order (§5.5 rule 20).
-     * irq_count < IWARP_CORE_MAX_IRD: phase 1 checked it and only TX removes entries. */
-    qp->irq[iwarp_ring_slot(qp->irq_head, qp->irq_count, IWARP_CORE_MAX_IRD)] =
-        (struct iwarp_core_irqe){.sink_stag = c->read_req.sink_stag,
-                                 .sink_to = c->read_req.sink_to,
-                                 .src_addr = c->src_addr,
-                                 .len = c->read_req.size,
-                                 .started = false};
-    qp->irq_count++;
+    /* RFC 5040 §5.2.1: processed in the order sent; answered in that order (§5.5 rule 20). */
+    irq_push(qp, &(struct iwarp_core_irqe){.sink_stag = c->read_req.sink_stag,
+                                           .sink_to = c->read_req.sink_to,
+                                           .src_addr = c->src_addr,
+                                           .len = c->read_req.size,
+                                           .started = false});
+}
+
+/* ---- Atomic Request (RFC 7306 §5.2.1) ------------------------------------------------ */
+
+/* The 8 octets an Atomic Request targets, checked: the STag with remote-atomic rights over
+ * them, as a Read Request's Data Source (RFC 5040 §7.2 checks 4a-4e; 0/1/x), then the
+ * alignment (RFC 7306 §8.2: 0/2/0x07). Returns 0 with *addr, or the error with *cause. */
+static int atomic_target(struct iwarp_core_qp *qp, const struct iwarp_rdmap_atomic_req *ar,
+                         uint64_t *addr, struct iwarp_term_cause *cause)
+{
+    struct iwarp_mem_req r = {.stag = ar->stag,
+                              .to = ar->to,
+                              .len = sizeof(uint64_t),
+                              .need = IWARP_MEM_ACCESS_REMOTE_ATOMIC,
+                              .pd = qp->cfg.pd,
+                              .qp = qp->cfg.qp_num};
+    int rc = iwarp_mem_check_tagged(qp->cfg.mem, &r, IWARP_MEM_CAUSE_RDMAP, addr, cause);
+    if (rc == IWARP_ERR_INVAL)
+        *cause = cause_catastrophic;
+    if (rc != 0)
+        return rc;
+    /* RFC 7306 §5.1.1, §5.1.2, §8.2: the ULP Buffer address must be 64-bit aligned. */
+    if (*addr % sizeof(uint64_t) != 0) {
+        *cause = cause_stream;
+        return IWARP_ERR_ATOMIC_ALIGN;
+    }
+    return 0;
+}
+
+static int rx_atomic_req(struct rx *x)
+{
+    struct iwarp_core_qp *qp = x->qp;
+    const struct iwarp_rdmap_atomic_req *ar = &x->s.body.atomic_req;
+    struct iwarp_term_cause cause;
+    /* RFC 7306 §5.2.1 rules 2 and 5, §5.2.2 rule 4: one buffer of queue 1, shared with the
+     * Read Requests (the IRD); beyond it 1/2/0x02, as an excess Read Request. */
+    int rc = take_untagged_buffer(x, &qp->uq_read);
+    if (rc != 0)
+        return rc;
+    /* RFC 7306 §5.2.1 rule 4: an AOpCode we do not implement is surfaced as an error:
+     * 0/2/0x06, the code §1.1 names for an operation the peer does not support. */
+    if (ar->aopcode != IWARP_ATOMIC_FETCH_ADD && ar->aopcode != IWARP_ATOMIC_CMP_SWAP)
+        return fail(x, cause_opcode, IWARP_ERR_RDMAP_OPCODE);
+    uint64_t addr = 0;
+    rc = atomic_target(qp, ar, &addr, &cause);
+    if (rc != 0)
+        return fail(x, cause, rc);
+    if (qp->irq_count >= IWARP_CORE_MAX_IRD) /* queue 1 never holds more buffers */
+        return fail(x, cause_catastrophic, IWARP_ERR_STATE);
+    qp->rx_cur.atomic_req = *ar;
+    x->ndst = 0;
+    return 0;
+}
+
+static int done_atomic_req(struct iwarp_core_qp *qp)
+{
+    const struct iwarp_rdmap_atomic_req *ar = &qp->rx_cur.atomic_req;
+    (void)iwarp_ddp_rx_uq_complete(&qp->uq_read);
+    /* RFC 7306 §5.4 rules 3 and 8: performed once Delivered, in the order Delivered. The
+     * target is checked again: the ULP may have deregistered it since phase 1. */
+    uint64_t addr = 0;
+    struct iwarp_term_cause cause;
+    int rc = atomic_target(qp, ar, &addr, &cause);
+    if (rc != 0)
+        return fail_cur(qp, cause, rc);
+    uint64_t *word = (uint64_t *)(uintptr_t)addr;
+    uint64_t orig = ar->aopcode == IWARP_ATOMIC_FETCH_ADD
+                        ? iwarp_core_atomic_fetch_add(word, ar->add_swap, ar->add_swap_mask)
+                        : iwarp_core_atomic_cmp_swap(word, ar->compare, ar->compare_mask,
+                                                     ar->add_swap, ar->add_swap_mask);
+    /* RFC 7306 §5.2.2 rule 8: the Response goes out in request order, Reads included. */
+    irq_push(qp,
+             &(struct iwarp_core_irqe){.atomic = true, .req_id = ar->req_id, .orig_value = orig});
+    return 0;
+}
+
+/* ---- Atomic Response (RFC 7306 §5.2.2) ----------------------------------------------- */
+
+static int rx_atomic_resp(struct rx *x)
+{
+    struct iwarp_core_qp *qp = x->qp;
+    const struct iwarp_rdmap_atomic_resp *resp = &x->s.body.atomic_resp;
+    /* RFC 7306 §5.2.2 rules 2, 3 and 5: one buffer of queue 3 (ORD of them posted). */
+    int rc = take_untagged_buffer(x, &qp->uq_atomic_resp);
+    if (rc != 0)
+        return rc;
+    /* RFC 7306 §7: responses come in request order. One with no atomic at the head of the
+     * ORQ (none outstanding, or a Read's turn) is unexpected, as a Read Response without a
+     * Read (0/2/0x06); one naming another request is invalid (§5.2.2 rule 7): 0/2/0x07. */
+    if (qp->orq_count == 0 || !qp->orq[qp->orq_head].atomic)
+        return fail(x, cause_opcode, IWARP_ERR_RDMAP_OPCODE);
+    if (resp->req_id != qp->orq[qp->orq_head].req_id) {
+        read_fail(qp, IWARP_WC_BAD_RESP_ERR, cause_stream);
+        return fail(x, cause_stream, IWARP_ERR_ATOMIC_RESP);
+    }
+    qp->rx_cur.atomic_resp = *resp;
+    x->ndst = 0;
+    return 0;
+}
+
+static void done_atomic_resp(struct iwarp_core_qp *qp)
+{
+    (void)iwarp_ddp_rx_uq_complete(&qp->uq_atomic_resp);
+    (void)iwarp_ddp_rx_uq_post(&qp->uq_atomic_resp, 0); /* the ORQ slot is free again */
+    struct iwarp_core_orqe *o = &qp->orq[qp->orq_head];
+    struct iwarp_core_sqe *e = &qp->sq[o->sq_index];
+    /* RFC 7306 §5.1: the Original Remote Data Value, in this host's order, to the 8-octet
+     * sink (held since the post); §5.4 rule 7: the atomic completes now. */
+    uint64_t orig = qp->rx_cur.atomic_resp.orig_value;
+    iwarp_copy(e->iov[0].iov_base, &orig, sizeof orig);
+    iwarp_core_qp_sq_finish(qp, o->sq_index, IWARP_WC_SUCCESS, 0);
+    orq_pop(qp);
 }
 
 /* ---- Terminate (RFC 5040 §5.4) ------------------------------------------------------- */
 
+/*
+ * Whether a Terminate read the RFC way names an MPA set-up cause that is siw's bit-reversed
+ * RDMAP one. RFC 6581 §9.1-§9.2: 2/0/0x06 (insufficient IRD) and 2/0/0x07 (no matching RTR)
+ * answer the MPA exchange, as the initiator's first FPDU, before either side sends anything
+ * else. Once this side has sent an RFC 7306 message the exchange is long over, and the one
+ * peer that answers such a message with a Terminate of that shape is siw: its 0/2/0x06
+ * (Unexpected OpCode: siw has no RFC 7306) and 0/2/0x07 with Layer and EType swapped and
+ * without headers, where nothing tells its layout from the RFC's (wire_term.c needs reserved
+ * bits to). Those two are then read siw's way (docs/interop-siw.md).
+ */
+static bool siw_setup_cause_in_full_operation(const struct iwarp_core_qp *qp,
+                                              const struct iwarp_term *t)
+{
+    const struct iwarp_term_cause c = t->ctrl.cause;
+    return qp->tx_rdmap_ext_sent && !t->siw_swapped && t->ctrl.hdrct == 0 &&
+           c.layer == IWARP_TERM_LAYER_LLP && c.etype == IWARP_TERM_LLP_ETYPE_MPA &&
+           (c.ecode == IWARP_TERM_MPA_IRD || c.ecode == IWARP_TERM_MPA_NO_RTR);
+}
+
 static int rx_terminate(struct rx *x)
 {
     struct iwarp_core_qp *qp = x->qp;
-    struct iwarp_term_cause cause;
     /* RFC 5040 §5.4: one Terminate consumes the one buffer of queue 2 (MSN 1, MO 0). */
-    int rc = iwarp_ddp_rx_uq_segment(&qp->uq_term, &x->s.ddp, 0, NULL, &cause);
+    int rc = take_untagged_buffer(x, &qp->uq_term);
     if (rc != 0)
-        return fail(x, rc == IWARP_ERR_PROTO ? cause : cause_catastrophic, rc);
+        return rc;
     /* A siw peer's bit-reversed header is read its way (wire_term.h). */
     qp->rx_cur.term = iwarp_term_layout(&x->s.body.term)->cause;
+    if (siw_setup_cause_in_full_operation(qp, &x->s.body.term))
+        qp->rx_cur.term = x->s.body.term.siw_ctrl.cause;
     x->ndst = 0;
     return 0;
 }
@@ -478,8 +653,26 @@ int iwarp_core_qp_rx_hdr(struct iwarp_core_qp *qp, const uint8_t *hdr, size_t hd
     case IWARP_RDMAP_OP_TERMINATE:
         rc = rx_terminate(&x);
         break;
+    case IWARP_RDMAP_OP_IMM_DATA:
+    case IWARP_RDMAP_OP_IMM_DATA_SE:
+        if (!(qp->cfg.rdmap_ext & IWARP_RDMAP_EXT_IMM_DATA))
+            goto unsupported;
+        c->imm = x.s.body.imm;
+        rc = rx_send(&x); /* RFC 7306 §6.3: the untagged checks of a zero-length Send */
+        break;
+    case IWARP_RDMAP_OP_ATOMIC_REQ:
+        if (!(qp->cfg.rdmap_ext & IWARP_RDMAP_EXT_ATOMICS))
+            goto unsupported;
+        rc = rx_atomic_req(&x);
+        break;
+    case IWARP_RDMAP_OP_ATOMIC_RESP:
+        if (!(qp->cfg.rdmap_ext & IWARP_RDMAP_EXT_ATOMICS))
+            goto unsupported;
+        rc = rx_atomic_resp(&x);
+        break;
     default:
-        /* RFC 7306 Immediate Data and atomics: not negotiated, not supported; an RDMAP that
+    unsupported:
+        /* RFC 7306 Immediate Data and atomics not enabled on this connection: an RDMAP that
          * does not implement them answers Unexpected OpCode (RFC 7306 §1.1, §4.1). */
         rc = fail(&x, cause_opcode, IWARP_ERR_NOTSUP);
         break;
@@ -558,7 +751,14 @@ int iwarp_core_qp_rx_payload_done(struct iwarp_core_qp *qp)
     case IWARP_RDMAP_OP_SEND_INV:
     case IWARP_RDMAP_OP_SEND_SE:
     case IWARP_RDMAP_OP_SEND_SE_INV:
+    case IWARP_RDMAP_OP_IMM_DATA:
+    case IWARP_RDMAP_OP_IMM_DATA_SE:
         return done_send(qp);
+    case IWARP_RDMAP_OP_ATOMIC_REQ:
+        return done_atomic_req(qp);
+    case IWARP_RDMAP_OP_ATOMIC_RESP:
+        done_atomic_resp(qp);
+        return 0;
     case IWARP_RDMAP_OP_READ_REQ:
         done_read_req(qp);
         return 0;
@@ -601,6 +801,10 @@ void iwarp_core_qp_rx_start(struct iwarp_core_qp *qp)
         (void)iwarp_ddp_rx_uq_post(&qp->uq_read, 0);
     /* RFC 5040 §5.4: one Terminate per stream, one buffer on queue 2. */
     (void)iwarp_ddp_rx_uq_post(&qp->uq_term, 0);
+    /* RFC 7306 §5.2.2 rule 5: queue 3 buffers for every Atomic Request ORD lets out. */
+    uint32_t ord = qp->ord < IWARP_CORE_MAX_ORD ? qp->ord : IWARP_CORE_MAX_ORD;
+    for (uint32_t i = 0; qp->cfg.rdmap_ext & IWARP_RDMAP_EXT_ATOMICS && i < ord; i++)
+        (void)iwarp_ddp_rx_uq_post(&qp->uq_atomic_resp, 0);
 }
 
 void iwarp_core_qp_rx_read_slot_free(struct iwarp_core_qp *qp)

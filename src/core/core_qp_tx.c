@@ -57,6 +57,27 @@ static bool is_local_op(uint8_t opcode)
     return opcode == IWARP_WR_LOCAL_INV || opcode == IWARP_WR_BIND_MW || opcode == IWARP_WR_REG_MR;
 }
 
+/* Whether an SQ entry waits for a response (an RDMA Read or an atomic): it takes an ORQ slot. */
+static bool needs_orq(uint8_t wr_opcode)
+{
+    return wr_opcode == IWARP_WR_RDMA_READ || iwarp_core_qp_is_atomic(wr_opcode);
+}
+
+/* The Immediate Data message that follows the Write of a Write with Immediate (RFC 7306 §1:
+ * "an RDMA Write Message followed by an Immediate Data message"), on queue 0 after it. */
+static void start_imm_after_write(struct iwarp_core_qp *qp)
+{
+    const struct iwarp_core_sqe *e = &qp->sq[qp->tx_index];
+    struct iwarp_wire_msg wm = {.opcode = (e->flags & IWARP_SEND_SOLICITED)
+                                              ? IWARP_RDMAP_OP_IMM_DATA_SE
+                                              : IWARP_RDMAP_OP_IMM_DATA,
+                                .msn = qp->send_msn++};
+    memcpy(wm.body.imm.data, e->imm, sizeof wm.body.imm.data);
+    (void)iwarp_ddp_tx_init(&qp->tx_msg, &wm, NULL, 0, 0); /* one fixed segment: cannot fail */
+    qp->tx_imm_next = false;
+    qp->tx_rdmap_ext_sent = true;
+}
+
 /* Start the next SQ message. Returns true when tx_msg holds it. */
 static bool start_sq(struct iwarp_core_qp *qp)
 {
@@ -77,6 +98,17 @@ static bool start_sq(struct iwarp_core_qp *qp)
         size_t iovcnt = e->nsge;
         uint32_t len = e->len;
         bool se = e->flags & IWARP_SEND_SOLICITED;
+        if (needs_orq(e->opcode)) {
+            /* RFC 5040 §5.4, RFC 7306 §5.2: at most ORD Reads and atomics outstanding, counted
+             * together (the SQ waits for a free slot); their requests go on queue 1 with one
+             * MSN sequence and carry no payload. */
+            if (qp->orq_count >= qp->ord)
+                return false;
+            wm.msn = qp->read_msn++;
+            iov = NULL;
+            iovcnt = 0;
+            len = 0;
+        }
         switch (e->opcode) {
         case IWARP_WR_SEND:
             wm.opcode = se ? IWARP_RDMAP_OP_SEND_SE : IWARP_RDMAP_OP_SEND;
@@ -88,24 +120,39 @@ static bool start_sq(struct iwarp_core_qp *qp)
             wm.inv_stag = e->inv_stag;
             break;
         case IWARP_WR_RDMA_WRITE:
+        case IWARP_WR_RDMA_WRITE_WITH_IMM:
             wm.opcode = IWARP_RDMAP_OP_WRITE;
             wm.stag = e->rkey;
             wm.to = e->remote_addr;
+            qp->tx_imm_next = e->opcode == IWARP_WR_RDMA_WRITE_WITH_IMM;
+            break;
+        case IWARP_WR_IMM_DATA:
+            /* RFC 7306 §6.3: queue 0, the MSN sequence of the Sends. */
+            wm.opcode = se ? IWARP_RDMAP_OP_IMM_DATA_SE : IWARP_RDMAP_OP_IMM_DATA;
+            wm.msn = qp->send_msn++;
+            memcpy(wm.body.imm.data, e->imm, sizeof wm.body.imm.data);
+            break;
+        case IWARP_WR_ATOMIC_FETCH_AND_ADD:
+        case IWARP_WR_ATOMIC_CMP_AND_SWP:
+        case IWARP_WR_MASKED_ATOMIC_FETCH_AND_ADD:
+        case IWARP_WR_MASKED_ATOMIC_CMP_AND_SWP:
+            wm.opcode = IWARP_RDMAP_OP_ATOMIC_REQ;
+            wm.body.atomic_req = (struct iwarp_rdmap_atomic_req){.aopcode = e->aopcode,
+                                                                 .req_id = qp->atomic_req_id,
+                                                                 .stag = e->rkey,
+                                                                 .to = e->remote_addr,
+                                                                 .add_swap = e->add_swap,
+                                                                 .add_swap_mask = e->add_swap_mask,
+                                                                 .compare = e->compare,
+                                                                 .compare_mask = e->compare_mask};
             break;
         case IWARP_WR_RDMA_READ:
-            /* RFC 5040 §5.4: at most ORD Reads outstanding; the SQ waits for a free slot. */
-            if (qp->orq_count >= qp->ord)
-                return false;
             wm.opcode = IWARP_RDMAP_OP_READ_REQ;
-            wm.msn = qp->read_msn++;
             wm.body.read_req = (struct iwarp_rdmap_read_req){.sink_stag = e->lkey0,
                                                              .sink_to = e->laddr0,
                                                              .size = e->len,
                                                              .src_stag = e->rkey,
                                                              .src_to = e->remote_addr};
-            iov = NULL;
-            iovcnt = 0;
-            len = 0;
             break;
         default:
             qp->stream.sq_next++;
@@ -115,17 +162,26 @@ static bool start_sq(struct iwarp_core_qp *qp)
         if (iwarp_ddp_tx_init(&qp->tx_msg, &wm, iov, iovcnt, len) < 0) {
             /* e.g. a tagged TO + length that wraps 64 bits (RFC 5041 §7.1) */
             qp->stream.sq_next++;
+            qp->tx_imm_next = false;
             iwarp_core_qp_sq_finish(qp, index, IWARP_WC_LOC_LEN_ERR, 0);
             continue;
         }
-        if (e->opcode == IWARP_WR_RDMA_READ) {
+        if (needs_orq(e->opcode)) {
             struct iwarp_core_orqe *o =
                 &qp->orq[iwarp_ring_slot(qp->orq_head, qp->orq_count, IWARP_CORE_MAX_ORD)];
-            *o = (struct iwarp_core_orqe){
-                .sq_index = index, .sink_stag = e->lkey0, .sink_to = e->laddr0, .len = e->len};
+            *o = (struct iwarp_core_orqe){.atomic = e->opcode != IWARP_WR_RDMA_READ,
+                                          .req_id = qp->atomic_req_id,
+                                          .sq_index = index,
+                                          .sink_stag = e->lkey0,
+                                          .sink_to = e->laddr0,
+                                          .len = e->len};
+            if (o->atomic)
+                qp->atomic_req_id++;
             qp->orq_count++;
         }
         e->started = true;
+        if (wm.opcode >= IWARP_RDMAP_OP_IMM_DATA) /* RFC 7306 Figure 2: 0x8..0xA from the SQ */
+            qp->tx_rdmap_ext_sent = true;
         qp->stream.sq_next++;
         qp->tx_src = IWARP_CORE_TX_SQ;
         qp->tx_index = index;
@@ -142,13 +198,22 @@ static bool start_irq(struct iwarp_core_qp *qp)
         struct iwarp_core_irqe *r = &qp->irq[index];
         if (r->started)
             continue;
-        /* RFC 5040 §4.5: the Read Response is a tagged message to the Data Sink STag/TO. */
-        struct iwarp_wire_msg wm = {
-            .opcode = IWARP_RDMAP_OP_READ_RESP, .stag = r->sink_stag, .to = r->sink_to};
-        qp->tx_iov[0].iov_base = (void *)(uintptr_t)r->src_addr;
-        qp->tx_iov[0].iov_len = r->len;
-        if (iwarp_ddp_tx_init(&qp->tx_msg, &wm, qp->tx_iov, 1, r->len) < 0)
-            return false; /* cannot happen: the Read Request was validated on arrival */
+        if (r->atomic) {
+            /* RFC 7306 §5.2.2 rules 3 and 8: queue 3, in the order the requests came. */
+            struct iwarp_wire_msg wm = {
+                .opcode = IWARP_RDMAP_OP_ATOMIC_RESP,
+                .msn = qp->atomic_resp_msn++,
+                .body.atomic_resp = {.req_id = r->req_id, .orig_value = r->orig_value}};
+            (void)iwarp_ddp_tx_init(&qp->tx_msg, &wm, NULL, 0, 0); /* one fixed segment */
+        } else {
+            /* RFC 5040 §4.5: the Read Response is a tagged message to the Data Sink STag/TO. */
+            struct iwarp_wire_msg wm = {
+                .opcode = IWARP_RDMAP_OP_READ_RESP, .stag = r->sink_stag, .to = r->sink_to};
+            qp->tx_iov[0].iov_base = (void *)(uintptr_t)r->src_addr;
+            qp->tx_iov[0].iov_len = r->len;
+            if (iwarp_ddp_tx_init(&qp->tx_msg, &wm, qp->tx_iov, 1, r->len) < 0)
+                return false; /* cannot happen: the Read Request was validated on arrival */
+        }
         r->started = true;
         qp->tx_src = IWARP_CORE_TX_IRQ;
         qp->tx_index = index;
@@ -221,7 +286,10 @@ int iwarp_core_qp_tx_next(struct iwarp_core_qp *qp, uint32_t max_seg, struct iwa
     seg->src = qp->tx_src;
     seg->index = qp->tx_index;
     seg->last = iwarp_ddp_tx_done(&qp->tx_msg);
-    if (seg->last)
+    seg->wr_done = seg->last && !(qp->tx_src == IWARP_CORE_TX_SQ && qp->tx_imm_next);
+    if (seg->last && !seg->wr_done)
+        start_imm_after_write(qp); /* the SQ keeps the transmitter: nothing comes between */
+    else if (seg->last)
         qp->tx_src = IWARP_CORE_TX_NONE;
     iwarp_core_stream_tx_produced(&qp->stream);
     return 1;
@@ -232,12 +300,13 @@ void iwarp_core_qp_tx_sent(struct iwarp_core_qp *qp, const struct iwarp_core_tx_
     (void)iwarp_core_stream_tx_returned(&qp->stream);
     if (seg->src == IWARP_CORE_TX_TERM) {
         qp->term_sent = true;
-    } else if (seg->last && qp->stream.state != IWARP_CORE_STREAM_ERROR &&
+    } else if (seg->wr_done && qp->stream.state != IWARP_CORE_STREAM_ERROR &&
                !qp->stream.sq_flush_pending) {
         if (seg->src == IWARP_CORE_TX_SQ) {
-            /* Send and Write complete once handed to the LLP (see verbs.h); a Read completes
-             * when its last Read Response has been placed (core_qp_rx.c). */
-            if (qp->sq[seg->index].opcode != IWARP_WR_RDMA_READ)
+            /* Send and Write complete once handed to the LLP (see verbs.h), a Write with
+             * Immediate once its Immediate Data is; a Read completes when its last Read
+             * Response has been placed, an atomic with its Atomic Response (core_qp_rx.c). */
+            if (!needs_orq(qp->sq[seg->index].opcode))
                 iwarp_core_qp_sq_finish(qp, seg->index, IWARP_WC_SUCCESS, 0);
         } else if (seg->src == IWARP_CORE_TX_IRQ && qp->irq_count && seg->index == qp->irq_head) {
             qp->irq_head = iwarp_ring_advance(qp->irq_head, 1, IWARP_CORE_MAX_IRD);
@@ -260,7 +329,7 @@ bool iwarp_core_qp_tx_pending(const struct iwarp_core_qp *qp)
         const struct iwarp_core_sqe *e = &qp->sq[iwarp_core_sq_slot(qp, qp->stream.sq_next)];
         if ((e->flags & IWARP_SEND_FENCE) && qp->orq_count)
             return false;
-        if (e->opcode == IWARP_WR_RDMA_READ && qp->orq_count >= qp->ord)
+        if (needs_orq(e->opcode) && qp->orq_count >= qp->ord)
             return false;
         return true;
     }

@@ -35,6 +35,7 @@ static const char *const class_names[IWARP_MS_CLASS_COUNT] = {
     [IWARP_MS_MSN] = "msn",
     [IWARP_MS_TO] = "to",
     [IWARP_MS_READ_RESP] = "read-resp",
+    [IWARP_MS_ATOMIC] = "atomic",
     [IWARP_MS_TERMINATE] = "terminate",
     [IWARP_MS_AFTER_TERMINATE] = "after-terminate",
     [IWARP_MS_CRC_OFF] = "crc-off",
@@ -181,6 +182,62 @@ static void tagged_seq(struct iwarp_ddp_judge *j, unsigned side, uint64_t idx,
     }
 }
 
+/* Take the peer's oldest outstanding request of the kind a response of this side answers
+ * (atomic or not) into *out. RFC 7306 §5.2.2 rule 8, §7: the responder answers Read and Atomic
+ * Requests in the order they came, so one of the other kind before it is an error. Returns
+ * false when there is none. */
+static bool take_request(struct iwarp_ddp_judge *j, unsigned side, uint64_t idx, bool atomic,
+                         unsigned *out_kept)
+{
+    struct iwarp_ddp_judge_dir *peer = &j->d[side ^ 1u];
+    uint32_t k = 0;
+    while (k < peer->nrequests && peer->requests[k].atomic != atomic)
+        k++;
+    if (k == peer->nrequests)
+        return false;
+    if (k != 0)
+        iwarp_ddp_judge_reportf(
+            j->report, j->ctx, side, idx, true, atomic ? IWARP_MS_ATOMIC : IWARP_MS_READ_RESP,
+            "%s Response answers request #%llu before %s Request #%llu (responses go in "
+            "request order, RFC 7306 §5.2.2 rule 8, §7)",
+            atomic ? "Atomic" : "Read", (unsigned long long)peer->requests[k].index,
+            atomic ? "Read" : "Atomic", (unsigned long long)peer->requests[0].index);
+    *out_kept = k;
+    return true;
+}
+
+/* Remove the peer's request k. */
+static void drop_request(struct iwarp_ddp_judge_dir *peer, unsigned k)
+{
+    memmove(&peer->requests[k], &peer->requests[k + 1u],
+            (peer->nrequests - 1u - k) * sizeof peer->requests[0]);
+    peer->nrequests--;
+}
+
+/* RFC 7306 §5.2.2: an Atomic Response answers the peer's oldest Atomic Request and carries its
+ * Request Identifier. */
+static void atomic_resp(struct iwarp_ddp_judge *j, unsigned side, uint64_t idx,
+                        const struct iwarp_rdmap_atomic_resp *resp)
+{
+    struct iwarp_ddp_judge_dir *peer = &j->d[side ^ 1u];
+    if (peer->lost)
+        return; /* its request may be among the octets that could not be decoded */
+    unsigned k = 0;
+    if (!take_request(j, side, idx, true, &k)) {
+        iwarp_ddp_judge_reportf(
+            j->report, j->ctx, side, idx, true, IWARP_MS_ATOMIC,
+            "Atomic Response without an outstanding Atomic Request (RFC 7306 §5.2.2)");
+        return;
+    }
+    if (resp->req_id != peer->requests[k].req_id)
+        iwarp_ddp_judge_reportf(j->report, j->ctx, side, idx, true, IWARP_MS_ATOMIC,
+                                "Original Request Identifier %u, Atomic Request #%llu carried %u "
+                                "(RFC 7306 §5.2.2)",
+                                resp->req_id, (unsigned long long)peer->requests[k].index,
+                                peer->requests[k].req_id);
+    drop_request(peer, k);
+}
+
 /* RFC 5040 §4.5: Read Responses answer the peer's Read Requests in order, at the sink STag and
  * TO, RDMARDSZ octets in all. */
 static void read_resp(struct iwarp_ddp_judge *j, unsigned side, uint64_t idx,
@@ -199,18 +256,18 @@ static void read_resp(struct iwarp_ddp_judge *j, unsigned side, uint64_t idx,
         return;
     }
     if (!d->resp_open) {
-        if (peer->nreads == 0) {
+        unsigned k = 0;
+        if (!take_request(j, side, idx, false, &k)) {
             iwarp_ddp_judge_reportf(
                 j->report, j->ctx, side, idx, true, IWARP_MS_READ_RESP,
                 "Read Response without an outstanding Read Request (RFC 5040 §4.5)");
             return;
         }
-        d->resp_req.sink_stag = peer->reads[0].sink_stag;
-        d->resp_req.sink_to = peer->reads[0].sink_to;
-        d->resp_req.size = peer->reads[0].size;
-        d->resp_req.index = peer->reads[0].index;
-        memmove(&peer->reads[0], &peer->reads[1], (peer->nreads - 1u) * sizeof peer->reads[0]);
-        peer->nreads--;
+        d->resp_req.sink_stag = peer->requests[k].sink_stag;
+        d->resp_req.sink_to = peer->requests[k].sink_to;
+        d->resp_req.size = peer->requests[k].size;
+        d->resp_req.index = peer->requests[k].index;
+        drop_request(peer, k);
         d->resp_open = true;
         d->resp_sofar = 0;
     }
@@ -265,6 +322,14 @@ static void segment_rules(struct iwarp_ddp_judge *j, unsigned side, uint64_t ind
             iwarp_ddp_judge_reportf(
                 j->report, j->ctx, side, index, true, IWARP_MS_RDMAP_RSVD,
                 "RDMAP reserved bits set (RFC 5040 §4.1, RFC 7306 §5.2.1: MUST be 0)");
+        /* RFC 7306 §5.2.1 Figure 5: FetchAdd (0) and CmpSwap (2) are the AOpCodes defined */
+        if (p->seg.opcode == IWARP_RDMAP_OP_ATOMIC_REQ &&
+            p->seg.body.atomic_req.aopcode != IWARP_ATOMIC_FETCH_ADD &&
+            p->seg.body.atomic_req.aopcode != IWARP_ATOMIC_CMP_SWAP)
+            iwarp_ddp_judge_reportf(j->report, j->ctx, side, index, true, IWARP_MS_ATOMIC,
+                                    "AOpCode %u is not defined (RFC 7306 §5.2.1: 0 FetchAdd, "
+                                    "2 CmpSwap)",
+                                    p->seg.body.atomic_req.aopcode);
         if (r & IWARP_WIRE_RSVD_INV_STAG)
             iwarp_ddp_judge_reportf(
                 j->report, j->ctx, side, index, true, IWARP_MS_RSVDULP,
@@ -339,15 +404,31 @@ void iwarp_ddp_judge_segment(struct iwarp_ddp_judge *j, unsigned side, uint64_t 
         return;
     }
     untagged_seq(j, side, index, &p->ddp, payload);
+    /* RFC 5040 §4.4, RFC 7306 §5.2: requests are remembered when their header decodes (a
+     * segment error elsewhere, e.g. L clear, does not hide what was asked) */
     struct iwarp_rdmap_read_req rr;
-    if (op == IWARP_RDMAP_OP_READ_REQ && d->nreads < IWARP_MS_MAX_READS &&
+    struct iwarp_rdmap_atomic_req ar;
+    struct iwarp_rdmap_atomic_resp resp;
+    if (op == IWARP_RDMAP_OP_ATOMIC_RESP &&
+        iwarp_rdmap_atomic_resp_decode(p->ulpdu + hdr, payload, &resp) >= 0)
+        atomic_resp(j, side, index, &resp);
+    if (d->nrequests >= IWARP_MS_MAX_REQUESTS)
+        return;
+    if (op == IWARP_RDMAP_OP_READ_REQ &&
         iwarp_rdmap_read_req_decode(p->ulpdu + hdr, payload, &rr) >= 0) {
-        d->reads[d->nreads].sink_stag = rr.sink_stag;
-        d->reads[d->nreads].sink_to = rr.sink_to;
-        d->reads[d->nreads].size = rr.size;
-        d->reads[d->nreads].index = index;
-        d->nreads++;
+        d->requests[d->nrequests].atomic = false;
+        d->requests[d->nrequests].sink_stag = rr.sink_stag;
+        d->requests[d->nrequests].sink_to = rr.sink_to;
+        d->requests[d->nrequests].size = rr.size;
+    } else if (op == IWARP_RDMAP_OP_ATOMIC_REQ &&
+               iwarp_rdmap_atomic_req_decode(p->ulpdu + hdr, payload, &ar) >= 0) {
+        d->requests[d->nrequests].atomic = true;
+        d->requests[d->nrequests].req_id = ar.req_id;
+    } else {
+        return;
     }
+    d->requests[d->nrequests].index = index;
+    d->nrequests++;
 }
 
 void iwarp_ddp_judge_lost(struct iwarp_ddp_judge *j, unsigned side)

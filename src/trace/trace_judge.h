@@ -8,9 +8,12 @@
  * reserved fields (RFC 5041 §4.1, RFC 5040 §4.1, RFC 7306 §5.2.1), the Terminate header (RFC
  * 5040 §4.8), nothing after one's own Terminate (RFC 5040 §5.4); stateful: MSN/MO per queue
  * (RFC 5041 §4.3, §5.3), TO continuity of tagged messages (RFC 5041 §4.2), Read Responses
- * against the peer's Read Requests (RFC 5040 §4.4, §4.5). The segments of a direction must be
- * fed in the order their sender submitted them (MPA: stream order; SCTP: DDP-SSN order).
- * No allocation.
+ * against the peer's Read Requests (RFC 5040 §4.4, §4.5); RFC 7306: the AOpCode of Atomic
+ * Requests (§5.2.1), and Atomic Responses against the peer's Atomic Requests (Original Request
+ * Identifier, §5.2.2), Read and Atomic Responses in the order of their requests (§5.2.2 rule 8,
+ * §7). Body lengths and queue numbers (1, 3, 0) are the segment decoder's checks. The segments of a
+ * direction must be fed in the order their sender submitted them (MPA: stream order; SCTP: DDP-SSN
+ * order). No allocation.
  */
 #ifndef IWARP_TRACE_TRACE_JUDGE_H
 #define IWARP_TRACE_TRACE_JUDGE_H
@@ -52,6 +55,7 @@ enum iwarp_mpa_stream_class {
     IWARP_MS_MSN,             /* RFC 5041 §4.3, §5.3 MSN sequence */
     IWARP_MS_TO,              /* tagged message TO continuity (RFC 5041 §4.2) */
     IWARP_MS_READ_RESP,       /* RFC 5040 §4.5 Read Response vs Read Request */
+    IWARP_MS_ATOMIC,          /* RFC 7306 §5.2 AOpCode, Atomic Response vs Atomic Request */
     IWARP_MS_TERMINATE,       /* RFC 5040 §4.8 Terminate header */
     IWARP_MS_AFTER_TERMINATE, /* RFC 5040 §5.4 */
     IWARP_MS_CRC_OFF,         /* warning: neither side asked for CRC (RFC 5044 §4.4) */
@@ -67,9 +71,9 @@ enum iwarp_mpa_stream_class {
 /* The category's wire-check name ("bad-crc", "msn", "sctp-ssn", ...); "?" when out of range. */
 const char *iwarp_mpa_stream_class_name(unsigned cls);
 
-#define IWARP_MS_MAX_QN    8u  /* untagged queues tracked per direction (wire QNs 0..3 used) */
-#define IWARP_MS_MAX_STAGS 16u /* unfinished tagged messages tracked per direction */
-#define IWARP_MS_MAX_READS 64u /* outstanding Read Requests tracked per direction */
+#define IWARP_MS_MAX_QN       8u  /* untagged queues tracked per direction (wire QNs 0..3 used) */
+#define IWARP_MS_MAX_STAGS    16u /* unfinished tagged messages tracked per direction */
+#define IWARP_MS_MAX_REQUESTS 64u /* outstanding Read and Atomic Requests tracked per direction */
 
 /* What the rules remember of one direction (segments sent by one side). Private. */
 struct iwarp_ddp_judge_dir {
@@ -84,10 +88,11 @@ struct iwarp_ddp_judge_dir {
         bool used;
     } t[IWARP_MS_MAX_STAGS];
     struct {
-        uint32_t sink_stag, size;
+        bool atomic; /* an Atomic Request (req_id); else a Read Request (sink, size) */
+        uint32_t sink_stag, size, req_id;
         uint64_t sink_to, index;
-    } reads[IWARP_MS_MAX_READS]; /* Read Requests this side sent, oldest first */
-    uint32_t nreads;
+    } requests[IWARP_MS_MAX_REQUESTS]; /* Read/Atomic Requests this side sent, oldest first */
+    uint32_t nrequests;
     bool resp_open; /* a Read Response this side sends is under way */
     struct {
         uint32_t sink_stag, size;

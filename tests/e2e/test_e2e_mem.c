@@ -216,6 +216,8 @@ static void nodes_init(void)
     node_init(&N[1], NMEM[1], 0x13579BDu);
 }
 
+static uint32_t RDMAP_EXT; /* the RFC 7306 extensions end_init's QPs enable */
+
 static void end_init(struct end *e, struct node *n, uint32_t qpn, bool srq)
 {
     memset(e, 0, sizeof *e);
@@ -231,6 +233,7 @@ static void end_init(struct end *e, struct node *n, uint32_t qpn, bool srq)
                                     .max_send_sge = MAX_SGE,
                                     .max_recv_sge = MAX_SGE,
                                     .max_inline = IWARP_CORE_MAX_INLINE,
+                                    .rdmap_ext = RDMAP_EXT,
                                     .sq_sig_all = true,
                                     .event = on_event,
                                     .event_user = e};
@@ -900,6 +903,99 @@ TEST(solicited_only_arm_fires_for_se_and_errors)
     ASSERT_EQ(wc.status, IWARP_WC_LOC_LEN_ERR);
 }
 
+/* ---- RFC 7306 --------------------------------------------------------------------------- */
+
+/* An atomic of end 0 on node 1's word at off (sink: node 0's memory at sink_off). */
+static int post_atomic(enum iwarp_wr_opcode op, uint64_t id, uint32_t sink_off, uint32_t rkey,
+                       uint32_t off, uint64_t compare_add, uint64_t swap, uint64_t cmask,
+                       uint64_t smask)
+{
+    struct iwarp_sge s = {addr_of(&E[0], sink_off), 8, N[0].key};
+    struct iwarp_send_wr w = {.wr_id = id, .sg_list = &s, .num_sge = 1, .opcode = op};
+    w.wr.atomic.remote_addr = addr_of(&E[1], off);
+    w.wr.atomic.rkey = rkey;
+    w.wr.atomic.compare_add = compare_add;
+    w.wr.atomic.swap = swap;
+    w.masked_atomic.compare_add_mask = cmask;
+    w.masked_atomic.swap_mask = smask;
+    return iwarp_core_qp_post_send(&E[0].qp, &w);
+}
+
+static uint64_t u64_at(const uint8_t *p)
+{
+    uint64_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+TEST(rfc7306_immediate_data_and_atomics_over_mpa)
+{
+    /* every octet split and stalled at random: MPA framing of the new messages both ways */
+    nodes_init();
+    RDMAP_EXT = IWARP_RDMAP_EXT_IMM_DATA | IWARP_RDMAP_EXT_ATOMICS;
+    link_up(0, &STD, SPLIT_RANDOM, 51, false);
+    RDMAP_EXT = 0;
+    struct node *r = &N[1];
+    /* a Write with Immediate and SE into a zero-length receive: placed, then completed with
+     * the 8 octets; a solicited-only arm fires */
+    fill(N[0].mem + SRC_OFF, 3000, 9);
+    post_recv(&E[1], 1, DST_OFF, 0);
+    iwarp_core_cq_arm(&r->rcq, true);
+    struct iwarp_sge src = {addr_of(&E[0], SRC_OFF), 3000, N[0].key};
+    struct iwarp_send_wr w = {.wr_id = 2,
+                              .sg_list = &src,
+                              .num_sge = 1,
+                              .opcode = IWARP_WR_RDMA_WRITE_WITH_IMM,
+                              .send_flags = IWARP_SEND_SOLICITED};
+    w.wr.rdma.remote_addr = addr_of(&E[1], DST_OFF + 4096);
+    w.wr.rdma.rkey = r->key;
+    memcpy(&w.imm_data, "\xCA\xFE\xF0\x0D", 4);
+    ASSERT_EQ(iwarp_core_qp_post_send(&E[0].qp, &w), 0);
+    pump(0);
+    mem_eq(r->mem + DST_OFF + 4096, N[0].mem + SRC_OFF, 3000);
+    ASSERT_EQ(r->notified, 1);
+    struct iwarp_wc wc;
+    ASSERT_EQ(iwarp_core_cq_poll(&r->rcq, &wc, 1), 1);
+    ASSERT_EQ(wc.opcode, IWARP_WC_RECV_RDMA_WITH_IMM);
+    ASSERT_EQ(wc.wc_flags, IWARP_WC_WITH_IMM);
+    ASSERT_EQ_U(wc.imm_data64, 0xCAFEF00D00000000u);
+    ASSERT_EQ(wc.byte_len, 0);
+    expect_wc(&N[0].scq,
+              &(struct want_wc){2, IWARP_WC_SUCCESS, IWARP_WC_RDMA_WRITE, 3000, QPN(0), 0, 0});
+    /* FetchAdd and a masked CmpSwap on an aligned word of an atomic-only MR */
+    uint32_t off = INV_OFF + (uint32_t)(8u - (uintptr_t)(r->mem + INV_OFF) % 8u) % 8u;
+    uint32_t ra =
+        reg(r, PD1, off, 64, IWARP_MEM_ACCESS_LOCAL_WRITE | IWARP_MEM_ACCESS_REMOTE_ATOMIC);
+    uint64_t v = 1000;
+    memcpy(r->mem + off, &v, 8);
+    ASSERT_EQ(post_atomic(IWARP_WR_ATOMIC_FETCH_AND_ADD, 3, DST_OFF, ra, off, 24, 0, 0, 0), 0);
+    ASSERT_EQ(post_atomic(IWARP_WR_MASKED_ATOMIC_CMP_AND_SWP, 4, DST_OFF + 8, ra, off, 0x24, 0x100,
+                          0xFF, 0xF00),
+              0);
+    pump(0);
+    expect_wc(&N[0].scq,
+              &(struct want_wc){3, IWARP_WC_SUCCESS, IWARP_WC_FETCH_ADD, 8, QPN(0), 0, 0});
+    expect_wc(&N[0].scq,
+              &(struct want_wc){4, IWARP_WC_SUCCESS, IWARP_WC_COMP_SWAP, 8, QPN(0), 0, 0});
+    ASSERT_EQ_U(u64_at(N[0].mem + DST_OFF), 1000);
+    ASSERT_EQ_U(u64_at(N[0].mem + DST_OFF + 8), 1024); /* 0x400: low octet 0x00 */
+    ASSERT_EQ_U(u64_at(r->mem + off), 1024);           /* 0x24 != 0x00: unchanged */
+    /* misaligned: RFC 7306 §8.2, 0/2/0x07 both ways; the atomic fails REM_OP_ERR */
+    ASSERT_EQ(post_atomic(IWARP_WR_ATOMIC_FETCH_AND_ADD, 5, DST_OFF, ra, off + 4, 1, 0, 0, 0), 0);
+    pump(0);
+    struct iwarp_wc f;
+    ASSERT_EQ(iwarp_core_cq_poll(&N[0].scq, &f, 1), 1);
+    ASSERT_EQ_U(f.wr_id, 5);
+    ASSERT_EQ(f.status, IWARP_WC_REM_OP_ERR);
+    ASSERT_EQ_U(f.vendor_err, cause_u32(0, 2, 0x07));
+    ASSERT_EQ(E[1].nev, 1);
+    ASSERT_EQ_U(E[1].ev[0].cause, cause_u32(0, 2, 0x07));
+    ASSERT_FALSE(E[1].ev[0].peer);
+    ASSERT_EQ(E[0].nev, 1);
+    ASSERT_TRUE(E[0].ev[0].peer);
+    ASSERT_EQ_U(u64_at(r->mem + off), 1024);
+}
+
 /* ---- SRQ ----------------------------------------------------------------------------------- */
 
 TEST(srq_shared_by_two_qps)
@@ -1327,6 +1423,79 @@ static void p_send_inv_type1(void)
     OFF = (struct offender){.qn = 0, .msn = E[0].qp.send_msn, .seg_len = 18u + 16u};
 }
 
+/* ---- RFC 7306 errors (docs/design.md, "Atomic errors") ---- */
+
+/* An atomic of the initiator on the responder's memory at rkey, offset off; the offender it
+ * sends is its Atomic Request (QN 1, 70 octets). */
+static void bad_atomic(uint32_t rkey, uint32_t off)
+{
+    ASSERT_EQ(post_atomic(IWARP_WR_ATOMIC_FETCH_AND_ADD, 1, DST_OFF, rkey, off, 1, 0, 0, 0), 0);
+    OFF = (struct offender){.qn = 1, .msn = E[0].qp.read_msn, .seg_len = 70};
+}
+static void p_atomic_misaligned(void)
+{
+    bad_atomic(N[1].key, DST_OFF + 4); /* RFC 7306 §8.2 */
+}
+static void p_atomic_rights(void)
+{
+    bad_atomic(N[1].small, SMALL_OFF); /* remote read and write, not atomic */
+}
+static void p_atomic_bounds(void)
+{
+    bad_atomic(N[1].key, NODE_MEM - 4);
+}
+static void p_atomic_bad_stag(void)
+{
+    bad_atomic(bad_stag(), DST_OFF);
+}
+static void patch_aopcode_1(uint8_t *s)
+{
+    s[IWARP_DDP_UNTAGGED_HDR_LEN + 3] = 1; /* AOpCode 1 (Swap): not one RFC 7306 defines */
+}
+static void p_atomic_aopcode(void)
+{
+    struct iwarp_wire_msg m = {.opcode = IWARP_RDMAP_OP_ATOMIC_REQ,
+                               .last = true,
+                               .msn = E[0].qp.read_msn,
+                               .body.atomic_req = {.stag = N[1].key, .to = raddr(DST_OFF)}};
+    inject_msg(&m, 0, patch_aopcode_1);
+}
+static void p_atomic_short(void)
+{
+    /* RFC 7306 §5.2.1: 52 octets of header; 48 is 0/2/0xFF as for any fixed-size message */
+    static uint8_t seg[128];
+    struct iwarp_wire_msg m = {.opcode = IWARP_RDMAP_OP_ATOMIC_REQ,
+                               .last = true,
+                               .msn = E[0].qp.read_msn,
+                               .body.atomic_req = {.stag = N[1].key, .to = raddr(DST_OFF)}};
+    iwarp_ssize n = iwarp_wire_segment_encode(seg, sizeof seg, &m, NULL, 0);
+    ASSERT_EQ(n, 70);
+    OFF = (struct offender){.qn = 1, .msn = m.msn, .seg_len = 66};
+    inject(0, 0, seg, 66);
+}
+static void p_atomic_ird_exceeded(void)
+{
+    /* IRD + 1 atomics: the Read Requests' excess, 1/2/0x02 (RFC 7306 §5.2.2 rule 4) */
+    E[0].qp.ord = IWARP_CORE_MAX_ORD;
+    for (uint32_t i = 0; i <= IRD; i++)
+        ASSERT_EQ(post_atomic(IWARP_WR_ATOMIC_CMP_AND_SWP, 1 + i, DST_OFF + 8 * i, N[1].key,
+                              DST_OFF, 0, 1, 0, 0),
+                  0);
+    OFF = (struct offender){.qn = 1, .msn = E[0].qp.read_msn + IRD, .seg_len = 70};
+}
+static void p_atomic_response_unsolicited(void)
+{
+    struct iwarp_wire_msg m = {.opcode = IWARP_RDMAP_OP_ATOMIC_RESP, .last = true, .msn = 1};
+    inject_msg(&m, 0, NULL);
+}
+static void p_immediate_data_no_recv(void)
+{
+    struct iwarp_send_wr w = {.wr_id = 1, .opcode = IWARP_WR_IMM_DATA};
+    w.imm_data64 = 7;
+    ASSERT_EQ(iwarp_core_qp_post_send(&E[0].qp, &w), 0);
+    OFF = (struct offender){.qn = 0, .msn = E[0].qp.send_msn, .seg_len = 26};
+}
+
 static const struct err_case ERRS[] = {
     /* RFC 5041 §7.2 tagged buffer errors on a Write (DDP layer; mem_access.h) */
     {"write bad stag", p_write_bad_stag, 0x010100, MD, IWARP_WC_WR_FLUSH_ERR, false, true, false,
@@ -1384,6 +1553,28 @@ static const struct err_case ERRS[] = {
      false, false, NULL},
     {"send inv type1", p_send_inv_type1, 0x000109, MD, IWARP_WC_REM_INV_REQ_ERR, false, true, false,
      NULL},
+};
+
+/* RFC 7306 errors, with the extensions enabled on both QPs (RDMAP_EXT): M and D, no RDMA
+ * header (RFC 7306 §8.1 rule 2). */
+static const struct err_case ERRS_7306[] = {
+    {"atomic misaligned", p_atomic_misaligned, 0x000207, MD, IWARP_WC_WR_FLUSH_ERR, false, true,
+     false, NULL},
+    {"atomic rights", p_atomic_rights, 0x000102, MD, IWARP_WC_WR_FLUSH_ERR, false, false, true,
+     NULL},
+    {"atomic bounds", p_atomic_bounds, 0x000101, MD, IWARP_WC_WR_FLUSH_ERR, false, true, false,
+     NULL},
+    {"atomic bad stag", p_atomic_bad_stag, 0x000100, MD, IWARP_WC_WR_FLUSH_ERR, false, false, false,
+     NULL},
+    {"atomic aopcode", p_atomic_aopcode, 0x000206, MD, IWARP_WC_WR_FLUSH_ERR, false, true, false,
+     NULL},
+    {"atomic short", p_atomic_short, 0x0002FF, MD, IWARP_WC_WR_FLUSH_ERR, false, true, true, NULL},
+    {"atomic ird exceeded", p_atomic_ird_exceeded, 0x010202, MD, IWARP_WC_WR_FLUSH_ERR, false, true,
+     false, NULL},
+    {"atomic response unsolicited", p_atomic_response_unsolicited, 0x000206, MD,
+     IWARP_WC_WR_FLUSH_ERR, false, true, false, NULL},
+    {"immediate data no receive", p_immediate_data_no_recv, 0x010202, MD, IWARP_WC_WR_FLUSH_ERR,
+     true, true, false, NULL},
 };
 
 /* Check the Terminate as decoded from the detector's side of the wire. */
@@ -1531,6 +1722,14 @@ TEST(every_remote_error_class_terminates_both_sides)
 {
     for (unsigned i = 0; i < sizeof ERRS / sizeof ERRS[0]; i++)
         run_error(&ERRS[i], i);
+}
+
+TEST(every_rfc7306_error_terminates_both_sides)
+{
+    RDMAP_EXT = IWARP_RDMAP_EXT_IMM_DATA | IWARP_RDMAP_EXT_ATOMICS;
+    for (unsigned i = 0; i < sizeof ERRS_7306 / sizeof ERRS_7306[0]; i++)
+        run_error(&ERRS_7306[i], 100u + i);
+    RDMAP_EXT = 0;
 }
 
 /* ---- a peer that vanishes, one that sends garbage --------------------------------------- */

@@ -15,6 +15,11 @@
 #   bad-sink  we advertise a corrupted STag for the sink; siw's RDMA Write hits it and we send
 #             the RFC 5040 §4.8 Terminate (DDP tagged, invalid STag: 1/1/0x00 with M+D); siw's
 #             dmesg must show it arriving ("got TERMINATE"), and our ping reports it (exit 1).
+#   atomic    we enable RFC 7306 atomics on our QP and probe siw as RFC 7306 §1.1 suggests (a
+#             FetchAdd of 0); siw has no RFC 7306 (atomic_cap 0) and answers with a Terminate,
+#             RDMAP Remote Operation, Unexpected OpCode (0/2/0x06, in its bit-reversed layout);
+#             the FetchAdd must complete "remote operation error" with that cause, the async
+#             event must carry it from the peer, and our ping exits 1.
 #   rst       `iwarp ping -c --x-audit` runs 4096-octet pings; the guest kills its rping -9 mid
 #             transfer (siw resets the stream); every WR must complete exactly once (flushed or
 #             errored) and every destroy succeed (audit PASS, exit 0).
@@ -134,14 +139,15 @@ verdict() { # NAME PROBLEMS
 D=$W/h2g
 mkdir -p "$D/share"
 PM=$BASE PW=$((BASE + 1)) PB=$((BASE + 2)) PT=$((BASE + 3)) PK=$((BASE + 4)) PF=$((BASE + 8))
+PA=$((BASE + 9))
 # The host touches go-rst once the rst run is well under way (bad-sink is over by then): the
 # guest takes dmesg for bad-sink once siw has seen its whole connection, then kills rst's rping.
 GUEST="$GUEST_LIB
 cd /share
-for p in $PM $PF $PW $PB $PT $PK; do
+for p in $PM $PF $PW $PB $PA $PT $PK; do
     rping -s -a 10.0.2.15 -p \$p -S $ABRUPT_SIZE >rping.\$p.log 2>&1 & echo \$! >pid.\$p
 done
-for p in $PM $PF $PW $PB $PT $PK; do
+for p in $PM $PF $PW $PB $PA $PT $PK; do
     wait_for -p \$(cat pid.\$p) 60 \"rping's listener on port \$p\" listening \$p || exit 1
 done
 touch ready
@@ -151,7 +157,7 @@ dmesg >dmesg1.txt
 kill -9 \$(cat pid.$PT); touch rst-done
 until [ -e never ]; do sleep 1; done"
 FWD=()
-for p in $PM $PF $PW $PB $PT $PK; do FWD+=(--hostfwd "$p"); done
+for p in $PM $PF $PW $PB $PA $PT $PK; do FWD+=(--hostfwd "$p"); done
 "$VM/run.sh" "${FWD[@]}" --pcap "$D/cap.pcap" --share "$D/share" "$GUEST" >"$D/guest.log" 2>&1 &
 VMPID=$!
 KIDS+=("$VMPID")
@@ -204,6 +210,19 @@ pr=$(
 )
 bs_pr=$pr
 
+# atomic: the RFC 7306 §1.1 probe; siw answers Unexpected OpCode
+ping_c "$PA" "$D/atomic.log" -C 1 -S 64 --x-atomic
+rc=$?
+pr=$(
+    [ $rc = 1 ] || echo "    iwarp ping exit $rc (want 1)"
+    grep -q 'atomic probe: FetchAdd of 0 posted' "$D/atomic.log" || echo "    no probe posted"
+    grep -q 'cq completion failed: remote operation error (Terminate cause 000206)' "$D/atomic.log" ||
+        echo "    the FetchAdd did not fail with 0/2/0x06: $(grep 'iwarp ping' "$D/atomic.log" | head -n 4)"
+    grep -q 'async event .*Terminate cause 000206, from the peer)' "$D/atomic.log" ||
+        echo "    no async event with siw's cause: $(grep 'async' "$D/atomic.log" | head -n 2)"
+)
+at_pr=$pr
+
 # rst: rping killed -9 mid-transfer, once PINGS_UNDER_WAY pings are done (-d: a trace line per
 # completion, to count them)
 timeout 120 "$BIN" ping -c -a 127.0.0.1 -p "$PT" -S "$ABRUPT_SIZE" -C 0 --first-delay 250 --retry 30 \
@@ -227,6 +246,11 @@ SIWTERM=$(grep -o 'got TERMINATE.*' "$D/share/dmesg1.txt" 2>/dev/null | head -n 
 [ "$SIWTERM" = "got TERMINATE. layer 1, type 1, code 0" ] ||
     bs_pr+="    siw's dmesg does not show our Terminate: ${SIWTERM:-none}"
 later "bad-sink (our Terminate 1/1/0x00; siw: $SIWTERM)" "$bs_pr" "$PB" "i>r" "" ""
+# siw logs the opcode it does not know (siw_get_hdr): 10, the Atomic Request
+grep -q 'siw: received unknown packet type 10' "$D/share/dmesg1.txt" 2>/dev/null ||
+    at_pr+="    siw's dmesg does not show the Atomic Request as unknown"
+later "atomic (FetchAdd probe: siw's Terminate 0/2/0x06 reported)" "$at_pr" "$PA" "i>r" "" \
+    "$SIW_TERM_KNOWN"
 
 # kill: the guest dies mid-transfer
 timeout 120 "$BIN" ping -c -a 127.0.0.1 -p "$PK" -S "$ABRUPT_SIZE" -C 0 --first-delay 250 --retry 30 \

@@ -8,7 +8,10 @@
 #   - --transport sctp (DDP over SCTP, RFC 5043): the same loopback check on 127.0.0.1 (64 B,
 #     and 65535 B with --sctp-mtu 9000) and ::1 (64 B), -C 100;
 #   - -P: one persistent server, three clients at once, each verified;
-#   - failures exit 1: nobody listening; a client larger than the server's -S (both ends).
+#   - failures exit 1: nobody listening; a client larger than the server's -S (both ends);
+#   - --x-atomic against a server without RFC 7306 (as siw, interop.siw_scen's atomic run): the
+#     FetchAdd probe is answered with a Terminate 0/2/0x06 that the client reports (the WR's
+#     status and cause, the async event from the peer) and the server reports sending.
 # Usage: ping_cli.sh IWARP_BINARY
 set -u
 BIN=${1:?usage: ping_cli.sh IWARP_BINARY}
@@ -186,6 +189,26 @@ if start_server "$W/big.srv" -a 127.0.0.1 -S 64; then
     fi
 else
     fail "size check: the server did not start"
+fi
+
+# The RFC 7306 §1.1 probe to a peer without atomics: Unexpected OpCode, reported on both sides.
+PORT=$((PORT + 1))
+if start_server "$W/atomic.srv" -a 127.0.0.1 -S 64; then
+    timeout 30 "$BIN" ping -c -a 127.0.0.1 -p "$PORT" -C 1 -S 64 --x-atomic >"$W/atomic.cli" 2>&1
+    crc=$?
+    timeout 20 tail --pid="$SRV" -f /dev/null
+    wait "$SRV"
+    src=$?
+    if [ $crc = 1 ] && grep -q 'atomic probe: FetchAdd of 0 posted' "$W/atomic.cli" &&
+        grep -q 'cq completion failed: remote operation error (Terminate cause 000206)' "$W/atomic.cli" &&
+        grep -q 'async event .*Terminate cause 000206, from the peer)' "$W/atomic.cli" &&
+        grep -q 'async event .*Terminate cause 000206)' "$W/atomic.srv"; then
+        pass "--x-atomic: the peer's Terminate 0/2/0x06 reported (server rc $src)"
+    else
+        fail "--x-atomic: client rc $crc: $(grep 'iwarp ping' "$W/atomic.cli" | head -n 4)"
+    fi
+else
+    fail "--x-atomic: the server did not start"
 fi
 
 echo "$FAILED failed"

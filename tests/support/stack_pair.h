@@ -82,6 +82,8 @@ struct sp_cfg {
     struct iwarp_conn_param param;
     enum iwarp_port_space ps;      /* 0: IWARP_PS_TCP */
     const struct sockaddr_in *dst; /* connect here (e.g. a relay); NULL: the listener */
+    uint32_t rdmap_ext;            /* RFC 7306 extensions the QPs enable (IWARP_RDMAP_EXT_*) */
+    uint32_t srv_rdmap_ext_off;    /* ... except these on the server's QPs */
 };
 
 static inline uint64_t sp_now_ms(void)
@@ -295,6 +297,10 @@ static inline void sp_create_qp(struct sp_side *s, struct sp_end *e, const struc
                                     .cap = cfg->cap,
                                     .qp_type = IWARP_QPT_RC,
                                     .sq_sig_all = cfg->sq_sig_all};
+    if (cfg->rdmap_ext) {
+        qa.comp_mask |= IWARP_QP_INIT_ATTR_RDMAP_EXT;
+        qa.rdmap_ext = cfg->rdmap_ext;
+    }
     ASSERT_EQ(iwarp_cm_create_qp(e->id, s->pd, &qa), 0);
     e->qp = e->id->qp;
     ASSERT_TRUE(e->qp != NULL);
@@ -343,7 +349,9 @@ static inline void sp_connect_event(struct sp_side *srv, struct sp_side *cli,
         p->srv.id = ev->id;
         p->srv.peer = adv;
         ev->id->context_user = p;
-        sp_create_qp(srv, &p->srv, cfg, cfg->srv_srq);
+        struct sp_cfg srv_cfg = *cfg;
+        srv_cfg.rdmap_ext &= ~cfg->srv_rdmap_ext_off;
+        sp_create_qp(srv, &p->srv, &srv_cfg, cfg->srv_srq);
         struct iwarp_conn_param ap = cfg->param;
         ap.private_data = &p->srv.mine;
         ap.private_data_len = sizeof p->srv.mine;

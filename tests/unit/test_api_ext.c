@@ -240,8 +240,12 @@ static struct iwarp_cm_channel *qp_try_init(struct qp_try *t, struct iwarp_ctx *
     ASSERT_EQ(iwarp_cm_create_channel(ctx, &ch), 0);
     ASSERT_EQ(iwarp_cm_create_id(ch, &t->id, NULL, IWARP_PS_TCP), 0);
     t->qa = GUARDED(struct iwarp_qp_init_attr);
-    *t->qa = (struct iwarp_qp_init_attr){
-        .send_cq = t->o.cq, .recv_cq = t->o.cq, .cap = {.max_send_wr = 2}, .qp_type = IWARP_QPT_RC};
+    /* field by field: the base only is mapped (the appended rdmap_ext is not) */
+    memset(t->qa, 0, IWARP_API_EXT_BASE(struct iwarp_qp_init_attr));
+    t->qa->send_cq = t->o.cq;
+    t->qa->recv_cq = t->o.cq;
+    t->qa->cap.max_send_wr = 2;
+    t->qa->qp_type = IWARP_QPT_RC;
     t->da = GUARDED(struct iwarp_ddp_qp_init_attr);
     t->da->send_cq = t->o.cq;
     t->da->recv_cq = t->o.cq;
@@ -402,6 +406,36 @@ static void push_cq_err(struct iwarp_ctx *ctx, struct iwarp_cq *cq)
     pthread_mutex_unlock(&ctx->lock);
 }
 
+/* iwarp_device_attr's appended fields: a caller whose struct ends inside them (a header of an
+ * older version) gets the whole fields that fit and their bits, and nothing past its size. */
+TEST(device_attr_appended_fields_fill_what_fits)
+{
+    struct iwarp_ctx *ctx = ctx_logged();
+    const struct {
+        size_t size;
+        uint32_t mask;
+    } cases[] = {
+        {offsetof(struct iwarp_device_attr, rdmap_ext_cap) + 4, IWARP_DEVICE_ATTR_RDMAP_EXT},
+        {offsetof(struct iwarp_device_attr, atomic_cap) + 2, IWARP_DEVICE_ATTR_RDMAP_EXT},
+        {offsetof(struct iwarp_device_attr, max_qp_atomic_out),
+         IWARP_DEVICE_ATTR_RDMAP_EXT | IWARP_DEVICE_ATTR_ATOMIC_CAP},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        union out_buf buf;
+        memset(&buf, 0xA5, sizeof buf);
+        ASSERT_EQ(iwarp_query_device_sized(ctx, (struct iwarp_device_attr *)buf.b, cases[i].size),
+                  0);
+        uint32_t mask;
+        memcpy(&mask, buf.b + offsetof(struct iwarp_device_attr, comp_mask), sizeof mask);
+        ASSERT_EQ(mask, cases[i].mask);
+        size_t end = mask & IWARP_DEVICE_ATTR_ATOMIC_CAP
+                         ? offsetof(struct iwarp_device_attr, max_qp_atomic_in)
+                         : offsetof(struct iwarp_device_attr, atomic_cap);
+        expect_fill(&buf, end, cases[i].size + OUT_GUARD, 0xA5); /* a part field is not written */
+    }
+    ASSERT_EQ(iwarp_ctx_destroy(ctx), 0);
+}
+
 /* Every output struct: garbage-filled, as an uninitialised local, it is filled through the
  * header's wrapper with comp_mask 0; then the *_sized contract. */
 TEST(output_structs_need_no_init)
@@ -425,7 +459,14 @@ TEST(output_structs_need_no_init)
     ASSERT_EQ(iwarp_query_qp(o.qp, &qa), 0);
     ASSERT_EQ(iwarp_ddp_query_error(dqp, &de), 0);
     ASSERT_EQ(iwarp_get_async_event(ctx, &ev), 0);
-    ASSERT_TRUE(da.comp_mask == 0 && qa.comp_mask == 0 && de.comp_mask == 0 && ev.comp_mask == 0);
+    /* every appended field of iwarp_device_attr fits a struct of this header's size */
+    ASSERT_EQ(da.comp_mask, IWARP_DEVICE_ATTR_RDMAP_EXT | IWARP_DEVICE_ATTR_ATOMIC_CAP |
+                                IWARP_DEVICE_ATTR_MAX_ATOMIC);
+    ASSERT_EQ(da.rdmap_ext_cap, IWARP_RDMAP_EXT_IMM_DATA | IWARP_RDMAP_EXT_ATOMICS);
+    ASSERT_EQ(da.atomic_cap, IWARP_ATOMIC_HCA);
+    ASSERT_EQ(da.max_qp_atomic_in, da.max_qp_rd_atom); /* RFC 7306 §5.2: the Reads' IRD/ORD */
+    ASSERT_EQ(da.max_qp_atomic_out, da.max_qp_init_rd_atom);
+    ASSERT_TRUE(qa.comp_mask == 0 && de.comp_mask == 0 && ev.comp_mask == 0);
     ASSERT_EQ(da.max_mr, 65535);
     ASSERT_TRUE(da.max_qp_wr > 0 && da.max_sge > 0);
     ASSERT_EQ(qa.qp_state, IWARP_QPS_INIT);
@@ -448,5 +489,32 @@ TEST(output_structs_need_no_init)
     ASSERT_EQ(iwarp_get_async_event(ctx, &ev), IWARP_ERR_BUSY); /* taken by the contract */
     ASSERT_EQ(logged.lines, 0);
     ASSERT_EQ(iwarp_destroy_qp(dqp), 0);
+    objs_fini(ctx, &o);
+}
+
+/* IWARP_QP_INIT_ATTR_RDMAP_EXT: the bit makes rdmap_ext read; an extension the device does
+ * not have is refused before anything is created; without the bit rdmap_ext is not read. */
+TEST(qp_init_attr_rdmap_ext)
+{
+    struct iwarp_ctx *ctx = ctx_logged();
+    struct objs o;
+    objs_init(ctx, &o);
+    struct iwarp_qp_init_attr qa = {.send_cq = o.cq,
+                                    .recv_cq = o.cq,
+                                    .cap = {.max_send_wr = 4},
+                                    .qp_type = IWARP_QPT_RC,
+                                    .comp_mask = IWARP_QP_INIT_ATTR_RDMAP_EXT,
+                                    .rdmap_ext = 1u << 7};
+    struct iwarp_qp *qp = NULL;
+    ASSERT_EQ(iwarp_create_qp(o.pd, &qa, &qp), IWARP_ERR_INVAL);
+    ASSERT_TRUE(qp == NULL);
+    qa.rdmap_ext = IWARP_RDMAP_EXT_IMM_DATA | IWARP_RDMAP_EXT_ATOMICS;
+    ASSERT_EQ(iwarp_create_qp(o.pd, &qa, &qp), 0);
+    ASSERT_EQ(iwarp_destroy_qp(qp), 0);
+    qa.comp_mask = 0;
+    qa.rdmap_ext = 1u << 7; /* not read */
+    ASSERT_EQ(iwarp_create_qp(o.pd, &qa, &qp), 0);
+    ASSERT_EQ(iwarp_destroy_qp(qp), 0);
+    ASSERT_EQ(logged.lines, 0);
     objs_fini(ctx, &o);
 }

@@ -16,6 +16,7 @@
 #define LW IWARP_MEM_ACCESS_LOCAL_WRITE
 #define RW IWARP_MEM_ACCESS_REMOTE_WRITE
 #define RR IWARP_MEM_ACCESS_REMOTE_READ
+#define RA IWARP_MEM_ACCESS_REMOTE_ATOMIC
 
 enum { PD = 3, PD2 = 4, QPN = 17, BUF = 4096, RQ = 8 };
 
@@ -42,6 +43,7 @@ static int nev, ev_type[8];
 static uint32_t ev_cause[8];
 static bool ev_peer[8];
 static int nnotify;
+static uint32_t rdmap_ext; /* the RFC 7306 extensions the next setup enables */
 
 static void on_event(void *user, struct iwarp_core_qp *qp, int type, uint32_t cause, bool peer)
 {
@@ -101,6 +103,7 @@ static void setup_ext(bool use_srq, uint32_t ird)
                                     .max_send_sge = IWARP_CORE_MAX_SGE,
                                     .max_recv_sge = IWARP_CORE_MAX_SGE,
                                     .max_inline = 0,
+                                    .rdmap_ext = rdmap_ext,
                                     .event = on_event};
     struct iwarp_core_qp_mem m = {.sq = sq,
                                   .rq = use_srq ? NULL : rq,
@@ -1127,4 +1130,400 @@ TEST(two_phase_write_target_registered_elsewhere_is_lost)
     ASSERT_FALSE(iwarp_core_qp_rx_dst_valid(&Q)); /* latched */
     ASSERT_EQ(iwarp_core_qp_rx_payload_done(&Q), IWARP_ERR_STAG_INVALID);
     expect_term(1, 1, 0x00, 0xC0, s, 14 + 8);
+}
+
+/* ---- RFC 7306: Immediate Data and atomics, enabled on the connection ------------------- */
+
+static void setup_rdmap_ext(uint32_t ird)
+{
+    rdmap_ext = IWARP_RDMAP_EXT_IMM_DATA | IWARP_RDMAP_EXT_ATOMICS;
+    setup_ext(false, ird);
+    rdmap_ext = 0;
+}
+
+/* Immediate Data (RFC 7306 §6.2 Figure 7): untagged QN 0, then the 8 octets. */
+static size_t imm_data(uint8_t *p, bool se, uint32_t msn, const uint8_t imm[8])
+{
+    size_t n = untagged(p, true, se ? 0x9 : 0x8, 0, 0, msn, 0, NULL, 0);
+    memcpy(p + n, imm, 8);
+    return n + 8;
+}
+
+TEST(immediate_data_completes_a_zero_length_receive)
+{
+    setup_rdmap_ext(2);
+    post_recv(1, 0, NULL); /* RFC 7306 §6: nothing is placed, a zero-length receive suffices */
+    post_recv1(2, 0, 16);
+    iwarp_core_cq_arm(&rcq, true);
+    static const uint8_t imm[8] = {0xDE, 0xAD, 0xBE, 0xEF, 0x01, 0x02, 0x03, 0x04};
+    uint8_t s[64];
+    ASSERT_EQ(feed(s, imm_data(s, false, 1, imm)), 0);
+    ASSERT_EQ(nnotify, 0); /* without SE a solicited-only arm does not fire */
+    struct iwarp_wc wc = poll1(&rcq);
+    ASSERT_EQ_U(wc.wr_id, 1);
+    ASSERT_EQ(wc.status, IWARP_WC_SUCCESS);
+    ASSERT_EQ(wc.opcode, IWARP_WC_RECV_RDMA_WITH_IMM);
+    ASSERT_EQ(wc.wc_flags, IWARP_WC_WITH_IMM);
+    ASSERT_EQ(wc.byte_len, 0);
+    ASSERT_MEM_EQ(&wc.imm_data, imm, 4); /* octets 0-3 as they came (verbs: big-endian) */
+    ASSERT_EQ_U(wc.imm_data64, 0xDEADBEEF01020304u);
+    /* with SE: solicited; the MSN sequence is the Sends' (RFC 7306 §6.3: queue 0) */
+    ASSERT_EQ(feed(s, imm_data(s, true, 2, imm)), 0);
+    ASSERT_EQ(nnotify, 1);
+    wc = poll1(&rcq);
+    ASSERT_EQ_U(wc.wr_id, 2);
+    ASSERT_EQ(wc.opcode, IWARP_WC_RECV_RDMA_WITH_IMM);
+    expect_buf(); /* the 16-octet receive got nothing */
+    post_recv1(3, 0, 16);
+    ASSERT_EQ(feed(s, untagged(s, true, 0x3, 0, 0, 3, 0, data, 4)), 0); /* then a Send */
+    ASSERT_EQ(poll1(&rcq).opcode, IWARP_WC_RECV);
+}
+
+TEST(immediate_data_errors)
+{
+    static const uint8_t imm[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    uint8_t s[64];
+    /* no receive posted: 1/2/0x02, as a Send (RFC 7306 §6.3: it consumes one) */
+    setup_rdmap_ext(2);
+    size_t n = imm_data(s, false, 1, imm);
+    ASSERT_EQ(feed(s, n), IWARP_ERR_PROTO);
+    expect_term(1, 2, 0x02, 0xC0, s, n);
+    /* a wrong MSN: 1/2/0x03 */
+    setup_rdmap_ext(2);
+    post_recv1(1, 0, 16);
+    n = imm_data(s, true, 5, imm);
+    ASSERT_EQ(feed(s, n), IWARP_ERR_PROTO);
+    ASSERT_EQ(poll1(&rcq).status, IWARP_WC_WR_FLUSH_ERR);
+    expect_term(1, 2, 0x03, 0xC0, s, n);
+    /* RFC 7306 §6.3: exactly 8 octets, else 0/2/0xFF (wire_segment.h check 8) */
+    setup_rdmap_ext(2);
+    post_recv1(1, 0, 16);
+    n = untagged(s, true, 0x8, 0, 0, 1, 0, imm, 7);
+    ASSERT_NE(feed(s, n), 0);
+    ASSERT_EQ(Q.term_cause.layer, 0);
+    ASSERT_EQ(Q.term_cause.etype, 2);
+    ASSERT_EQ(Q.term_cause.ecode, 0xFF);
+}
+
+/* Atomic Request (RFC 7306 §5.2.1 Figure 4): untagged QN 1, Reserved|AOpCode, Request
+ * Identifier, Remote STag, Remote TO, Add or Swap Data and Mask, Compare Data and Mask. */
+static size_t atomic_req(uint8_t *p, uint32_t msn, uint8_t aopcode, uint32_t req_id, uint32_t stag,
+                         uint64_t to, uint64_t add_swap, uint64_t add_swap_mask, uint64_t compare,
+                         uint64_t compare_mask)
+{
+    size_t n = untagged(p, true, 0xA, 0, 1, msn, 0, NULL, 0);
+    n += be32(p + n, aopcode);
+    n += be32(p + n, req_id);
+    n += be32(p + n, stag);
+    n += be64(p + n, to);
+    n += be64(p + n, add_swap);
+    n += be64(p + n, add_swap_mask);
+    n += be64(p + n, compare);
+    n += be64(p + n, compare_mask);
+    return n;
+}
+
+/* Atomic Response (RFC 7306 §5.2.2 Figure 6): untagged QN 3, Original Request Identifier,
+ * Original Remote Data Value. */
+static size_t atomic_resp(uint8_t *p, uint32_t msn, uint32_t req_id, uint64_t orig)
+{
+    size_t n = untagged(p, true, 0xB, 0, 3, msn, 0, NULL, 0);
+    n += be32(p + n, req_id);
+    n += be64(p + n, orig);
+    return n;
+}
+
+static uint64_t word_at(size_t off)
+{
+    uint64_t v;
+    memcpy(&v, buf + off, sizeof v);
+    return v;
+}
+
+static void set_word(size_t off, uint64_t v)
+{
+    memcpy(buf + off, &v, sizeof v);
+    memcpy(shadow + off, &v, sizeof v);
+}
+
+/* The next segment TX produces is the Atomic Response with this MSN, id and value. */
+static void expect_atomic_resp(uint32_t msn, uint32_t req_id, uint64_t orig)
+{
+    uint8_t want[32];
+    size_t n = atomic_resp(want, msn, req_id, orig);
+    struct iwarp_core_tx_seg seg;
+    ASSERT_EQ(iwarp_core_qp_tx_next(&Q, 1500, &seg), 1);
+    ASSERT_EQ(seg.src, IWARP_CORE_TX_IRQ);
+    ASSERT_EQ(seg.payload_len, 0);
+    ASSERT_EQ(seg.hdr_len, n);
+    ASSERT_MEM_EQ(seg.hdr, want, n);
+    iwarp_core_qp_tx_sent(&Q, &seg);
+}
+
+TEST(atomic_requests_performed_and_answered_in_order)
+{
+    setup_rdmap_ext(4);
+    uint32_t ra = reg(1024, 64, PD, LW | RA);
+    set_word(1024, 40);
+    set_word(1032, 0x1111222233334444u);
+    uint8_t s[96];
+    const uint64_t ones = UINT64_MAX;
+    /* FetchAdd (Add Mask 0): +2; the Read Request after it shares queue 1's MSNs */
+    ASSERT_EQ(feed(s, atomic_req(s, 1, 0, 0x100, ra, va(1024), 2, 0, 0, ones)), 0);
+    ASSERT_EQ(feed(s, read_req(s, 2, 0x77, 0x88, 8, mr, va(1024))), 0);
+    /* CmpSwap that matches, then one that does not */
+    ASSERT_EQ(feed(s, atomic_req(s, 3, 2, 0x101, ra, va(1032), 7, ones, 0x1111222233334444u, ones)),
+              0);
+    ASSERT_EQ(feed(s, atomic_req(s, 4, 2, 0x102, ra, va(1032), 9, ones, 0x1111222233334444u, ones)),
+              0);
+    ASSERT_EQ(Q.irq_count, 4);
+    /* RFC 7306 §5.4 rule 3: performed once Delivered, in order */
+    ASSERT_EQ_U(word_at(1024), 42);
+    ASSERT_EQ_U(word_at(1032), 7);
+    /* RFC 7306 §5.2.2 rule 8, §7: responses in request order, the Read's among them; queue 3
+     * numbers its own messages from 1 */
+    expect_atomic_resp(1, 0x100, 40);
+    struct iwarp_core_tx_seg seg;
+    ASSERT_EQ(iwarp_core_qp_tx_next(&Q, 1500, &seg), 1);
+    ASSERT_EQ(seg.hdr[1] & 0x0F, 0x2); /* the Read Response, reading the updated word */
+    ASSERT_TRUE(seg.iov[0].iov_base == buf + 1024);
+    iwarp_core_qp_tx_sent(&Q, &seg);
+    expect_atomic_resp(2, 0x101, 0x1111222233334444u);
+    expect_atomic_resp(3, 0x102, 7);
+    ASSERT_EQ(Q.irq_count, 0);
+    ASSERT_EQ(iwarp_ddp_rx_uq_posted(&Q.uq_read), 4); /* every IRD slot free again */
+    expect_empty(&rcq); /* RFC 7306 §5.2.1 rule 3: not Delivered to the ULP */
+}
+
+TEST(masked_atomics_follow_the_rfc_pseudocode)
+{
+    setup_rdmap_ext(4);
+    uint32_t ra = reg(1024, 64, PD, LW | RA);
+    uint8_t s[96];
+    /* FetchAdd with an Add Mask of 8-bit fields: 0xFF + 0x01 in each field wraps to 0 without
+     * a carry into the next (RFC 7306 §5.1.1) */
+    set_word(1024, 0x00FF00FF00FF00FFu);
+    ASSERT_EQ(feed(s, atomic_req(s, 1, 0, 1, ra, va(1024), 0x0101010101010101u, 0x8080808080808080u,
+                                 0, UINT64_MAX)),
+              0);
+    ASSERT_EQ_U(word_at(1024), 0x0100010001000100u);
+    /* CmpSwap comparing only the low half and swapping only the high half (§5.1.2) */
+    set_word(1032, 0xAAAAAAAA12345678u);
+    ASSERT_EQ(feed(s, atomic_req(s, 2, 2, 2, ra, va(1032), 0x5555555500000000u, 0xFFFFFFFF00000000u,
+                                 0xFFFFFFFF12345678u, 0x00000000FFFFFFFFu)),
+              0);
+    ASSERT_EQ_U(word_at(1032), 0x5555555512345678u);
+    /* a masked compare that differs: nothing changes */
+    ASSERT_EQ(feed(s, atomic_req(s, 3, 2, 3, ra, va(1032), 0, UINT64_MAX, 0x12345679u,
+                                 0x00000000FFFFFFFFu)),
+              0);
+    ASSERT_EQ_U(word_at(1032), 0x5555555512345678u);
+    expect_atomic_resp(1, 1, 0x00FF00FF00FF00FFu);
+    expect_atomic_resp(2, 2, 0xAAAAAAAA12345678u);
+    expect_atomic_resp(3, 3, 0x5555555512345678u);
+}
+
+/* An Atomic Request at to in an STag with these rights fails with err and the Terminate
+ * layer/etype/code (M and D: RFC 7306 §8.1 rule 2, no RDMA header); memory is unchanged. */
+static void atomic_req_error(uint8_t aopcode, uint32_t stag, uint64_t to, int err, uint8_t layer,
+                             uint8_t etype, uint8_t code)
+{
+    uint8_t s[96];
+    size_t n = atomic_req(s, 1, aopcode, 9, stag, to, 1, 0, 0, UINT64_MAX);
+    ASSERT_EQ(feed(s, n), err);
+    ASSERT_EQ(Q.irq_count, 0);
+    expect_term(layer, etype, code, 0xC0, s, n);
+    expect_buf();
+}
+
+TEST(atomic_request_errors)
+{
+    /* RFC 7306 §8.2: a target not 64-bit aligned, 0/2/0x07 */
+    setup_rdmap_ext(2);
+    uint32_t ra = reg(1024, 64, PD, LW | RA);
+    atomic_req_error(0, ra, va(1028), IWARP_ERR_ATOMIC_ALIGN, 0, 2, 0x07);
+    setup_rdmap_ext(2);
+    ra = reg(1024, 64, PD, LW | RA);
+    atomic_req_error(2, ra, va(1025), IWARP_ERR_ATOMIC_ALIGN, 0, 2, 0x07);
+    /* an AOpCode we do not implement (1, Swap; 0xF): 0/2/0x06 (docs/design.md) */
+    setup_rdmap_ext(2);
+    ra = reg(1024, 64, PD, LW | RA);
+    atomic_req_error(1, ra, va(1024), IWARP_ERR_RDMAP_OPCODE, 0, 2, 0x06);
+    setup_rdmap_ext(2);
+    ra = reg(1024, 64, PD, LW | RA);
+    atomic_req_error(0xF, ra, va(1024), IWARP_ERR_RDMAP_OPCODE, 0, 2, 0x06);
+    /* the Read Request's Remote Protection checks (RFC 5040 §7.2 4a-4e): 0/1/x */
+    setup_rdmap_ext(2);
+    atomic_req_error(0, mr, va(1024), IWARP_ERR_MEM_ACCESS, 0, 1, 0x02); /* no REMOTE_ATOMIC */
+    setup_rdmap_ext(2);
+    ra = reg(1024, 64, PD, LW | RA);
+    atomic_req_error(0, ra ^ 0x7u, va(1024), IWARP_ERR_STAG_INVALID, 0, 1, 0x00);
+    setup_rdmap_ext(2);
+    ra = reg(1024, 64, PD, LW | RA);
+    atomic_req_error(0, ra, va(1024 + 60), IWARP_ERR_MEM_BOUNDS, 0, 1, 0x01);
+    setup_rdmap_ext(2);
+    ra = reg(1024, 64, PD2, LW | RA);
+    atomic_req_error(0, ra, va(1024), IWARP_ERR_STAG_NOT_ASSOC, 0, 1, 0x03);
+    /* the wrong length: 0/2/0xFF (RFC 7306 §4.2, wire_segment.h check 8) */
+    setup_rdmap_ext(2);
+    uint8_t s[96];
+    size_t n = atomic_req(s, 1, 0, 9, mr, va(1024), 1, 0, 0, UINT64_MAX) - 4;
+    ASSERT_NE(feed(s, n), 0);
+    ASSERT_EQ(Q.term_cause.ecode, 0xFF);
+    ASSERT_EQ(Q.irq_count, 0);
+}
+
+TEST(atomic_requests_beyond_ird_as_reads)
+{
+    /* IRD 2, shared: a Read Request and an Atomic Request fill it; the next of either kind
+     * finds no queue 1 buffer, 1/2/0x02 as an excess Read Request (RFC 7306 §5.2.2 rule 4) */
+    setup_rdmap_ext(2);
+    uint32_t ra = reg(1024, 64, PD, LW | RA);
+    uint8_t s[96];
+    ASSERT_EQ(feed(s, read_req(s, 1, 0x77, 0x88, 8, mr, va(0))), 0);
+    ASSERT_EQ(feed(s, atomic_req(s, 2, 0, 1, ra, va(1024), 1, 0, 0, UINT64_MAX)), 0);
+    size_t n = atomic_req(s, 3, 0, 2, ra, va(1024), 1, 0, 0, UINT64_MAX);
+    ASSERT_EQ(feed(s, n), IWARP_ERR_PROTO);
+    expect_term(1, 2, 0x02, 0xC0, s, n);
+}
+
+/* Post an atomic of Q to the peer (its Atomic Request is produced and sent). */
+static void post_atomic(uint64_t wr_id, enum iwarp_wr_opcode op, size_t sink_off)
+{
+    struct iwarp_sge sg = {.addr = va(sink_off), .length = 8, .lkey = mr};
+    struct iwarp_send_wr wr = {.wr_id = wr_id,
+                               .sg_list = &sg,
+                               .num_sge = 1,
+                               .opcode = op,
+                               .send_flags = IWARP_SEND_SIGNALED};
+    wr.wr.atomic.remote_addr = 0x1000;
+    wr.wr.atomic.rkey = 0x1234;
+    wr.wr.atomic.compare_add = 5;
+    ASSERT_EQ(iwarp_core_qp_post_send(&Q, &wr), 0);
+    struct iwarp_core_tx_seg seg;
+    ASSERT_EQ(iwarp_core_qp_tx_next(&Q, 1500, &seg), 1);
+    ASSERT_EQ(seg.hdr[1] & 0x0F, 0xA); /* the Atomic Request */
+    iwarp_core_qp_tx_sent(&Q, &seg);
+}
+
+TEST(atomic_response_completes_its_request_in_order)
+{
+    setup_rdmap_ext(2);
+    post_atomic(61, IWARP_WR_ATOMIC_FETCH_AND_ADD, 64);
+    post_read(62, mr, 100, 4);
+    post_atomic(63, IWARP_WR_ATOMIC_CMP_AND_SWP, 72);
+    ASSERT_EQ(Q.orq_count, 3);
+    expect_empty(&scq); /* RFC 7306 §5.4 rule 7: not before the Response */
+    uint8_t s[96];
+    ASSERT_EQ(feed(s, atomic_resp(s, 1, 0, 0x0102030405060708u)), 0); /* Request Identifier 0 */
+    struct iwarp_wc wc = poll1(&scq);
+    ASSERT_EQ_U(wc.wr_id, 61);
+    ASSERT_EQ(wc.status, IWARP_WC_SUCCESS);
+    ASSERT_EQ(wc.opcode, IWARP_WC_FETCH_ADD);
+    ASSERT_EQ(wc.byte_len, 8);
+    set_word(64, 0x0102030405060708u); /* the original value, in host order, in the sink */
+    ASSERT_EQ(feed(s, tagged(s, true, 0x2, mr, va(100), data, 4)), 0);
+    memcpy(shadow + 100, data, 4);
+    ASSERT_EQ_U(poll1(&scq).wr_id, 62);
+    ASSERT_EQ(feed(s, atomic_resp(s, 2, 1, 77)), 0);
+    wc = poll1(&scq);
+    ASSERT_EQ_U(wc.wr_id, 63);
+    ASSERT_EQ(wc.opcode, IWARP_WC_COMP_SWAP);
+    set_word(72, 77);
+    ASSERT_EQ(Q.orq_count, 0);
+    expect_buf();
+}
+
+TEST(atomic_response_errors)
+{
+    uint8_t s[96];
+    /* none outstanding: Unexpected OpCode 0/2/0x06, as a Read Response without a Read */
+    setup_rdmap_ext(2);
+    size_t n = atomic_resp(s, 1, 0, 1);
+    ASSERT_EQ(feed(s, n), IWARP_ERR_RDMAP_OPCODE);
+    expect_term(0, 2, 0x06, 0xC0, s, n);
+    /* a Read's turn: responses come in request order (RFC 7306 §7) */
+    setup_rdmap_ext(2);
+    post_read(1, mr, 100, 4);
+    post_atomic(2, IWARP_WR_ATOMIC_FETCH_AND_ADD, 64);
+    n = atomic_resp(s, 1, 0, 1);
+    ASSERT_EQ(feed(s, n), IWARP_ERR_RDMAP_OPCODE);
+    expect_term(0, 2, 0x06, 0xC0, s, n);
+    /* another Request Identifier (§5.2.2 rule 7): 0/2/0x07; the atomic fails BAD_RESP_ERR */
+    setup_rdmap_ext(2);
+    post_atomic(3, IWARP_WR_ATOMIC_FETCH_AND_ADD, 64);
+    n = atomic_resp(s, 1, 5, 1);
+    ASSERT_EQ(feed(s, n), IWARP_ERR_ATOMIC_RESP);
+    struct iwarp_wc wc = poll1(&scq);
+    ASSERT_EQ_U(wc.wr_id, 3);
+    ASSERT_EQ(wc.status, IWARP_WC_BAD_RESP_ERR);
+    ASSERT_EQ_U(wc.vendor_err, cause_u32(0, 2, 0x07));
+    expect_term(0, 2, 0x07, 0xC0, s, n);
+    /* the wrong MSN on queue 3: 1/2/0x03 */
+    setup_rdmap_ext(2);
+    post_atomic(4, IWARP_WR_ATOMIC_FETCH_AND_ADD, 64);
+    n = atomic_resp(s, 2, 0, 1);
+    ASSERT_EQ(feed(s, n), IWARP_ERR_PROTO);
+    expect_term(1, 2, 0x03, 0xC0, s, n);
+    expect_buf(); /* no sink was written */
+}
+
+TEST(atomic_answered_by_a_terminate_fails_with_its_cause)
+{
+    /* RFC 7306 §1.1: a peer without the extension answers Unexpected OpCode (siw does); the
+     * atomic completes REM_OP_ERR with the peer's cause, the rest is flushed */
+    setup_rdmap_ext(2);
+    post_atomic(7, IWARP_WR_ATOMIC_FETCH_AND_ADD, 64);
+    post_recv1(8, 0, 16);
+    uint8_t s[96];
+    size_t n = untagged(s, true, 0x7, 0, 2, 1, 0, NULL, 0);
+    s[n++] = 0x02;
+    s[n++] = 0x06;
+    s[n++] = 0x00;
+    s[n++] = 0x00;
+    ASSERT_EQ(feed(s, n), 0);
+    struct iwarp_wc wc = poll1(&scq);
+    ASSERT_EQ_U(wc.wr_id, 7);
+    ASSERT_EQ(wc.status, IWARP_WC_REM_OP_ERR);
+    ASSERT_EQ(wc.opcode, IWARP_WC_FETCH_ADD);
+    ASSERT_EQ_U(wc.vendor_err, cause_u32(0, 2, 0x06));
+    ASSERT_EQ(poll1(&rcq).status, IWARP_WC_WR_FLUSH_ERR);
+    expect_buf();
+}
+
+TEST(siws_headerless_unexpected_opcode_terminate_is_read_its_way)
+{
+    /* siw answers an opcode it does not know (RFC 7306's, siw has none) with its 0/2/0x06
+     * bit-reversed and no headers: octets 0x20 0x06, which the RFC reading calls 2/0/0x06, an
+     * MPA set-up cause no stream in full operation receives (docs/interop-siw.md) */
+    setup_rdmap_ext(2);
+    post_atomic(9, IWARP_WR_ATOMIC_FETCH_AND_ADD, 64);
+    uint8_t s[64];
+    size_t n = untagged(s, true, 0x7, 0, 2, 1, 0, NULL, 0);
+    s[n++] = 0x20;
+    s[n++] = 0x06;
+    s[n++] = 0x00;
+    s[n++] = 0x00;
+    ASSERT_EQ(feed(s, n), 0);
+    struct iwarp_wc wc = poll1(&scq);
+    ASSERT_EQ_U(wc.wr_id, 9);
+    ASSERT_EQ(wc.status, IWARP_WC_REM_OP_ERR);
+    ASSERT_EQ_U(wc.vendor_err, cause_u32(0, 2, 0x06));
+    ASSERT_EQ_U(ev_cause[0], cause_u32(0, 2, 0x06));
+    ASSERT_TRUE(ev_peer[0]);
+    /* before we sent an RFC 7306 message the same octets are RFC 6581 §9.1's 2/0/0x06 (an
+     * initiator's answer to the MPA exchange), and another LLP cause is read the RFC way */
+    static const uint8_t llp_causes[2] = {0x06, 0x02};
+    for (int i = 0; i < 2; i++) {
+        setup_rdmap_ext(2);
+        if (i == 1)
+            post_atomic(10, IWARP_WR_ATOMIC_FETCH_AND_ADD, 64);
+        n = untagged(s, true, 0x7, 0, 2, 1, 0, NULL, 0);
+        s[n++] = 0x20;
+        s[n++] = llp_causes[i];
+        s[n++] = 0x00;
+        s[n++] = 0x00;
+        ASSERT_EQ(feed(s, n), 0);
+        ASSERT_EQ_U(ev_cause[0], cause_u32(2, 0, llp_causes[i]));
+    }
 }

@@ -28,6 +28,7 @@ static struct iwarp_core_qp Q;
 static uint8_t buf[8192];
 static uint32_t lkey;
 static int events[32], nevents;
+static uint32_t rdmap_ext; /* the RFC 7306 extensions the next setup enables */
 
 static void on_event(void *user, struct iwarp_core_qp *qp, int type, uint32_t cause, bool peer)
 {
@@ -58,6 +59,7 @@ static void setup(bool sig_all)
                                     .max_send_sge = 6,
                                     .max_recv_sge = 6,
                                     .max_inline = 80,
+                                    .rdmap_ext = rdmap_ext,
                                     .sq_sig_all = sig_all,
                                     .event = on_event};
     struct iwarp_core_qp_mem m = {
@@ -287,9 +289,18 @@ TEST(post_validation)
     struct iwarp_send_wr w = wr_of(IWARP_WR_SEND, 1, &s, 1, 0);
     w.send_flags = 1u << 7; /* unknown flag */
     ASSERT_EQ(iwarp_core_qp_post_send(&Q, &w), IWARP_ERR_INVAL);
-    w = wr_of(IWARP_WR_ATOMIC_FETCH_AND_ADD, 1, &s, 1, 0);
-    ASSERT_EQ(iwarp_core_qp_post_send(&Q, &w), IWARP_ERR_INVAL);
-    w = wr_of(IWARP_WR_SEND_WITH_IMM, 1, &s, 1, 0);
+    /* RFC 7306 work requests on a connection that did not enable the extensions */
+    const enum iwarp_wr_opcode ext_ops[] = {
+        IWARP_WR_ATOMIC_FETCH_AND_ADD,        IWARP_WR_ATOMIC_CMP_AND_SWP,
+        IWARP_WR_MASKED_ATOMIC_FETCH_AND_ADD, IWARP_WR_MASKED_ATOMIC_CMP_AND_SWP,
+        IWARP_WR_RDMA_WRITE_WITH_IMM,         IWARP_WR_IMM_DATA};
+    for (size_t i = 0; i < sizeof ext_ops / sizeof ext_ops[0]; i++) {
+        w = wr_of(ext_ops[i], 1, &s, ext_ops[i] == IWARP_WR_IMM_DATA ? 0 : 1, 0);
+        ASSERT_EQ(iwarp_core_qp_post_send(&Q, &w), IWARP_ERR_RDMAP_EXT_OFF);
+    }
+    w = wr_of(IWARP_WR_SEND_WITH_IMM, 1, &s, 1, 0); /* docs/design.md: never */
+    ASSERT_EQ(iwarp_core_qp_post_send(&Q, &w), IWARP_ERR_NOTSUP);
+    w = wr_of(IWARP_WR_TSO, 1, &s, 1, 0);
     ASSERT_EQ(iwarp_core_qp_post_send(&Q, &w), IWARP_ERR_INVAL);
     struct iwarp_sge two[2] = {sge_of(0, 8), sge_of(8, 8)};
     w = wr_of(IWARP_WR_RDMA_READ, 1, two, 2, 0); /* one sink SGE */
@@ -461,4 +472,226 @@ TEST(fini_releases_work_never_completed)
     ASSERT_EQ(iwarp_mem_dereg_mr(&T, lkey), IWARP_ERR_BUSY);
     iwarp_core_qp_fini(&Q);
     ASSERT_EQ(iwarp_mem_dereg_mr(&T, lkey), 0);
+}
+
+/* ---- RFC 7306: Immediate Data and atomics ------------------------------------------------ */
+
+static void setup_rdmap_ext(uint32_t ird, uint32_t ord)
+{
+    rdmap_ext = IWARP_RDMAP_EXT_IMM_DATA | IWARP_RDMAP_EXT_ATOMICS;
+    setup(true);
+    rdmap_ext = 0;
+    ASSERT_EQ(iwarp_core_qp_start(&Q, ird, ord), 0);
+}
+
+/* The next segment is produced, equals want[0..n) (header) and is handed back as sent. */
+static struct iwarp_core_tx_seg expect_seg(const uint8_t *want, size_t n)
+{
+    struct iwarp_core_tx_seg seg;
+    ASSERT_EQ(iwarp_core_qp_tx_next(&Q, 1024, &seg), 1);
+    ASSERT_EQ_U(seg.hdr_len, n);
+    ASSERT_MEM_EQ(seg.hdr, want, n);
+    return seg;
+}
+
+static void put_be(uint8_t *p, uint64_t v, int octets)
+{
+    for (int i = 0; i < octets; i++)
+        p[i] = (uint8_t)(v >> (8 * (octets - 1 - i)));
+}
+
+TEST(write_with_immediate_is_a_write_then_immediate_data)
+{
+    setup_rdmap_ext(4, 4);
+    struct iwarp_sge s = sge_of(0, 5);
+    struct iwarp_send_wr w = wr_of(IWARP_WR_RDMA_WRITE_WITH_IMM, 7, &s, 1, IWARP_SEND_SOLICITED);
+    w.wr.rdma.remote_addr = 0x0102030405060708u;
+    w.wr.rdma.rkey = 0xCAFEBABEu;
+    const uint8_t imm4[4] = {0x11, 0x22, 0x33, 0x44};
+    memcpy(&w.imm_data, imm4, 4);
+    struct iwarp_send_wr send = wr_of(IWARP_WR_SEND, 8, &s, 1, 0);
+    ASSERT_EQ(iwarp_core_qp_post_send(&Q, &w), 0);
+    ASSERT_EQ(iwarp_core_qp_post_send(&Q, &send), 0);
+    /* RFC 5040 §4.3: the Write, tagged, with its payload */
+    static const uint8_t wr_hdr[14] = {0xC1, 0x40, 0xCA, 0xFE, 0xBA, 0xBE, 1, 2, 3, 4, 5, 6, 7, 8};
+    struct iwarp_core_tx_seg w1 = expect_seg(wr_hdr, 14);
+    ASSERT_EQ_U(w1.payload_len, 5);
+    ASSERT_FALSE(w1.wr_done);
+    iwarp_core_qp_tx_sent(&Q, &w1);
+    struct iwarp_wc wc;
+    ASSERT_EQ_U(iwarp_core_cq_poll(&scq, &wc, 1), 0); /* not before its Immediate Data */
+    /* RFC 7306 §6.2-§6.3: Immediate Data with SE (0x9), QN 0, MSN 1, MO 0, then the 8
+     * octets: imm_data's 4 as posted, then zeros */
+    static const uint8_t imm_hdr[26] = {0x41, 0x49, 0, 0, 0, 0,    0,    0,    0,    0, 0, 0, 0,
+                                        1,    0,    0, 0, 0, 0x11, 0x22, 0x33, 0x44, 0, 0, 0, 0};
+    struct iwarp_core_tx_seg i1 = expect_seg(imm_hdr, 26);
+    ASSERT_EQ_U(i1.payload_len, 0);
+    ASSERT_TRUE(i1.wr_done);
+    iwarp_core_qp_tx_sent(&Q, &i1);
+    ASSERT_EQ_U(iwarp_core_cq_poll(&scq, &wc, 1), 1);
+    ASSERT_EQ_U(wc.wr_id, 7);
+    ASSERT_EQ(wc.opcode, IWARP_WC_RDMA_WRITE);
+    ASSERT_EQ_U(wc.byte_len, 5);
+    /* the Send after it continues queue 0's MSNs: 2 */
+    struct iwarp_core_tx_seg s2;
+    ASSERT_EQ(iwarp_core_qp_tx_next(&Q, 1024, &s2), 1);
+    ASSERT_EQ(s2.hdr[1], 0x43);
+    ASSERT_EQ(s2.hdr[13], 2);
+    /* the Immediate Data message alone: the 8 octets of imm_data64, big-endian */
+    struct iwarp_send_wr imm = wr_of(IWARP_WR_IMM_DATA, 9, NULL, 0, 0);
+    imm.imm_data64 = 0xA1A2A3A4A5A6A7A8u;
+    ASSERT_EQ(iwarp_core_qp_post_send(&Q, &imm), 0);
+    iwarp_core_qp_tx_sent(&Q, &s2);
+    static const uint8_t imm_alone[26] = {0x41, 0x48, 0,    0,    0,    0,    0,    0,   0,
+                                          0,    0,    0,    0,    3,    0,    0,    0,   0,
+                                          0xA1, 0xA2, 0xA3, 0xA4, 0xA5, 0xA6, 0xA7, 0xA8};
+    struct iwarp_core_tx_seg i2 = expect_seg(imm_alone, 26);
+    iwarp_core_qp_tx_sent(&Q, &i2);
+    ASSERT_EQ_U(iwarp_core_cq_poll(&scq, &wc, 1), 1); /* the Send */
+    ASSERT_EQ_U(iwarp_core_cq_poll(&scq, &wc, 1), 1);
+    ASSERT_EQ_U(wc.wr_id, 9);
+    ASSERT_EQ(wc.opcode, IWARP_WC_SEND);
+    ASSERT_EQ_U(wc.byte_len, 0);
+    /* the Immediate Data message carries nothing else */
+    struct iwarp_send_wr bad = wr_of(IWARP_WR_IMM_DATA, 10, &s, 1, 0);
+    ASSERT_EQ(iwarp_core_qp_post_send(&Q, &bad), IWARP_ERR_INVAL);
+}
+
+TEST(write_with_immediate_segments_and_lets_no_message_between)
+{
+    /* a Write of several segments: the Read Response waiting in the IRQ goes only after the
+     * Immediate Data (messages never interleave, and the pair is one work request) */
+    setup_rdmap_ext(4, 4);
+    struct iwarp_sge s = sge_of(0, 3000);
+    struct iwarp_send_wr w = wr_of(IWARP_WR_RDMA_WRITE_WITH_IMM, 1, &s, 1, 0);
+    w.wr.rdma.rkey = 0x100;
+    ASSERT_EQ(iwarp_core_qp_post_send(&Q, &w), 0);
+    Q.irq[0] = (struct iwarp_core_irqe){.atomic = true, .req_id = 5, .orig_value = 6};
+    Q.irq_count = 1;
+    uint32_t written = 0;
+    struct iwarp_core_tx_seg seg;
+    for (;;) {
+        ASSERT_EQ(iwarp_core_qp_tx_next(&Q, 1024, &seg), 1);
+        if ((seg.hdr[1] & 0x0F) != 0x0)
+            break;
+        written += seg.payload_len;
+        iwarp_core_qp_tx_sent(&Q, &seg);
+    }
+    ASSERT_EQ_U(written, 3000);
+    ASSERT_EQ(seg.hdr[1] & 0x0F, 0x8); /* Immediate Data, not the Atomic Response */
+    iwarp_core_qp_tx_sent(&Q, &seg);
+    ASSERT_EQ(iwarp_core_qp_tx_next(&Q, 1024, &seg), 1);
+    ASSERT_EQ(seg.hdr[1] & 0x0F, 0xB);
+}
+
+/* The Atomic Request an atomic WR of sink buf[8..16) to STag 0xCAFEBABE at TO 0x0102..08
+ * produces (RFC 7306 §5.2.1 Figure 4): untagged QN 1 with msn, then the 52-octet header. */
+static void expect_atomic_req(uint32_t msn, uint8_t aopcode, uint32_t req_id, uint64_t add_swap,
+                              uint64_t add_swap_mask, uint64_t compare, uint64_t compare_mask)
+{
+    uint8_t h[70] = {0x41, 0x4A, 0, 0, 0, 0, 0, 0, 0, 1};
+    put_be(h + 10, msn, 4);
+    put_be(h + 18, aopcode, 4); /* Reserved (28 bits, zero) and AOpCode */
+    put_be(h + 22, req_id, 4);
+    put_be(h + 26, 0xCAFEBABEu, 4);
+    put_be(h + 30, 0x0102030405060708u, 8);
+    put_be(h + 38, add_swap, 8);
+    put_be(h + 46, add_swap_mask, 8);
+    put_be(h + 54, compare, 8);
+    put_be(h + 62, compare_mask, 8);
+    struct iwarp_core_tx_seg seg = expect_seg(h, 70);
+    ASSERT_EQ_U(seg.payload_len, 0);
+    iwarp_core_qp_tx_sent(&Q, &seg);
+}
+
+static struct iwarp_send_wr atomic_wr(enum iwarp_wr_opcode op, uint64_t id, struct iwarp_sge *s)
+{
+    struct iwarp_send_wr w = wr_of(op, id, s, 1, 0);
+    w.wr.atomic.remote_addr = 0x0102030405060708u;
+    w.wr.atomic.rkey = 0xCAFEBABEu;
+    w.wr.atomic.compare_add = 0x1111111111111111u;
+    w.wr.atomic.swap = 0x2222222222222222u;
+    w.masked_atomic.compare_add_mask = 0x00000000FFFFFFFFu;
+    w.masked_atomic.swap_mask = 0xFFFFFFFF00000000u;
+    return w;
+}
+
+TEST(atomic_requests_golden_share_ord_and_queue_1_with_reads)
+{
+    setup_rdmap_ext(4, 4);
+    struct iwarp_sge s = sge_of(8, 8);
+    const uint64_t ones = UINT64_MAX;
+    const enum iwarp_wr_opcode ops[4] = {IWARP_WR_ATOMIC_FETCH_AND_ADD, IWARP_WR_ATOMIC_CMP_AND_SWP,
+                                         IWARP_WR_MASKED_ATOMIC_FETCH_AND_ADD,
+                                         IWARP_WR_MASKED_ATOMIC_CMP_AND_SWP};
+    for (int i = 0; i < 4; i++) {
+        struct iwarp_send_wr w = atomic_wr(ops[i], (uint64_t)i, &s);
+        ASSERT_EQ(iwarp_core_qp_post_send(&Q, &w), 0);
+    }
+    struct iwarp_sge rs = sge_of(100, 4);
+    struct iwarp_send_wr r = wr_of(IWARP_WR_RDMA_READ, 5, &rs, 1, 0);
+    ASSERT_EQ(iwarp_core_qp_post_send(&Q, &r), 0);
+    /* the verbs forms: Add Mask 0, all-ones Swap and Compare Masks, FetchAdd's Compare Data 0
+     * (RFC 7306 §5.2.1: "set to zero ... ffffffffffffffffh on transmit"); Request
+     * Identifiers 0, 1, ... */
+    expect_atomic_req(1, 0, 0, 0x1111111111111111u, 0, 0, ones);
+    expect_atomic_req(2, 2, 1, 0x2222222222222222u, ones, 0x1111111111111111u, ones);
+    /* the masked forms carry the masks */
+    expect_atomic_req(3, 0, 2, 0x1111111111111111u, 0x00000000FFFFFFFFu, 0, ones);
+    expect_atomic_req(4, 2, 3, 0x2222222222222222u, 0xFFFFFFFF00000000u, 0x1111111111111111u,
+                      0x00000000FFFFFFFFu);
+    /* ORD 4 is full of atomics: the Read waits (RFC 7306 §5.2: the same ORD) */
+    ASSERT_FALSE(iwarp_core_qp_tx_pending(&Q));
+    struct iwarp_core_tx_seg seg;
+    ASSERT_EQ(iwarp_core_qp_tx_next(&Q, 1024, &seg), 0);
+    ASSERT_EQ_U(Q.orq_count, 4);
+    struct iwarp_wc wc;
+    ASSERT_EQ_U(iwarp_core_cq_poll(&scq, &wc, 1), 0); /* atomics complete on their response */
+}
+
+TEST(atomic_post_validation)
+{
+    setup_rdmap_ext(4, 4);
+    struct iwarp_sge s = sge_of(8, 8);
+    struct iwarp_send_wr w = atomic_wr(IWARP_WR_ATOMIC_FETCH_AND_ADD, 1, &s);
+    s.length = 4; /* the sink is the 8 octets of the original value */
+    ASSERT_EQ(iwarp_core_qp_post_send(&Q, &w), IWARP_ERR_INVAL);
+    s.length = 8;
+    w.num_sge = 0;
+    ASSERT_EQ(iwarp_core_qp_post_send(&Q, &w), IWARP_ERR_INVAL);
+    w.num_sge = 1;
+    w.send_flags = IWARP_SEND_INLINE;
+    ASSERT_EQ(iwarp_core_qp_post_send(&Q, &w), IWARP_ERR_INVAL);
+    w.send_flags = 0;
+    ASSERT_EQ(iwarp_core_qp_post_send(&Q, &w), 0);
+    /* ORD 0: no Atomic Request could ever be issued, as a Read */
+    setup_rdmap_ext(4, 0);
+    w = atomic_wr(IWARP_WR_ATOMIC_CMP_AND_SWP, 1, &s);
+    ASSERT_EQ(iwarp_core_qp_post_send(&Q, &w), IWARP_ERR_INVAL);
+    /* only Immediate Data enabled: the atomics are still refused */
+    rdmap_ext = IWARP_RDMAP_EXT_IMM_DATA;
+    setup(true);
+    rdmap_ext = 0;
+    ASSERT_EQ(iwarp_core_qp_start(&Q, 4, 4), 0);
+    s = sge_of(8, 8); /* this setup's MR */
+    w = atomic_wr(IWARP_WR_ATOMIC_CMP_AND_SWP, 1, &s);
+    ASSERT_EQ(iwarp_core_qp_post_send(&Q, &w), IWARP_ERR_RDMAP_EXT_OFF);
+    w = wr_of(IWARP_WR_RDMA_WRITE_WITH_IMM, 2, &s, 1, 0);
+    ASSERT_EQ(iwarp_core_qp_post_send(&Q, &w), 0);
+}
+
+TEST(fence_waits_for_prior_atomics)
+{
+    setup_rdmap_ext(4, 4);
+    struct iwarp_sge s = sge_of(8, 8);
+    struct iwarp_send_wr a = atomic_wr(IWARP_WR_ATOMIC_FETCH_AND_ADD, 1, &s);
+    struct iwarp_send_wr f = wr_of(IWARP_WR_SEND, 2, &s, 1, IWARP_SEND_FENCE);
+    ASSERT_EQ(iwarp_core_qp_post_send(&Q, &a), 0);
+    ASSERT_EQ(iwarp_core_qp_post_send(&Q, &f), 0);
+    struct iwarp_core_tx_seg seg;
+    ASSERT_EQ(iwarp_core_qp_tx_next(&Q, 1024, &seg), 1);
+    ASSERT_EQ(seg.hdr[1] & 0x0F, 0xA);
+    iwarp_core_qp_tx_sent(&Q, &seg);
+    ASSERT_FALSE(iwarp_core_qp_tx_pending(&Q)); /* verbs Fence: until the atomic completes */
+    ASSERT_EQ(iwarp_core_qp_tx_next(&Q, 1024, &seg), 0);
 }

@@ -185,12 +185,20 @@ static void print_body(const struct iwarp_wire_segment *s)
         break;
     case IWARP_RDMAP_OP_ATOMIC_REQ: {
         const struct iwarp_rdmap_atomic_req *a = &s->body.atomic_req;
-        printf(" %s id=%u target=0x%08x@0x%llx", a->aopcode ? "CmpSwap" : "FetchAdd", a->req_id,
-               a->stag, (unsigned long long)a->to);
+        const char *name = a->aopcode == IWARP_ATOMIC_FETCH_ADD  ? "FetchAdd"
+                           : a->aopcode == IWARP_ATOMIC_CMP_SWAP ? "CmpSwap"
+                                                                 : "AOpCode?";
+        printf(" %s(%u) id=%u target=0x%08x@0x%llx data=0x%llx mask=0x%llx", name, a->aopcode,
+               a->req_id, a->stag, (unsigned long long)a->to, (unsigned long long)a->add_swap,
+               (unsigned long long)a->add_swap_mask);
+        if (a->aopcode == IWARP_ATOMIC_CMP_SWAP)
+            printf(" compare=0x%llx/0x%llx", (unsigned long long)a->compare,
+                   (unsigned long long)a->compare_mask);
         break;
     }
     case IWARP_RDMAP_OP_ATOMIC_RESP:
-        printf(" id=%u", s->body.atomic_resp.req_id);
+        printf(" id=%u orig=0x%llx", s->body.atomic_resp.req_id,
+               (unsigned long long)s->body.atomic_resp.orig_value);
         break;
     default:
         break;

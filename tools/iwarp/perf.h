@@ -40,7 +40,30 @@ enum {
     PERF_TIMEOUT_MS = 30000,        /* a silent peer fails the run after this long */
 };
 
-enum perf_op { PERF_OP_WRITE = 0, PERF_OP_READ = 1, PERF_OP_SEND = 2 };
+/* The measured operation. The RFC 7306 ones (docs/design.md) need libiwarp on both sides:
+ * atomic (FetchAdd of 1) and cmp-swap (CmpSwap) on 8 octets, answered by the server's RNIC
+ * alone as a Read is; write-imm, RDMA Write with Immediate, consuming a server receive each as
+ * a Send does. */
+enum perf_op {
+    PERF_OP_WRITE = 0,
+    PERF_OP_READ = 1,
+    PERF_OP_SEND = 2,
+    PERF_OP_ATOMIC = 3,
+    PERF_OP_CMP_SWAP = 4,
+    PERF_OP_WRITE_IMM = 5,
+};
+
+/* Whether op is an RFC 7306 atomic (8 octets, served by the server's RNIC, like a Read). */
+static inline bool perf_op_atomic(enum perf_op op)
+{
+    return op == PERF_OP_ATOMIC || op == PERF_OP_CMP_SWAP;
+}
+
+/* Whether each operation consumes a receive at the server (Send, Write with Immediate). */
+static inline bool perf_op_consumes_recv(enum perf_op op)
+{
+    return op == PERF_OP_SEND || op == PERF_OP_WRITE_IMM;
+}
 
 /* Unmeasured warm-up round trips before a latency run: a tenth, at most 100. */
 static inline uint64_t perf_warmup(uint64_t iters)
@@ -195,6 +218,7 @@ struct perf_ep {
     uint32_t peer_rkey;
     uint64_t peer_len;
     struct perf_layout peer_lay;
+    bool rdmap_ext; /* QPs enable the RFC 7306 extensions (an RFC 7306 op) */
     bool armed;
     struct iwarp_wc wc[32];
     int wc_n, wc_i;

@@ -197,13 +197,39 @@ static bool wants_more(const struct perf_client *c, const struct bw_run *r, uint
     return r->now < r->end || (c->p.verify && r->posted[q] < r->used);
 }
 
+/* The work request opcode of a perf operation. */
+static enum iwarp_wr_opcode wr_opcode(enum perf_op op)
+{
+    switch (op) {
+    case PERF_OP_WRITE:
+        return IWARP_WR_RDMA_WRITE;
+    case PERF_OP_READ:
+        return IWARP_WR_RDMA_READ;
+    case PERF_OP_ATOMIC:
+        return IWARP_WR_ATOMIC_FETCH_AND_ADD;
+    case PERF_OP_CMP_SWAP:
+        return IWARP_WR_ATOMIC_CMP_AND_SWP;
+    case PERF_OP_WRITE_IMM:
+        return IWARP_WR_RDMA_WRITE_WITH_IMM;
+    default:
+        return IWARP_WR_SEND;
+    }
+}
+
+/* Whether the server's RNIC alone answers the operation (a Read, an atomic): its time ends
+ * with its completion here, the server's application does nothing. */
+static bool answered_by_rnic(enum perf_op op)
+{
+    return op == PERF_OP_READ || perf_op_atomic(op);
+}
+
 static bool may_post(const struct perf_client *c, const struct bw_run *r, uint32_t q)
 {
     if (!wants_more(c, r, q) || r->posted[q] - r->done[q] >= r->inflight)
         return false;
     /* A Send needs a posted receive (RFC 5040 §5.3): stay within the server's credit, one
      * receive kept for the zero-length Send that ends the phase. */
-    return c->p.op != PERF_OP_SEND || r->posted[q] < r->credit[q] + r->rq - 1;
+    return !perf_op_consumes_recv(c->p.op) || r->posted[q] < r->credit[q] + r->rq - 1;
 }
 
 static int post_bw(struct perf_client *c, struct bw_run *r, uint32_t q)
@@ -212,9 +238,7 @@ static int post_bw(struct perf_client *c, struct bw_run *r, uint32_t q)
     uint32_t k = (uint32_t)(r->posted[q] % r->used);
     size_t loff = perf_slot_off(&e->lay, q, k, r->size);
     size_t roff = perf_slot_off(&e->peer_lay, q, k, r->size);
-    enum iwarp_wr_opcode op = c->p.op == PERF_OP_WRITE  ? IWARP_WR_RDMA_WRITE
-                              : c->p.op == PERF_OP_READ ? IWARP_WR_RDMA_READ
-                                                        : IWARP_WR_SEND;
+    enum iwarp_wr_opcode op = wr_opcode(c->p.op);
     if (c->p.verify && c->p.op == PERF_OP_SEND)
         perf_pattern_fill(e->buf + loff, r->size, perf_seed(c->seq, q, r->posted[q]));
     if (c->p.verify && c->p.op == PERF_OP_READ) /* poison: any octet not placed is caught */
@@ -328,8 +352,8 @@ int perf_client_bw(struct perf_client *c, uint32_t size, struct perf_bw *out, ui
     uint64_t t_data = perf_now_ns();
     if ((rc = end_phase(c, &res)) < 0)
         return rc;
-    uint64_t t1 = c->p.op == PERF_OP_READ ? t_data : perf_now_ns();
-    if (c->p.op == PERF_OP_SEND && res.a != n)
+    uint64_t t1 = answered_by_rnic(c->p.op) ? t_data : perf_now_ns();
+    if (perf_op_consumes_recv(c->p.op) && res.a != n)
         return perf_ep_fail(e, IWARP_ERR_PERF_PROTO, "the server counted other Sends");
     double dt = (double)(t1 - t0) / 1e9;
     out->avg = (double)n * size / dt;
@@ -380,24 +404,30 @@ static int rt_write(struct perf_client *c, uint32_t size, uint64_t k, uint64_t *
     return drain(e);
 }
 
-/* One Send round trip k: Send slot 0, wait for the server's Send back. */
+/* One Send round trip k: Send slot 0, wait for the server's Send back. With write-imm: an RDMA
+ * Write with Immediate into the server's slot 0, answered by one into our slot 1 (its
+ * completion here is the receive an Immediate Data message consumes, RFC 7306 §6). */
 static int rt_send(struct perf_client *c, uint32_t size, uint64_t k, uint64_t *bad)
 {
     struct perf_ep *e = &c->ep;
+    bool imm = c->p.op == PERF_OP_WRITE_IMM;
     size_t src = perf_slot_off(&e->lay, 0, 0, size);
     uint64_t seed = perf_seed(c->seq, 0, k);
     if (c->p.verify)
         perf_pattern_fill(e->buf + src, size, seed);
-    int rc = perf_ep_post(e, 0, IWARP_WR_SEND, src, size, 0, perf_wr_id(PERF_WR_DATA, 0, 0));
+    int rc = perf_ep_post(e, 0, wr_opcode(c->p.op), src, size,
+                          perf_slot_off(&e->peer_lay, 0, 0, size), perf_wr_id(PERF_WR_DATA, 0, 0));
     if (rc < 0)
         return rc;
     for (;;) {
         struct iwarp_wc wc;
         if ((rc = perf_ep_wait_wc(e, &wc, PERF_TIMEOUT_MS)) < 0)
             return rc;
-        if (wc.opcode != IWARP_WC_RECV)
+        if (wc.opcode != (imm ? IWARP_WC_RECV_RDMA_WITH_IMM : IWARP_WC_RECV))
             continue;
         uint32_t slot = perf_wr_slot(wc.wr_id);
+        if (imm)
+            return perf_ep_post_recv(e, 0, slot);
         if (wc.byte_len != size)
             return perf_ep_fail(e, IWARP_ERR_PERF_PROTO, "answer of another size");
         if (c->p.verify)
@@ -406,14 +436,15 @@ static int rt_send(struct perf_client *c, uint32_t size, uint64_t k, uint64_t *b
     }
 }
 
-/* One Read k of the server's slot 0 into our slot 0 (poisoned first under --verify). */
+/* One Read k of the server's slot 0 into our slot 0 (poisoned first under --verify); or one
+ * atomic on the server's slot 0, its original value into our slot 0. */
 static int rt_read(struct perf_client *c, uint32_t size, uint64_t *bad)
 {
     struct perf_ep *e = &c->ep;
     size_t dst = perf_slot_off(&e->lay, 0, 0, size);
     if (c->p.verify)
         perf_pattern_poison(e->buf + dst, size, perf_seed(c->seq, 0, 0));
-    int rc = perf_ep_post(e, 0, IWARP_WR_RDMA_READ, dst, size,
+    int rc = perf_ep_post(e, 0, wr_opcode(c->p.op), dst, size,
                           perf_slot_off(&e->peer_lay, 0, 0, size), perf_wr_id(PERF_WR_DATA, 0, 0));
     if (rc < 0)
         return rc;
@@ -453,14 +484,14 @@ int perf_client_lat(struct perf_client *c, uint32_t size, struct perf_lat *out, 
         if (k >= warm && (iters ? n >= iters : now >= end || n == c->max_samples))
             break;
         uint64_t a = perf_now_ns();
-        rc = c->p.op == PERF_OP_WRITE  ? rt_write(c, size, k, bad)
-             : c->p.op == PERF_OP_SEND ? rt_send(c, size, k, bad)
-                                       : rt_read(c, size, bad);
+        rc = c->p.op == PERF_OP_WRITE         ? rt_write(c, size, k, bad)
+             : perf_op_consumes_recv(c->p.op) ? rt_send(c, size, k, bad)
+                                              : rt_read(c, size, bad);
         if (rc < 0)
             return rc;
         now = perf_now_ns();
         if (k >= warm) {
-            c->samples[n++] = (double)(now - a) / (c->p.op == PERF_OP_READ ? 1 : 2);
+            c->samples[n++] = (double)(now - a) / (answered_by_rnic(c->p.op) ? 1 : 2);
             perf_progress_tick(&c->progress, fraction(n, iters, now, t0, end), now);
         }
     }

@@ -67,14 +67,17 @@ int perf_ep_alloc(struct perf_ep *e, const struct perf_params *p, bool server)
     perf_layout_init(&e->peer_lay, p, !server);
     e->nqps = p->nqps;
     e->sq_depth = p->qd + 16;
+    e->rdmap_ext = perf_op_atomic(p->op) || p->op == PERF_OP_WRITE_IMM;
     size_t len = (e->lay.total + 4095) & ~(size_t)4095;
     e->buf = aligned_alloc(4096, len);
     if (!e->buf)
         return perf_ep_fail(e, IWARP_ERR_NOMEM, "buffer");
     memset(e->buf, 0, len);
-    int rc = iwarp_reg_mr(
-        e->pd, e->buf, len,
-        IWARP_ACCESS_LOCAL_WRITE | IWARP_ACCESS_REMOTE_WRITE | IWARP_ACCESS_REMOTE_READ, &e->mr);
+    int rc =
+        iwarp_reg_mr(e->pd, e->buf, len,
+                     IWARP_ACCESS_LOCAL_WRITE | IWARP_ACCESS_REMOTE_WRITE |
+                         IWARP_ACCESS_REMOTE_READ | (e->rdmap_ext ? IWARP_ACCESS_REMOTE_ATOMIC : 0),
+                     &e->mr);
     if (rc < 0)
         return perf_ep_fail(e, rc, "iwarp_reg_mr");
     int cqe = (int)(e->nqps * (e->sq_depth + e->lay.rq_depth) + 16);
@@ -94,6 +97,10 @@ int perf_ep_create_qp(struct perf_ep *e, struct iwarp_cm_id *id)
                                             .max_recv_sge = 1,
                                             .max_inline_data = 64},
                                     .qp_type = IWARP_QPT_RC};
+    if (e->rdmap_ext) {
+        qa.comp_mask = IWARP_QP_INIT_ATTR_RDMAP_EXT;
+        qa.rdmap_ext = IWARP_RDMAP_EXT_IMM_DATA | IWARP_RDMAP_EXT_ATOMICS;
+    }
     int rc = iwarp_cm_create_qp(id, e->pd, &qa);
     return rc < 0 ? perf_ep_fail(e, rc, "iwarp_cm_create_qp") : 0;
 }
@@ -124,9 +131,17 @@ int perf_ep_post(struct perf_ep *e, uint32_t q, enum iwarp_wr_opcode op, size_t 
                               .num_sge = len ? 1 : 0,
                               .opcode = op,
                               .send_flags = IWARP_SEND_SIGNALED};
-    if (op != IWARP_WR_RDMA_READ && len && len <= 64)
+    bool atomic = op == IWARP_WR_ATOMIC_FETCH_AND_ADD || op == IWARP_WR_ATOMIC_CMP_AND_SWP;
+    if (op != IWARP_WR_RDMA_READ && !atomic && len && len <= 64)
         w.send_flags |= IWARP_SEND_INLINE;
-    if (op != IWARP_WR_SEND) {
+    if (atomic) {
+        /* FetchAdd adds 1; CmpSwap compares with 0 and swaps in 1 (either outcome costs the
+         * same) */
+        w.wr.atomic.remote_addr = e->peer_addr + roff;
+        w.wr.atomic.rkey = e->peer_rkey;
+        w.wr.atomic.compare_add = op == IWARP_WR_ATOMIC_FETCH_AND_ADD ? 1 : 0;
+        w.wr.atomic.swap = 1;
+    } else if (op != IWARP_WR_SEND) {
         w.wr.rdma.remote_addr = e->peer_addr + roff;
         w.wr.rdma.rkey = e->peer_rkey;
     }

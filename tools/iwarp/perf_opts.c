@@ -49,8 +49,10 @@ static const struct cli_opt rows[] = {
      .help = "TCP port; with --transport sctp the UDP port SCTP runs over\n"
              "(RFC 6951) (default {def})"},
     {CLI_LINE("\nWhat:")},
-    {CLI_OPTION(CLI_CHOICE, "op", 0, "write|read|send"), AT(op),
-     .err = "--op must be write, read or send, not '{arg}'", .help = "operation (default write)"},
+    {CLI_OPTION(CLI_CHOICE, "op", 0, "write|read|send|atomic|cmp-swap|write-imm"), AT(op),
+     .err = "--op must be write, read, send, atomic, cmp-swap or write-imm, not '{arg}'",
+     .help = "operation (default write); atomic (FetchAdd), cmp-swap (CmpSwap) and write-imm "
+             "(RDMA Write with Immediate) are RFC 7306: libiwarp on both sides"},
     {CLI_OPTION(CLI_UINT, "size", 's', "BYTES"), AT(sizes[0]),
      CLI_RANGE(PERF_MIN_SIZE, PERF_MAX_SIZE), .def = 65536, .flags = CLI_KM,
      .err = "--size must be {min} .. {max} (8M) octets, not '{arg}'",
@@ -143,7 +145,8 @@ static const struct cli_spec spec =
 static void usage(FILE *f)
 {
     fputs(
-        "usage: iwarp perf [--server | HOST] [-p|--port N] [--op write|read|send]\n"
+        "usage: iwarp perf [--server | HOST] [-p|--port N]\n"
+        "                  [--op write|read|send|atomic|cmp-swap|write-imm]\n"
         "                  [-s|--size BYTES | -a|--all-sizes] [-n|--iters N | -D|--duration SEC]\n"
         "                  [--qd N] [--qps N] [--crc | --no-crc] [--mpa-rev 1|2]\n"
         "                  [--transport tcp|sctp] [--sctp-mtu BYTES] [--tx-batch US] [--lat]\n"
@@ -215,6 +218,12 @@ static int check(struct perf_opts *o, const struct cli_result *r)
     if (o->perftest && (all || o->qps > 1 || o->duration > 0 || o->compare_tcp || passes_given))
         return cli_error(&spec, "%s",
                          "--perftest runs one size, one QP and one pass by iterations");
+    if (perf_op_atomic(o->op) && (all || (cli_seen(&spec, r, "size") && o->sizes[0] != 8)))
+        return cli_error(&spec, "%s", "atomics move 8 octets: --size 8 or no --size");
+    if ((perf_op_atomic(o->op) || o->op == PERF_OP_WRITE_IMM) && (o->perftest || o->verify))
+        return cli_error(&spec, "%s",
+                         "--op atomic, cmp-swap and write-imm (RFC 7306) run libiwarp to "
+                         "libiwarp without --perftest or --verify");
     if (o->sctp_mtu && !o->sctp)
         return cli_error(&spec, "%s", "--sctp-mtu needs --transport sctp");
     if (o->sctp) {
@@ -264,6 +273,8 @@ int perf_opts_parse(int argc, char **argv, struct perf_opts *o)
         o->crc = false;
     if (cli_seen(&spec, &r, "all-sizes"))
         all_sizes(o);
+    if (perf_op_atomic(o->op))
+        o->sizes[0] = 8;
     if (!cli_seen(&spec, &r, "passes"))
         o->passes = o->compare_tcp ? 5 : 1;
     if (!cli_seen(&spec, &r, "iters") && !(o->duration > 0)) {
@@ -273,14 +284,18 @@ int perf_opts_parse(int argc, char **argv, struct perf_opts *o)
     return 0;
 }
 
-/* perftest's test name of op: "RDMA_Write", "RDMA_Read" or "Send". */
+/* perftest's test name of op: "RDMA_Write", "RDMA_Read", "Send", "Atomic" (perftest's
+ * ib_atomic_* name FetchAdd and CmpSwap so too), "Atomic_CmpSwap", "RDMA_Write_Imm". */
 const char *perf_op_title(enum perf_op op)
 {
-    return op == PERF_OP_WRITE ? "RDMA_Write" : op == PERF_OP_READ ? "RDMA_Read" : "Send";
+    static const char *const titles[] = {"RDMA_Write", "RDMA_Read",      "Send",
+                                         "Atomic",     "Atomic_CmpSwap", "RDMA_Write_Imm"};
+    return (unsigned)op < sizeof titles / sizeof titles[0] ? titles[op] : "?";
 }
 
 /* The --op spelling of op. */
 const char *perf_op_name(enum perf_op op)
 {
-    return op == PERF_OP_WRITE ? "write" : op == PERF_OP_READ ? "read" : "send";
+    static const char *const names[] = {"write", "read", "send", "atomic", "cmp-swap", "write-imm"};
+    return (unsigned)op < sizeof names / sizeof names[0] ? names[op] : "?";
 }

@@ -64,9 +64,10 @@ void perf_layout_init(struct perf_layout *l, const struct perf_params *p, bool s
         l->region = max_sz(max, min_sz((size_t)p->qd * max, CAP_DATA / n));
     l->region = (l->region + 63) & ~(size_t)63;
     bool send_data = p->op == PERF_OP_SEND && (server ? !p->lat : p->lat);
+    bool recv_credit = perf_op_consumes_recv(p->op) && !p->lat; /* the server's receives */
     bool send_any = p->op == PERF_OP_SEND && (server || p->lat);
     l->recv_len = (uint32_t)(send_any ? max_sz(max, PERF_CTL_LEN) : PERF_CTL_LEN);
-    if (server && p->op == PERF_OP_SEND && !p->lat) {
+    if (server && recv_credit) {
         size_t fit = CAP_RECV / (n * l->recv_len);
         l->rq_depth = (uint32_t)max_sz(2, min_sz(2 * (size_t)p->qd, fit));
     } else {
@@ -121,7 +122,7 @@ int perf_hello_decode(struct perf_hello *h, const uint8_t *in, size_t len)
 {
     if (len != PERF_HELLO_LEN || iwarp_load_be32(in) != PERF_MAGIC || in[4] != PERF_VERSION)
         return IWARP_ERR_PERF_PROTO;
-    if (in[5] > PERF_OP_SEND || (in[6] & ~(F_LAT | F_VERIFY | F_CRC)))
+    if (in[5] > PERF_OP_WRITE_IMM || (in[6] & ~(F_LAT | F_VERIFY | F_CRC)))
         return IWARP_ERR_PERF_PROTO;
     h->p.op = (enum perf_op)in[5];
     h->p.lat = in[6] & F_LAT;

@@ -142,13 +142,17 @@ static int run_bw(struct perf_server *s, const struct perf_ctl *c, struct perf_c
         int rc = perf_ep_wait_wc(e, &wc, -1);
         if (rc < 0)
             return rc;
-        if (wc.opcode != IWARP_WC_RECV)
+        /* a Write with Immediate completes here as the receive its Immediate Data consumes */
+        bool imm = wc.opcode == IWARP_WC_RECV_RDMA_WITH_IMM;
+        if (wc.opcode != IWARP_WC_RECV && !imm)
             continue;
         uint32_t q = perf_wr_qp(wc.wr_id), slot = perf_wr_slot(wc.wr_id);
+        bool end = !imm && wc.byte_len == 0; /* the zero-length Send that ends the phase */
         if (q >= s->p.nqps || ended[q] ||
-            (wc.byte_len && (s->p.op != PERF_OP_SEND || wc.byte_len != c->size)))
+            (imm ? s->p.op != PERF_OP_WRITE_IMM
+                 : wc.byte_len && (s->p.op != PERF_OP_SEND || wc.byte_len != c->size)))
             return perf_ep_fail(e, IWARP_ERR_PERF_PROTO, "unexpected Send in a phase");
-        if (wc.byte_len == 0) {
+        if (end) {
             ended[q] = true;
             left--;
         } else {
@@ -161,7 +165,7 @@ static int run_bw(struct perf_server *s, const struct perf_ctl *c, struct perf_c
         }
         if ((rc = perf_ep_post_recv(e, q, slot)) < 0)
             return rc;
-        if (wc.byte_len && count[q] % grant == 0) {
+        if (!end && count[q] % grant == 0) {
             struct perf_ctl cr = {.type = PERF_CTL_CREDIT, .seq = c->seq, .a = count[q]};
             if ((rc = perf_ep_send_ctl(e, q, &cr)) < 0)
                 return rc;
@@ -181,19 +185,23 @@ static int run_bw(struct perf_server *s, const struct perf_ctl *c, struct perf_c
 
 /* Send latency: answer every ping with a Send of the same size from slot 0. Under --verify
  * the ping is checked and the answer carries the same pattern (filled, not copied: without
- * --verify the server touches no payload, as perftest). */
+ * --verify the server touches no payload, as perftest). write-imm: every Write with Immediate
+ * (its receive completion) is answered by one into the client's slot 1. */
 static int lat_send(struct perf_server *s, const struct perf_ctl *c, struct perf_ctl *res)
 {
     struct perf_ep *e = &s->ep;
+    bool write_imm = s->p.op == PERF_OP_WRITE_IMM;
     for (;;) {
         struct iwarp_wc wc;
         int rc = perf_ep_wait_wc(e, &wc, -1);
         if (rc < 0)
             return rc;
-        if (wc.opcode != IWARP_WC_RECV)
+        bool imm = wc.opcode == IWARP_WC_RECV_RDMA_WITH_IMM;
+        if (wc.opcode != IWARP_WC_RECV && !imm)
             continue;
         uint32_t slot = perf_wr_slot(wc.wr_id);
-        if (perf_wr_qp(wc.wr_id) != 0 || (wc.byte_len && wc.byte_len != c->size))
+        if (perf_wr_qp(wc.wr_id) != 0 || (imm && !write_imm) ||
+            (!imm && wc.byte_len && (write_imm || wc.byte_len != c->size)))
             return perf_ep_fail(e, IWARP_ERR_PERF_PROTO, "unexpected Send in a latency phase");
         const uint8_t *in = e->buf + perf_recv_off(&e->lay, 0, slot);
         size_t src = perf_slot_off(&e->lay, 0, 0, c->size);
@@ -204,11 +212,13 @@ static int lat_send(struct perf_server *s, const struct perf_ctl *c, struct perf
         }
         if ((rc = perf_ep_post_recv(e, 0, slot)) < 0)
             return rc;
-        if (wc.byte_len == 0)
+        if (!imm && wc.byte_len == 0)
             return 0;
         res->a++;
         res->b += c->size;
-        rc = perf_ep_post(e, 0, IWARP_WR_SEND, src, c->size, 0, perf_wr_id(PERF_WR_DATA, 0, 0));
+        rc = perf_ep_post(e, 0, write_imm ? IWARP_WR_RDMA_WRITE_WITH_IMM : IWARP_WR_SEND, src,
+                          c->size, perf_slot_off(&e->peer_lay, 0, 1, c->size),
+                          perf_wr_id(PERF_WR_DATA, 0, 0));
         if (rc < 0)
             return rc;
     }
@@ -301,11 +311,11 @@ static int run_phase(struct perf_server *s, const struct perf_ctl *c, struct per
         return rc;
     if (!s->p.lat)
         return run_bw(s, c, res);
-    if (s->p.op == PERF_OP_SEND)
+    if (perf_op_consumes_recv(s->p.op))
         return lat_send(s, c, res);
     if (s->p.op == PERF_OP_WRITE)
         return lat_write(s, c, res);
-    return run_bw(s, c, res); /* Read latency: the server only answers; wait for the end */
+    return run_bw(s, c, res); /* Read, atomic latency: the RNIC answers; wait for the end */
 }
 
 /* After QUIT: the client disconnects every QP; take those events (or give up after 5 s). */

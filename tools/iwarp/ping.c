@@ -28,6 +28,12 @@
  *                      protection error we commit against the peer: its Terminate comes back)
  *   --x-bad-sink       client: advertise the sink buffer with a corrupted STag (the server's
  *                      RDMA Write hits an invalid STag here: we send the Terminate)
+ *   --x-atomic         client: enable RFC 7306 atomics on the connection and, once it is up,
+ *                      probe the peer as RFC 7306 §1.1 suggests: a FetchAdd of 0 (to STag 0:
+ *                      rping advertises no buffer to its client). A peer without atomics
+ *                      (siw) answers with a Terminate, which is reported (the FetchAdd's
+ *                      completion and the async event, with the cause) and ends the run with
+ *                      exit 1; a peer with them answers, and the pings follow
  *   --x-audit          account for every WR: each must complete (success, error or flush)
  *                      exactly once by the end, and every destroy must succeed; prints an
  *                      "audit:" line, and the exit status is 0 iff the audit passed, whatever
@@ -74,7 +80,7 @@ struct opts {
     bool server, client, persistent, validate, crc;
     bool sctp;         /* --transport sctp: DDP over SCTP (IWARP_PS_SCTP) */
     uint32_t sctp_mtu; /* --sctp-mtu; 0: the library's default (1500) */
-    bool x_markers, x_markers_fallback, x_bad_rkey, x_bad_sink,
+    bool x_markers, x_markers_fallback, x_bad_rkey, x_bad_sink, x_atomic,
         x_audit;   /* hidden test options (see above) */
     uint8_t x_p2p; /* IWARP_CM_RTR_* offered; 0: no P2P */
     int verbose, debug;
@@ -381,8 +387,30 @@ static int create_qp(struct session *s)
                                            .max_send_sge = 1,
                                            .max_recv_sge = 1},
                                    .qp_type = IWARP_QPT_RC};
+    if (s->p->o.x_atomic) {
+        a.comp_mask = IWARP_QP_INIT_ATTR_RDMAP_EXT;
+        a.rdmap_ext = IWARP_RDMAP_EXT_ATOMICS;
+    }
     int rc = iwarp_cm_create_qp(s->id, s->p->pd, &a);
     return rc < 0 ? err("creating the QP", rc) : 0;
+}
+
+/* --x-atomic: the RFC 7306 §1.1 probe, a FetchAdd of 0; the original value lands in rdma_buf. */
+static int post_atomic_probe(struct session *s)
+{
+    struct iwarp_sge sge = {(uintptr_t)s->rdma_buf, 8, s->rdma_mr->lkey};
+    struct iwarp_send_wr wr = {.wr_id = audit_wr_id(s->p, WR_RDMA),
+                               .sg_list = &sge,
+                               .num_sge = 1,
+                               .opcode = IWARP_WR_ATOMIC_FETCH_AND_ADD,
+                               .send_flags = IWARP_SEND_SIGNALED};
+    wr.wr.atomic.compare_add = 0;
+    int rc = iwarp_post_send(s->id->qp, &wr, NULL);
+    if (rc < 0)
+        return err("posting the FetchAdd probe", rc);
+    audit_posted(s->p, wr.wr_id);
+    fprintf(stderr, "iwarp ping: atomic probe: FetchAdd of 0 posted (RFC 7306 §1.1)\n");
+    return 0;
 }
 
 /* Take every pending CQ event off the channel, acknowledge it and mark its session. Runs
@@ -724,6 +752,9 @@ static void on_wc(struct session *s, const struct iwarp_wc *wc)
         dbg(p, "rdma write completion\n");
         server_write_done(s);
         break;
+    case IWARP_WC_FETCH_ADD: /* --x-atomic: the peer has RFC 7306 atomics */
+        fprintf(stderr, "iwarp ping: atomic probe: the peer answered (RFC 7306 atomics)\n");
+        return;
     case IWARP_WC_RECV:
         dbg(p, "recv completion\n");
         if (wc->byte_len != INFO_LEN) {
@@ -816,6 +847,10 @@ static void on_established(struct ping *p, struct session *s, const struct iwarp
     dbg(p, "rdma_connect successful\n");
     if (p->o.first_delay_ms)
         sleep_ms(p->o.first_delay_ms);
+    if (p->o.x_atomic && post_atomic_probe(s) < 0) {
+        session_fail(s);
+        return;
+    }
     if (p->o.count == 0 || s->ping < p->o.count)
         client_start_ping(s);
     else
@@ -1095,6 +1130,7 @@ static const struct cli_opt rows[] = {
      .err = "invalid --x-p2p '{arg}' (w, r, s)"},
     {CLI_OPTION(CLI_FLAG, "x-bad-rkey", 0, NULL), AT(x_bad_rkey)},
     {CLI_OPTION(CLI_FLAG, "x-bad-sink", 0, NULL), AT(x_bad_sink)},
+    {CLI_OPTION(CLI_FLAG, "x-atomic", 0, NULL), AT(x_atomic)},
     {CLI_OPTION(CLI_FLAG, "x-audit", 0, NULL), AT(x_audit)},
 };
 
