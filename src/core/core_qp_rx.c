@@ -366,6 +366,21 @@ static int done_send(struct iwarp_core_qp *qp)
 
 /* ---- RDMA Read Request (RFC 5040 §5.2.1) --------------------------------------------- */
 
+/* len octets at stag/to that a Read Request or an Atomic Request names on this side, checked
+ * as a Read Request's Data Source (RFC 5040 §7.2 checks 4a-4e; Remote Protection causes 0/1/x,
+ * a table that cannot answer is catastrophic) for the rights in need. Returns 0 with *addr,
+ * the local address, or the error with *cause. */
+static int check_source(struct iwarp_core_qp *qp, uint32_t stag, uint64_t to, uint64_t len,
+                        uint32_t need, uint64_t *addr, struct iwarp_term_cause *cause)
+{
+    struct iwarp_mem_req r = {
+        .stag = stag, .to = to, .len = len, .need = need, .pd = qp->cfg.pd, .qp = qp->cfg.qp_num};
+    int rc = iwarp_mem_check_tagged(qp->cfg.mem, &r, IWARP_MEM_CAUSE_RDMAP, addr, cause);
+    if (rc == IWARP_ERR_INVAL)
+        *cause = cause_catastrophic;
+    return rc;
+}
+
 static int rx_read_req(struct rx *x)
 {
     struct iwarp_core_qp *qp = x->qp;
@@ -377,19 +392,13 @@ static int rx_read_req(struct rx *x)
     int rc = take_untagged_buffer(x, &qp->uq_read);
     if (rc != 0)
         return rc;
-    /* RFC 5040 §5.2.1, §7.2 checks 4a-4e on the Data Source, not for a zero-length Read;
-     * Remote Protection causes 0/1/x, and the Terminate carries the Read Request header
-     * (RFC 5040 §4.8 Figure 10, §7.1 rule 3). */
-    struct iwarp_mem_req r = {.stag = rr->src_stag,
-                              .to = rr->src_to,
-                              .len = rr->size,
-                              .need = IWARP_MEM_ACCESS_REMOTE_READ,
-                              .pd = qp->cfg.pd,
-                              .qp = qp->cfg.qp_num};
+    /* RFC 5040 §5.2.1, §7.2 checks 4a-4e on the Data Source, not for a zero-length Read; the
+     * Terminate carries the Read Request header (RFC 5040 §4.8 Figure 10, §7.1 rule 3). */
     uint64_t src = 0;
-    rc = iwarp_mem_check_tagged(qp->cfg.mem, &r, IWARP_MEM_CAUSE_RDMAP, &src, &cause);
+    rc = check_source(qp, rr->src_stag, rr->src_to, rr->size, IWARP_MEM_ACCESS_REMOTE_READ, &src,
+                      &cause);
     if (rc != 0)
-        return fail(x, rc == IWARP_ERR_INVAL ? cause_catastrophic : cause, rc);
+        return fail(x, cause, rc);
     if (qp->irq_count >= IWARP_CORE_MAX_IRD) /* queue 1 never holds more buffers */
         return fail(x, cause_catastrophic, IWARP_ERR_STATE);
     qp->rx_cur.read_req = *rr;
@@ -418,15 +427,8 @@ static void done_read_req(struct iwarp_core_qp *qp)
 static int atomic_target(struct iwarp_core_qp *qp, const struct iwarp_rdmap_atomic_req *ar,
                          uint64_t *addr, struct iwarp_term_cause *cause)
 {
-    struct iwarp_mem_req r = {.stag = ar->stag,
-                              .to = ar->to,
-                              .len = sizeof(uint64_t),
-                              .need = IWARP_MEM_ACCESS_REMOTE_ATOMIC,
-                              .pd = qp->cfg.pd,
-                              .qp = qp->cfg.qp_num};
-    int rc = iwarp_mem_check_tagged(qp->cfg.mem, &r, IWARP_MEM_CAUSE_RDMAP, addr, cause);
-    if (rc == IWARP_ERR_INVAL)
-        *cause = cause_catastrophic;
+    int rc = check_source(qp, ar->stag, ar->to, sizeof(uint64_t), IWARP_MEM_ACCESS_REMOTE_ATOMIC,
+                          addr, cause);
     if (rc != 0)
         return rc;
     /* RFC 7306 §5.1.1, §5.1.2, §8.2: the ULP Buffer address must be 64-bit aligned. */
