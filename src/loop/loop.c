@@ -397,7 +397,7 @@ static int dispatch(struct iwarp_loop *l, struct epoll_event *ev, int n)
     int ran = 0;
     struct loop_batch b = {.next = l->active, .ev = ev, .n = n};
     l->active = &b;
-    uint64_t now = iwarp_loop_now();
+    uint64_t now = n ? iwarp_loop_now() : 0; /* a busy poll mostly finds nothing */
     for (int i = 0; i < n; i++) {
         struct iwarp_loop_src *s = ev[i].data.ptr;
         if (!s || !s->on_io)
@@ -406,6 +406,8 @@ static int dispatch(struct iwarp_loop *l, struct epoll_event *ev, int n)
         ran++;
     }
     active_unlink(l, &b);
+    if (l->heap_len == 0)
+        return ran;
 
     /* Timers: at most as many as were armed on entry, so a callback that re-arms for a time
      * already past cannot keep this loop running. */
@@ -459,18 +461,6 @@ int iwarp_loop_run_once(struct iwarp_loop *l, int timeout_ms)
     return run_once(l, timeout_ms, false);
 }
 
-int iwarp_loop_help(struct iwarp_loop *l, int timeout_ms)
-{
-    pthread_mutex_lock(l->lock);
-    l->n_helpers++;
-    iwarp_loop_unlock(l);
-    int ran = run_once(l, timeout_ms, false);
-    pthread_mutex_lock(l->lock);
-    l->n_helpers--;
-    iwarp_loop_unlock(l);
-    return ran;
-}
-
 /* run_once with the lock held on entry and on return (it is let go of for the wait). */
 static int run_once_held(struct iwarp_loop *l, int timeout_ms, bool thread)
 {
@@ -495,6 +485,16 @@ static int run_once_held(struct iwarp_loop *l, int timeout_ms, bool thread)
         l->wake_pending = true; /* a wake for a helper: leave it to one (this thread parks) */
     n = drop_gone(l, ev, n, since);
     return dispatch(l, ev, n);
+}
+
+int iwarp_loop_help(struct iwarp_loop *l, int timeout_ms)
+{
+    pthread_mutex_lock(l->lock);
+    l->n_helpers++;
+    int ran = run_once_held(l, timeout_ms, false);
+    l->n_helpers--;
+    iwarp_loop_unlock(l);
+    return ran;
 }
 
 static int run_once(struct iwarp_loop *l, int timeout_ms, bool thread)
