@@ -85,18 +85,14 @@ void iwarp_api_io_grace(struct iwarp_ctx *ctx)
      * wait ends however busy the connections are. Windows still open in the other epoch (from
      * before an earlier turn) began before this call too: the turn waits until there are none,
      * so that every window older than this call is in the epoch it then waits for. */
-    for (;;) {
-        uint8_t cur = ctx->io_epoch;
-        if (ctx->io_windows[cur ^ 1u]) {
-            iwarp_api_io_wait(ctx);
-            continue;
-        }
-        ctx->io_epoch = cur ^ 1u;
-        while (ctx->io_windows[cur])
-            iwarp_api_io_wait(ctx);
-        return;
-    }
+    while (ctx->io_windows[ctx->io_epoch ^ 1u])
+        iwarp_api_io_wait(ctx);
+    uint8_t old = ctx->io_epoch;
+    ctx->io_epoch = old ^ 1u;
+    while (ctx->io_windows[old])
+        iwarp_api_io_wait(ctx);
 }
+
 void iwarp_api_doorbell_defer(struct iwarp_ctx *ctx, struct iwarp_api_doorbell *db)
 {
     if (db->queued)
