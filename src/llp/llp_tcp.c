@@ -62,6 +62,16 @@ socklen_t iwarp_llp_tcp_addrlen(const struct sockaddr *sa)
     return 0;
 }
 
+/* The socket's TCP_MAXSEG, or 0 when it cannot be read or is below what TCP guarantees. */
+static uint32_t socket_emss(const struct iwarp_llp_tcp *t)
+{
+    int mss = 0;
+    socklen_t len = sizeof mss;
+    if (getsockopt(t->fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &len) != 0 || mss < (int)TCP_MIN_EMSS)
+        return 0;
+    return (uint32_t)mss;
+}
+
 /* TCP_NODELAY (an FPDU is a message: never wait to coalesce), then the EMSS and addresses;
  * the trace (if any) records the handshake. active: we connected. */
 static int setup_connected(struct iwarp_llp_tcp *t, bool active)
@@ -69,12 +79,10 @@ static int setup_connected(struct iwarp_llp_tcp *t, bool active)
     int one = 1;
     if (setsockopt(t->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0)
         return IWARP_ERR_IO;
-    int mss = 0;
-    socklen_t len = sizeof mss;
-    if (getsockopt(t->fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &len) != 0 || mss < (int)TCP_MIN_EMSS)
-        mss = (int)TCP_MIN_EMSS;
-    t->emss = (uint32_t)mss;
-    len = sizeof t->local;
+    t->emss = socket_emss(t);
+    if (t->emss == 0)
+        t->emss = TCP_MIN_EMSS;
+    socklen_t len = sizeof t->local;
     getsockname(t->fd, (struct sockaddr *)&t->local, &len);
     len = sizeof t->peer;
     getpeername(t->fd, (struct sockaddr *)&t->peer, &len);
@@ -224,14 +232,12 @@ static void follow_emss(struct iwarp_llp_tcp *t, size_t written)
 {
     if (written < TCP_EMSS_LARGE || ++t->large_writes % TCP_EMSS_EVERY != 0)
         return;
-    int mss = 0;
-    socklen_t len = sizeof mss;
     io_begin(t);
-    int rc = getsockopt(t->fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &len);
+    uint32_t mss = socket_emss(t);
     io_end(t);
-    if (rc != 0 || mss < (int)TCP_MIN_EMSS || (uint32_t)mss == t->emss)
+    if (mss == 0 || mss == t->emss)
         return;
-    t->emss = (uint32_t)mss;
+    t->emss = mss;
     iwarp_llp_conn_set_emss(&t->conn, t->emss);
     if (t->trace)
         iwarp_trace_conn_set_emss(t->trace, t->emss);
