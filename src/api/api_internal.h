@@ -25,9 +25,7 @@
 #include "mem/mem_stag.h"
 
 /* Largest CQ. */
-#define IWARP_API_MAX_CQE       (1u << 22)
-/* The RFC 7306 extensions a QP may enable (iwarp_device_attr.rdmap_ext_cap). */
-#define IWARP_API_RDMAP_EXT_CAP ((uint32_t)(IWARP_RDMAP_EXT_IMM_DATA | IWARP_RDMAP_EXT_ATOMICS))
+#define IWARP_API_MAX_CQE (1u << 22)
 
 /* Random words drawn from the rng hook at once. */
 #define IWARP_API_RNG_POOL 256u

@@ -254,7 +254,7 @@ int iwarp_query_device_sized(struct iwarp_ctx *ctx, struct iwarp_device_attr *at
         .max_srq_wr = IWARP_CORE_MAX_WR,
         .max_inline_data = IWARP_CORE_MAX_INLINE,
         .comp_mask = 0, /* the appended fields that fit, below */
-        .rdmap_ext_cap = IWARP_API_RDMAP_EXT_CAP,
+        .rdmap_ext_cap = IWARP_CORE_RDMAP_EXT,
         .atomic_cap = IWARP_ATOMIC_HCA, /* core/core_atomic.h */
         .max_qp_atomic_in = IWARP_CORE_MAX_IRD,
         .max_qp_atomic_out = IWARP_CORE_MAX_ORD,

@@ -65,7 +65,7 @@ int iwarp_create_qp(struct iwarp_pd *pd, struct iwarp_qp_init_attr *attr, struct
         (attr->srq && attr->srq->pd != pd))
         return IWARP_ERR_INVAL;
     uint32_t rdmap_ext = (attr->comp_mask & IWARP_QP_INIT_ATTR_RDMAP_EXT) ? attr->rdmap_ext : 0;
-    if (rdmap_ext & ~IWARP_API_RDMAP_EXT_CAP)
+    if (rdmap_ext & ~IWARP_CORE_RDMAP_EXT)
         return IWARP_ERR_INVAL;
     struct iwarp_qp_cap cap = attr->cap;
     if (cap.max_send_wr == 0 || cap.max_send_wr > IWARP_CORE_MAX_WR ||

@@ -26,9 +26,8 @@ _Static_assert(offsetof(struct iwarp_wc, imm_data64) == offsetof(struct iwarp_wc
 int iwarp_core_qp_init(struct iwarp_core_qp *qp, const struct iwarp_core_qp_cfg *cfg,
                        const struct iwarp_core_qp_mem *mem)
 {
-    const uint32_t known_ext = (uint32_t)(IWARP_RDMAP_EXT_IMM_DATA | IWARP_RDMAP_EXT_ATOMICS);
     if (!qp || !cfg || !mem || !cfg->mem || !cfg->send_cq || !cfg->recv_cq || cfg->sq_cap == 0 ||
-        (cfg->rdmap_ext & ~known_ext) || cfg->sq_cap > IWARP_CORE_MAX_WR ||
+        (cfg->rdmap_ext & ~IWARP_CORE_RDMAP_EXT) || cfg->sq_cap > IWARP_CORE_MAX_WR ||
         cfg->rq_cap > IWARP_CORE_MAX_WR || cfg->max_send_sge > IWARP_CORE_MAX_SGE ||
         cfg->max_recv_sge > IWARP_CORE_MAX_SGE || cfg->max_inline > IWARP_CORE_MAX_INLINE ||
         !mem->sq || !mem->orq || !mem->irq || !mem->irq_lens || !mem->rq_lens ||

@@ -48,6 +48,9 @@
 #define IWARP_CORE_MAX_ORD    128u
 #define IWARP_CORE_MAX_WR     32768u
 
+/* The RFC 7306 extensions the engine implements (IWARP_RDMAP_EXT_* bits a QP may enable). */
+#define IWARP_CORE_RDMAP_EXT ((uint32_t)(IWARP_RDMAP_EXT_IMM_DATA | IWARP_RDMAP_EXT_ATOMICS))
+
 /* Payload iovecs of one produced segment: the SGEs it spans. */
 #define IWARP_CORE_TX_IOV_MAX IWARP_CORE_MAX_SGE
 
