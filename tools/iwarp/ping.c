@@ -778,6 +778,19 @@ static void on_wc(struct session *s, const struct iwarp_wc *wc)
         client_step(s);
 }
 
+/* Take and handle every completion in s's CQ. */
+static void drain_cq(struct session *s)
+{
+    struct iwarp_wc wc;
+    int rc = 0;
+    while (s->phase != PH_FREE && (rc = iwarp_poll_cq(s->cq, 1, &wc)) > 0)
+        on_wc(s, &wc);
+    if (rc < 0) {
+        err("polling the CQ", rc);
+        session_fail(s);
+    }
+}
+
 /* Re-arm and drain the CQs that had an event. */
 static void run_cqs(struct ping *p)
 {
@@ -791,13 +804,7 @@ static void run_cqs(struct ping *p)
             err("arming the CQ", rc);
             session_fail(s);
         }
-        struct iwarp_wc wc;
-        while (s->phase != PH_FREE && (rc = iwarp_poll_cq(s->cq, 1, &wc)) > 0)
-            on_wc(s, &wc);
-        if (rc < 0) {
-            err("polling the CQ", rc);
-            session_fail(s);
-        }
+        drain_cq(s);
     }
 }
 
@@ -824,8 +831,12 @@ static void run_async(struct ping *p)
         struct session *s =
             ev.event_type == IWARP_EVENT_COMM_EST ? NULL : session_of_qp(p, ev.element.qp);
         iwarp_ack_async_event(&ev);
-        if (s)
+        if (s) {
+            /* the completions the error came with are reported before the session ends: the
+             * DISCONNECTED that follows may free it before its CQ's own event is handled */
+            drain_cq(s);
             session_fail(s);
+        }
     }
 }
 
