@@ -43,6 +43,9 @@ cmake --preset release >/dev/null
 cmake --build --preset release -j "$jobs"
 tests/scripts/install_check.sh build/release
 
+step "drop-in libibverbs/librdmacm: unmodified rdma-core programs (release build)"
+ctest --preset release -L '^dropin$' -j "$jobs"
+
 step "portable CRC32C (a build without ISA-L)"
 cmake -S . -B build/no-isal -G Ninja -DCMAKE_BUILD_TYPE=Debug -DIWARP_WITH_ISAL=OFF -DIWARP_WERROR=ON >/dev/null
 cmake --build build/no-isal -j "$jobs" --target test_crc32c
