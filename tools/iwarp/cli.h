@@ -16,5 +16,7 @@ int iwarp_cli_dump(int argc, char **argv);
 int iwarp_cli_ping(int argc, char **argv);
 /* iwarp perf (perf*.c): perftest-style bandwidth and latency, with a plain-TCP baseline. */
 int iwarp_cli_perf(int argc, char **argv);
+/* iwarp exec (exec.c): run a program on the drop-in libibverbs/librdmacm. */
+int iwarp_cli_exec(int argc, char **argv);
 
 #endif

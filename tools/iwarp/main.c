@@ -15,6 +15,7 @@ static const struct iwarp_cli_cmd commands[] = {
      iwarp_cli_dump},
     {"ping", "rping's Send/RDMA Read/RDMA Write ping-pong, client or server", iwarp_cli_ping},
     {"perf", "bandwidth and latency in the manner of perftest, beside plain TCP", iwarp_cli_perf},
+    {"exec", "run an unmodified libibverbs/librdmacm program on libiwarp", iwarp_cli_exec},
 };
 
 static void usage(FILE *out)
