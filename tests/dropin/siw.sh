@@ -1,0 +1,221 @@
+#!/bin/bash
+# dropin.siw: unmodified Debian binaries on the drop-in libibverbs/librdmacm (host) against the
+# same binaries on Linux siw in a qemu guest (../shared/tools/siw-vm), in ONE guest boot:
+#   rping, both roles: 64 octets -V with CRC off and on, 65535 octets -V
+#   perftest -R: ib_write_bw, ib_read_bw, ib_send_bw, ib_write_lat, ib_read_lat, ib_send_lat,
+#     both roles (sizes 4096 for bandwidth, 64 for latency; small counts: TCG is slow); each
+#     side's result line must show the same size and iteration count
+#   ib_atomic_bw: siw has no RFC 7306 atomics; the drop-in's client must fail cleanly (non-zero
+#     exit within the timeout, no hang), whatever siw's server does
+#   h2g: the guest's program serves, ours dials 127.0.0.1 through a hostfwd;
+#   g2h: ours serves, the guest's program dials 10.0.2.2.
+# The guest NIC's capture is judged per port (../tests/interop/judge_lib.sh): nothing but
+# [crc-off] on a CRC-off connection, and siw's known [pad] (its non-zero PAD octets in perftest's
+# 2-octet MTU exchange, RFC 5044 §4.1) in siw's direction.
+# Not run: g2h ib_write_lat. perftest's ib_write_lat server (the MPA Responder) sends the first
+# FPDU, which RFC 5044 §7.1.2 forbids before the Initiator's first FPDU arrives; siw's client
+# does not use RFC 6581's RTR, so the drop-in's server would wait for a client that waits for it.
+#
+# Usage: siw.sh BUILD_DIR [SHARED_DIR]   (CTest passes both)
+# Env: DROPIN_SIW_ITERS (bandwidth iterations, default 50; latency: half), DROPIN_SIW_ONLY (a
+# glob of run names), DROPIN_SIW_KEEP=DIR (keep the work directory when a run failed).
+# Exit: 0 all passed, 1 a run failed, 77 skipped (no image cache, no qemu, not root, no tshark).
+set -u
+BUILD=$(realpath "${1:?usage: siw.sh BUILD_DIR [SHARED_DIR]}")
+SHARED=$(realpath "${2:-$(dirname "$0")/../../../shared}")
+VM=$SHARED/tools/siw-vm
+export JUDGE=$SHARED/tools/wire-check/check.sh # used by judge_lib.sh
+HERE=$(dirname "$(realpath "$0")")
+# shellcheck source=../interop/judge_lib.sh
+. "$HERE/../interop/judge_lib.sh"
+# shellcheck source=../support/wait_for.sh
+. "$HERE/../support/wait_for.sh"
+CACHE=${SIW_VM_CACHE:-$HOME/.cache/iwarp-siw-vm}
+ITERS=${DROPIN_SIW_ITERS:-50}
+LAT_ITERS=$(((ITERS + 1) / 2))
+export SIW_VM_TIMEOUT=${SIW_VM_TIMEOUT:-400}
+SIW_KNOWN="pad"
+# Linux siw 6.1 as MPA responder sends its Reply before it installs its socket callbacks: an FPDU
+# arriving at once can go unnoticed; the drop-in's connector holds its first FPDU this long.
+export IWARP_FIRST_FPDU_DELAY_MS=${IWARP_FIRST_FPDU_DELAY_MS:-250}
+
+skip() { echo "SKIP: $*"; exit 77; }
+[ "$(id -u)" = 0 ] || skip "not root (the siw-vm guest runs as root)"
+command -v qemu-system-x86_64 >/dev/null || skip "qemu-system-x86_64 is not installed"
+[ -s "$CACHE/disk.img" ] || skip "no siw-vm image cache in $CACHE (run $VM/setup.sh once)"
+command -v tshark >/dev/null || skip "tshark is not installed (the wire judge needs it)"
+command -v rping >/dev/null && command -v ib_write_bw >/dev/null ||
+    skip "rdmacm-utils and perftest are not installed"
+[ -e "$BUILD/dropin/librdmacm.so.1" ] || { echo "siw.sh: no drop-in in $BUILD/dropin"; exit 1; }
+DROPIN=(env LD_LIBRARY_PATH="$BUILD/dropin")
+
+W=$(mktemp -d "${TMPDIR:-/tmp}/dropin_siw.XXXXXX")
+S=$W/share
+mkdir -p "$S"
+KIDS=()
+cleanup() { for p in "${KIDS[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$W"; }
+trap cleanup EXIT
+trap "exit 1" INT TERM
+BASE=$((20000 + $$ % 10000)) # below the ephemeral range (32768-)
+
+# The runs: NAME DIR PROGRAM HOST_ENV ARGS. NAME's port is BASE + its index.
+RUNS=(
+    "rping-64-crc-off h2g rping - -C 10 -S 64"
+    "rping-64-crc-off g2h rping - -C 10 -S 64"
+    "rping-64-crc-on h2g rping IWARP_MPA_CRC=1 -C 10 -S 64"
+    "rping-64-crc-on g2h rping IWARP_MPA_CRC=1 -C 10 -S 64"
+    "rping-65535 h2g rping - -C 5 -S 65535"
+    "rping-65535 g2h rping - -C 5 -S 65535"
+)
+for t in ib_write_bw ib_read_bw ib_send_bw ib_write_lat ib_read_lat ib_send_lat; do
+    if [[ $t == *_bw ]]; then a="-s 4096 -n $ITERS"; else a="-s 64 -n $LAT_ITERS"; fi
+    RUNS+=("$t h2g $t - $a")
+    [ $t = ib_write_lat ] || RUNS+=("$t g2h $t - $a")
+done
+RUNS+=("ib_atomic_bw h2g ib_atomic_bw - -n 10")
+
+selected() { [[ -z "${DROPIN_SIW_ONLY:-}" || "$1" == $DROPIN_SIW_ONLY ]]; }
+# A program's role options: rping -s/-c with -a; perftest: server bare, client the address.
+guest_args() { # PROGRAM ROLE PORT ARGS
+    case $1 in
+    rping) [ "$2" = server ] && echo "-s -a 10.0.2.15 -p $3 $4" || echo "-c -a 10.0.2.2 -p $3 -V $4" ;;
+    # -F: report even when the cycle-counter calibration fails under TCG
+    *) [ "$2" = server ] && echo "-R -F -d siw0 -p $3 $4" || echo "-R -F -d siw0 -p $3 $4 10.0.2.2" ;;
+    esac
+}
+host_args() { # PROGRAM ROLE PORT ARGS
+    case $1 in
+    rping) [ "$2" = server ] && echo "-s -a 127.0.0.1 -p $3 $4" || echo "-c -a 127.0.0.1 -p $3 -V $4" ;;
+    *) [ "$2" = server ] && echo "-R -F -p $3 $4" || echo "-R -F -p $3 $4 127.0.0.1" ;;
+    esac
+}
+
+# The guest's side, in order; the host follows the marker files in /share.
+{
+    cat "$HERE/../support/wait_for.sh" "$HERE/../interop/guest_lib.sh"
+    echo 'cd /share'
+    i=0
+    for r in "${RUNS[@]}"; do
+        read -r name dir prog _ args <<<"$r"
+        port=$((BASE + i)) i=$((i + 1))
+        selected "$name-$dir" || continue
+        n=$name-$dir
+        if [ "$dir" = h2g ]; then
+            echo "timeout 60 $prog $(guest_args "$prog" server $port "$args") >$n.guest 2>&1 & pid=\$!"
+            echo "wait_for -p \$pid 30 \"$n's listener on port $port\" listening $port"
+            echo "touch $n.ready; wait \$pid; echo \$? >$n.rc"
+        else
+            echo "wait_for 60 \"the host's $n server\" test -e $n.ready"
+            echo "timeout 60 $prog $(guest_args "$prog" client $port "$args") >$n.guest 2>&1; echo \$? >$n.rc"
+        fi
+    done
+    echo "dmesg | grep -iE 'siw|iw_cm' | tail -n 20 >dmesg.txt"
+} >"$S/guest.sh"
+
+FWD=()
+i=0
+for r in "${RUNS[@]}"; do
+    read -r name dir _ <<<"$r"
+    [ "$dir" = h2g ] && selected "$name-$dir" && FWD+=(--hostfwd $((BASE + i)))
+    i=$((i + 1))
+done
+
+T0=$SECONDS
+"$VM/run.sh" "${FWD[@]}" --pcap "$W/cap.pcap" --share "$S" 'bash /share/guest.sh' \
+    >"$W/guest.log" 2>&1 &
+VMPID=$!
+KIDS+=("$VMPID")
+await() { wait_for -p "$VMPID" 150 "the guest's ${1##*/}" test -e "$1"; }
+
+i=0
+for r in "${RUNS[@]}"; do
+    read -r name dir prog envs args <<<"$r"
+    port=$((BASE + i)) i=$((i + 1))
+    n=$name-$dir
+    selected "$n" || continue
+    env=()
+    [ "$envs" = - ] || env=("$envs")
+    if [ "$dir" = h2g ]; then
+        if await "$S/$n.ready"; then
+            # shellcheck disable=SC2046 # the arguments are words
+            timeout 90 "${DROPIN[@]}" "${env[@]}" $prog $(host_args "$prog" client $port "$args") \
+                >"$S/$n.ours" 2>&1
+            echo $? >"$S/$n.ours.rc"
+        fi
+    else
+        # shellcheck disable=SC2046
+        timeout 90 "${DROPIN[@]}" "${env[@]}" $prog $(host_args "$prog" server $port "$args") \
+            >"$S/$n.ours" 2>&1 &
+        srv=$!
+        KIDS+=("$srv")
+        wait_for -p "$srv" 30 "our $n server's listener (port $port)" \
+            sh -c "ss -Hltn 'sport = :$port' | grep -q ."
+        touch "$S/$n.ready"
+        wait "$srv"
+        echo $? >"$S/$n.ours.rc"
+    fi
+    await "$S/$n.rc"
+done
+wait "$VMPID"
+echo "guest: rc $?, $(grep -o 'accel=.*' "$W/guest.log" | tail -n 1), $((SECONDS - T0)) s in all"
+
+PASSED=0 FAILED=0
+report() { # NAME PROBLEMS
+    if [ -z "$2" ]; then
+        PASSED=$((PASSED + 1))
+        echo "PASS $1"
+    else
+        FAILED=$((FAILED + 1))
+        echo "FAIL $1"
+        echo "$2"
+    fi
+}
+# perftest's result line: "#bytes #iterations ..." then " SIZE ITERS ...".
+result_ok() { tr -d '\r' <"$1" | grep -qE "^ *$2 +$3 +[0-9]"; }
+
+i=0
+for r in "${RUNS[@]}"; do
+    read -r name dir prog envs args <<<"$r"
+    port=$((BASE + i)) i=$((i + 1))
+    n=$name-$dir f=$S/$n
+    selected "$n" || continue
+    ours_rc=$(cat "$f.ours.rc" 2>/dev/null || echo none)
+    guest_rc=$(cat "$f.rc" 2>/dev/null || echo none)
+    problems=$(
+        if [ "$prog" = ib_atomic_bw ]; then
+            # siw answers an atomic with a Terminate: the drop-in's client must end, not hang
+            # (timeout's 124), and must not claim success.
+            case $ours_rc in 0 | 124 | none) echo "    drop-in ib_atomic_bw exit $ours_rc (expected a clean failure): $(tail -n 3 "$f.ours")" ;; esac
+        else
+            [ "$ours_rc" = 0 ] || echo "    drop-in $prog exit $ours_rc: $(tail -n 4 "$f.ours" 2>/dev/null)"
+            [ "$guest_rc" = 0 ] || echo "    guest $prog exit $guest_rc: $(tail -n 4 "$f.guest" 2>/dev/null)"
+            if [[ $prog == ib_* ]]; then
+                read -r _ size _ iters <<<"$args"
+                # perftest's ib_read_lat server and ib_write_lat print no result line.
+                for side in ours guest; do
+                    file=$f.$side
+                    [ $side = ours ] && role=$([ $dir = h2g ] && echo client || echo server)
+                    [ $side = guest ] && role=$([ $dir = h2g ] && echo server || echo client)
+                    [[ $role == server && $prog == ib_read_lat ]] && continue
+                    result_ok "$file" "$size" "$iters" || grep -q 'Correlation coefficient r^2' "$file" ||
+                        echo "    $side's result is not $size octets x $iters: $(grep -A1 '#bytes' "$file" | tail -n 1)"
+                done
+            fi
+        fi
+        crc=off
+        [[ $envs == *CRC=1* ]] && crc=on
+        off=""
+        [ $crc = off ] && off="crc-off"
+        ours_dir=$([ "$dir" = h2g ] && echo 'i>r' || echo 'r>i')
+        allow_ours=$off allow_siw="$off $SIW_KNOWN"
+        # atomics: the Terminate siw sends and the connection's abrupt end are the point
+        [ "$prog" = ib_atomic_bw ] && allow_ours="$off end" allow_siw="$off $SIW_KNOWN end"
+        siw_judge "$W/cap.pcap" "$port" "$ours_dir" "$allow_ours" "$allow_siw"
+    )
+    report "$n (port $port; judge: $(grep -h '^SUMMARY' "$W/cap.pcap.$port.judge" 2>/dev/null))" "$problems"
+done
+[ -s "$S/dmesg.txt" ] && sed 's/^/    guest dmesg: /' "$S/dmesg.txt"
+grep '^wait_for: ' "$W/guest.log" | sed 's/^/    guest /'
+echo "$PASSED passed, $FAILED failed ($((SECONDS - T0)) s)"
+if [ "$FAILED" -gt 0 ] && [ -n "${DROPIN_SIW_KEEP:-}" ]; then mkdir -p "$DROPIN_SIW_KEEP" && cp -r "$W" "$DROPIN_SIW_KEEP/"; fi
+[ "$FAILED" = 0 ]
