@@ -224,6 +224,20 @@ IWARP_EXTERN int iwarp_cm_create_id(struct iwarp_cm_channel *ch, struct iwarp_cm
 IWARP_EXTERN int iwarp_cm_destroy_id(struct iwarp_cm_id *id);
 
 /**
+ * iwarp_cm_migrate_id - move the id's events to another channel of the same context
+ * (rdma_migrate_id): its events still queued on the old channel move along, in order; later
+ * ones go to the new one. Events already taken stay valid and are acknowledged as before. A
+ * listener's connection requests not yet announced still arrive on the old channel.
+ *
+ * Returns:
+ *   0                    moved (also when to is its channel already).
+ *   IWARP_ERR_INVAL      id or to is NULL, or to is of another context.
+ * Ownership: none; the old channel may be destroyed once nothing else uses it.
+ * Context: any thread; takes the context lock.
+ */
+IWARP_EXTERN int iwarp_cm_migrate_id(struct iwarp_cm_id *id, struct iwarp_cm_channel *to);
+
+/**
  * iwarp_cm_resolve_addr - set the peer's address (rdma_resolve_addr).
  *
  * Resolution is immediate (numeric addresses only): ADDR_RESOLVED is queued before the call
@@ -320,6 +334,25 @@ IWARP_EXTERN int iwarp_cm_create_qp(struct iwarp_cm_id *id, struct iwarp_pd *pd,
  * Context: any thread; takes the context lock.
  */
 IWARP_EXTERN void iwarp_cm_destroy_qp(struct iwarp_cm_id *id);
+
+/**
+ * iwarp_cm_attach_qp - let the id connect a QP the application made with iwarp_create_qp
+ * (rdma_connect / rdma_accept naming a QP by rdma_conn_param.qp_num, as the kernel's iw_cm
+ * looks the QP up by number), or, with qp NULL, let go of the id's QP without destroying it.
+ *
+ * Attached, the QP is the id's as if iwarp_cm_create_qp had made it: the id connects it,
+ * iwarp_destroy_qp detaches it first, iwarp_cm_destroy_qp destroys it. Detaching closes the
+ * connection, if any, abortively without an event (as iwarp_destroy_qp would).
+ *
+ * Returns:
+ *   0                    attached (id->qp is qp), or detached (id->qp is NULL).
+ *   IWARP_ERR_INVAL      id is NULL, or qp is of another context.
+ *   IWARP_ERR_BUSY       the id has a QP already, or qp belongs to another id.
+ *   IWARP_ERR_STATE      the id listens, connects or is connected.
+ * Ownership: qp stays the caller's to destroy; the id only borrows it.
+ * Context: any thread; takes the context lock.
+ */
+IWARP_EXTERN int iwarp_cm_attach_qp(struct iwarp_cm_id *id, struct iwarp_qp *qp);
 
 /**
  * iwarp_cm_connect - connect to the resolved peer (rdma_connect).

@@ -406,7 +406,53 @@ int iwarp_cm_ack_event(struct iwarp_cm_event *pub)
     return 0;
 }
 
-/* ---- public: ids ------------------------------------------------------------------------- */
+/* Append e to ch's queue and count it on its fd (lock held). */
+static void push_event(struct cm_channel *ch, struct cm_ev *e)
+{
+    e->next = NULL;
+    if (ch->tail)
+        ch->tail->next = e;
+    else
+        ch->head = e;
+    ch->tail = e;
+    uint64_t one = 1;
+    ssize_t n = write(ch->pub.fd, &one, sizeof one);
+    (void)n;
+}
+
+int iwarp_cm_migrate_id(struct iwarp_cm_id *pub, struct iwarp_cm_channel *to)
+{
+    if (!pub || !to || to->context != pub->context)
+        return IWARP_ERR_INVAL;
+    struct iwarp_ctx *ctx = pub->context;
+    struct cm_id *id = cm_id_of(pub);
+    struct cm_channel *from = id->ch, *dst = cm_ch_of(to);
+    pthread_mutex_lock(&ctx->lock);
+    if (from != dst) {
+        /* Its queued events go along, in order; the others stay in theirs. */
+        struct cm_ev **link = &from->head, *last = NULL;
+        while (*link) {
+            struct cm_ev *e = *link;
+            if (e->owner != id) {
+                last = e;
+                link = &e->next;
+                continue;
+            }
+            *link = e->next;
+            uint64_t v;
+            ssize_t n = read(from->pub.fd, &v, sizeof v); /* counted by emit() */
+            (void)n;
+            push_event(dst, e);
+        }
+        from->tail = last;
+        from->n_ids--;
+        dst->n_ids++;
+        id->ch = dst;
+        pub->channel = to;
+    }
+    iwarp_api_unlock(ctx);
+    return 0;
+}
 
 /* ---- public: ids ------------------------------------------------------------------------- */
 
@@ -599,6 +645,29 @@ int iwarp_api_cm_set_qp(struct iwarp_cm_id *pub, struct iwarp_qp *qp)
     int rc = pub->qp ? IWARP_ERR_BUSY : 0;
     if (rc == 0)
         own_qp(cm_id_of(pub), qp);
+    iwarp_api_unlock(ctx);
+    return rc;
+}
+
+int iwarp_cm_attach_qp(struct iwarp_cm_id *pub, struct iwarp_qp *qp)
+{
+    if (!pub || (qp && qp->context != pub->context))
+        return IWARP_ERR_INVAL;
+    struct iwarp_ctx *ctx = pub->context;
+    struct cm_id *id = cm_id_of(pub);
+    int rc = 0;
+    pthread_mutex_lock(&ctx->lock);
+    if (!qp) {
+        if (pub->qp)
+            qp_release(iwarp_api_qp(pub->qp)); /* the QP stays; its connection does not */
+    } else if (pub->qp || iwarp_api_qp(qp)->cm_id) {
+        rc = IWARP_ERR_BUSY;
+    } else if (id->state == CM_CONNECTING || id->state == CM_ESTABLISHED ||
+               id->state == CM_CLOSING || id->state == CM_LISTEN) {
+        rc = IWARP_ERR_STATE;
+    } else {
+        own_qp(id, qp);
+    }
     iwarp_api_unlock(ctx);
     return rc;
 }
