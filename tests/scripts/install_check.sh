@@ -51,5 +51,14 @@ so=$(readlink -f "$libdir/libiwarp.so")
 desc="shared library exports the public API"; check bash -c "nm -D --defined-only '$so' | grep -qw iwarp_strerror"
 desc="shared library hides internal symbols"; check bash -c "! nm -D --defined-only '$so' | grep -w -e iwarp_crc32c_update -e iwarp_crc32c_update_portable"
 desc="every exported symbol is iwarp_ and versioned"; check bash -c "nm -D --defined-only '$so' | awk '\$2 ~ /[TDBR]/ {print \$3}' | grep -v '^IWARP_' | grep -v '^iwarp_' | (! grep .)"
+
+# The drop-in libibverbs/librdmacm (when built): in their own directory, never over the system's,
+# finding the installed libiwarp, and found by the installed `iwarp exec`.
+if [ -e "$build/dropin/libibverbs.so.1" ]; then
+  dropin=$libdir/libiwarp/dropin
+  desc="drop-in libraries installed in their own directory"; check test -e "$dropin/libibverbs.so.1" -a -e "$dropin/librdmacm.so.1" -a ! -e "$libdir/libibverbs.so.1"
+  desc="drop-in libraries resolve libiwarp from the install"; check bash -c "ldd '$dropin/librdmacm.so.1' | grep -E 'lib(iwarp|ibverbs)\\.so' | grep -v 'not found' | grep -c '$prefix' | grep -qx 2"
+  desc="installed iwarp exec finds the installed drop-in"; check bash -c "[ \"\$(readlink -f \"\$('$prefix/bin/iwarp' exec --print-dir)\")\" = \"\$(readlink -f '$dropin')\" ]"
+fi
 echo "$fails failed"
 [ "$fails" = 0 ]

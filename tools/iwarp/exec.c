@@ -89,20 +89,27 @@ static bool has_dropin(const char *dir)
     return access(path, R_OK) == 0;
 }
 
-/* dropin/ beside the running iwarp binary: the build tree's layout. */
-static const char *dir_beside_self(char *buf, size_t len)
+#ifndef IWARP_DROPIN_FROM_BINDIR
+#define IWARP_DROPIN_FROM_BINDIR "../lib/libiwarp/dropin"
+#endif
+
+/* DIR/sub, where DIR is the directory of the running iwarp binary. */
+static const char *beside_self(const char *sub, char *buf, size_t len)
 {
     ssize_t n = readlink("/proc/self/exe", buf, len - 1);
     if (n <= 0)
         return NULL;
     buf[n] = '\0';
     char *slash = strrchr(buf, '/');
-    if (!slash || (size_t)(slash - buf) + sizeof "/dropin" > len)
+    if (!slash || (size_t)(slash - buf) + 2 + strlen(sub) > len)
         return NULL;
-    strcpy(slash, "/dropin");
+    snprintf(slash + 1, len - (size_t)(slash + 1 - buf), "%s", sub);
     return buf;
 }
 
+/* The first of: --dropin-dir, IWARP_DROPIN_DIR, dropin/ beside this binary (a build tree), the
+ * install's directory relative to this binary (a relocated prefix), the configured install
+ * directory. NULL when the one given, or every one, lacks libibverbs.so.1. */
 static const char *find_dir(const char *given, char *buf, size_t len)
 {
     if (given)
@@ -110,9 +117,12 @@ static const char *find_dir(const char *given, char *buf, size_t len)
     const char *env = getenv("IWARP_DROPIN_DIR");
     if (env && *env)
         return has_dropin(env) ? env : NULL;
-    const char *beside = dir_beside_self(buf, len);
-    if (beside && has_dropin(beside))
-        return beside;
+    const char *subs[] = {"dropin", IWARP_DROPIN_FROM_BINDIR};
+    for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++) {
+        const char *dir = beside_self(subs[i], buf, len);
+        if (dir && has_dropin(dir))
+            return dir;
+    }
     return has_dropin(IWARP_DROPIN_INSTALL_DIR) ? IWARP_DROPIN_INSTALL_DIR : NULL;
 }
 
