@@ -225,9 +225,9 @@ IWARP_EXTERN int iwarp_cm_destroy_id(struct iwarp_cm_id *id);
 
 /**
  * iwarp_cm_migrate_id - move the id's events to another channel of the same context
- * (rdma_migrate_id): its events still queued on the old channel move along, in order; later
- * ones go to the new one. Events already taken stay valid and are acknowledged as before. A
- * listener's connection requests not yet announced still arrive on the old channel.
+ * (rdma_migrate_id): its events still queued on the old channel move along, in order, and so
+ * do a listener's queued CONNECT_REQUESTs (with their ids); later ones go to the new channel.
+ * Events already taken stay valid and are acknowledged as before.
  *
  * Returns:
  *   0                    moved (also when to is its channel already).

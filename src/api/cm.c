@@ -55,6 +55,15 @@ const char *iwarp_cm_event_str(enum iwarp_cm_event_type type)
     return "UNKNOWN";
 }
 
+/* id's later events go to ch (lock held). */
+static void move_id(struct cm_id *id, struct cm_channel *ch)
+{
+    id->ch->n_ids--;
+    ch->n_ids++;
+    id->ch = ch;
+    id->pub.channel = &ch->pub;
+}
+
 /* ---- events ------------------------------------------------------------------------------ */
 
 /* Queue an event of id on its channel (lock held). conn: one of the connection slots, else
@@ -161,6 +170,8 @@ void iwarp_cm_on_request(struct cm_id *id, const struct cm_setup *s)
     struct iwarp_conn_param p;
     param_of(s, true, &p);
     id->state = CM_REQUEST;
+    if (id->listen_id && id->ch != id->listen_id->ch) /* the listener migrated meanwhile */
+        move_id(id, id->listen_id->ch);
     emit(id, true, IWARP_CM_EVENT_CONNECT_REQUEST, 0, &p, s->pd, s->pd_len);
 }
 
@@ -433,22 +444,24 @@ int iwarp_cm_migrate_id(struct iwarp_cm_id *pub, struct iwarp_cm_channel *to)
         struct cm_ev **link = &from->head, *last = NULL;
         while (*link) {
             struct cm_ev *e = *link;
-            if (e->owner != id) {
+            /* A listener's announced requests are its events (as in librdmacm). */
+            bool mine = e->owner == id || (e->pub.event == IWARP_CM_EVENT_CONNECT_REQUEST &&
+                                           e->owner->listen_id == id);
+            if (!mine) {
                 last = e;
                 link = &e->next;
                 continue;
             }
             *link = e->next;
+            if (e->owner != id)
+                move_id(e->owner, dst);
             uint64_t v;
             ssize_t n = read(from->pub.fd, &v, sizeof v); /* counted by emit() */
             (void)n;
             push_event(dst, e);
         }
         from->tail = last;
-        from->n_ids--;
-        dst->n_ids++;
-        id->ch = dst;
-        pub->channel = to;
+        move_id(id, dst);
     }
     iwarp_api_unlock(ctx);
     return 0;

@@ -2,10 +2,11 @@
  * iwarp_create_qp, attached to the ids on both sides, connects and carries a Send; detaching
  * it ends the connection and leaves the QP; a CONNECT_REQUEST's id moved to its own channel
  * gets its ESTABLISHED there (what librdmacm's synchronous mode and rdma_migrate_id need);
- * argument and state checks. */
+ * a migrated listener takes its queued requests along; argument and state checks. */
 #define _GNU_SOURCE 1
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -244,6 +245,46 @@ TEST(a_request_id_migrated_to_its_own_channel_gets_its_events_there)
     iwarp_cm_destroy_qp(aid);
     iwarp_cm_destroy_qp(cid);
     ASSERT_EQ(iwarp_cm_destroy_id(aid), 0);
+    ASSERT_EQ(iwarp_cm_destroy_id(cid), 0);
+    ASSERT_EQ(iwarp_cm_destroy_id(lid), 0);
+    ASSERT_EQ(iwarp_cm_destroy_channel(lch), 0);
+    ASSERT_EQ(iwarp_cm_destroy_channel(own), 0);
+    ASSERT_EQ(iwarp_cm_destroy_channel(cch), 0);
+    teardown();
+}
+
+TEST(a_migrated_listener_takes_its_queued_requests_along)
+{
+    setup();
+    struct iwarp_cm_channel *lch, *own, *cch;
+    ASSERT_EQ(iwarp_cm_create_channel(ctx, &lch), 0);
+    ASSERT_EQ(iwarp_cm_create_channel(ctx, &own), 0);
+    ASSERT_EQ(iwarp_cm_create_channel(ctx, &cch), 0);
+    struct iwarp_cm_id *lid;
+    uint16_t port = listen_on(lch, &lid);
+    struct iwarp_cm_id *cid = resolved(cch, port);
+    struct iwarp_qp_init_attr qa = {.send_cq = cq,
+                                    .recv_cq = cq,
+                                    .cap = {.max_send_wr = 4, .max_recv_wr = 4},
+                                    .qp_type = IWARP_QPT_RC};
+    ASSERT_EQ(iwarp_cm_create_qp(cid, pd, &qa), 0);
+    ASSERT_EQ(iwarp_cm_connect(cid, &(struct iwarp_conn_param){0}), 0);
+    /* wait until the request is queued on lch, without taking it */
+    struct pollfd pfd = {.fd = lch->fd, .events = POLLIN};
+    ASSERT_EQ(poll(&pfd, 1, WAIT_MS), 1);
+    ASSERT_EQ(iwarp_cm_migrate_id(lid, own), 0);
+    expect_none(lch);
+    struct iwarp_cm_event *req = expect(own, IWARP_CM_EVENT_CONNECT_REQUEST);
+    ASSERT_TRUE(req->listen_id == lid);
+    ASSERT_TRUE(req->id->channel == own); /* the request's id went along */
+    ASSERT_EQ(iwarp_cm_reject(req->id, "no", 2), 0);
+    struct iwarp_cm_id *aid = req->id;
+    ASSERT_EQ(iwarp_cm_ack_event(req), 0);
+    struct iwarp_cm_event *rej = expect(cch, IWARP_CM_EVENT_REJECTED);
+    ASSERT_EQ(rej->param.private_data_len, 2);
+    ASSERT_EQ(iwarp_cm_ack_event(rej), 0);
+    ASSERT_EQ(iwarp_cm_destroy_id(aid), 0);
+    iwarp_cm_destroy_qp(cid);
     ASSERT_EQ(iwarp_cm_destroy_id(cid), 0);
     ASSERT_EQ(iwarp_cm_destroy_id(lid), 0);
     ASSERT_EQ(iwarp_cm_destroy_channel(lch), 0);
