@@ -72,6 +72,7 @@ IWD_EXPORT struct ibv_context *iwd_context_for_addr(const struct sockaddr *addr)
 /**
  * iwd_contexts - every device's context, opened as iwd_context_for_addr does, in the order of
  * ibv_get_device_list; *count is their number. For rdma_get_devices. NULL with errno on error.
+ * The NULL-terminated array is the library's (copy it; never free it).
  */
 IWD_EXPORT struct ibv_context **iwd_contexts(int *count);
 

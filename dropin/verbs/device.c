@@ -270,11 +270,15 @@ struct ibv_context *iwd_context_for_addr(const struct sockaddr *addr)
 }
 
 /**
- * iwd_contexts - see dropin.h. The array is the caller's (free it); the contexts are not.
+ * iwd_contexts - see dropin.h. The array is the library's: kept while the set of devices is
+ * the same, replaced (the old one kept, never freed: a caller may still be copying it) when
+ * an interface comes or goes.
  */
 struct ibv_context **iwd_contexts(int *count)
 {
-    struct ibv_context **list;
+    static struct ibv_context **cached;
+    static int cached_n;
+    struct ibv_context **list = NULL;
     int n = 0, i = 0;
 
     pthread_mutex_lock(&devices_lock);
@@ -296,6 +300,13 @@ struct ibv_context **iwd_contexts(int *count)
             return NULL;
         }
         i++;
+    }
+    if (cached && cached_n == n && !memcmp(cached, list, (size_t)n * sizeof *list)) {
+        free(list);
+        list = cached;
+    } else {
+        cached = list;
+        cached_n = n;
     }
     pthread_mutex_unlock(&devices_lock);
     if (count)
