@@ -1,14 +1,30 @@
 #!/usr/bin/env bash
 # The drop-in libibverbs.so.1 and librdmacm.so.1 export rdma-core 44's public ABI: the same
 # version nodes and, in each, the same symbols (default and compatibility versions alike) as
-# the system's libraries; rdma-core's provider ABI (IBVERBS_PRIVATE_*) is absent but for
-# ibv_query_gid_type@IBVERBS_PRIVATE_34, without which Debian's ibv_devinfo does not load; only
-# IWARP_DROPIN_PRIVATE (what the two drop-in libraries share) is added.
+# the system's libraries. rdma-core's provider ABI (IBVERBS_PRIVATE_34) is not offered, except
+# exactly the names unmodified programs bind at load: ibv_query_gid_type (Debian's ibv_devinfo)
+# and what the installed direct-verbs libraries (libmlx5, libefa, ..., linked by perftest)
+# import, all of which must be there. Only IWARP_DROPIN_PRIVATE (what the two drop-in libraries
+# share) is added.
 # Usage: symbols.sh BUILD_DIR [SHARED_DIR]; exit 77 when the system libraries are missing.
 set -u
 build=${1:?usage: symbols.sh BUILD_DIR}
 sysdir=/usr/lib/x86_64-linux-gnu
 fail=0
+
+# IBVERBS_PRIVATE_34 names bound by the system's libraries that depend on libibverbs.so.1, and
+# by ibv_devinfo.
+load_time_private() {
+    for l in "$sysdir"/*.so.*; do
+        [ -L "$l" ] && continue
+        case $(basename "$l") in libibverbs.so.*) continue ;; esac
+        readelf -d "$l" 2>/dev/null | grep -q 'NEEDED.*libibverbs\.so\.1' || continue
+        objdump -T "$l" | awk '/\*UND\*/ && /IBVERBS_PRIVATE_34/ {print "IBVERBS_PRIVATE_34", $NF}'
+    done
+    echo "IBVERBS_PRIVATE_34 ibv_query_gid_type"
+    echo "IBVERBS_PRIVATE_34 IBVERBS_PRIVATE_34"
+}
+allowed_private=$(load_time_private | sort -u)
 
 # "VERSION SYMBOL" lines of a library's dynamic symbols: defined ones, hidden (non-default)
 # versions shown in parentheses by objdump kept as "(VERSION)".
@@ -32,12 +48,20 @@ for lib in libibverbs.so.1 librdmacm.so.1; do
     fi
     want=$(exports "$sys" | grep -v 'PRIVATE')
     have=$(exports "$ours")
-    private=$(echo "$have" | grep 'IBVERBS_PRIVATE\|RDMACM_PRIVATE' |
-        grep -vx 'IBVERBS_PRIVATE_34 ibv_query_gid_type\|IBVERBS_PRIVATE_34 IBVERBS_PRIVATE_34')
+    private=$(comm -23 <(echo "$have" | grep 'IBVERBS_PRIVATE\|RDMACM_PRIVATE') \
+        <(echo "$allowed_private"))
     if [ -n "$private" ]; then
-        echo "FAIL: $lib exports rdma-core's private ABI:"
+        echo "FAIL: $lib exports rdma-core's private ABI beyond what programs bind at load:"
         echo "$private" | sed 's/^/  /'
         fail=1
+    fi
+    if [ "$lib" = libibverbs.so.1 ]; then
+        unbound=$(comm -13 <(echo "$have" | grep 'IBVERBS_PRIVATE_34') <(echo "$allowed_private"))
+        if [ -n "$unbound" ]; then
+            echo "FAIL: $lib lacks names installed programs bind at load (they would not start):"
+            echo "$unbound" | sed 's/^/  /'
+            fail=1
+        fi
     fi
     have=$(echo "$have" | grep -v 'IWARP_DROPIN_PRIVATE\|IBVERBS_PRIVATE_34')
     missing=$(comm -23 <(echo "$want") <(echo "$have"))
