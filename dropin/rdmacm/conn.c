@@ -143,11 +143,14 @@ IWD_EXPORT int rdma_disconnect(struct rdma_cm_id *pub)
     return iwd_cm_sync_wait(id);
 }
 
-/** rdma_establish - for IB's CONNECT_RESPONSE; iWARP never reports one: EINVAL. */
+/** rdma_establish - completes IB's CONNECT_RESPONSE for an id without a QP (librdmacm: EINVAL
+ * with one). iWARP has no such step: the MPA exchange established the connection, so it is 0
+ * once ESTABLISHED was delivered (rping -q calls it then), EINVAL before. */
 IWD_EXPORT int rdma_establish(struct rdma_cm_id *pub)
 {
-    (void)pub;
-    return iwd_cm_fail(EINVAL);
+    if (!pub || pub->qp || !iwd_id_of(pub)->was_connected)
+        return iwd_cm_fail(EINVAL);
+    return 0;
 }
 
 /** rdma_get_request - a synchronous listener's next connection request (with its QP when the
