@@ -126,10 +126,8 @@ static struct iwd_id *request_id(struct iwarp_cm_event *iwev, struct iwd_id *lis
     id->req_ord = iwev->param.initiator_depth;
     iwd_cm_copy_addr(&id->pub.route.addr.src_storage, (struct sockaddr *)&iwev->id->local_addr);
     iwd_cm_copy_addr(&id->pub.route.addr.dst_storage, (struct sockaddr *)&iwev->id->peer_addr);
-    if (!iwd_cm_set_verbs(id, (struct sockaddr *)&iwev->id->local_addr) && lis->pub.verbs) {
-        id->pub.verbs = lis->pub.verbs;
-        id->pub.port_num = 1;
-    }
+    if (!iwd_cm_set_verbs(id, (struct sockaddr *)&iwev->id->local_addr) && lis->pub.verbs)
+        iwd_cm_use_device(id, lis->pub.verbs);
     return id;
 }
 

@@ -15,6 +15,8 @@
 
 #include "dropin.h"
 
+#define IWD_CM_MAX_DEVICES 64 /* devices whose default PD librdmacm-style ids share */
+
 struct iwd_channel {
     struct rdma_event_channel pub; /* first; pub.fd is the libiwarp channel's fd */
     struct iwarp_cm_channel *iw;
@@ -102,6 +104,12 @@ void iwd_cm_copy_addr(struct sockaddr_storage *dst, const struct sockaddr *sa);
  * there is one and it is not a wildcard; port_num becomes 1. Returns whether it did.
  */
 bool iwd_cm_set_verbs(struct iwd_id *id, const struct sockaddr *addr);
+
+/**
+ * iwd_cm_use_device - the id is on device verbs (port 1); its pd becomes the device's default
+ * PD unless it has one, as librdmacm.
+ */
+void iwd_cm_use_device(struct iwd_id *id, struct ibv_context *verbs);
 
 /**
  * iwd_cm_qp_state - record state on the id's QP (its own or the attached one), if any.

@@ -4,6 +4,7 @@
 #define _GNU_SOURCE 1
 #include <errno.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -37,6 +38,41 @@ static bool is_wildcard(const struct sockaddr *sa)
     return IN6_IS_ADDR_UNSPECIFIED(a);
 }
 
+/* librdmacm gives every id on a device that device's one PD (made at first use, kept for the
+ * life of the process) until the application names its own. */
+static struct {
+    pthread_mutex_t lock;
+    int n;
+    struct ibv_context *verbs[IWD_CM_MAX_DEVICES];
+    struct ibv_pd *pd[IWD_CM_MAX_DEVICES];
+} device_pds = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static struct ibv_pd *device_pd(struct ibv_context *verbs)
+{
+    struct ibv_pd *pd = NULL;
+    pthread_mutex_lock(&device_pds.lock);
+    for (int i = 0; i < device_pds.n && !pd; i++)
+        if (device_pds.verbs[i] == verbs)
+            pd = device_pds.pd[i];
+    if (!pd && device_pds.n < IWD_CM_MAX_DEVICES) {
+        pd = ibv_alloc_pd(verbs);
+        if (pd) {
+            device_pds.verbs[device_pds.n] = verbs;
+            device_pds.pd[device_pds.n++] = pd;
+        }
+    }
+    pthread_mutex_unlock(&device_pds.lock);
+    return pd;
+}
+
+void iwd_cm_use_device(struct iwd_id *id, struct ibv_context *verbs)
+{
+    id->pub.verbs = verbs;
+    id->pub.port_num = 1;
+    if (!id->pub.pd)
+        id->pub.pd = device_pd(verbs);
+}
+
 bool iwd_cm_set_verbs(struct iwd_id *id, const struct sockaddr *addr)
 {
     if (!addr_family_ok(addr) || is_wildcard(addr))
@@ -44,8 +80,7 @@ bool iwd_cm_set_verbs(struct iwd_id *id, const struct sockaddr *addr)
     struct ibv_context *verbs = iwd_context_for_addr(addr);
     if (!verbs)
         return false;
-    id->pub.verbs = verbs;
-    id->pub.port_num = 1;
+    iwd_cm_use_device(id, verbs);
     return true;
 }
 

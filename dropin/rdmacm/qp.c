@@ -78,7 +78,7 @@ IWD_EXPORT int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd,
     if (!pd || (id->verbs && id->verbs != pd->context))
         return iwd_cm_fail(EINVAL);
     if (!id->verbs) {
-        id->verbs = pd->context;
+        id->verbs = pd->context; /* an unbound id: the PD says which device */
         id->port_num = 1;
     }
     if (qp_init_attr->qp_type != IBV_QPT_RC)

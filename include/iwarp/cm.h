@@ -326,7 +326,8 @@ IWARP_EXTERN int iwarp_cm_create_qp(struct iwarp_cm_id *id, struct iwarp_pd *pd,
 /**
  * iwarp_cm_destroy_qp - destroy the id's QP (rdma_destroy_qp); nothing when it has none.
  *
- * The connection, if still up, is closed abortively without an event; outstanding WRs are
+ * The connection, if still up, is closed abortively without an event (but an id being
+ * disconnected, iwarp_cm_disconnect, still gets its DISCONNECTED); outstanding WRs are
  * flushed.
  *
  * Returns: nothing.

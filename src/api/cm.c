@@ -265,11 +265,13 @@ void iwarp_cm_unhook_qp(struct cm_id *id)
         iwarp_api_qp(id->pub.qp)->llp = (struct iwarp_qp_llp){0};
 }
 
-/* iwarp_destroy_qp of a QP an id owns (its cm_release): the connection cannot outlive it. */
+/* iwarp_destroy_qp of a QP an id owns (its cm_release): the connection cannot outlive it.
+ * An id the application is disconnecting still gets its DISCONNECTED (rdma_cm does: cmtime
+ * destroys the QP right after rdma_disconnect and waits for the event). */
 static void qp_release(struct iwarp_qp_impl *q)
 {
     struct cm_id *id = q->cm_id;
-    abort_conn(id, false);
+    abort_conn(id, id->state == CM_CLOSING);
     q->llp = (struct iwarp_qp_llp){0};
     q->cm_id = NULL;
     q->cm_release = NULL;

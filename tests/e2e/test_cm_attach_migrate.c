@@ -292,3 +292,41 @@ TEST(a_migrated_listener_takes_its_queued_requests_along)
     ASSERT_EQ(iwarp_cm_destroy_channel(cch), 0);
     teardown();
 }
+
+TEST(a_qp_destroyed_while_its_id_disconnects_still_gives_disconnected)
+{
+    setup();
+    struct iwarp_cm_channel *sch, *cch;
+    ASSERT_EQ(iwarp_cm_create_channel(ctx, &sch), 0);
+    ASSERT_EQ(iwarp_cm_create_channel(ctx, &cch), 0);
+    struct iwarp_cm_id *lid;
+    uint16_t port = listen_on(sch, &lid);
+    struct iwarp_cm_id *cid = resolved(cch, port);
+    struct iwarp_qp_init_attr qa = {.send_cq = cq,
+                                    .recv_cq = cq,
+                                    .cap = {.max_send_wr = 4, .max_recv_wr = 4},
+                                    .qp_type = IWARP_QPT_RC};
+    ASSERT_EQ(iwarp_cm_create_qp(cid, pd, &qa), 0);
+    ASSERT_EQ(iwarp_cm_connect(cid, &(struct iwarp_conn_param){0}), 0);
+    struct iwarp_cm_event *req = expect(sch, IWARP_CM_EVENT_CONNECT_REQUEST);
+    struct iwarp_cm_id *aid = req->id;
+    ASSERT_EQ(iwarp_cm_create_qp(aid, pd, &qa), 0);
+    ASSERT_EQ(iwarp_cm_accept(aid, NULL), 0);
+    ASSERT_EQ(iwarp_cm_ack_event(req), 0);
+    expect_ack(sch, IWARP_CM_EVENT_ESTABLISHED);
+    expect_ack(cch, IWARP_CM_EVENT_ESTABLISHED);
+    /* cmtime: rdma_disconnect, rdma_destroy_qp at once, then wait for DISCONNECTED */
+    ASSERT_EQ(iwarp_cm_disconnect(cid), 0);
+    iwarp_cm_destroy_qp(cid);
+    expect_ack(cch, IWARP_CM_EVENT_DISCONNECTED);
+    expect_ack(sch, IWARP_CM_EVENT_DISCONNECTED);
+    /* without a disconnect first, destroying the QP stays silent on its own side */
+    iwarp_cm_destroy_qp(aid);
+    expect_none(sch);
+    ASSERT_EQ(iwarp_cm_destroy_id(aid), 0);
+    ASSERT_EQ(iwarp_cm_destroy_id(cid), 0);
+    ASSERT_EQ(iwarp_cm_destroy_id(lid), 0);
+    ASSERT_EQ(iwarp_cm_destroy_channel(sch), 0);
+    ASSERT_EQ(iwarp_cm_destroy_channel(cch), 0);
+    teardown();
+}
