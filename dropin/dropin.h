@@ -40,6 +40,7 @@ struct iwd_options {
     uint8_t rtr_types;                 /* IWARP_MPA_RTR=write,read,send (IWARP_CM_RTR_*); 0: all */
     uint16_t first_fpdu_delay_ms;      /* IWARP_FIRST_FPDU_DELAY_MS; default 0 */
     int log_level;                     /* IWARP_LOG=error|warn|info|debug; default warn */
+    int tx_batch_us; /* IWARP_TX_BATCH_US (iwarp_ctx_attr.tx_batch_us; 0: off); -1: libiwarp's */
 };
 
 /**

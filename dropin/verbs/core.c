@@ -100,6 +100,17 @@ static void read_options(void)
         else
             options.first_fpdu_delay_ms = (uint16_t)ms;
     }
+    options.tx_batch_us = -1;
+    v = getenv("IWARP_TX_BATCH_US");
+    if (v && *v) {
+        char *end;
+        unsigned long us = strtoul(v, &end, 10);
+
+        if (*end || us > 1000000 || *v == '-')
+            bad_value("IWARP_TX_BATCH_US", v);
+        else
+            options.tx_batch_us = (int)us;
+    }
     options.log_level = IWARP_LOG_WARN;
     v = getenv("IWARP_LOG");
     if (v && *v) {
@@ -166,6 +177,10 @@ struct iwarp_ctx *iwd_ctx_get(void)
         attr.progress = o->progress;
         attr.log = ctx_log;
         attr.log_level = (enum iwarp_log_level)o->log_level;
+        if (o->tx_batch_us >= 0) {
+            attr.comp_mask |= IWARP_CTX_ATTR_TX_BATCH;
+            attr.tx_batch_us = (uint32_t)o->tx_batch_us;
+        }
         rc = iwarp_ctx_create(&attr, &the_ctx);
         if (rc) {
             the_ctx = NULL;
