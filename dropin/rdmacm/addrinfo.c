@@ -32,13 +32,25 @@ static void to_ai(const struct rdma_addrinfo *h, struct addrinfo *ai)
         ai->ai_flags |= AI_NUMERICHOST;
     if (h->ai_family != AF_IB)
         ai->ai_family = h->ai_family;
-    ai->ai_socktype = h->ai_qp_type == IBV_QPT_UD ? SOCK_DGRAM : SOCK_STREAM;
-    if (!h->ai_qp_type && !h->ai_port_space)
-        ai->ai_socktype = 0;
+    switch (h->ai_qp_type) {
+    case IBV_QPT_RC:
+    case IBV_QPT_UC:
+    case IBV_QPT_XRC_SEND:
+    case IBV_QPT_XRC_RECV:
+        ai->ai_socktype = SOCK_STREAM;
+        break;
+    case IBV_QPT_UD:
+        ai->ai_socktype = SOCK_DGRAM;
+        break;
+    default: /* none asked for: any */
+        break;
+    }
     if (h->ai_port_space == RDMA_PS_TCP)
         ai->ai_protocol = IPPROTO_TCP;
     else if (h->ai_port_space == RDMA_PS_UDP || h->ai_port_space == RDMA_PS_IPOIB)
         ai->ai_protocol = IPPROTO_UDP;
+    else if (h->ai_port_space == RDMA_PS_IB && ai->ai_socktype)
+        ai->ai_protocol = ai->ai_socktype == SOCK_STREAM ? IPPROTO_TCP : IPPROTO_UDP;
 }
 
 /* getaddrinfo's first answer -> rai. */
