@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <net/if.h>
@@ -848,4 +849,24 @@ TEST(every_libiwarp_error_has_an_errno)
     ASSERT_EQ(iwd_errno(0), 0);
     ASSERT_EQ(iwd_errno(IWARP_ERR_NOMEM), ENOMEM);
     ASSERT_EQ(iwd_errno(IWARP_ERR_CONN_REFUSED), ECONNREFUSED);
+}
+
+TEST(ibverbs_1_0_entries_fail_with_enosys)
+{
+    /* binaries linked against libibverbs 1.0 bind these versions; the library is loaded */
+    void *ptr_fn = dlvsym(RTLD_DEFAULT, "ibv_get_device_list", "IBVERBS_1.0");
+    void *int_fn = dlvsym(RTLD_DEFAULT, "ibv_modify_qp", "IBVERBS_1.0");
+    void *cur = dlvsym(RTLD_DEFAULT, "ibv_get_device_list", "IBVERBS_1.1");
+
+    ASSERT_TRUE(ptr_fn != NULL && int_fn != NULL && cur != NULL);
+    ASSERT_TRUE(ptr_fn != cur);
+    errno = 0;
+    ASSERT_TRUE(((void *(*)(int *))ptr_fn)(NULL) == NULL);
+    ASSERT_EQ(errno, ENOSYS);
+    errno = 0;
+    ASSERT_EQ(((int (*)(void *, void *, int))int_fn)(NULL, NULL, 0), -ENOSYS);
+    ASSERT_EQ(errno, ENOSYS);
+    ASSERT_TRUE(dlvsym(RTLD_DEFAULT, "ibv_cmd_create_qp", "IBVERBS_PRIVATE_34") != NULL);
+    ASSERT_EQ(((int (*)(void))dlvsym(RTLD_DEFAULT, "ibv_cmd_create_qp", "IBVERBS_PRIVATE_34"))(),
+              EOPNOTSUPP);
 }
