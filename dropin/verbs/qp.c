@@ -213,14 +213,16 @@ void iwd_qp_set_state(struct ibv_qp *qp, enum ibv_qp_state state)
     q->qp.state = state;
 }
 
-/* The verbs state: libiwarp's once it has left INIT (connected, in error), else recorded. */
-static enum ibv_qp_state current_state(struct iwd_qp *q, struct iwarp_qp_attr *ia)
+/* The verbs state: libiwarp's once it has left INIT (connected, in error), else recorded.
+ * 0 or the errno of iwarp_query_qp's failure. */
+static int current_state(struct iwd_qp *q, struct iwarp_qp_attr *ia, enum ibv_qp_state *st)
 {
-    if (iwarp_query_qp(q->iqp, ia) != 0)
-        return q->qp.state;
-    if (ia->qp_state == IWARP_QPS_INIT)
-        return q->recorded;
-    return (enum ibv_qp_state)ia->qp_state;
+    int rc = iwarp_query_qp(q->iqp, ia);
+
+    if (rc)
+        return iwd_errno(rc);
+    *st = ia->qp_state == IWARP_QPS_INIT ? q->recorded : (enum ibv_qp_state)ia->qp_state;
+    return 0;
 }
 
 /**
@@ -233,7 +235,8 @@ IWD_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int at
 {
     struct iwd_qp *q = (struct iwd_qp *)qp;
     struct iwarp_qp_attr ia;
-    enum ibv_qp_state now;
+    enum ibv_qp_state now = IBV_QPS_RESET;
+    int rc;
 
     if (!qp || !attr)
         return EINVAL;
@@ -241,7 +244,9 @@ IWD_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int at
         return EOPNOTSUPP;
     if (!(attr_mask & IBV_QP_STATE))
         return 0;
-    now = current_state(q, &ia);
+    rc = current_state(q, &ia, &now);
+    if (rc)
+        return rc;
     switch (attr->qp_state) {
     case IBV_QPS_RESET:
     case IBV_QPS_INIT:
@@ -255,14 +260,12 @@ IWD_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int at
         if (now != IBV_QPS_RTS)
             return EINVAL;
         return 0;
-    case IBV_QPS_ERR: {
-        int rc = iwarp_modify_qp_err(q->iqp);
-
+    case IBV_QPS_ERR:
+        rc = iwarp_modify_qp_err(q->iqp);
         if (rc)
             return iwd_errno(rc);
         q->qp.state = IBV_QPS_ERR;
         return 0;
-    }
     default:
         return EINVAL;
     }
@@ -276,13 +279,15 @@ IWD_EXPORT int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int att
 {
     struct iwd_qp *q = (struct iwd_qp *)qp;
     struct iwarp_qp_attr ia;
-    enum ibv_qp_state st;
-    int mtu;
+    enum ibv_qp_state st = IBV_QPS_RESET;
+    int mtu, rc;
 
     (void)attr_mask; /* everything is filled, as siw does */
     if (!qp || !attr || !init_attr)
         return EINVAL;
-    st = current_state(q, &ia);
+    rc = current_state(q, &ia, &st);
+    if (rc)
+        return rc;
     q->qp.state = st;
     memset(attr, 0, sizeof *attr);
     attr->qp_state = st;
