@@ -11,6 +11,7 @@ set -u
 build=${1:?usage: symbols.sh BUILD_DIR}
 sysdir=/usr/lib/x86_64-linux-gnu
 fail=0
+indent() { sed "s/^/  /"; }
 
 # IBVERBS_PRIVATE_34 names bound by the system's libraries that depend on libibverbs.so.1, and
 # by ibv_devinfo.
@@ -52,14 +53,14 @@ for lib in libibverbs.so.1 librdmacm.so.1; do
         <(echo "$allowed_private"))
     if [ -n "$private" ]; then
         echo "FAIL: $lib exports rdma-core's private ABI beyond what programs bind at load:"
-        echo "$private" | sed 's/^/  /'
+        indent <<<"$private"
         fail=1
     fi
     if [ "$lib" = libibverbs.so.1 ]; then
         unbound=$(comm -13 <(echo "$have" | grep 'IBVERBS_PRIVATE_34') <(echo "$allowed_private"))
         if [ -n "$unbound" ]; then
             echo "FAIL: $lib lacks names installed programs bind at load (they would not start):"
-            echo "$unbound" | sed 's/^/  /'
+            indent <<<"$unbound"
             fail=1
         fi
     fi
@@ -68,12 +69,12 @@ for lib in libibverbs.so.1 librdmacm.so.1; do
     extra=$(comm -13 <(echo "$want") <(echo "$have"))
     if [ -n "$missing" ]; then
         echo "FAIL: $lib lacks $(echo "$missing" | wc -l) of rdma-core's symbols:"
-        echo "$missing" | sed 's/^/  /'
+        indent <<<"$missing"
         fail=1
     fi
     if [ -n "$extra" ]; then
         echo "FAIL: $lib exports $(echo "$extra" | wc -l) symbols rdma-core does not:"
-        echo "$extra" | sed 's/^/  /'
+        indent <<<"$extra"
         fail=1
     fi
     if [ -z "$missing" ] && [ -z "$extra" ]; then

@@ -48,7 +48,7 @@ up=$(for i in /sys/class/net/*; do
     [ $(($(cat "$i/flags") & 1)) = 1 ] && basename "$i"
 done | sort)
 listed=$(awk '/iwarp_/ {sub(/^iwarp_/, "", $1); print $1}' "$W/devices.txt" | sort)
-[ "$up" = "$listed" ] || fail "devices [$(echo $listed)] are not the up interfaces [$(echo $up)]"
+[ "$up" = "$listed" ] || fail "devices [$(tr '\n' ' ' <<<"$listed")] are not the up interfaces [$(tr '\n' ' ' <<<"$up")]"
 
 timeout 30 ibv_devinfo -v -d iwarp_lo >"$W/devinfo.txt" 2>&1 || fail "ibv_devinfo exited $?: $(tail -n 3 "$W/devinfo.txt")"
 field() { awk -v f="$1:" '$1 == f {print $2; exit}' "$W/devinfo.txt"; }
@@ -67,7 +67,7 @@ done <"$W/limits.txt"
 timeout 30 ibv_devinfo -d iwarp_nonexistent >"$W/none.txt" 2>&1 && fail "ibv_devinfo -d iwarp_nonexistent succeeded"
 
 if [ $FAILED = 0 ]; then
-    echo "ok: ibv_devices lists [$(echo $listed)]; ibv_devinfo shows iwarp_lo as iWARP with libiwarp's $(wc -l <"$W/limits.txt") limits"
+    echo "ok: ibv_devices lists [$(tr '\n' ' ' <<<"$listed")]; ibv_devinfo shows iwarp_lo as iWARP with libiwarp's $(wc -l <"$W/limits.txt") limits"
 else
     echo "--- ibv_devinfo -v -d iwarp_lo:"; cat "$W/devinfo.txt"
 fi
