@@ -15,6 +15,7 @@
 # Exit: 0 all passed, 1 a run failed, 77 skipped (rdmacm-utils not installed).
 set -u
 BUILD=$(realpath "${1:?usage: rdmacm_utils.sh BUILD_DIR [SHARED_DIR]}")
+# shellcheck disable=SC2034 # used by rdmacm_lib.sh
 SHARED=$(realpath "${2:-$(dirname "$0")/../../../shared}")
 HERE=$(dirname "$(realpath "$0")")
 command -v ucmatose >/dev/null || { echo "SKIP: rdmacm-utils is not installed"; exit 77; }
