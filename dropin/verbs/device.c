@@ -255,10 +255,14 @@ struct ibv_context *iwd_context_for_addr(const struct sockaddr *addr)
         freeifaddrs(ifas);
         return iwd_fail_null(ENODEV);
     }
+    /* an IPv4 alias is labelled "eth0:1"; its device is eth0's */
+    size_t name_len = strcspn(match->ifa_name, ":");
+
     pthread_mutex_lock(&devices_lock);
     iwd_devices_refresh();
     for (struct iwd_device *d = devices; d; d = d->next)
-        if (d->present && !strcmp(d->ifname, match->ifa_name)) {
+        if (d->present && strlen(d->ifname) == name_len &&
+            !strncmp(d->ifname, match->ifa_name, name_len)) {
             ctx = device_cm_context(d);
             break;
         }
