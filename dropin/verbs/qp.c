@@ -93,7 +93,12 @@ static struct ibv_qp *make_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr,
     ia.cap.max_recv_wr = attr->srq ? 0 : attr->cap.max_recv_wr;
     ia.cap.max_send_sge = attr->cap.max_send_sge;
     ia.cap.max_recv_sge = attr->cap.max_recv_sge;
-    ia.cap.max_inline_data = attr->cap.max_inline_data;
+    /* siw takes inline data up to its device maximum whatever the QP asked for, and
+     * programs rely on it (rdma_xclient posts 16 inline octets on a QP that asked for none):
+     * ask for the maximum (the cap written back says so); more is EINVAL, as on siw. */
+    ia.cap.max_inline_data = attr->cap.max_inline_data > dev.max_inline_data
+                                 ? attr->cap.max_inline_data
+                                 : dev.max_inline_data;
     ia.qp_type = IWARP_QPT_RC;
     ia.sq_sig_all = attr->sq_sig_all;
     /* The RFC 7306 extensions are enabled so that the atomics and Write with Immediate the
