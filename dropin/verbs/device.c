@@ -258,18 +258,23 @@ struct ibv_context *iwd_context_for_addr(const struct sockaddr *addr)
     /* an IPv4 alias is labelled "eth0:1"; its device is eth0's */
     size_t name_len = strcspn(match->ifa_name, ":");
 
+    bool found = false;
+    int open_errno = 0;
+
     pthread_mutex_lock(&devices_lock);
     iwd_devices_refresh();
     for (struct iwd_device *d = devices; d; d = d->next)
         if (d->present && strlen(d->ifname) == name_len &&
             !strncmp(d->ifname, match->ifa_name, name_len)) {
+            found = true;
             ctx = device_cm_context(d);
+            open_errno = errno;
             break;
         }
     pthread_mutex_unlock(&devices_lock);
     freeifaddrs(ifas);
-    if (!ctx && !errno)
-        errno = ENODEV;
+    if (!ctx)
+        errno = found ? open_errno : ENODEV; /* an interface that is down has no device */
     return ctx;
 }
 
