@@ -18,6 +18,16 @@ next_port() {
     while ss -Hltn "sport = :$PORT" | grep -q .; do PORT=$((PORT + 1)); done
 }
 
+# reap PID CLIENT_RC: the server's exit status. A server whose client failed gets 5 s to end
+# by itself (it may wait for a peer that is gone), then is killed.
+reap() {
+    if [ "$2" != 0 ] && ! wait_for 5 "the server to end after its client failed" \
+        sh -c "! kill -0 $1 2>/dev/null" 2>/dev/null; then
+        kill "$1" 2>/dev/null
+    fi
+    wait "$1"
+}
+
 # listening PORT: whether some socket listens on TCP port PORT.
 listening() { ss -Hltn "sport = :$1" | grep -q .; }
 

@@ -40,14 +40,14 @@ run() {
     cli_cmd=("$@")
     next_port
     pcap=$W/$PORT.pcap
-    IWARP_MPA_CRC=$crc IWARP_PCAP=$pcap timeout 30 "${srv_cmd[@]}" -a "$addr" -p "$PORT" \
+    IWARP_MPA_CRC=$crc IWARP_PCAP=$pcap timeout 20 "${srv_cmd[@]}" -a "$addr" -p "$PORT" \
         >"$W/$PORT.server" 2>&1 &
     local srv=$!
     KIDS+=("$srv")
     wait_for -p "$srv" 10 "the server on port $PORT" listening "$PORT"
-    IWARP_MPA_CRC=$crc timeout 30 "${cli_cmd[@]}" -a "$addr" -p "$PORT" >"$W/$PORT.client" 2>&1
+    IWARP_MPA_CRC=$crc timeout 15 "${cli_cmd[@]}" -a "$addr" -p "$PORT" >"$W/$PORT.client" 2>&1
     crc_rc=$?
-    wait "$srv"
+    reap "$srv" "$crc_rc"
     src=$?
     problems=$(
         [ "$src" = 0 ] || echo "    server exit $src: $(tail -n 3 "$W/$PORT.server")"

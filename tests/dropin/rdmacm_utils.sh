@@ -55,7 +55,7 @@ pair() {
             src="$? (it had exited)"
         fi
     else
-        wait "$srv"
+        reap "$srv" "$cli_rc"
         src=$?
     fi
     problems=$(
