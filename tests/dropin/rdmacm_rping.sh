@@ -71,7 +71,9 @@ for addr in 127.0.0.1 ::1; do
         done
     done
 done
-COUNT=4 run "rping -q (QPs by ibv_create_qp, connected by qp_num) 127.0.0.1" 127.0.0.1 0 \
+COUNT=4 run "rping -s -q (the server's QP by ibv_create_qp, accepted by qp_num)" 127.0.0.1 0 \
+    rping -s -q -- rping -c -v -V -C 4
+COUNT=4 run "rping -q both sides (QPs by ibv_create_qp, connected by qp_num) 127.0.0.1" 127.0.0.1 0 \
     rping -s -q -- rping -c -q -v -V -C 4
 COUNT=4 run "rping -q ::1 CRC 1" ::1 1 rping -s -q -- rping -c -q -v -V -C 4
 if [ -x "$IWARP" ]; then
