@@ -194,14 +194,22 @@ IWD_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma
     ev->pub.event = (enum rdma_cm_event_type)iwev->event; /* same numbering */
     ev->pub.status = iwd_cm_status(iwev->status);
     struct rdma_conn_param *c = &ev->pub.param.conn;
-    c->private_data = iwev->param.private_data;
-    /* rdma_conn_param's length is one octet; MPA's private data can be longer */
-    c->private_data_len =
-        (uint8_t)(iwev->param.private_data_len > 255 ? 255 : iwev->param.private_data_len);
+    /* rdma_conn_param's length is one octet; MPA's private data can be longer. A copy, so that
+     * the event outlives its id (destroying a request's id before acking the request is
+     * allowed, as in librdmacm, where the request is the listener's event). */
+    c->private_data_len = (uint8_t)(iwev->param.private_data_len > sizeof ev->private_data
+                                        ? sizeof ev->private_data
+                                        : iwev->param.private_data_len);
+    if (c->private_data_len) {
+        memcpy(ev->private_data, iwev->param.private_data, c->private_data_len);
+        c->private_data = ev->private_data;
+    }
     c->responder_resources = iwev->param.responder_resources;
     c->initiator_depth = iwev->param.initiator_depth;
     c->qp_num = 0;
     apply(id, iwev);
+    if (lis)
+        id->req_event = ev;
     *event = &ev->pub;
     return 0;
 }
@@ -212,9 +220,14 @@ IWD_EXPORT int rdma_ack_cm_event(struct rdma_cm_event *event)
     if (!event)
         return iwd_cm_fail(EINVAL);
     struct iwd_event *ev = (struct iwd_event *)event;
-    int rc = iwarp_cm_ack_event(ev->iw);
-    if (rc != 0)
-        return iwd_cm_fail(iwd_cm_errno(rc));
+    if (ev->iw) {
+        struct iwd_id *id = iwd_id_of(ev->pub.id); /* alive: its destroy clears ev->iw */
+        int rc = iwarp_cm_ack_event(ev->iw);
+        if (rc != 0)
+            return iwd_cm_fail(iwd_cm_errno(rc));
+        if (id->req_event == ev)
+            id->req_event = NULL;
+    }
     free(ev);
     return 0;
 }

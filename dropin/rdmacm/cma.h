@@ -22,6 +22,8 @@ struct iwd_channel {
     struct iwarp_cm_channel *iw;
 };
 
+struct iwd_event;
+
 struct iwd_id {
     struct rdma_cm_id pub; /* first */
     struct iwarp_cm_id *iw;
@@ -32,12 +34,14 @@ struct iwd_id {
     uint8_t req_ird;    /* CONNECT_REQUEST: the IRD/ORD offered, for rdma_accept's defaults */
     uint8_t req_ord;
     struct ibv_qp *user_qp;                /* the application's QP attached by qp_num */
+    struct iwd_event *req_event;           /* its CONNECT_REQUEST, until acknowledged */
     struct ibv_qp_init_attr *qp_init_attr; /* rdma_create_ep listener: rdma_get_request's QP */
 };
 
 struct iwd_event {
-    struct rdma_cm_event pub; /* first */
-    struct iwarp_cm_event *iw;
+    struct rdma_cm_event pub;  /* first */
+    struct iwarp_cm_event *iw; /* NULL once released early (its id was destroyed) */
+    uint8_t private_data[255]; /* pub.param.conn.private_data: the event's own copy */
 };
 
 static inline struct iwd_id *iwd_id_of(struct rdma_cm_id *id)

@@ -205,6 +205,13 @@ IWD_EXPORT int rdma_destroy_id(struct rdma_cm_id *pub)
         rdma_ack_cm_event(pub->event);
         pub->event = NULL;
     }
+    if (id->req_event) {
+        /* its CONNECT_REQUEST, not acked yet: librdmacm counts it as the listener's event, so
+         * the id goes now and the event is released here (the application still acks it) */
+        iwarp_cm_ack_event(id->req_event->iw);
+        id->req_event->iw = NULL;
+        id->req_event = NULL;
+    }
     /* the QP outlives the id, as in librdmacm (the application destroys it) */
     if (id->iw->qp)
         iwarp_cm_attach_qp(id->iw, NULL);

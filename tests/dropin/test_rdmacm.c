@@ -288,11 +288,17 @@ TEST(reject_with_private_data_and_a_refused_connection)
     struct rdma_cm_id *cid = resolved(cch, false, port);
     struct ibv_qp_init_attr ca = qp_attr();
     ASSERT_EQ(rdma_create_qp(cid, NULL, &ca), 0);
-    ASSERT_EQ(rdma_connect(cid, NULL), 0);
+    struct rdma_conn_param cp = {.private_data = "why?", .private_data_len = 4};
+    ASSERT_EQ(rdma_connect(cid, &cp), 0);
     struct rdma_cm_event *req = expect(sch, RDMA_CM_EVENT_CONNECT_REQUEST);
     struct rdma_cm_id *aid = req->id;
-    ASSERT_EQ(req->param.conn.private_data_len, 0);
+    ASSERT_EQ(req->param.conn.private_data_len, 4);
+    ASSERT_MEM_EQ(req->param.conn.private_data, "why?", 4);
     ASSERT_EQ(rdma_reject(aid, "no", 2), 0);
+    /* the request's id may go before the request is acked (librdmacm: it is the listener's
+     * event); the event stays readable until then */
+    ASSERT_EQ(rdma_destroy_id(aid), 0);
+    ASSERT_MEM_EQ(req->param.conn.private_data, "why?", 4);
     ASSERT_EQ(rdma_ack_cm_event(req), 0);
     struct rdma_cm_event *rej = expect(cch, RDMA_CM_EVENT_REJECTED);
     ASSERT_EQ(rej->status, -ECONNREFUSED);
@@ -300,7 +306,6 @@ TEST(reject_with_private_data_and_a_refused_connection)
     ASSERT_MEM_EQ(rej->param.conn.private_data, "no", 2);
     ASSERT_EQ(rdma_ack_cm_event(rej), 0);
     ASSERT_EQ(qp_state(cid->qp), IBV_QPS_ERR);
-    ASSERT_EQ(rdma_destroy_id(aid), 0);
     rdma_destroy_qp(cid);
     ASSERT_EQ(rdma_destroy_id(cid), 0);
 
