@@ -231,10 +231,11 @@ static int current_state(struct iwd_qp *q, struct iwarp_qp_attr *ia, enum ibv_qp
 }
 
 /**
- * ibv_modify_qp - RESET/INIT/RTR are recorded before the connection; RTS is accepted once the
- * CM has connected the QP and is EINVAL before (siw: no socket); ERR flushes and aborts
- * (iwarp_modify_qp_err). Other attributes are accepted and ignored; attribute bits beyond the
- * standard ones are EOPNOTSUPP (as siw); SQD and SQE are EINVAL.
+ * ibv_modify_qp - RESET/INIT/RTR are recorded before the connection and change nothing on a
+ * connected QP (as siw); RTS is accepted once the CM has connected the QP and is EINVAL before
+ * (siw: no socket); ERR flushes and aborts (iwarp_modify_qp_err). A QP in error cannot go back
+ * (EINVAL). Other attributes are accepted and ignored; attribute bits beyond the standard ones
+ * are EOPNOTSUPP (as siw); SQD and SQE are EINVAL.
  */
 IWD_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask)
 {
@@ -256,6 +257,10 @@ IWD_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int at
     case IBV_QPS_RESET:
     case IBV_QPS_INIT:
     case IBV_QPS_RTR:
+        /* siw leaves a connected QP as it is (rping -q moves its QP through INIT, RTR and
+         * RTS after the connection is up); one in error cannot go back here. */
+        if (ia.qp_state == IWARP_QPS_RTS)
+            return 0;
         if (ia.qp_state != IWARP_QPS_INIT)
             return EINVAL;
         q->recorded = attr->qp_state;

@@ -440,6 +440,18 @@ TEST(send_sge_list_inline_and_poll_conversion)
     struct ibv_wc wc;
 
     pair_up(&p, false, false);
+    /* a connected QP: RTS, and INIT/RTR/RTS change nothing (rping -q does that, siw allows) */
+    struct ibv_qp_attr qattr;
+    struct ibv_qp_init_attr qinit;
+    ASSERT_EQ(ibv_query_qp(p.c.qp, &qattr, IBV_QP_STATE, &qinit), 0);
+    ASSERT_EQ(qattr.qp_state, IBV_QPS_RTS);
+    ASSERT_EQ(qattr.max_rd_atomic, 4);
+    for (enum ibv_qp_state st = IBV_QPS_INIT; st <= IBV_QPS_RTS; st++) {
+        qattr.qp_state = st;
+        ASSERT_EQ(ibv_modify_qp(p.c.qp, &qattr, IBV_QP_STATE | IBV_QP_ACCESS_FLAGS), 0);
+    }
+    ASSERT_EQ(ibv_query_qp(p.c.qp, &qattr, IBV_QP_STATE, &qinit), 0);
+    ASSERT_EQ(qattr.qp_state, IBV_QPS_RTS);
     post_recv(&p, &p.s, 11, S_OFF, 256);
     post_recv(&p, &p.s, 12, S_OFF + 256, 256);
     /* three SGEs gathered into one message */
