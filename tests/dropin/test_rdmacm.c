@@ -581,3 +581,42 @@ TEST(bad_arguments_and_what_iwarp_lacks)
     ASSERT_EQ(errno, EINVAL);
     rdma_destroy_event_channel(ch);
 }
+
+TEST(srq_and_create_qp_ex_on_an_id)
+{
+    struct rdma_event_channel *ch = rdma_create_event_channel();
+    struct rdma_cm_id *id;
+    ASSERT_EQ(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP), 0);
+    struct sockaddr_storage a;
+    loopback(&a, false, 0);
+    ASSERT_EQ(rdma_bind_addr(id, (struct sockaddr *)&a), 0);
+    ASSERT_TRUE(id->pd != NULL); /* the device's PD, as librdmacm gives every id */
+    struct ibv_srq_init_attr sa = {.attr = {.max_wr = 8, .max_sge = 1}};
+    ASSERT_EQ(rdma_create_srq(id, NULL, &sa), 0);
+    ASSERT_TRUE(id->srq != NULL);
+    ASSERT_TRUE(sa.attr.max_wr >= 8);
+    struct ibv_qp_init_attr_ex qa = {
+        .cap = {.max_send_wr = 2, .max_send_sge = 1},
+        .qp_type = IBV_QPT_RC,
+        .comp_mask = IBV_QP_INIT_ATTR_PD,
+        .pd = id->pd,
+    };
+    ASSERT_EQ(rdma_create_qp_ex(id, &qa), 0);
+    ASSERT_TRUE(id->qp != NULL && id->qp->srq == id->srq); /* the id's SRQ feeds it */
+    ASSERT_TRUE(id->send_cq && id->recv_cq == NULL);       /* no receive queue: no receive CQ */
+    ASSERT_EQ(rdma_create_qp_ex(id, &qa), -1);             /* one QP per id */
+    ASSERT_EQ(errno, EINVAL);
+    rdma_destroy_qp(id);
+    struct ibv_qp_init_attr_ex bad = {
+        .qp_type = IBV_QPT_RC, .comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS};
+    ASSERT_EQ(rdma_create_qp_ex(id, &bad), -1);
+    ASSERT_EQ(errno, EOPNOTSUPP);
+    struct ibv_srq_init_attr_ex xrc = {.comp_mask = IBV_SRQ_INIT_ATTR_TYPE,
+                                       .srq_type = IBV_SRQT_XRC};
+    ASSERT_EQ(rdma_create_srq_ex(id, &xrc), -1);
+    ASSERT_EQ(errno, EOPNOTSUPP);
+    rdma_destroy_srq(id);
+    ASSERT_TRUE(id->srq == NULL);
+    ASSERT_EQ(rdma_destroy_id(id), 0);
+    rdma_destroy_event_channel(ch);
+}
