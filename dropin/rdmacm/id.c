@@ -3,6 +3,7 @@
  * rdma_get_src_port / rdma_get_dst_port, rdma_get_devices / rdma_free_devices. */
 #define _GNU_SOURCE 1
 #include <errno.h>
+#include <ifaddrs.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -234,6 +235,35 @@ IWD_EXPORT int rdma_destroy_id(struct rdma_cm_id *pub)
     return 0;
 }
 
+/* Whether some interface has the address (up or not). */
+static bool addr_is_local(const struct sockaddr *sa)
+{
+    struct ifaddrs *all, *i;
+    bool found = false;
+    if (getifaddrs(&all) != 0)
+        return false;
+    for (i = all; i && !found; i = i->ifa_next) {
+        const struct sockaddr *a = i->ifa_addr;
+        if (!a || a->sa_family != sa->sa_family)
+            continue;
+        if (sa->sa_family == AF_INET)
+            found = ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+                    ((const struct sockaddr_in *)sa)->sin_addr.s_addr;
+        else
+            found = IN6_ARE_ADDR_EQUAL(&((const struct sockaddr_in6 *)a)->sin6_addr,
+                                       &((const struct sockaddr_in6 *)sa)->sin6_addr);
+    }
+    freeifaddrs(all);
+    return found;
+}
+
+/* The errno for a local address no device serves: the kernel's rdma_translate_ip finds no
+ * interface with it (EADDRNOTAVAIL), or cma_acquire_dev no device on that interface (ENODEV). */
+static int no_device_errno(const struct sockaddr *sa)
+{
+    return addr_is_local(sa) ? ENODEV : EADDRNOTAVAIL;
+}
+
 /** rdma_bind_addr - bind to a local address (port 0: one is picked at rdma_listen). */
 IWD_EXPORT int rdma_bind_addr(struct rdma_cm_id *pub, struct sockaddr *addr)
 {
@@ -243,7 +273,7 @@ IWD_EXPORT int rdma_bind_addr(struct rdma_cm_id *pub, struct sockaddr *addr)
         return iwd_cm_fail(EAFNOSUPPORT);
     struct iwd_id *id = iwd_id_of(pub);
     if (!is_wildcard(addr) && !iwd_cm_set_verbs(id, addr))
-        return iwd_cm_fail(ENODEV); /* no device owns it (the kernel's cma_acquire_dev) */
+        return iwd_cm_fail(no_device_errno(addr));
     int rc = iwarp_cm_bind_addr(id->iw, addr);
     if (rc != 0)
         return iwd_cm_fail(iwd_cm_errno(rc));
@@ -302,7 +332,7 @@ IWD_EXPORT int rdma_resolve_addr(struct rdma_cm_id *pub, struct sockaddr *src_ad
     else if (route_src(dst_addr, &local) != 0)
         return iwd_cm_fail(errno == ENETUNREACH ? ENETUNREACH : EADDRNOTAVAIL);
     if (!iwd_cm_set_verbs(id, (struct sockaddr *)&local))
-        return iwd_cm_fail(ENODEV);
+        return iwd_cm_fail(no_device_errno((struct sockaddr *)&local));
     int rc = iwarp_cm_resolve_addr(id->iw, src_addr, dst_addr, timeout_ms);
     if (rc != 0)
         return iwd_cm_fail(iwd_cm_errno(rc));

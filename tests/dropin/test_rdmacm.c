@@ -517,6 +517,11 @@ TEST(bad_arguments_and_what_iwarp_lacks)
     ASSERT_EQ(errno, EAFNOSUPPORT);
     ASSERT_EQ(rdma_bind_addr(id, NULL), -1);
     ASSERT_EQ(errno, EINVAL);
+    struct sockaddr_in far = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(0xC0000201)};
+    ASSERT_EQ(rdma_bind_addr(id, (struct sockaddr *)&far), -1); /* 192.0.2.1: not ours */
+    ASSERT_EQ(errno, EADDRNOTAVAIL);
+    ASSERT_EQ(rdma_resolve_addr(id, (struct sockaddr *)&far, (struct sockaddr *)&far, 100), -1);
+    ASSERT_EQ(errno, EADDRNOTAVAIL);
     ASSERT_EQ(rdma_resolve_addr(id, NULL, NULL, 100), -1);
     ASSERT_EQ(errno, EINVAL);
     ASSERT_EQ(rdma_listen(id, 1), -1); /* not bound */
