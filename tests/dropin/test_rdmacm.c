@@ -625,3 +625,29 @@ TEST(srq_and_create_qp_ex_on_an_id)
     ASSERT_EQ(rdma_destroy_id(id), 0);
     rdma_destroy_event_channel(ch);
 }
+
+TEST(a_listener_destroyed_with_requests_nobody_took_refuses_them)
+{
+    struct rdma_event_channel *sch = rdma_create_event_channel(),
+                              *cch = rdma_create_event_channel();
+    struct rdma_cm_id *lid;
+    uint16_t port = listen_on(sch, &lid, false, NULL);
+    struct rdma_cm_id *cid = resolved(cch, false, port);
+    struct ibv_qp_init_attr ca = qp_attr();
+    ASSERT_EQ(rdma_create_qp(cid, NULL, &ca), 0);
+    ASSERT_EQ(rdma_connect(cid, NULL), 0);
+    struct pollfd pfd = {.fd = sch->fd, .events = POLLIN};
+    ASSERT_EQ(poll(&pfd, 1, WAIT_MS), 1); /* the request is queued, not taken */
+    ASSERT_EQ(rdma_destroy_id(lid), 0);   /* does not wait for anyone */
+    struct rdma_cm_event *rej = expect(cch, RDMA_CM_EVENT_REJECTED);
+    ASSERT_EQ(rej->status, -ECONNREFUSED);
+    ASSERT_EQ(rdma_ack_cm_event(rej), 0);
+    set_nonblock(sch->fd, true);
+    struct rdma_cm_event *ev;
+    ASSERT_EQ(rdma_get_cm_event(sch, &ev), -1); /* the request went with its listener */
+    ASSERT_EQ(errno, EAGAIN);
+    rdma_destroy_qp(cid);
+    ASSERT_EQ(rdma_destroy_id(cid), 0);
+    rdma_destroy_event_channel(sch);
+    rdma_destroy_event_channel(cch);
+}
