@@ -87,6 +87,11 @@ bool iwd_cm_set_verbs(struct iwd_id *id, const struct sockaddr *addr)
 
 void iwd_cm_qp_state(struct iwd_id *id, enum ibv_qp_state state)
 {
+    /* a QP the application destroyed (ibv_destroy_qp) has let go of the id: not touched */
+    if (!id->iw->qp) {
+        id->user_qp = NULL;
+        return;
+    }
     struct ibv_qp *qp = id->pub.qp ? id->pub.qp : id->user_qp;
     if (qp)
         iwd_qp_set_state(qp, state);
