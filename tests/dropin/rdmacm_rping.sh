@@ -2,8 +2,9 @@
 # dropin.rdmacm_rping: Debian's rping, unmodified, on the drop-in librdmacm/libibverbs over
 # loopback: server and client on the drop-in over 127.0.0.1 and ::1, -V (the client checks the
 # data that came back) with -C counts, ping sizes 64 and 65535, MPA CRC off and on
-# (IWARP_MPA_CRC); rping -q (QPs made with ibv_create_qp, moved with rdma_init_qp_attr, named
-# by qp_num); and rping against libiwarp's own `iwarp ping` in both roles. A run passes when
+# (IWARP_MPA_CRC), markers, MPA revision 1, peer-to-peer with a Read RTR; rping -q (QPs made
+# with ibv_create_qp, moved with rdma_init_qp_attr, named by qp_num), on the server alone and on
+# both ends; and rping against libiwarp's own `iwarp ping` in both roles. A run passes when
 # both ends exit 0, the client's -v lines are the -C pings asked for, and the wire judge finds
 # nothing in the server's capture (IWARP_PCAP) but [crc-off] where CRC is off.
 #
@@ -70,6 +71,11 @@ for addr in 127.0.0.1 ::1; do
                 rping -s -S "$size" -- rping -c -v -V -S "$size" -C 5
         done
     done
+done
+# the other MPA options from the environment, on both ends
+for opts in IWARP_MPA_MARKERS=1 IWARP_MPA_REV=1 "IWARP_MPA_P2P=1 IWARP_MPA_RTR=read"; do
+    # shellcheck disable=SC2086 # opts is a list of assignments
+    COUNT=3 run "rping with $opts" 127.0.0.1 0 env $opts rping -s -- env $opts rping -c -v -V -C 3
 done
 COUNT=4 run "rping -s -q (the server's QP by ibv_create_qp, accepted by qp_num)" 127.0.0.1 0 \
     rping -s -q -- rping -c -v -V -C 4
