@@ -212,7 +212,7 @@ for r in "${RUNS[@]}"; do
         [ "$prog" = ib_atomic_bw ] && allow_ours="$off end" allow_siw="$off $SIW_KNOWN end"
         siw_judge "$W/cap.pcap" "$port" "$ours_dir" "$allow_ours" "$allow_siw"
     )
-    report "$n (port $port; judge: $(grep -h '^SUMMARY' "$W/cap.pcap.$port.judge" 2>/dev/null))" "$problems"
+    report "$n (port $port; judge: $(grep -h '^SUMMARY: errors' "$W/cap.pcap.$port.judge" 2>/dev/null))" "$problems"
 done
 [ -s "$S/dmesg.txt" ] && sed 's/^/    guest dmesg: /' "$S/dmesg.txt"
 grep '^wait_for: ' "$W/guest.log" | sed 's/^/    guest /'
