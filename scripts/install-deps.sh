@@ -5,8 +5,13 @@
 #   scripts/install-deps.sh --build  only what building the library and the iwarp command needs
 set -euo pipefail
 
-build_pkgs=(gcc cmake ninja-build pkg-config libisal-dev libpcap-dev libusrsctp-dev)
-test_pkgs=(clang libclang-rt-14-dev clang-format-14 tshark python3 git)
+# libibverbs-dev/librdmacm-dev: rdma-core's headers, which the drop-in libibverbs/librdmacm
+# (dropin/) are compiled against. rdmacm-utils, perftest, ibverbs-utils, libfabric-bin: the
+# unmodified programs the drop-in's tests run; iproute2: network namespaces and ss.
+build_pkgs=(gcc cmake ninja-build pkg-config libisal-dev libpcap-dev libusrsctp-dev libibverbs-dev
+            librdmacm-dev)
+test_pkgs=(clang libclang-rt-14-dev clang-format-14 tshark python3 git rdmacm-utils perftest
+           ibverbs-utils libfabric-bin iproute2)
 
 pkgs=("${build_pkgs[@]}")
 [ "${1:-}" = "--build" ] || pkgs+=("${test_pkgs[@]}")
