@@ -36,7 +36,7 @@ struct iwd_options {
     bool mpa_crc;                      /* IWARP_MPA_CRC=0|1; default 0 */
     bool mpa_markers;                  /* IWARP_MPA_MARKERS=0|1; default 0 */
     uint8_t mpa_rev;                   /* IWARP_MPA_REV=1|2; default 2 */
-    bool peer_to_peer;                 /* IWARP_MPA_P2P=0|1; default 0 */
+    bool peer_to_peer;                 /* IWARP_MPA_P2P=0|1; default 1 (0 with revision 1) */
     uint8_t rtr_types;                 /* IWARP_MPA_RTR=write,read,send (IWARP_CM_RTR_*); 0: all */
     uint16_t first_fpdu_delay_ms;      /* IWARP_FIRST_FPDU_DELAY_MS; default 0 */
     int log_level;                     /* IWARP_LOG=error|warn|info|debug; default warn */

@@ -80,7 +80,6 @@ static void read_options(void)
     }
     options.mpa_crc = env_bool("IWARP_MPA_CRC", false);
     options.mpa_markers = env_bool("IWARP_MPA_MARKERS", false);
-    options.peer_to_peer = env_bool("IWARP_MPA_P2P", false);
     options.mpa_rev = 2;
     v = getenv("IWARP_MPA_REV");
     if (v && *v) {
@@ -88,6 +87,15 @@ static void read_options(void)
             options.mpa_rev = 1;
         else if (strcmp(v, "2"))
             bad_value("IWARP_MPA_REV", v);
+    }
+    /* Peer-to-peer mode (RFC 6581) by default, as Chelsio's iw_cxgb4: programs written for
+     * verbs let either side send first once connected (perftest's ib_write_lat, ucmatose),
+     * which plain MPA forbids the responder (RFC 5044 §7.1.2). It needs revision 2. */
+    options.peer_to_peer = env_bool("IWARP_MPA_P2P", options.mpa_rev == 2);
+    if (options.peer_to_peer && options.mpa_rev == 1) {
+        /* not iwd_log: it reads these options (pthread_once would wait on itself) */
+        fprintf(stderr, "libiwarp: IWARP_MPA_P2P=1 needs MPA revision 2 (IWARP_MPA_REV=1): off\n");
+        options.peer_to_peer = false;
     }
     options.rtr_types = parse_rtr("IWARP_MPA_RTR");
     v = getenv("IWARP_FIRST_FPDU_DELAY_MS");

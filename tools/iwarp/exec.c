@@ -25,7 +25,7 @@ struct opts {
     const char *pcap;
     const char *rtr;
     unsigned first_delay_ms;
-    bool crc, markers, p2p, print_dir;
+    bool crc, markers, no_p2p, print_dir;
 };
 
 #define AT(field) CLI_AT(struct opts, field)
@@ -36,9 +36,10 @@ static const struct cli_opt rows[] = {
      .help = "ask for MPA CRC32C (IWARP_MPA_CRC=1; default off, as siw)"},
     {CLI_OPTION(CLI_FLAG, "markers", 0, NULL), AT(markers),
      .help = "ask the peer for MPA markers (IWARP_MPA_MARKERS=1)"},
-    {CLI_OPTION(CLI_FLAG, "p2p", 0, NULL), AT(p2p),
-     .help = "RFC 6581 peer-to-peer mode: the connector sends an RTR, so\n"
-             "either side may send first (IWARP_MPA_P2P=1)"},
+    {CLI_OPTION(CLI_FLAG, "no-p2p", 0, NULL), AT(no_p2p),
+     .help = "no RFC 6581 peer-to-peer mode (IWARP_MPA_P2P=0). By default\n"
+             "the connector sends an RTR, so that either side may send\n"
+             "first, as verbs programs expect"},
     {CLI_OPTION(CLI_STR, "rtr", 0, "TYPES"), AT(rtr),
      .help = "RTR types offered, comma-separated: write,read,send\n"
              "(IWARP_MPA_RTR; default all)"},
@@ -142,7 +143,8 @@ static int export_options(const struct opts *o)
     snprintf(num, sizeof num, "%u", o->first_delay_ms);
     if ((o->crc && set_env("IWARP_MPA_CRC", "1")) ||
         (o->markers && set_env("IWARP_MPA_MARKERS", "1")) ||
-        (o->p2p && set_env("IWARP_MPA_P2P", "1")) || (o->rtr && set_env("IWARP_MPA_RTR", o->rtr)) ||
+        (o->no_p2p && set_env("IWARP_MPA_P2P", "0")) ||
+        (o->rtr && set_env("IWARP_MPA_RTR", o->rtr)) ||
         (o->first_delay_ms && set_env("IWARP_FIRST_FPDU_DELAY_MS", num)) ||
         (o->progress && set_env("IWARP_PROGRESS", o->progress)) ||
         (o->pcap && set_env("IWARP_PCAP", o->pcap)))
