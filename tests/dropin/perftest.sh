@@ -11,7 +11,6 @@
 # Env: DROPIN_PERFTEST_ITERS (bandwidth iterations of 16 KiB, default 200: much more overflows
 # the loopback capture; latency and atomics: twice as many), DROPIN_PERFTEST_ONLY ('ib_read_bw ...'),
 # PERFTEST_CRC=1 (IWARP_MPA_CRC=1 on both sides).
-# DROPIN_PERFTEST_ONLY ('ib_read_bw ...'), PERFTEST_CRC=1 (IWARP_MPA_CRC=1 on both sides).
 # Exit: 0 all passed, 1 a run failed, 77 skipped (perftest not installed).
 set -u
 BUILD=$(realpath "${1:?usage: perftest.sh BUILD_DIR [SHARED_DIR]}")
