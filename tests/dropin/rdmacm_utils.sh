@@ -8,8 +8,9 @@
 # ENOSYS with exactly one "libiwarp:" line.
 #
 # ucmatose's server sends first, which RFC 5044 §7.1.2 lets a responder do only after the
-# initiator's first FPDU; Linux siw does not hold the responder back, libiwarp does, so both ends
-# run it in RFC 6581 peer-to-peer mode (IWARP_MPA_P2P=1: the initiator sends an RTR first).
+# initiator's first FPDU; Linux siw does not hold the responder back, libiwarp does, so it needs
+# RFC 6581 peer-to-peer mode (the initiator sends an RTR first): the drop-in's default, which
+# the run below states explicitly (IWARP_MPA_P2P=1).
 #
 # Usage: rdmacm_utils.sh BUILD_DIR [SHARED_DIR]   (CTest passes both)
 # Exit: 0 all passed, 1 a run failed, 77 skipped (rdmacm-utils not installed).

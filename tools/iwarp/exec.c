@@ -51,7 +51,8 @@ static const struct cli_opt rows[] = {
     {CLI_OPTION(CLI_STR, "progress", 0, "MODE"), AT(progress),
      .help = "who moves data (IWARP_PROGRESS): thread, a progress thread\n"
              "(default), or caller, the program's own polling (lowest\n"
-             "latency for programs that busy-poll their CQs: perftest)"},
+             "latency for programs that busy-poll their CQs from the thread\n"
+             "that posts, e.g. perftest's bandwidth tests)"},
     {CLI_OPTION(CLI_STR, "pcap", 0, "FILE"), AT(pcap),
      .help = "record every connection's MPA stream to FILE (IWARP_PCAP)"},
     {CLI_OPTION(CLI_STR, "dropin-dir", 0, "DIR"), AT(dir),
