@@ -143,8 +143,23 @@ struct iwarp_conn_param {
      * DDP stream per SCTP stream, RFC 5043 §5.2), and a new association only when none has
      * room (iwarp_ctx_attr.sctp_streams). The MPA options above do not apply over SCTP. */
     bool sctp_own_association;
-    uint32_t comp_mask; /* extension fields set (common.h); none defined yet: 0 */
+    uint32_t comp_mask; /* extension fields set (common.h): IWARP_CONN_PARAM_* bits */
+    /* IWARP_CONN_PARAM_RETRY_REFUSED, connector over IWARP_PS_TCP: for this many milliseconds
+     * from iwarp_cm_connect, a connection the peer refuses (TCP RST to our SYN) or closes or
+     * resets before the first octet of its MPA Reply is dialed again every 100 ms: a new TCP
+     * connection, the same id and QP (which never started, RFC 5044 §7.1.2). For a server
+     * that listens again only a moment later (perftest -R's data connection), or a relay
+     * that accepts before its own connection fails (qemu's user-mode hostfwd). Once the time
+     * is up the last failure is reported as without it (REJECTED, IWARP_ERR_CONN_REFUSED or
+     * IWARP_ERR_CONN_RESET). A Reject, an MPA error, a timeout (of TCP, or of a Reply that has
+     * begun) are reported at once as ever; iwarp_cm_disconnect and iwarp_cm_destroy_qp end
+     * the wait. 0 (the default, or the bit clear): no dialing again. Ignored by
+     * iwarp_cm_accept and over IWARP_PS_SCTP (an association has its own INIT retries). */
+    uint32_t retry_refused_ms;
 };
+
+/* iwarp_conn_param.comp_mask bits. */
+#define IWARP_CONN_PARAM_RETRY_REFUSED (1u << 0) /* retry_refused_ms is set */
 
 /**
  * struct iwarp_cm_event - a CM event (rdma_cm_event). Library storage, valid until
@@ -364,7 +379,8 @@ IWARP_EXTERN int iwarp_cm_attach_qp(struct iwarp_cm_id *id, struct iwarp_qp *qp)
  * IWARP_ERR_SESSION_REJECTED, IWARP_ERR_CONN_REFUSED, IWARP_ERR_CONN_RESET,
  * IWARP_ERR_SESSION_TERMINATED), UNREACHABLE (no route, timed out) or CONNECT_ERROR (any other
  * MPA or session failure, in status). A refusal that happens at once is reported the same way,
- * and the call returns 0.
+ * and the call returns 0. With IWARP_CONN_PARAM_RETRY_REFUSED, a refusal or an early close is
+ * dialed again for a while before it is reported (iwarp_conn_param.retry_refused_ms).
  *
  * Returns:
  *   0                    connecting; an event follows.

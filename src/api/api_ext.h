@@ -32,7 +32,7 @@
 #define IWARP_API_KNOWN_iwarp_qp_init_attr     IWARP_QP_INIT_ATTR_RDMAP_EXT
 #define IWARP_API_KNOWN_iwarp_srq_init_attr    0u
 #define IWARP_API_KNOWN_iwarp_mw_bind          0u
-#define IWARP_API_KNOWN_iwarp_conn_param       0u
+#define IWARP_API_KNOWN_iwarp_conn_param       IWARP_CONN_PARAM_RETRY_REFUSED
 #define IWARP_API_KNOWN_iwarp_ddp_qp_init_attr 0u
 
 /*

@@ -15,9 +15,11 @@
  * What closes or frees a connection first waits until nobody owns it (tcp_quiesce).
  */
 #define _GNU_SOURCE 1
+#include <errno.h>
 #include <stddef.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "api/api_internal.h"
@@ -35,13 +37,19 @@ enum tcp_phase {
     TC_UP,             /* full operation */
     TC_CLOSING,        /* graceful disconnect: the QP drains, FIN, then the peer's FIN */
     TC_DONE,           /* over (or rejected, with our Reject and FIN still leaving) */
+    TC_REDIAL,         /* active: refused; no socket, a timer until we dial again */
 };
+
+/* How long an active connection waits after a refusal before it dials again
+ * (iwarp_conn_param.retry_refused_ms). */
+#define REDIAL_PERIOD_NS 100000000ull
 
 /* Work on a connection (conn_run). */
 enum tcp_work {
-    WORK_RX = 1u,    /* the socket is readable (or in error) */
-    WORK_TX = 2u,    /* writable, or new work was posted */
-    WORK_TIMER = 4u, /* the connection's deadline passed */
+    WORK_RX = 1u,     /* the socket is readable (or in error) */
+    WORK_TX = 2u,     /* writable, or new work was posted */
+    WORK_TIMER = 4u,  /* the connection's deadline passed */
+    WORK_REDIAL = 8u, /* TC_REDIAL: the time to dial again has come */
 };
 
 struct tcp_lsn;
@@ -57,6 +65,13 @@ struct tcp_conn {
     enum tcp_phase phase;
     bool passive;
     bool markers_fallback; /* active: on a Reject of our markers, retry once without */
+    /* active: until when (CLOCK_MONOTONIC ns) a refusal, or a close before the first octet of
+     * the MPA Reply, dials again (iwarp_conn_param.retry_refused_ms); 0: never */
+    uint64_t redial_until;
+    uint64_t redial_at; /* TC_REDIAL: when to dial again */
+    /* active, MPA negotiating with redial time left: the QP is hooked but its engine is not yet
+     * the MPA connection's (start_initiator, deferred_rx) */
+    bool eng_deferred;
     uint8_t *bounce;
     struct iwarp_llp_conn_txf *txf;
     struct iwarp_trace_conn *trace; /* the packet trace (holds its sink's reference), or NULL */
@@ -342,7 +357,16 @@ static int start_initiator(struct tcp_conn *cc, const struct iwarp_llp_conn_cfg 
     if (rc != 0)
         return rc;
     memcpy(&cc->id->pub.local_addr, &t->local, sizeof t->local);
-    attach_qp(cc);
+    if (now < cc->redial_until) {
+        /* A refusal may still dial again with this QP: its engine is held back until the
+         * Reply's first octet (deferred_rx), so that an end before it (the MPA connection
+         * would pass it on) leaves the QP untouched. The MPA connection needs no engine
+         * before the Reply (RFC 5044 §7.1.2: no full operation before it). */
+        iwarp_cm_hook_qp(cc->id);
+        cc->eng_deferred = true;
+    } else {
+        attach_qp(cc);
+    }
     cc->phase = TC_MPA;
     iwarp_llp_tcp_on_writable(t, now); /* the MPA Request */
     return 0;
@@ -364,32 +388,120 @@ static bool mpa_up(const struct iwarp_llp_conn *c)
 }
 
 static int active_open(struct cm_id *id, const struct iwarp_llp_conn_cfg *cfg, const void *pd,
-                       bool fallback, uint64_t now);
+                       bool fallback, uint64_t redial_until, uint64_t now);
 
-/* Active side: the peer rejected our Request for markers and the ULP allowed a fallback
- * (iwarp_conn_param.markers_fallback): close this connection, its QP untouched, and connect
- * again asking for none. A responder that cannot insert markers can only refuse them with a
- * Reject (RFC 5044 §7.1.2 rule 3; Linux siw does). */
-static void markers_fallback(struct tcp_conn *cc, uint64_t now)
+/* Active side, before full operation: close cc's socket and keep its QP as it is. The QP
+ * never started (RFC 5044 §7.1.2: no full operation before the Reply): it is detached before
+ * the close so that it is not flushed, and so that a new connection can take it. */
+static void active_close_keep_qp(struct tcp_conn *cc, bool abortive)
+{
+    iwarp_llp_conn_attach(&cc->tcp.conn, NULL);
+    iwarp_cm_unhook_qp(cc->id);
+    conn_release(cc, abortive);
+}
+
+/* Active side, cc closed (active_close_keep_qp): free it and dial again with the configuration
+ * and private data connect() kept, asking for markers or not, on the same id and QP. A local
+ * failure is reported as the connection's. */
+static void active_reopen(struct tcp_conn *cc, bool markers, bool fallback, uint64_t redial_until,
+                          uint64_t now)
 {
     struct cm_id *id = cc->id;
     struct iwarp_llp_conn_cfg cfg = cc->cfg;
     uint8_t pd[IWARP_MPA_PD_MAX];
     if (cfg.neg.pd_len)
         memcpy(pd, cc->pd, cfg.neg.pd_len);
-    cfg.neg.markers = false;
-    /* the QP never started (RFC 5044 §7.1.2: no full operation): detach it before the close
-     * so it is not flushed, and so the new connection can take it */
-    iwarp_llp_conn_attach(&cc->tcp.conn, NULL);
-    iwarp_cm_unhook_qp(id);
-    conn_release(cc, false);
+    cfg.neg.markers = markers;
     conn_free(cc);
     id->conn = NULL;
-    iwarp_api_log(id->pub.context, IWARP_LOG_INFO,
-                  "cm: the peer rejected MPA markers; connecting again without them");
-    int rc = active_open(id, &cfg, pd, false, now);
+    int rc = active_open(id, &cfg, pd, fallback, redial_until, now);
     if (rc != 0)
         iwarp_cm_on_failed(id, rc);
+}
+
+/* Active side: the peer rejected our Request for markers and the ULP allowed a fallback
+ * (iwarp_conn_param.markers_fallback): close this connection, its QP untouched, and connect
+ * again asking for none. A responder that cannot insert markers can only refuse them with a
+ * Reject (RFC 5044 §7.1.2 rule 3; Linux siw does). The peer has answered: a refusal of the new
+ * connection is not dialed again. */
+static void markers_fallback(struct tcp_conn *cc, uint64_t now)
+{
+    active_close_keep_qp(cc, false);
+    iwarp_api_log(cc->ctx, IWARP_LOG_INFO,
+                  "cm: the peer rejected MPA markers; connecting again without them");
+    active_reopen(cc, false, false, 0, now);
+}
+
+/* Active side: whether a connection that failed with status before any MPA octet came back
+ * dials again (iwarp_conn_param.retry_refused_ms): refused, reset or closed, and still time. */
+static bool redial_wanted(const struct tcp_conn *cc, int status, uint64_t now)
+{
+    return now < cc->redial_until &&
+           (status == IWARP_ERR_CONN_REFUSED || status == IWARP_ERR_CONN_RESET);
+}
+
+/* Active side, cc's socket closed (or never made) and its QP untouched: wait REDIAL_PERIOD_NS
+ * (never past redial_until) on a loop timer, then dial again (conn_update, TC_REDIAL). The
+ * source stays registered without a socket, so that an abort (disconnect, destroy_qp) or
+ * destroy_id ends the wait. Returns false when the timer cannot be set (nothing is left
+ * registered; the caller reports the failure). */
+static bool redial_wait(struct tcp_conn *cc, int status, uint64_t now)
+{
+    uint64_t at = now + REDIAL_PERIOD_NS;
+    if (at > cc->redial_until)
+        at = cc->redial_until;
+    cc->phase = TC_REDIAL;
+    cc->redial_at = at;
+    cc->src.fd = -1;
+    cc->src.events = 0;
+    cc->src.deadline = at;
+    if (iwarp_loop_add(&cc->ctx->loop, &cc->src) != 0)
+        return false;
+    iwarp_api_log(cc->ctx, IWARP_LOG_DEBUG, "cm: connection %s before the MPA Reply; dialing again",
+                  iwarp_err_name(status));
+    return true;
+}
+
+/* Active side: the connection failed with status before any MPA octet came back, its socket is
+ * closed and its QP untouched: wait and dial again while retry_refused_ms allows, else report
+ * the failure as ever. */
+static void active_refused(struct tcp_conn *cc, int status, uint64_t now)
+{
+    if (redial_wanted(cc, status, now) && redial_wait(cc, status, now))
+        return;
+    active_failed(cc, status);
+}
+
+/* What the owner of a connection's I/O does with its readability (deferred_rx). */
+enum rx_look {
+    RX_GO = 0, /* read: the MPA connection takes what is there */
+    RX_SKIP,   /* nothing to read yet */
+    RX_GONE,   /* the peer ended the stream before any MPA octet: dial again */
+};
+
+/* Active side whose QP's engine is held back (eng_deferred: start_initiator): a look at the
+ * socket that takes nothing (MSG_PEEK) before the MPA connection reads. The first octet of the
+ * Reply is there: the engine is handed over now, and the MPA connection reads (RX_GO). Nothing
+ * yet: RX_SKIP (readiness comes again). The peer closed or reset the stream before any octet:
+ * RX_GONE while there is time to dial again, the QP untouched; past that time the engine is
+ * handed over and the MPA connection learns of the end as ever (RX_GO). Called by the owner of
+ * cc's I/O. */
+static enum rx_look deferred_rx(struct tcp_conn *cc, uint64_t now)
+{
+    struct iwarp_llp_tcp *t = &cc->tcp;
+    uint8_t b;
+    conn_io_begin(cc);
+    ssize_t n = recv(t->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    int e = errno;
+    conn_io_end(cc);
+    if (n < 0 && (e == EAGAIN || e == EWOULDBLOCK || e == EINTR))
+        return RX_SKIP;
+    /* n == 0: the peer's FIN; n < 0: its reset, or another error that ends the stream */
+    if (n <= 0 && now < cc->redial_until)
+        return RX_GONE;
+    iwarp_llp_conn_attach(&t->conn, iwarp_api_qp(cc->id->pub.qp)->eng);
+    cc->eng_deferred = false;
+    return RX_GO;
 }
 
 /* Active side, MPA in progress. Returns 1 while it goes on, 0 when the connection was released,
@@ -423,6 +535,20 @@ static int update_active_mpa(struct tcp_conn *cc, uint64_t now)
         /* the transport's own error first: an MPA connection closed under its negotiation
          * only knows the stream ended (IWARP_ERR_IO), TCP knows it was reset */
         int status = t->err ? t->err : c->err ? c->err : r->err ? r->err : IWARP_ERR_CONN_RESET;
+        if (cc->eng_deferred) {
+            /* Nothing of the Reply came (deferred_rx). Reset or closed (found while writing,
+             * say): dial again while there is time. Else the QP learns of the end now, as
+             * it would have without the wait (llp_conn: no engine was attached). */
+            bool gone = t->err == IWARP_ERR_CONN_RESET || t->err == IWARP_ERR_CONN_REFUSED ||
+                        (t->err == 0 && c->err == IWARP_ERR_IO);
+            if (gone && now < cc->redial_until) {
+                active_close_keep_qp(cc, true);
+                active_refused(cc, IWARP_ERR_CONN_RESET, now);
+                return 0;
+            }
+            cc->eng_deferred = false;
+            iwarp_core_eng_llp_closed(iwarp_api_qp(cc->id->pub.qp)->eng, !t->err);
+        }
         active_failed(cc, status);
         /* a Terminate or Reject may still be queued: let TCP deliver it */
         iwarp_llp_tcp_shutdown(t, now);
@@ -465,8 +591,9 @@ static bool conn_update(struct tcp_conn *cc, uint64_t now)
         if (t->phase == IWARP_LLP_TCP_CONNECTING)
             break;
         if (!iwarp_llp_tcp_connected(t)) {
-            active_failed(cc, t->err ? t->err : IWARP_ERR_CONN_RESET);
+            /* no QP attached yet (start_initiator does): it stays as it is */
             conn_release(cc, false);
+            active_refused(cc, t->err ? t->err : IWARP_ERR_CONN_RESET, now);
             return true;
         }
         /* TCP is up: start MPA with the configuration connect() checked and kept */
@@ -499,6 +626,14 @@ static bool conn_update(struct tcp_conn *cc, uint64_t now)
         break;
     case TC_REQUEST:
         break; /* accept()/reject() see a dead connection */
+    case TC_REDIAL:
+        if (now < cc->redial_at) { /* not yet (an early look): the timer again */
+            iwarp_loop_set_timer(&cc->ctx->loop, &cc->src, cc->redial_at);
+            return true;
+        }
+        iwarp_loop_del(&cc->ctx->loop, &cc->src);
+        active_reopen(cc, cc->cfg.neg.markers, cc->markers_fallback, cc->redial_until, now);
+        return false;
     case TC_UP:
     case TC_CLOSING: {
         struct cm_id *id = cc->id;
@@ -543,6 +678,15 @@ static void conn_run(struct tcp_conn *cc, unsigned work, uint64_t now)
         /* a close past its limit is reset here (the end is reported next) */
         if (work & WORK_TIMER)
             iwarp_llp_tcp_handle_timeout(&cc->tcp, now);
+        enum rx_look look = (work & WORK_RX) && cc->eng_deferred ? deferred_rx(cc, now) : RX_GO;
+        if (look == RX_SKIP) {
+            work &= ~(unsigned)WORK_RX;
+        } else if (look == RX_GONE) {
+            /* the QP goes on to the next connection, never having heard of this one's end */
+            active_close_keep_qp(cc, true);
+            active_refused(cc, IWARP_ERR_CONN_RESET, now);
+            work = 0;
+        }
         if (work & WORK_RX)
             iwarp_llp_tcp_on_readable(&cc->tcp, now);
         if (work & WORK_TX)
@@ -573,7 +717,8 @@ static void conn_on_io(struct iwarp_loop_src *src, uint32_t events, uint64_t now
 
 static void conn_on_timer(struct iwarp_loop_src *src, uint64_t now_ns)
 {
-    conn_run(src->user, WORK_TIMER, now_ns);
+    struct tcp_conn *cc = src->user;
+    conn_run(cc, cc->phase == TC_REDIAL ? WORK_REDIAL : WORK_TIMER, now_ns);
 }
 
 /* ---- the transport's ops ------------------------------------------------------------------ */
@@ -603,6 +748,10 @@ static bool tcp_abort(struct cm_id *id)
     if (!cc->src.registered)
         return false;
     conn_release(cc, true);
+    if (cc->eng_deferred) { /* the QP learns of the end, as if it had been attached */
+        cc->eng_deferred = false;
+        iwarp_core_eng_llp_closed(iwarp_api_qp(id->pub.qp)->eng, false);
+    }
     cc->phase = TC_DONE;
     return true;
 }
@@ -689,12 +838,13 @@ static void tcp_listen_close(struct cm_id *id)
 /*
  * Active side: a new connection object, the non-blocking TCP connect and, when TCP is already
  * up, the MPA Request (id->conn is NULL). cfg and pd (cfg->neg.pd_len octets) are copied.
- * fallback: a Reject of our markers connects once more without them. Returns 0 (a refusal at
+ * fallback: a Reject of our markers connects once more without them. redial_until: until when
+ * a refusal dials again (iwarp_conn_param.retry_refused_ms; 0: never). Returns 0 (a refusal at
  * once is reported as its event), or the error of a local failure (nothing is left
  * allocated).
  */
 static int active_open(struct cm_id *id, const struct iwarp_llp_conn_cfg *cfg, const void *pd,
-                       bool fallback, uint64_t now)
+                       bool fallback, uint64_t redial_until, uint64_t now)
 {
     struct tcp_conn *cc = conn_alloc(id->pub.context);
     if (!cc)
@@ -702,6 +852,7 @@ static int active_open(struct cm_id *id, const struct iwarp_llp_conn_cfg *cfg, c
     cc->id = id;
     cc->phase = TC_CONNECTING;
     cc->markers_fallback = fallback;
+    cc->redial_until = redial_until;
     struct iwarp_llp_tcp *t = &cc->tcp;
     if (cfg->neg.pd_len)
         memcpy(cc->pd, pd, cfg->neg.pd_len);
@@ -716,8 +867,8 @@ static int active_open(struct cm_id *id, const struct iwarp_llp_conn_cfg *cfg, c
     }
     id->conn = cc;
     if (rc != 0) {
-        /* refused or unreachable at once: reported as the event would be */
-        active_failed(cc, rc);
+        /* refused or unreachable at once: reported as the event would be (or dialed again) */
+        active_refused(cc, rc, now);
         return 0;
     }
     rc = conn_watch(cc);
@@ -757,8 +908,12 @@ static int tcp_connect(struct cm_id *id, const struct iwarp_conn_param *param)
     rc = iwarp_mpa_neg_init(&probe, &cfg.neg, now);
     if (rc != 0)
         return rc;
+    /* IWARP_CONN_PARAM_RETRY_REFUSED: read only when its bit is set (common.h) */
+    uint32_t retry_ms =
+        (param->comp_mask & IWARP_CONN_PARAM_RETRY_REFUSED) ? param->retry_refused_ms : 0;
+    uint64_t redial_until = retry_ms ? now + (uint64_t)retry_ms * 1000000u : 0;
     return active_open(id, &cfg, param->private_data, param->markers && param->markers_fallback,
-                       now);
+                       redial_until, now);
 }
 
 static int tcp_accept(struct cm_id *id, const struct iwarp_conn_param *param)
