@@ -41,6 +41,9 @@ struct iwd_options {
     uint16_t first_fpdu_delay_ms;      /* IWARP_FIRST_FPDU_DELAY_MS; default 0 */
     int log_level;                     /* IWARP_LOG=error|warn|info|debug; default warn */
     int tx_batch_us; /* IWARP_TX_BATCH_US (iwarp_ctx_attr.tx_batch_us; 0: off); -1: libiwarp's */
+    /* IWARP_CONNECT_RETRY_MS (0 ... 3600000; default 0): a connector refused, or closed before
+     * the MPA Reply, dials again for this long (iwarp_conn_param.retry_refused_ms) */
+    uint32_t connect_retry_ms;
 };
 
 /**

@@ -20,6 +20,10 @@ static void mpa_options(struct iwarp_conn_param *p, bool connector)
         p->peer_to_peer = o->peer_to_peer;
         p->first_fpdu_delay_ms = o->first_fpdu_delay_ms;
         p->markers_fallback = o->mpa_markers;
+        if (o->connect_retry_ms) { /* IWARP_CONNECT_RETRY_MS */
+            p->comp_mask |= IWARP_CONN_PARAM_RETRY_REFUSED;
+            p->retry_refused_ms = o->connect_retry_ms;
+        }
     }
 }
 

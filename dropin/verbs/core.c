@@ -108,6 +108,18 @@ static void read_options(void)
         else
             options.first_fpdu_delay_ms = (uint16_t)ms;
     }
+    /* A server that listens again only a moment after an earlier connection (perftest -R's
+     * data connection) refuses a fast connector: dial again for this long. */
+    v = getenv("IWARP_CONNECT_RETRY_MS");
+    if (v && *v) {
+        char *end;
+        unsigned long ms = strtoul(v, &end, 10);
+
+        if (*end || ms > 3600000 || *v == '-')
+            bad_value("IWARP_CONNECT_RETRY_MS", v);
+        else
+            options.connect_retry_ms = (uint32_t)ms;
+    }
     options.tx_batch_us = -1;
     v = getenv("IWARP_TX_BATCH_US");
     if (v && *v) {

@@ -38,6 +38,12 @@ SIW_KNOWN="pad"
 # Linux siw 6.1 as MPA responder sends its Reply before it installs its socket callbacks: an FPDU
 # arriving at once can go unnoticed; the drop-in's connector holds its first FPDU this long.
 export IWARP_FIRST_FPDU_DELAY_MS=${IWARP_FIRST_FPDU_DELAY_MS:-250}
+# perftest -R (h2g) dials the guest's server twice: a control connection, then the data
+# connection. Its server destroys its listener after accepting the first and listens again only
+# later, which in the slow guest is well after our client dials: the hostfwd accepts and then
+# resets (or the guest refuses), and perftest's own retry loop then uses freed memory and
+# crashes. The drop-in's connector dials again by itself for this long instead.
+export IWARP_CONNECT_RETRY_MS=${IWARP_CONNECT_RETRY_MS:-5000}
 
 skip() { echo "SKIP: $*"; exit 77; }
 [ "$(id -u)" = 0 ] || skip "not root (the siw-vm guest runs as root)"
