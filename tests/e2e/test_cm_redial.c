@@ -8,10 +8,11 @@
  * guest that does not listen yet) is dialed again too. Without the option a refusal is
  * REJECTED / IWARP_ERR_CONN_REFUSED at once; with it and no listener, the same after the
  * window. iwarp_cm_disconnect during the wait reports CONNECT_ERROR; destroying the QP and the
- * id during the wait is clean (the ASan build checks for leaks).
+ * id during the wait is clean (no file descriptor left open; the ASan build checks for leaks).
  */
 #define _GNU_SOURCE 1
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -36,6 +37,18 @@ static int reserve_port(uint16_t *port)
     ASSERT_EQ(getsockname(fd, (struct sockaddr *)&a, &len), 0);
     *port = ntohs(a.sin_port);
     return fd;
+}
+
+/* How many file descriptors the process has open (the sockets of every dial included). */
+static int open_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    ASSERT_TRUE(d != NULL);
+    int n = 0;
+    while (readdir(d))
+        n++;
+    closedir(d);
+    return n;
 }
 
 /* Listen on 127.0.0.1:port with the CM. */
@@ -204,6 +217,7 @@ TEST(accepted_and_reset_before_the_reply_dials_again)
  * connect() to the event. */
 static uint64_t refused_after(uint32_t retry_ms, bool with_bit)
 {
+    int fds = open_fds();
     struct sp_side cli;
     sp_side_init(&cli, IWARP_PROGRESS_THREAD, CQE);
     uint16_t port;
@@ -219,6 +233,7 @@ static uint64_t refused_after(uint32_t retry_ms, bool with_bit)
     sp_end_destroy(&ce);
     sp_side_fini(&cli);
     close(hold);
+    ASSERT_EQ(open_fds(), fds); /* no socket of any dial is left open */
     return took;
 }
 
@@ -262,6 +277,7 @@ TEST(disconnect_during_the_wait_reports_connect_error)
 TEST(destroy_during_the_wait_is_clean)
 {
     for (int caller = 0; caller <= 1; caller++) {
+        int fds = open_fds();
         struct sp_side cli;
         sp_side_init(&cli, caller ? IWARP_PROGRESS_CALLER : IWARP_PROGRESS_THREAD, CQE);
         uint16_t port;
@@ -274,5 +290,6 @@ TEST(destroy_during_the_wait_is_clean)
         /* then the context (sp_side_fini): nothing of the connection may be left */
         sp_side_fini(&cli);
         close(hold);
+        ASSERT_EQ(open_fds(), fds); /* no socket of any dial is left open */
     }
 }
