@@ -79,8 +79,9 @@ typedef ssize_t iwarp_ssize;
  *
  * The bits defined in this version: IWARP_CTX_ATTR_TX_BATCH (iwarp_ctx_attr.tx_batch_us),
  * IWARP_QP_INIT_ATTR_RDMAP_EXT (iwarp_qp_init_attr.rdmap_ext), IWARP_DEVICE_ATTR_RDMAP_EXT,
- * IWARP_DEVICE_ATTR_ATOMIC_CAP and IWARP_DEVICE_ATTR_MAX_ATOMIC (iwarp_device_attr). Every other
- * comp_mask is 0.
+ * IWARP_DEVICE_ATTR_ATOMIC_CAP and IWARP_DEVICE_ATTR_MAX_ATOMIC (iwarp_device_attr),
+ * IWARP_CONN_PARAM_RETRY_REFUSED (iwarp_conn_param.retry_refused_ms). Every other comp_mask
+ * is 0.
  *
  * Not extensible this way: work requests, SGEs and work completions (iwarp_send_wr,
  * iwarp_recv_wr, iwarp_ddp_send_wr, iwarp_sge, iwarp_wc) have fixed layouts, as in libibverbs,
