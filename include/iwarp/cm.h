@@ -341,9 +341,12 @@ IWARP_EXTERN int iwarp_cm_create_qp(struct iwarp_cm_id *id, struct iwarp_pd *pd,
 /**
  * iwarp_cm_destroy_qp - destroy the id's QP (rdma_destroy_qp); nothing when it has none.
  *
- * The connection, if still up, is closed abortively without an event (but an id being
- * disconnected, iwarp_cm_disconnect, still gets its DISCONNECTED); outstanding WRs are
- * flushed.
+ * The connection, if still up, ends without an event (but an id being disconnected,
+ * iwarp_cm_disconnect, still gets its DISCONNECTED); outstanding WRs are flushed. Over TCP an
+ * established connection's socket is closed as it stands: what it already holds (e.g. a last
+ * Send that completed) still reaches the peer before the FIN, as when a kernel iWARP device
+ * releases its socket; one still being set up is reset. Over SCTP the stream's session
+ * Terminate ends it.
  *
  * Returns: nothing.
  * Ownership: id->qp is freed and becomes NULL.

@@ -895,8 +895,9 @@ IWARP_EXTERN int iwarp_create_qp(struct iwarp_pd *pd, struct iwarp_qp_init_attr 
 /**
  * iwarp_destroy_qp - destroy a QP (verbs or DDP-level).
  *
- * Its connection, if any, is closed abortively without a CM event (as rdma_destroy_qp; an id
- * already disconnecting, iwarp_cm_disconnect, still gets its DISCONNECTED); a CM id that owned
+ * Its connection, if any, ends without a CM event as in iwarp_cm_destroy_qp (as
+ * rdma_destroy_qp; an id already disconnecting, iwarp_cm_disconnect, still gets its
+ * DISCONNECTED); a CM id that owned
  * it lets go of it (as after iwarp_cm_destroy_qp). Outstanding work requests are
  * flushed; their IWARP_WC_WR_FLUSH_ERR completions may remain in the CQs. Async events naming
  * the QP that were not yet taken are dropped.

@@ -225,15 +225,16 @@ static void quiesce(struct cm_id *id)
         id->tp->quiesce(id);
 }
 
-/* The application ends the connection abortively (disconnect while connecting, modify_qp_err,
- * destroy_qp, destroy_id). report: DISCONNECTED when it was up; CONNECT_ERROR when it was
- * still connecting (the application gave up, nobody refused). */
-static void abort_conn(struct cm_id *id, bool report)
+/* The application ends the connection without the graceful exchange (disconnect while
+ * connecting, modify_qp_err, destroy_qp). report: DISCONNECTED when it was up; CONNECT_ERROR
+ * when it was still connecting (the application gave up, nobody refused). rst: see
+ * cm_transport.abort. */
+static void abort_conn(struct cm_id *id, bool report, bool rst)
 {
     quiesce(id);
     bool was_up = id->state == CM_ESTABLISHED || id->state == CM_CLOSING;
     bool was_connecting = id->state == CM_CONNECTING && !id->passive;
-    if (!id->conn || !id->tp->abort(id))
+    if (!id->conn || !id->tp->abort(id, rst))
         return;
     id->state = CM_CLOSED;
     if (report && was_up)
@@ -249,7 +250,7 @@ static void qp_abort(struct iwarp_qp_impl *q)
 {
     struct cm_id *id = q->cm_id;
     if (id)
-        abort_conn(id, true);
+        abort_conn(id, true, true);
     q->llp = (struct iwarp_qp_llp){0}; /* the transport lets go of the QP */
 }
 
@@ -267,11 +268,16 @@ void iwarp_cm_unhook_qp(struct cm_id *id)
 
 /* iwarp_destroy_qp of a QP an id owns (its cm_release): the connection cannot outlive it.
  * An id the application is disconnecting still gets its DISCONNECTED (rdma_cm does: cmtime
- * destroys the QP right after rdma_disconnect and waits for the event). */
+ * destroys the QP right after rdma_disconnect and waits for the event). An established
+ * connection's socket is closed, not reset: the FPDUs it holds (a last Send just completed,
+ * RFC 5040 §5.1: complete once the LLP has it) still reach the peer before the FIN, as when a
+ * kernel device releases its socket; a peer that reads on sees the stream end. One still being
+ * set up is reset. */
 static void qp_release(struct iwarp_qp_impl *q)
 {
     struct cm_id *id = q->cm_id;
-    abort_conn(id, id->state == CM_CLOSING);
+    bool up = id->state == CM_ESTABLISHED || id->state == CM_CLOSING;
+    abort_conn(id, id->state == CM_CLOSING, !up);
     q->llp = (struct iwarp_qp_llp){0};
     q->cm_id = NULL;
     q->cm_release = NULL;
@@ -785,7 +791,7 @@ int iwarp_cm_disconnect(struct iwarp_cm_id *pub)
         if (rc != 0)
             id->state = CM_ESTABLISHED;
     } else if (id->state == CM_CONNECTING) {
-        abort_conn(id, true); /* not up yet: abortive, CONNECT_ERROR */
+        abort_conn(id, true, true); /* not up yet: abortive, CONNECT_ERROR */
     } else {
         rc = IWARP_ERR_STATE;
     }

@@ -96,9 +96,12 @@ struct cm_transport {
     /* id was ESTABLISHED and is CLOSING now: drain the QP, end the stream gracefully, and
      * report iwarp_cm_on_closed() when it is over (a linger bounds the wait). */
     int (*disconnect)(struct cm_id *id);
-    /* Abortive end of a live connection; its QP is flushed. Returns false (nothing done) when
-     * there was no live connection; cm.c then reports and marks the id. */
-    bool (*abort)(struct cm_id *id);
+    /* The application ends a live connection without the graceful exchange; its QP is
+     * flushed. rst: reset it (TCP RST); otherwise close the socket as it stands, so that what
+     * it already holds still goes out before the FIN (a kernel device's socket release does the
+     * same). Returns false (nothing done) when there was no live connection; cm.c then reports
+     * and marks the id. */
+    bool (*abort)(struct cm_id *id, bool rst);
     /* Wait until no thread moves the octets of id's connection, or of the connections its
      * listener has not announced (lock held; let go of meanwhile): cm.c calls it first in
      * every function that may close or free them, before it looks at any state. NULL: the

@@ -983,8 +983,9 @@ static int sctp_disconnect(struct cm_id *id)
     return 0;
 }
 
-static bool sctp_abort(struct cm_id *id)
+static bool sctp_abort(struct cm_id *id, bool rst)
 {
+    (void)rst; /* the association stays; this stream ends alike either way */
     struct cm_sctp_link *lk = link_of(id);
     if (!lk || !lk->ca)
         return false;
@@ -1018,7 +1019,7 @@ static void sctp_kick(struct iwarp_qp_impl *q)
 static void sctp_free(struct cm_id *id, bool live)
 {
     (void)live; /* a session still on a stream ends with our Terminate either way */
-    (void)sctp_abort(id);
+    (void)sctp_abort(id, true);
     iwarp_api_free(id->pub.context, id->conn);
     id->conn = NULL;
 }

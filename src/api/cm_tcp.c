@@ -742,12 +742,12 @@ static void tcp_kick(struct iwarp_qp_impl *q)
         conn_set_deadline(cc); /* the batch's */
 }
 
-static bool tcp_abort(struct cm_id *id)
+static bool tcp_abort(struct cm_id *id, bool rst)
 {
     struct tcp_conn *cc = conn_of(id);
     if (!cc->src.registered)
         return false;
-    conn_release(cc, true);
+    conn_release(cc, rst);
     if (cc->eng_deferred) { /* the QP learns of the end, as if it had been attached */
         cc->eng_deferred = false;
         iwarp_core_eng_llp_closed(iwarp_api_qp(id->pub.qp)->eng, false);
