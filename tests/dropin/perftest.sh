@@ -33,7 +33,11 @@ KIDS=()
 cleanup() { for p in "${KIDS[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$W"; }
 trap cleanup EXIT
 trap "exit 1" INT TERM
-PORT=$((20000 + $$ % 10000))
+# Each drop-in script has its own band of ports (they run side by side under ctest -j):
+# perftest.sh 20000-20999, rdmacm_lib.sh 21000-23999, siw.sh 24000-28999; below the ephemeral
+# range (32768-). A port something listens on is skipped.
+PORT=$((20000 + $$ % 900))
+free_port() { while ss -Hltn "sport = :$PORT" | grep -q .; do PORT=$((PORT + 1)); done; }
 PASSED=0 FAILED=0
 
 # perftest's result line: "#bytes #iterations ..." then " SIZE ITERS ...".
@@ -48,6 +52,7 @@ for t in $TESTS; do
     args=(-R -F -s "$size" -n "$n" -p "$PORT")
     [[ $t == ib_atomic_* ]] && args=(-R -F -n "$n" -p "$PORT")
     pcap=$W/$t.pcap
+    free_port
     timeout 60 "$t" "${args[@]}" >"$W/$t.server" 2>&1 &
     srv=$!
     KIDS+=("$srv")

@@ -62,7 +62,7 @@ KIDS=()
 cleanup() { for p in "${KIDS[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$W"; }
 trap cleanup EXIT
 trap "exit 1" INT TERM
-BASE=$((20000 + $$ % 10000)) # below the ephemeral range (32768-)
+BASE=$((24000 + $$ % 4900)) # its band (see perftest.sh); below the ephemeral range (32768-)
 
 # The runs: NAME DIR PROGRAM HOST_ENV ARGS. NAME's port is BASE + its index.
 RUNS=(
