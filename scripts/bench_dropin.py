@@ -77,7 +77,8 @@ def main():
     a = ap.parse_args()
     build = os.path.abspath(a.build)
     iwarp = os.path.join(build, "iwarp")
-    dropin_env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(build, "dropin"), IWARP_PROGRESS="caller")
+    dropin_env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(build, "dropin"), IWARP_PROGRESS="caller",
+                      IWARP_CONNECT_RETRY_MS="5000")  # perftest -R dials its data connection early
     plain_env = dict(os.environ)
     bw_common = ["-s", str(a.bw_size), "-n", str(a.bw_iters)]
     lat_common = ["-s", str(a.lat_size), "-n", str(a.lat_iters)]
@@ -109,10 +110,16 @@ def main():
         print("  %-15s %10.2f %s" % (k, v, "MB/s" if k.startswith("bw") else "us"))
     bw = med["bw dropin"] / med["bw iwarp perf"]
     lat = med["lat dropin"] / med["lat iwarp perf"]
-    print("ib_write_bw -R (drop-in) / iwarp perf --busy-poll: %.2f (target >= 0.9) at %d octets, qd %d"
-          % (bw, a.bw_size, a.qd))
-    print("ib_send_lat -R (drop-in) / iwarp perf --busy-poll --lat --op send: %.2f (target <= 1.1) at %d octets"
-          % (lat, a.lat_size))
+    # Each pass runs the two tools back to back, so a pass's ratio sees the same machine load;
+    # the median of those ratios is the robust figure, the ratio of medians is printed beside it.
+    bw_r = [d / i for d, i in zip(values["bw dropin"], values["bw iwarp perf"])]
+    lat_r = [d / i for d, i in zip(values["lat dropin"], values["lat iwarp perf"])]
+    print("ib_write_bw -R (drop-in) / iwarp perf --busy-poll at %d octets, qd %d: median of per-pass "
+          "ratios %.2f (range %.2f-%.2f), ratio of medians %.2f (target >= 0.9)"
+          % (a.bw_size, a.qd, statistics.median(bw_r), min(bw_r), max(bw_r), bw))
+    print("ib_send_lat -R (drop-in) / iwarp perf --busy-poll --lat --op send at %d octets: median of "
+          "per-pass ratios %.2f (range %.2f-%.2f), ratio of medians %.2f (target <= 1.1)"
+          % (a.lat_size, statistics.median(lat_r), min(lat_r), max(lat_r), lat))
     return 0
 
 

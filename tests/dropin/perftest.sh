@@ -27,6 +27,13 @@ LAT_ITERS=$((ITERS * 2))
 TESTS=${DROPIN_PERFTEST_ONLY:-ib_write_bw ib_read_bw ib_send_bw ib_write_lat ib_read_lat ib_send_lat ib_atomic_bw ib_atomic_lat}
 export LD_LIBRARY_PATH=$BUILD/dropin
 [ "${PERFTEST_CRC:-0}" = 1 ] && export IWARP_MPA_CRC=1
+# perftest's -R server listens for the data connection only after the first exchange over its
+# own rdma_cm connection, and its client may dial before that: refused, it calls its retry loop,
+# which in perftest 4.5 resolves on the rdma_cm_ids it has just destroyed and crashes (SIGSEGV
+# in rdma_resolve_addr, as on a kernel device). The drop-in's connector dials again instead.
+export IWARP_CONNECT_RETRY_MS=${IWARP_CONNECT_RETRY_MS:-5000}
+# A failing run's capture is kept here (and its first packets printed) to be looked at.
+KEEP=$BUILD/Testing/dropin-perftest-failures
 
 W=$(mktemp -d "${TMPDIR:-/tmp}/dropin_perftest.XXXXXX")
 KIDS=()
@@ -77,7 +84,12 @@ for t in $TESTS; do
             echo "    judge could not run (rc $jrc): $(tail -n 2 <<<"$out")"
         else
             bad=$(grep -E '^\s*(WARN|ERROR) ' <<<"$out" | grep -v '\[crc-off\]')
-            [ -z "$bad" ] || echo "    wire judge: $(head -n 5 <<<"$bad")"
+            if [ -n "$bad" ]; then
+                echo "    wire judge: $(head -n 5 <<<"$bad")"
+                mkdir -p "$KEEP" && cp "$pcap" "$KEEP/$t.$PORT.pcap" &&
+                    echo "    capture kept: $KEEP/$t.$PORT.pcap; its first packets:"
+                tshark -r "$pcap" -c 12 2>/dev/null | sed 's/^/      /'
+            fi
         fi
     )
     if [ -z "$problems" ]; then
