@@ -66,6 +66,22 @@ static void move_id(struct cm_id *id, struct cm_channel *ch)
 
 /* ---- events ------------------------------------------------------------------------------ */
 
+/* Append e to ch's queue and count it on its fd (lock held). */
+static void push_event(struct cm_channel *ch, struct cm_ev *e)
+{
+    e->next = NULL;
+    if (ch->tail)
+        ch->tail->next = e;
+    else
+        ch->head = e;
+    ch->tail = e;
+    uint64_t one = 1;
+    ssize_t n = write(ch->pub.fd, &one, sizeof one); /* semaphore eventfd: one per event */
+    (void)n;
+    if (ch->n_waiters) /* caller-mode waiters wait in the loop, not on the fd */
+        iwarp_loop_wake_locked(&ch->pub.context->loop);
+}
+
 /* Queue an event of id on its channel (lock held). conn: one of the connection slots, else
  * an API slot. param (may be NULL) is copied, with pd_len octets of pd. Returns 0 or
  * IWARP_ERR_BUSY when every slot of that kind holds an unacknowledged event. */
@@ -100,17 +116,8 @@ static int emit(struct cm_id *id, bool conn, enum iwarp_cm_event_type type, int 
     }
     e->owner = id;
     e->busy = true;
-    e->next = NULL;
     id->n_unacked++;
-    struct cm_channel *ch = id->ch;
-    if (ch->tail)
-        ch->tail->next = e;
-    else
-        ch->head = e;
-    ch->tail = e;
-    uint64_t one = 1;
-    ssize_t n = write(ch->pub.fd, &one, sizeof one); /* semaphore eventfd: one per event */
-    (void)n;
+    push_event(id->ch, e);
     return 0;
 }
 
@@ -362,22 +369,32 @@ int iwarp_cm_get_event_timeout(struct iwarp_cm_channel *pub, struct iwarp_cm_eve
     for (;;) {
         pthread_mutex_lock(&ctx->lock);
         struct cm_ev *e = pop_event(ch);
-        iwarp_api_unlock(ctx);
         if (e) {
+            iwarp_api_unlock(ctx);
             *ev = &e->pub;
             return 0;
         }
         int wait = -1;
         if (deadline != UINT64_MAX) {
             uint64_t now = iwarp_loop_now();
-            if (now >= deadline)
+            if (now >= deadline) {
+                iwarp_api_unlock(ctx);
                 return IWARP_ERR_TIMEDOUT;
+            }
             wait = (int)((deadline - now + 999999u) / 1000000u);
         }
         if (ctx->attr.progress == IWARP_PROGRESS_CALLER) {
-            /* Nobody else moves data in this mode: progress while waiting. */
-            iwarp_loop_run_once(&ctx->loop, wait);
+            /* Nobody else moves data in this mode: progress while waiting. Counted as a
+             * waiter before the lock is let go, so an event another thread pushes meanwhile
+             * (its rdma_resolve_addr, its progress) wakes this wait (push_event). */
+            if (ctx->doorbells) /* batched posts must not wait with us */
+                iwarp_api_doorbells_ring(ctx);
+            ch->n_waiters++;
+            iwarp_loop_run_once_locked(&ctx->loop, wait);
+            ch->n_waiters--;
+            iwarp_api_unlock(ctx);
         } else {
+            iwarp_api_unlock(ctx);
             struct pollfd pfd = {.fd = pub->fd, .events = POLLIN};
             if (poll(&pfd, 1, wait) < 0 && errno != EINTR)
                 return IWARP_ERR_IO;
@@ -423,20 +440,6 @@ int iwarp_cm_ack_event(struct iwarp_cm_event *pub)
     id->n_unacked--;
     iwarp_api_unlock(ctx);
     return 0;
-}
-
-/* Append e to ch's queue and count it on its fd (lock held). */
-static void push_event(struct cm_channel *ch, struct cm_ev *e)
-{
-    e->next = NULL;
-    if (ch->tail)
-        ch->tail->next = e;
-    else
-        ch->head = e;
-    ch->tail = e;
-    uint64_t one = 1;
-    ssize_t n = write(ch->pub.fd, &one, sizeof one);
-    (void)n;
 }
 
 int iwarp_cm_migrate_id(struct iwarp_cm_id *pub, struct iwarp_cm_channel *to)

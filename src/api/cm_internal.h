@@ -54,6 +54,9 @@ struct cm_channel {
     struct iwarp_cm_channel pub; /* first */
     struct cm_ev *head, *tail;
     uint32_t n_ids;
+    /* IWARP_PROGRESS_CALLER threads waiting for an event inside the loop (not on the fd): an
+     * event pushed by another thread must wake the loop for them. */
+    uint32_t n_waiters;
 };
 
 struct cm_id {

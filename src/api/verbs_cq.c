@@ -275,10 +275,8 @@ int iwarp_get_cq_event_timeout(struct iwarp_comp_channel *channel, struct iwarp_
     struct iwarp_comp_channel_impl *ch = chan_impl(channel);
     uint64_t deadline =
         timeout_ms < 0 ? UINT64_MAX : iwarp_loop_now() + (uint64_t)timeout_ms * 1000000u;
+    pthread_mutex_lock(&ctx->lock);
     for (bool first = true;; first = false) {
-        pthread_mutex_lock(&ctx->lock);
-        if (!first)
-            ch->n_waiters--;
         if (take_event(ch, cq_out, cq_context)) {
             iwarp_api_unlock(ctx);
             return 0;
@@ -290,9 +288,10 @@ int iwarp_get_cq_event_timeout(struct iwarp_comp_channel *channel, struct iwarp_
         }
         if (ctx->doorbells) /* about to wait: batched posts must not wait with us */
             iwarp_api_doorbells_ring(ctx);
+        /* looked and waits in one hold of the lock: an event fired meanwhile wakes it */
         ch->n_waiters++;
-        iwarp_api_unlock(ctx);
-        iwarp_loop_help(&ctx->loop, ms);
+        iwarp_loop_help_locked(&ctx->loop, ms);
+        ch->n_waiters--;
     }
 }
 
@@ -323,25 +322,21 @@ int iwarp_cq_wait(struct iwarp_cq *cq, int timeout_ms)
     struct iwarp_ctx *ctx = cq->ctx;
     uint64_t deadline =
         timeout_ms < 0 ? UINT64_MAX : iwarp_loop_now() + (uint64_t)timeout_ms * 1000000u;
+    pthread_mutex_lock(&ctx->lock);
     for (;;) {
-        pthread_mutex_lock(&ctx->lock);
-        if (cq->core.count) {
-            cq->waiting = false;
-            iwarp_api_unlock(ctx);
-            return 0;
-        }
+        if (cq->core.count)
+            break;
+        int ms = wait_ms(deadline);
+        if (ms == 0)
+            break;
         cq->waiting = true;
         cq->core.wake = true; /* not an arm: no channel event for the application */
         if (ctx->doorbells)   /* about to wait: batched posts must not wait with us */
             iwarp_api_doorbells_ring(ctx);
-        iwarp_api_unlock(ctx);
-        int ms = wait_ms(deadline);
-        if (ms == 0)
-            break;
-        /* as iwarp_get_cq_event: this thread makes the progress it waits for */
-        iwarp_loop_help(&ctx->loop, ms);
+        /* as iwarp_get_cq_event: this thread makes the progress it waits for, and looks and
+         * waits in one hold of the lock */
+        iwarp_loop_help_locked(&ctx->loop, ms);
     }
-    pthread_mutex_lock(&ctx->lock);
     cq->waiting = false;
     int rc = cq->core.count ? 0 : IWARP_ERR_TIMEDOUT;
     iwarp_api_unlock(ctx);

@@ -157,6 +157,8 @@ void iwarp_loop_unlock(struct iwarp_loop *l)
 {
     bool wake = l->wake_pending;
     l->wake_pending = false;
+    bool followers = l->followers_pending;
+    l->followers_pending = false;
     uint64_t want;
     bool arm = !l->timer_busy && timer_stale(l, &want);
     l->timer_busy |= arm;
@@ -165,6 +167,8 @@ void iwarp_loop_unlock(struct iwarp_loop *l)
     pthread_mutex_unlock(l->lock);
     if (wake)
         iwarp_loop_wake(l);
+    if (followers) /* they wait on the condition since before the lock was let go */
+        pthread_cond_broadcast(&l->followers);
     if (deferred)
         l->deferred_run(l->deferred_user);
     while (arm) {
@@ -205,6 +209,10 @@ int iwarp_loop_init(struct iwarp_loop *l, pthread_mutex_t *lock,
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     int crc = pthread_cond_init(&l->parked, &ca);
+    if (crc == 0 && pthread_cond_init(&l->followers, &ca) != 0) {
+        pthread_cond_destroy(&l->parked);
+        crc = -1;
+    }
     pthread_condattr_destroy(&ca);
     if (crc != 0)
         return IWARP_ERR_IO;
@@ -220,6 +228,7 @@ int iwarp_loop_init(struct iwarp_loop *l, pthread_mutex_t *lock,
         epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->timer_fd, &timer) != 0) {
         close_fds(l);
         pthread_cond_destroy(&l->parked);
+        pthread_cond_destroy(&l->followers);
         return IWARP_ERR_IO;
     }
     return 0;
@@ -281,6 +290,7 @@ void iwarp_loop_fini(struct iwarp_loop *l)
     }
     close_fds(l);
     pthread_cond_destroy(&l->parked);
+    pthread_cond_destroy(&l->followers);
     if (l->heap)
         l->dealloc(l->alloc_user, l->heap);
     l->heap = NULL;
@@ -461,9 +471,47 @@ int iwarp_loop_run_once(struct iwarp_loop *l, int timeout_ms)
     return run_once(l, timeout_ms, false);
 }
 
+/* An application thread waits while another one blocks in the loop (lock held on entry and on
+ * return): until that blocker leaves or timeout_ms pass. The caller then looks again for what
+ * it waits for, and waits again (then perhaps as the blocker). */
+static void follow(struct iwarp_loop *l, int timeout_ms)
+{
+    struct timespec until;
+    if (timeout_ms > 0) {
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_sec += timeout_ms / 1000;
+        until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+    }
+    uint64_t gen = l->follow_gen;
+    l->n_followers++;
+    /* What the caller decided under the lock (a doorbell's write, a timer) is done first; the
+     * blocker may leave meanwhile: follow_gen then says so. */
+    iwarp_loop_unlock(l);
+    pthread_mutex_lock(l->lock);
+    while (l->follow_gen == gen && l->app_blocker && !l->stop) {
+        int rc = timeout_ms > 0 ? pthread_cond_timedwait(&l->followers, l->lock, &until)
+                                : pthread_cond_wait(&l->followers, l->lock);
+        if (rc == ETIMEDOUT)
+            break;
+    }
+    l->n_followers--;
+}
+
 /* run_once with the lock held on entry and on return (it is let go of for the wait). */
 static int run_once_held(struct iwarp_loop *l, int timeout_ms, bool thread)
 {
+    bool blocker = false;
+    if (!thread && timeout_ms != 0) {
+        if (l->app_blocker) {
+            follow(l, timeout_ms);
+            return 0;
+        }
+        l->app_blocker = blocker = true;
+    }
     struct epoll_event ev[LOOP_BATCH];
     l->n_waiting++;
     uint64_t since = l->n_gone;
@@ -483,16 +531,29 @@ static int run_once_held(struct iwarp_loop *l, int timeout_ms, bool thread)
     }
     if (woken && thread && l->n_helpers > 0)
         l->wake_pending = true; /* a wake for a helper: leave it to one (this thread parks) */
+    if (blocker) {
+        l->app_blocker = false;
+        l->follow_gen++;
+        l->followers_pending |= l->n_followers > 0; /* one of them blocks next */
+    } else if (woken && l->app_blocker) {
+        l->wake_pending = true; /* a wake for the blocker (or its followers): pass it on */
+    }
     n = drop_gone(l, ev, n, since);
     return dispatch(l, ev, n);
+}
+
+int iwarp_loop_help_locked(struct iwarp_loop *l, int timeout_ms)
+{
+    l->n_helpers++;
+    int ran = run_once_held(l, timeout_ms, false);
+    l->n_helpers--;
+    return ran;
 }
 
 int iwarp_loop_help(struct iwarp_loop *l, int timeout_ms)
 {
     pthread_mutex_lock(l->lock);
-    l->n_helpers++;
-    int ran = run_once_held(l, timeout_ms, false);
-    l->n_helpers--;
+    int ran = iwarp_loop_help_locked(l, timeout_ms);
     iwarp_loop_unlock(l);
     return ran;
 }

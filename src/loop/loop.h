@@ -57,8 +57,17 @@ struct iwarp_loop {
     pthread_cond_t parked;
     uint32_t n_waiting; /* threads inside epoll_wait: the progress thread, application threads
                            progressing in caller mode */
-    void *active;       /* private to loop.c: ready lists being dispatched (iwarp_loop_del clears a
-                           deleted source from them) */
+    /* Application threads that wait in the loop (timeout not 0): one of them, the blocker, waits
+     * in epoll_wait; the others follow on `followers` until it leaves (follow_gen counts its
+     * departures). A single wake fd wakes a single waiter: with two application threads in
+     * epoll_wait one could take the wake meant for the other and leave it asleep. */
+    bool app_blocker;
+    uint32_t n_followers;
+    uint64_t follow_gen;
+    bool followers_pending; /* the blocker left: iwarp_loop_unlock wakes the followers */
+    pthread_cond_t followers;
+    void *active; /* private to loop.c: ready lists being dispatched (iwarp_loop_del clears a
+                     deleted source from them) */
     /* private to loop.c: the last sources deleted while a thread waited in epoll_wait without
      * the lock (compared as addresses, never dereferenced), a ring: deletion k is at
      * gone[k % IWARP_LOOP_GONE_MAX] and n_gone counts them all. A wait drops the entries of
@@ -115,6 +124,10 @@ int iwarp_loop_run_once_locked(struct iwarp_loop *l, int timeout_ms);
  * back within IWARP_LOOP_PARK_NS once no helper is left. Call WITHOUT the lock.
  */
 int iwarp_loop_help(struct iwarp_loop *l, int timeout_ms);
+
+/* The same with the lock held on entry and on return: a waiter checks for what it waits for and
+ * starts waiting in one hold of the lock, so nothing that comes in between goes unseen. */
+int iwarp_loop_help_locked(struct iwarp_loop *l, int timeout_ms);
 
 /* How long a parked progress thread sleeps before it looks whether helpers are still there. */
 #define IWARP_LOOP_PARK_NS 1000000u

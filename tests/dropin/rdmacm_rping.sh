@@ -4,7 +4,8 @@
 # data that came back) with -C counts, ping sizes 64 and 65535, MPA CRC off and on
 # (IWARP_MPA_CRC), markers, MPA revision 1, peer-to-peer with a Read RTR; rping -q (QPs made
 # with ibv_create_qp, moved with rdma_init_qp_attr, named by qp_num), on the server alone and on
-# both ends; and rping against libiwarp's own `iwarp ping` in both roles. A run passes when
+# both ends; caller progress (IWARP_PROGRESS=caller) on both ends; and rping against libiwarp's
+# own `iwarp ping` in both roles. A run passes when
 # both ends exit 0, the client's -v lines are the -C pings asked for, and the wire judge finds
 # nothing in the server's capture (IWARP_PCAP) but [crc-off] where CRC is off.
 #
@@ -77,6 +78,10 @@ for opts in IWARP_MPA_MARKERS=1 IWARP_MPA_REV=1 "IWARP_MPA_P2P=1 IWARP_MPA_RTR=r
     # shellcheck disable=SC2086 # opts is a list of assignments
     COUNT=3 run "rping with $opts" 127.0.0.1 0 env $opts rping -s -- env $opts rping -c -v -V -C 3
 done
+# caller progress: rping's CM thread and CQ thread both wait inside the library, each must
+# wake for its own events (200 pings, each a Send, Read, Send, Write, Send exchange)
+COUNT=200 run "rping with IWARP_PROGRESS=caller on both ends (two waiting threads each)" \
+    127.0.0.1 0 env IWARP_PROGRESS=caller rping -s -- env IWARP_PROGRESS=caller rping -c -v -V -C 200
 COUNT=4 run "rping -s -q (the server's QP by ibv_create_qp, accepted by qp_num)" 127.0.0.1 0 \
     rping -s -q -- rping -c -v -V -C 4
 COUNT=4 run "rping -q both sides (QPs by ibv_create_qp, connected by qp_num) 127.0.0.1" 127.0.0.1 0 \

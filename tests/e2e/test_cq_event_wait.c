@@ -10,7 +10,12 @@
  *    client's progress thread received everything and woke the waiter through the channel.
  *    Once the client stops waiting its progress thread is back: the server's Reads of the
  *    client's memory, which only that thread can answer, complete;
- *  - iwarp_cq_wait (caller mode) wakes at once for a completion another thread makes.
+ *  - iwarp_cq_wait (caller mode) wakes at once for a completion another thread makes;
+ *  - caller mode, two application threads waiting in the loop at once (rping's shape: a CM
+ *    thread in iwarp_cm_get_event, a CQ thread in iwarp_get_cq_event): each wakes at once for
+ *    what it waits for, whichever thread made it. One wake fd wakes one waiter; before, the
+ *    other thread could take the wake and leave the first asleep until its wait timed out, and
+ *    a CM event queued by another thread (iwarp_cm_resolve_addr) woke nobody: rping stalled.
  */
 #define _GNU_SOURCE 1
 #include <fcntl.h>
@@ -161,5 +166,96 @@ TEST(a_completion_made_by_another_thread_wakes_cq_wait)
     struct iwarp_wc wc;
     ASSERT_EQ(iwarp_poll_cq(r.cli.cq, 1, &wc), 1);
     ASSERT_EQ(wc.wr_id, 7);
+    sp_rig_down(&r);
+}
+
+struct cm_waiter {
+    struct iwarp_cm_channel *ch;
+    struct iwarp_cm_id *expect; /* the id whose ADDR_RESOLVED ends the wait */
+    int rc;
+    enum iwarp_cm_event_type got;
+    uint64_t woke_ms;
+};
+
+/* Waits in the loop (caller mode) for one CM event, as rping's CM thread does. */
+static void *wait_cm_event(void *arg)
+{
+    struct cm_waiter *w = arg;
+    struct iwarp_cm_event *ev;
+    w->rc = iwarp_cm_get_event_timeout(w->ch, &ev, 10000);
+    w->woke_ms = sp_now_ms();
+    if (w->rc == 0) {
+        w->got = ev->event;
+        if (ev->id != w->expect)
+            w->rc = -1;
+        (void)iwarp_cm_ack_event(ev);
+    }
+    return NULL;
+}
+
+/* Another thread queues the event (iwarp_cm_resolve_addr emits ADDR_RESOLVED at once): the
+ * waiter, inside the loop, must wake for it; returns how long that took. */
+static uint64_t cm_event_from_this_thread(struct cm_waiter *w, pthread_t t)
+{
+    deadline_pause_us(100000); /* the waiter is inside the loop by now */
+    struct sockaddr_in dst;
+    sp_loopback4(&dst, 9);
+    uint64_t t0 = sp_now_ms();
+    ASSERT_EQ(iwarp_cm_resolve_addr(w->expect, NULL, (struct sockaddr *)&dst, 1000), 0);
+    ASSERT_EQ(pthread_join(t, NULL), 0);
+    ASSERT_EQ(w->rc, 0);
+    ASSERT_EQ(w->got, IWARP_CM_EVENT_ADDR_RESOLVED);
+    return w->woke_ms - t0;
+}
+
+TEST(two_threads_waiting_in_the_loop_each_wake_for_their_own)
+{
+    struct sp_rig r;
+    memset(&r, 0, sizeof r);
+    sp_side_init(&r.srv, IWARP_PROGRESS_THREAD, 64);
+    sp_side_init_full(&r.cli, NULL, IWARP_PROGRESS_CALLER, NULL, 0, 64, true);
+    struct sp_cfg cfg = {
+        .cap = {.max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 1, .max_recv_sge = 1},
+        .sq_sig_all = 1,
+        .param = {.responder_resources = 1, .initiator_depth = 1}};
+    sp_rig_connect(&r, BUF, &cfg);
+
+    /* 1. A CM event queued by another thread wakes the CM waiter. */
+    struct cm_waiter w = {.ch = r.cli.ch};
+    ASSERT_EQ(iwarp_cm_create_id(r.cli.ch, &w.expect, NULL, IWARP_PS_TCP), 0);
+    pthread_t t;
+    ASSERT_EQ(pthread_create(&t, NULL, wait_cm_event, &w), 0);
+    uint64_t took = cm_event_from_this_thread(&w, t);
+    printf("  CM waiter woke %llu ms after the event was queued by another thread\n",
+           (unsigned long long)took);
+    ASSERT_TRUE(took < 500); /* the loop's own waits last up to a second */
+    ASSERT_EQ(iwarp_cm_destroy_id(w.expect), 0);
+
+    /* 2. While a CM waiter sits in the loop, this thread waits for each Read's completion
+     * event: the CM waiter may be the one woken by the Read Response, and must pass the
+     * wake on. */
+    memset(&w, 0, sizeof w);
+    w.ch = r.cli.ch;
+    ASSERT_EQ(iwarp_cm_create_id(r.cli.ch, &w.expect, NULL, IWARP_PS_TCP), 0);
+    ASSERT_EQ(pthread_create(&t, NULL, wait_cm_event, &w), 0);
+    sp_fill(r.sbuf, BUF, 5);
+    uint64_t worst = 0, t_all = sp_now_ms();
+    for (uint32_t k = 0; k < READS; k++) {
+        uint32_t off = (k * READ_LEN) % BUF;
+        uint64_t t0 = sp_now_ms();
+        post_read(&r, off);
+        struct iwarp_wc wc = next_wc(&r);
+        ASSERT_EQ(wc.status, IWARP_WC_SUCCESS);
+        ASSERT_EQ_U(wc.wr_id, off);
+        uint64_t d = sp_now_ms() - t0;
+        worst = d > worst ? d : worst;
+    }
+    SP_ASSERT_PATTERN(r.cbuf, BUF, 5);
+    printf("  %d Reads waited for beside a CM waiter in %llu ms, the slowest %llu ms\n", READS,
+           (unsigned long long)(sp_now_ms() - t_all), (unsigned long long)worst);
+    ASSERT_TRUE(worst < 500);
+    took = cm_event_from_this_thread(&w, t);
+    ASSERT_TRUE(took < 500);
+    ASSERT_EQ(iwarp_cm_destroy_id(w.expect), 0);
     sp_rig_down(&r);
 }
