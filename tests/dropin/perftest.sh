@@ -41,8 +41,8 @@ cleanup() { for p in "${KIDS[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$W"; 
 trap cleanup EXIT
 trap "exit 1" INT TERM
 # Each drop-in script has its own band of ports (they run side by side under ctest -j):
-# perftest.sh 20000-20999, rdmacm_lib.sh 21000-23999, siw.sh 24000-28999; below the ephemeral
-# range (32768-). A port something listens on is skipped.
+# perftest.sh 20000-20999, rdmacm_lib.sh 21000-23999, siw.sh 24000-28999, exec.sh 29000-29499;
+# below the ephemeral range (32768-). A port something listens on is skipped.
 PORT=$((20000 + $$ % 900))
 free_port() { while ss -Hltn "sport = :$PORT" | grep -q .; do PORT=$((PORT + 1)); done; }
 PASSED=0 FAILED=0

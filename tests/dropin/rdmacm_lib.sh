@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Sourced by rdmacm_rping.sh and rdmacm_utils.sh: a server/client pair of unmodified programs on
+# Sourced by rdmacm_rping.sh, rdmacm_utils.sh and exec.sh: a server/client pair of unmodified programs on
 # the drop-in, each under timeout, with the wire judge on the server's capture.
 # Needs BUILD, SHARED, W (a scratch directory) and HERE set, LD_LIBRARY_PATH exported.
 # shellcheck source=../support/wait_for.sh
