@@ -104,9 +104,9 @@ report "--dropin-dir D and IWARP_DROPIN_DIR=D print D; the option first" "$(
 )"
 usage_error "--dropin-dir without libibverbs.so.1: exit 127, no fallback" 127 \
     "no drop-in libibverbs.so.1 in $EMPTY" --dropin-dir "$EMPTY" -- touch "$W/ran"
-# (the message names the variable, not its value)
+# (the message names the directory the variable gave)
 IWARP_DROPIN_DIR=$EMPTY usage_error "IWARP_DROPIN_DIR without libibverbs.so.1: exit 127, no fallback" \
-    127 "no drop-in libibverbs.so.1 in IWARP_DROPIN_DIR" -- touch "$W/ran"
+    127 "no drop-in libibverbs.so.1 in $EMPTY " -- touch "$W/ran"
 
 # --- usage ------------------------------------------------------------------------------------
 
@@ -127,6 +127,10 @@ usage_error "--first-delay 60001: exit 2" 2 "invalid --first-delay '60001' (0..6
     --first-delay 60001 -- touch "$W/ran"
 usage_error "--first-delay x: exit 2" 2 "invalid --first-delay 'x'" \
     --first-delay x -- touch "$W/ran"
+usage_error "--rtr read,bogus: exit 2" 2 "invalid --rtr 'read,bogus' (write, read, send, comma-separated)" \
+    --rtr read,bogus -- touch "$W/ran"
+usage_error "--rtr followed by '--' (its value missing): exit 2" 2 "invalid --rtr '--'" \
+    --rtr -- touch "$W/ran"
 usage_error "--pcap without its value: exit 2" 2 "option '--pcap' needs a value" --pcap
 usage_error "options and no PROGRAM: exit 2" 2 "iwarp exec: no PROGRAM to run" --crc
 usage_error "'--' and no PROGRAM: exit 2" 2 "iwarp exec: no PROGRAM to run" --crc --
@@ -173,6 +177,7 @@ done <<EOF
 --rtr=write,send|IWARP_MPA_RTR=write,send
 --first-delay 5|IWARP_FIRST_FPDU_DELAY_MS=5
 --first-delay=60000|IWARP_FIRST_FPDU_DELAY_MS=60000
+--first-delay 0|IWARP_FIRST_FPDU_DELAY_MS=0
 --progress caller|IWARP_PROGRESS=caller
 --progress thread|IWARP_PROGRESS=thread
 --pcap $PCAP_NAME|IWARP_PCAP=$PCAP_NAME
@@ -187,12 +192,12 @@ report "all options at once: all seven variables" "$(
     [ ! -e "$PCAP_NAME" ] || echo "    env (no RDMA) left a capture: iwarp exec itself wrote $PCAP_NAME"
 )"
 IWARP_MPA_CRC=0 IWARP_PROGRESS=thread IWARP_MPA_RTR=send IWARP_LOG=debug \
-    ex "$W/env" --crc --progress caller -- env
+    IWARP_FIRST_FPDU_DELAY_MS=250 ex "$W/env" --crc --progress caller --first-delay 0 -- env
 rc=$?
-report "an option overrides its variable; a variable without an option passes through" "$(
+report "an option overrides its variable (--first-delay 0 too); a variable without an option passes through" "$(
     expect "exit status" "$rc" 0
     expect "IWARP_* variables" "$(iwarp_vars "$W/env")" \
-        "IWARP_LOG=debug IWARP_MPA_CRC=1 IWARP_MPA_RTR=send IWARP_PROGRESS=caller"
+        "IWARP_FIRST_FPDU_DELAY_MS=0 IWARP_LOG=debug IWARP_MPA_CRC=1 IWARP_MPA_RTR=send IWARP_PROGRESS=caller"
 )"
 # shellcheck disable=SC2016 # $@ and ${...} are the inner shell's
 ARGS_SH='printf "%s|" "$@"; echo " crc=${IWARP_MPA_CRC-unset} markers=${IWARP_MPA_MARKERS-unset}"'

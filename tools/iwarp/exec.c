@@ -24,11 +24,37 @@ struct opts {
     const char *progress;
     const char *pcap;
     const char *rtr;
-    unsigned first_delay_ms;
+    long first_delay_ms; /* -1: not given (0 is a value: it overrides the variable) */
     bool crc, markers, no_p2p, print_dir;
 };
 
 #define AT(field) CLI_AT(struct opts, field)
+
+/* --rtr: comma-separated RTR type names, as the drop-in reads IWARP_MPA_RTR. */
+static int parse_rtr(const char *arg, void *field)
+{
+    const char *p = arg;
+    do {
+        size_t n = strcspn(p, ",");
+        if (!((n == 5 && !strncmp(p, "write", 5)) || (n == 4 && !strncmp(p, "read", 4)) ||
+              (n == 4 && !strncmp(p, "send", 4))))
+            return -1;
+        p += n;
+    } while (*p++ == ',');
+    memcpy(field, &arg, sizeof arg);
+    return 0;
+}
+
+static int parse_first_delay(const char *arg, void *field)
+{
+    char *end;
+    errno = 0;
+    long ms = strtol(arg, &end, 10);
+    if (!*arg || *end || errno || ms < 0 || ms > 60000)
+        return -1;
+    memcpy(field, &ms, sizeof ms);
+    return 0;
+}
 
 static const struct cli_opt rows[] = {
     {CLI_LINE("\noptions:")},
@@ -40,11 +66,12 @@ static const struct cli_opt rows[] = {
      .help = "no RFC 6581 peer-to-peer mode (IWARP_MPA_P2P=0). By default\n"
              "the connector sends an RTR, so that either side may send\n"
              "first, as verbs programs expect"},
-    {CLI_OPTION(CLI_STR, "rtr", 0, "TYPES"), AT(rtr),
+    {CLI_OPTION(CLI_FN, "rtr", 0, "TYPES"), AT(rtr), .fn = parse_rtr,
+     .err = "invalid --rtr '{arg}' (write, read, send, comma-separated)",
      .help = "RTR types offered, comma-separated: write,read,send\n"
              "(IWARP_MPA_RTR; default all)"},
-    {CLI_OPTION(CLI_UINT, "first-delay", 0, "MS"), AT(first_delay_ms), CLI_RANGE(0, 60000),
-     .err = "invalid --first-delay '{arg}' ({min}..{max} ms)",
+    {CLI_OPTION(CLI_FN, "first-delay", 0, "MS"), AT(first_delay_ms), .fn = parse_first_delay,
+     .err = "invalid --first-delay '{arg}' (0..60000 ms)",
      .help = "connector: hold the first FPDU MS ms after the MPA Reply\n"
              "(IWARP_FIRST_FPDU_DELAY_MS; Linux siw 6.1 as responder\n"
              "needs about 250)"},
@@ -118,7 +145,7 @@ static const char *find_dir(const char *given, char *buf, size_t len)
         return has_dropin(given) ? given : NULL;
     const char *env = getenv("IWARP_DROPIN_DIR");
     if (env && *env)
-        return has_dropin(env) ? env : NULL;
+        return has_dropin(env) ? env : NULL; /* no fallback: the caller named this one */
     const char *subs[] = {"dropin", IWARP_DROPIN_FROM_BINDIR};
     for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++) {
         const char *dir = beside_self(subs[i], buf, len);
@@ -141,12 +168,12 @@ static int set_env(const char *name, const char *value)
 static int export_options(const struct opts *o)
 {
     char num[16];
-    snprintf(num, sizeof num, "%u", o->first_delay_ms);
+    snprintf(num, sizeof num, "%ld", o->first_delay_ms);
     if ((o->crc && set_env("IWARP_MPA_CRC", "1")) ||
         (o->markers && set_env("IWARP_MPA_MARKERS", "1")) ||
         (o->no_p2p && set_env("IWARP_MPA_P2P", "0")) ||
         (o->rtr && set_env("IWARP_MPA_RTR", o->rtr)) ||
-        (o->first_delay_ms && set_env("IWARP_FIRST_FPDU_DELAY_MS", num)) ||
+        (o->first_delay_ms >= 0 && set_env("IWARP_FIRST_FPDU_DELAY_MS", num)) ||
         (o->progress && set_env("IWARP_PROGRESS", o->progress)) ||
         (o->pcap && set_env("IWARP_PCAP", o->pcap)))
         return -1;
@@ -175,7 +202,7 @@ static bool takes_value(const char *arg)
         return false;
     for (size_t i = 0; i < spec.nrows; i++)
         if (spec.rows[i].name && !strcmp(spec.rows[i].name, arg + 2))
-            return spec.rows[i].kind == CLI_STR || spec.rows[i].kind == CLI_UINT;
+            return spec.rows[i].kind == CLI_STR || spec.rows[i].kind == CLI_FN;
     return false;
 }
 
@@ -188,7 +215,7 @@ int iwarp_cli_exec(int argc, char **argv)
         ours += takes_value(argv[ours]) ? 2 : 1;
     if (ours > argc)
         ours = argc;
-    struct opts o = {0};
+    struct opts o = {.first_delay_ms = -1};
     struct cli_result r;
     int rc = cli_parse(&spec, ours, argv, &o, &r);
     if (rc == CLI_PARSE_HELP)
@@ -206,7 +233,9 @@ int iwarp_cli_exec(int argc, char **argv)
                 "iwarp exec: no drop-in libibverbs.so.1 in %s (build libiwarp with\n"
                 "libibverbs-dev and librdmacm-dev installed, or give --dropin-dir)\n",
                 o.dir ? o.dir
-                      : "IWARP_DROPIN_DIR, dropin/ beside iwarp or " IWARP_DROPIN_INSTALL_DIR);
+                : getenv("IWARP_DROPIN_DIR") && *getenv("IWARP_DROPIN_DIR")
+                    ? getenv("IWARP_DROPIN_DIR")
+                    : "dropin/ beside iwarp or " IWARP_DROPIN_INSTALL_DIR);
         return 127;
     }
     if (o.print_dir) {
