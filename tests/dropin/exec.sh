@@ -115,7 +115,7 @@ rc=$?
 report "--help: exit 0, the usage and every option" "$(
     expect "exit status" "$rc" 0
     grep -q '^usage: iwarp exec \[OPTIONS\] \[--\] PROGRAM' "$W/help" || echo "    no usage line"
-    for o in crc markers no-p2p rtr first-delay progress pcap dropin-dir print-dir; do
+    for o in crc markers no-p2p rtr first-delay connect-retry progress pcap dropin-dir print-dir; do
         grep -q -- "--$o\b" "$W/help" || echo "    --help does not list --$o"
     done
 )"
@@ -127,6 +127,8 @@ usage_error "--first-delay 60001: exit 2" 2 "invalid --first-delay '60001' (0..6
     --first-delay 60001 -- touch "$W/ran"
 usage_error "--first-delay x: exit 2" 2 "invalid --first-delay 'x'" \
     --first-delay x -- touch "$W/ran"
+usage_error "--connect-retry -1: exit 2" 2 "invalid --connect-retry '-1' (0..3600000 ms)" \
+    --connect-retry -1 -- touch "$W/ran"
 usage_error "--rtr read,bogus: exit 2" 2 "invalid --rtr 'read,bogus' (write, read, send, comma-separated)" \
     --rtr read,bogus -- touch "$W/ran"
 usage_error "--rtr followed by '--' (its value missing): exit 2" 2 "invalid --rtr '--'" \
@@ -178,6 +180,7 @@ done <<EOF
 --first-delay 5|IWARP_FIRST_FPDU_DELAY_MS=5
 --first-delay=60000|IWARP_FIRST_FPDU_DELAY_MS=60000
 --first-delay 0|IWARP_FIRST_FPDU_DELAY_MS=0
+--connect-retry 5000|IWARP_CONNECT_RETRY_MS=5000
 --progress caller|IWARP_PROGRESS=caller
 --progress thread|IWARP_PROGRESS=thread
 --pcap $PCAP_NAME|IWARP_PCAP=$PCAP_NAME

@@ -24,7 +24,8 @@ struct opts {
     const char *progress;
     const char *pcap;
     const char *rtr;
-    long first_delay_ms; /* -1: not given (0 is a value: it overrides the variable) */
+    long first_delay_ms;   /* -1: not given (0 is a value: it overrides the variable) */
+    long connect_retry_ms; /* -1: not given */
     bool crc, markers, no_p2p, print_dir;
 };
 
@@ -45,15 +46,26 @@ static int parse_rtr(const char *arg, void *field)
     return 0;
 }
 
-static int parse_first_delay(const char *arg, void *field)
+/* A number of milliseconds from 0 to max into a long field. */
+static int parse_ms(const char *arg, void *field, long max)
 {
     char *end;
     errno = 0;
     long ms = strtol(arg, &end, 10);
-    if (!*arg || *end || errno || ms < 0 || ms > 60000)
+    if (!*arg || *end || errno || ms < 0 || ms > max)
         return -1;
     memcpy(field, &ms, sizeof ms);
     return 0;
+}
+
+static int parse_first_delay(const char *arg, void *field)
+{
+    return parse_ms(arg, field, 60000);
+}
+
+static int parse_connect_retry(const char *arg, void *field)
+{
+    return parse_ms(arg, field, 3600000);
 }
 
 static const struct cli_opt rows[] = {
@@ -75,6 +87,11 @@ static const struct cli_opt rows[] = {
      .help = "connector: hold the first FPDU MS ms after the MPA Reply\n"
              "(IWARP_FIRST_FPDU_DELAY_MS; Linux siw 6.1 as responder\n"
              "needs about 250)"},
+    {CLI_OPTION(CLI_FN, "connect-retry", 0, "MS"), AT(connect_retry_ms), .fn = parse_connect_retry,
+     .err = "invalid --connect-retry '{arg}' (0..3600000 ms)",
+     .help = "connector: for MS ms, dial again every 100 ms when the peer\n"
+             "refuses (IWARP_CONNECT_RETRY_MS; perftest -R dials its data\n"
+             "connection before its server listens, and crashes when refused)"},
     {CLI_OPTION(CLI_STR, "progress", 0, "MODE"), AT(progress),
      .help = "who moves data (IWARP_PROGRESS): thread, a progress thread\n"
              "(default), or caller, the program's own polling (lowest\n"
@@ -168,12 +185,15 @@ static int set_env(const char *name, const char *value)
 static int export_options(const struct opts *o)
 {
     char num[16];
+    char retry[16];
     snprintf(num, sizeof num, "%ld", o->first_delay_ms);
+    snprintf(retry, sizeof retry, "%ld", o->connect_retry_ms);
     if ((o->crc && set_env("IWARP_MPA_CRC", "1")) ||
         (o->markers && set_env("IWARP_MPA_MARKERS", "1")) ||
         (o->no_p2p && set_env("IWARP_MPA_P2P", "0")) ||
         (o->rtr && set_env("IWARP_MPA_RTR", o->rtr)) ||
         (o->first_delay_ms >= 0 && set_env("IWARP_FIRST_FPDU_DELAY_MS", num)) ||
+        (o->connect_retry_ms >= 0 && set_env("IWARP_CONNECT_RETRY_MS", retry)) ||
         (o->progress && set_env("IWARP_PROGRESS", o->progress)) ||
         (o->pcap && set_env("IWARP_PCAP", o->pcap)))
         return -1;
@@ -215,7 +235,7 @@ int iwarp_cli_exec(int argc, char **argv)
         ours += takes_value(argv[ours]) ? 2 : 1;
     if (ours > argc)
         ours = argc;
-    struct opts o = {.first_delay_ms = -1};
+    struct opts o = {.first_delay_ms = -1, .connect_retry_ms = -1};
     struct cli_result r;
     int rc = cli_parse(&spec, ours, argv, &o, &r);
     if (rc == CLI_PARSE_HELP)
