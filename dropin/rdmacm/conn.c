@@ -72,8 +72,11 @@ static void detach_user_qp(struct iwd_id *id)
     }
 }
 
-/** rdma_connect - connect the resolved id (an event follows; synchronous: waits for it). */
-IWD_EXPORT int rdma_connect(struct rdma_cm_id *pub, struct rdma_conn_param *conn_param)
+/* rdma_connect and rdma_accept: the user's QP (if any) attached, the parameters converted with
+ * the default IRD/ORD, the MPA options of the environment, then libiwarp's call (connect or
+ * accept); synchronous ids wait for the event that follows. */
+static int start_connection(struct rdma_cm_id *pub, struct rdma_conn_param *conn_param,
+                            bool connector)
 {
     if (!pub)
         return iwd_cm_fail(EINVAL);
@@ -83,37 +86,33 @@ IWD_EXPORT int rdma_connect(struct rdma_cm_id *pub, struct rdma_conn_param *conn
     if (attach_user_qp(id, conn_param) != 0)
         return -1;
     struct iwarp_conn_param p;
-    to_iw(conn_param, RDMA_MAX_RESP_RES, RDMA_MAX_INIT_DEPTH, &p);
-    mpa_options(&p, true);
-    int rc = iwarp_cm_connect(id->iw, &p);
+    /* librdmacm: a connector offers the maximum; an acceptor what the request offered, within
+     * the device's (libiwarp clips to it) */
+    if (connector)
+        to_iw(conn_param, RDMA_MAX_RESP_RES, RDMA_MAX_INIT_DEPTH, &p);
+    else
+        to_iw(conn_param, id->req_ird, id->req_ord, &p);
+    mpa_options(&p, connector);
+    int rc = connector ? iwarp_cm_connect(id->iw, &p) : iwarp_cm_accept(id->iw, &p);
     if (rc != 0) {
         detach_user_qp(id);
         return iwd_cm_fail(iwd_cm_errno(rc));
     }
-    id->iw_cm = true;
+    if (connector)
+        id->iw_cm = true;
     return iwd_cm_sync_wait(id);
+}
+
+/** rdma_connect - connect the resolved id (an event follows; synchronous: waits for it). */
+IWD_EXPORT int rdma_connect(struct rdma_cm_id *pub, struct rdma_conn_param *conn_param)
+{
+    return start_connection(pub, conn_param, true);
 }
 
 /** rdma_accept - accept a CONNECT_REQUEST's id (synchronous: waits for ESTABLISHED). */
 IWD_EXPORT int rdma_accept(struct rdma_cm_id *pub, struct rdma_conn_param *conn_param)
 {
-    if (!pub)
-        return iwd_cm_fail(EINVAL);
-    struct iwd_id *id = iwd_id_of(pub);
-    if (pub->qp_type != IBV_QPT_RC)
-        return iwd_cm_fail(EOPNOTSUPP);
-    if (attach_user_qp(id, conn_param) != 0)
-        return -1;
-    struct iwarp_conn_param p;
-    /* librdmacm: the offered IRD/ORD, within the device's (libiwarp clips to it) */
-    to_iw(conn_param, id->req_ird, id->req_ord, &p);
-    mpa_options(&p, false);
-    int rc = iwarp_cm_accept(id->iw, &p);
-    if (rc != 0) {
-        detach_user_qp(id);
-        return iwd_cm_fail(iwd_cm_errno(rc));
-    }
-    return iwd_cm_sync_wait(id);
+    return start_connection(pub, conn_param, false);
 }
 
 /** rdma_reject - refuse a CONNECT_REQUEST's id with private data (MPA Reply, Reject bit). */

@@ -64,7 +64,11 @@ for t in $TESTS; do
     srv=$!
     KIDS+=("$srv")
     wait_for -p "$srv" 20 "$t's listener on port $PORT" sh -c "ss -Hltn 'sport = :$PORT' | grep -q ."
-    "$CAPTURE" "$PORT" "$pcap" -- timeout 60 "$t" "${args[@]}" 127.0.0.1 >"$W/$t.client" 2>&1
+    # The client starts a second after capture.sh says the capture runs: under load, dumpcap
+    # says so before it records (captures then began mid-connection, without the MPA
+    # Request: the judge's [no-mpa]).
+    "$CAPTURE" "$PORT" "$pcap" -- sh -c 'sleep 1; exec "$@"' sh \
+        timeout 60 "$t" "${args[@]}" 127.0.0.1 >"$W/$t.client" 2>&1
     crc=$?
     wait "$srv"
     src=$?
