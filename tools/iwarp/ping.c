@@ -840,6 +840,20 @@ static void run_async(struct ping *p)
     }
 }
 
+/* DISCONNECTED: report what the connection left before session_end destroys its QP. poll()
+ * looked at the fds a moment ago; a Terminate's async event and error completion, queued before
+ * this event (after the Terminate the stream closes, RFC 5040 §5.4), may have come since.
+ * Destroying the QP discards its unread async events (as ib_uverbs does), and drop_connection
+ * only audits the completions. The connection is gone: nothing more is posted, so the session
+ * closes first and only errors are reported. */
+static void session_catch_up(struct session *s)
+{
+    s->phase = PH_CLOSING;
+    s->close_deadline = 0;
+    run_async(s->p);
+    drain_cq(s);
+}
+
 static void on_established(struct ping *p, struct session *s, const struct iwarp_conn_param *cp)
 {
     if (p->o.sctp)
@@ -907,6 +921,8 @@ static void run_cm(struct ping *p)
                 on_established(p, s, &cp);
             break;
         case IWARP_CM_EVENT_DISCONNECTED:
+            if (s)
+                session_catch_up(s);
             fprintf(stderr, "%s DISCONNECT EVENT...\n", role(p));
             if (s)
                 session_end(s);
