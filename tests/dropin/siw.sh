@@ -2,7 +2,7 @@
 # dropin.siw: unmodified Debian binaries on the drop-in libibverbs/librdmacm (host) against the
 # same binaries on Linux siw in a qemu guest (../shared/tools/siw-vm), in ONE guest boot:
 #   rping, both roles: 64 octets -V with CRC off and on, 65535 octets -V
-#   perftest -R: ib_write_bw, ib_send_bw, ib_write_lat, ib_send_lat (and the Read tests, below),
+#   perftest -R: ib_write_bw, ib_read_bw, ib_send_bw, ib_write_lat, ib_read_lat, ib_send_lat,
 #     both roles (sizes 4096 for bandwidth, 64 for latency; small counts: TCG is slow); each
 #     side's result line must show the same size and iteration count
 #   ib_atomic_bw: siw has no RFC 7306 atomics; the drop-in's client must fail cleanly (non-zero
@@ -12,11 +12,13 @@
 # The guest NIC's capture is judged per port (../tests/interop/judge_lib.sh): nothing but
 # [crc-off] on a CRC-off connection, and siw's known [pad] (its non-zero PAD octets in perftest's
 # 2-octet MTU exchange, RFC 5044 §4.1) in siw's direction.
-# Not run by default: ib_read_bw and ib_read_lat, both ways (DROPIN_SIW_READS=1 runs them). Every
-# Read is exchanged, but under load (ctest -j2 beside other tests) siw's perftest exits 1 at
-# the end in some runs ("Bad wc status", "Unable to write from socket/rdma_cm"): the teardown
-# after Reads races the final control exchange. Alone they passed 2 of 2 runs. An open problem,
-# not an accepted outcome.
+# siw's perftest sometimes fails its closing handshake after a complete run (g2h ib_read_lat 2 of
+# 6 runs, once g2h ib_write_bw): its own last Send, which the capture shows on the wire and our
+# side answered, completes with IBV_WC_LOC_QP_OP_ERR ("Bad wc status 2", "Unable to write to
+# socket/rdma_cm", "Failed to close connection between server and client") once our FIN has
+# come. Such a run passes when everything else holds (our exit 0, both result lines, the judge)
+# and is reported with "KNOWN: ..."; any other guest failure fails. DROPIN_SIW_READS=0 leaves
+# out ib_read_bw and ib_read_lat.
 # Not run: g2h ib_write_lat. perftest's ib_write_lat server (the MPA Responder) sends the first
 # FPDU, which RFC 5044 §7.1.2 forbids before the Initiator's first FPDU arrives; siw's client
 # does not use RFC 6581's RTR, so the drop-in's server would wait for a client that waits for it.
@@ -78,8 +80,8 @@ RUNS=(
     "rping-65535 h2g rping - -C 5 -S 65535"
     "rping-65535 g2h rping - -C 5 -S 65535"
 )
-PERFTESTS="ib_write_bw ib_send_bw ib_write_lat ib_send_lat"
-[ "${DROPIN_SIW_READS:-0}" = 1 ] && PERFTESTS="ib_write_bw ib_read_bw ib_send_bw ib_write_lat ib_read_lat ib_send_lat"
+PERFTESTS="ib_write_bw ib_read_bw ib_send_bw ib_write_lat ib_read_lat ib_send_lat"
+[ "${DROPIN_SIW_READS:-1}" = 0 ] && PERFTESTS="ib_write_bw ib_send_bw ib_write_lat ib_send_lat"
 for t in $PERFTESTS; do
     if [[ $t == *_bw ]]; then a="-s 4096 -n $ITERS"; else a="-s 64 -n $LAT_ITERS"; fi
     RUNS+=("$t h2g $t - $a")
@@ -172,7 +174,7 @@ done
 wait "$VMPID"
 echo "guest: rc $?, $(grep -o 'accel=.*' "$W/guest.log" | tail -n 1), $((SECONDS - T0)) s in all"
 
-PASSED=0 FAILED=0
+PASSED=0 FAILED=0 KNOWN=0
 report() { # NAME PROBLEMS
     if [ -z "$2" ]; then
         PASSED=$((PASSED + 1))
@@ -185,6 +187,12 @@ report() { # NAME PROBLEMS
 }
 # perftest's result line: "#bytes #iterations ..." then " SIZE ITERS ...".
 result_ok() { tr -d '\r' <"$1" | grep -qE "^ *$2 +$3 +[0-9]"; }
+# siw's perftest failed only in its closing handshake (see the header): its own last Send
+# completed with IBV_WC_LOC_QP_OP_ERR (status 2) after our side's FIN.
+siw_close_failure() { # GUEST_OUTPUT
+    grep -q 'Failed to close connection between server and client' "$1" &&
+        grep -qE 'Bad wc status 2|Unable to (write to|read from) socket/rdma_cm' "$1"
+}
 
 i=0
 for r in "${RUNS[@]}"; do
@@ -201,7 +209,13 @@ for r in "${RUNS[@]}"; do
             case $ours_rc in 0 | 124 | none) echo "    drop-in ib_atomic_bw exit $ours_rc (expected a clean failure): $(tail -n 3 "$f.ours")" ;; esac
         else
             [ "$ours_rc" = 0 ] || echo "    drop-in $prog exit $ours_rc: $(tail -n 4 "$f.ours" 2>/dev/null)"
-            [ "$guest_rc" = 0 ] || echo "    guest $prog exit $guest_rc: $(tail -n 4 "$f.guest" 2>/dev/null)"
+            if [ "$guest_rc" = 0 ]; then
+                :
+            elif [[ $prog == ib_* ]] && siw_close_failure "$f.guest"; then
+                touch "$f.known" # everything else below must still hold
+            else
+                echo "    guest $prog exit $guest_rc: $(tail -n 4 "$f.guest" 2>/dev/null)"
+            fi
             if [[ $prog == ib_* ]]; then
                 read -r _ size _ iters <<<"$args"
                 # perftest's ib_read_lat server and ib_write_lat print no result line.
@@ -225,10 +239,13 @@ for r in "${RUNS[@]}"; do
         [ "$prog" = ib_atomic_bw ] && allow_ours="$off end" allow_siw="$off $SIW_KNOWN end"
         siw_judge "$W/cap.pcap" "$port" "$ours_dir" "$allow_ours" "$allow_siw"
     )
-    report "$n (port $port; judge: $(grep -h '^SUMMARY: errors' "$W/cap.pcap.$port.judge" 2>/dev/null))" "$problems"
+    known=""
+    [ -e "$f.known" ] && known="; KNOWN: siw's perftest exited 1 in its closing handshake, its last Send completed with LOC_QP_OP_ERR after our FIN" &&
+        KNOWN=$((KNOWN + 1))
+    report "$n (port $port; judge: $(grep -h '^SUMMARY: errors' "$W/cap.pcap.$port.judge" 2>/dev/null)$known)" "$problems"
 done
 [ -s "$S/dmesg.txt" ] && sed 's/^/    guest dmesg: /' "$S/dmesg.txt"
 grep '^wait_for: ' "$W/guest.log" | sed 's/^/    guest /'
-echo "$PASSED passed, $FAILED failed ($((SECONDS - T0)) s)"
+echo "$PASSED passed ($KNOWN of them with siw's closing-handshake failure), $FAILED failed ($((SECONDS - T0)) s)"
 if [ "$FAILED" -gt 0 ] && [ -n "${DROPIN_SIW_KEEP:-}" ]; then mkdir -p "$DROPIN_SIW_KEEP" && cp -r "$W" "$DROPIN_SIW_KEEP/"; fi
 [ "$FAILED" = 0 ]
