@@ -260,7 +260,7 @@ static int wait_ms(uint64_t deadline)
 }
 
 /*
- * The waiting thread makes the progress itself, in either mode (iwarp_loop_help: with a
+ * The waiting thread makes the progress itself, in either mode (iwarp_loop_help_locked: with a
  * progress thread, that thread stands aside meanwhile), so the data that produces its event
  * wakes it directly instead of waking the progress thread, which would then wake it through
  * the channel's fd. An event another thread fires wakes it through the loop's wake fd

@@ -236,7 +236,21 @@ int iwarp_loop_init(struct iwarp_loop *l, pthread_mutex_t *lock,
 
 static int run_once(struct iwarp_loop *l, int timeout_ms, bool thread);
 
-/* The progress thread: it runs the loop, except while helpers run it (iwarp_loop_help); then
+/* ns from now on CLOCK_MONOTONIC, the clock the loop's conditions wait on. */
+static struct timespec cond_deadline(uint64_t ns)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    t.tv_sec += (time_t)(ns / 1000000000u);
+    t.tv_nsec += (long)(ns % 1000000000u);
+    if (t.tv_nsec >= 1000000000L) {
+        t.tv_sec++;
+        t.tv_nsec -= 1000000000L;
+    }
+    return t;
+}
+
+/* The progress thread: it runs the loop, except while helpers run it (iwarp_loop_help_locked); then
  * it sleeps, looking every IWARP_LOOP_PARK_NS whether they are gone. Helpers leave without
  * waking it: a helper that comes back at once, as one waiting for completion after completion
  * does, finds it still aside. */
@@ -246,13 +260,7 @@ static void *loop_thread(void *arg)
     for (;;) {
         pthread_mutex_lock(l->lock);
         while (!l->stop && l->n_helpers > 0) {
-            struct timespec until;
-            clock_gettime(CLOCK_MONOTONIC, &until);
-            until.tv_nsec += IWARP_LOOP_PARK_NS;
-            if (until.tv_nsec >= 1000000000L) {
-                until.tv_sec++;
-                until.tv_nsec -= 1000000000L;
-            }
+            struct timespec until = cond_deadline(IWARP_LOOP_PARK_NS);
             (void)pthread_cond_timedwait(&l->parked, l->lock, &until);
         }
         bool stop = l->stop;
@@ -476,16 +484,9 @@ int iwarp_loop_run_once(struct iwarp_loop *l, int timeout_ms)
  * it waits for, and waits again (then perhaps as the blocker). */
 static void follow(struct iwarp_loop *l, int timeout_ms)
 {
-    struct timespec until;
-    if (timeout_ms > 0) {
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        until.tv_sec += timeout_ms / 1000;
-        until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
-    }
+    struct timespec until = {0};
+    if (timeout_ms > 0)
+        until = cond_deadline((uint64_t)timeout_ms * 1000000u);
     uint64_t gen = l->follow_gen;
     l->n_followers++;
     /* What the caller decided under the lock (a doorbell's write, a timer) is done first; the
@@ -547,14 +548,6 @@ int iwarp_loop_help_locked(struct iwarp_loop *l, int timeout_ms)
     l->n_helpers++;
     int ran = run_once_held(l, timeout_ms, false);
     l->n_helpers--;
-    return ran;
-}
-
-int iwarp_loop_help(struct iwarp_loop *l, int timeout_ms)
-{
-    pthread_mutex_lock(l->lock);
-    int ran = iwarp_loop_help_locked(l, timeout_ms);
-    iwarp_loop_unlock(l);
     return ran;
 }
 

@@ -51,7 +51,7 @@ struct iwarp_loop {
     pthread_t thread;
     bool thread_running;
     bool stop;
-    /* application threads running the loop in the progress thread's place (iwarp_loop_help);
+    /* application threads running the loop in the progress thread's place (iwarp_loop_help_locked);
      * while there are any, the progress thread stands aside on `parked` */
     uint32_t n_helpers;
     pthread_cond_t parked;
@@ -121,12 +121,10 @@ int iwarp_loop_run_once_locked(struct iwarp_loop *l, int timeout_ms);
  * event): the progress thread, if any, stands aside while such helpers wait, so the readiness
  * a helper waits for wakes the helper itself, not the progress thread, which would then have to
  * wake it: one wakeup on the way to the application instead of two. The progress thread comes
- * back within IWARP_LOOP_PARK_NS once no helper is left. Call WITHOUT the lock.
+ * back within IWARP_LOOP_PARK_NS once no helper is left. Called with the lock held, held again
+ * on return (let go of for the wait): a waiter checks for what it waits for and starts waiting
+ * in one hold of the lock, so nothing that comes in between goes unseen.
  */
-int iwarp_loop_help(struct iwarp_loop *l, int timeout_ms);
-
-/* The same with the lock held on entry and on return: a waiter checks for what it waits for and
- * starts waiting in one hold of the lock, so nothing that comes in between goes unseen. */
 int iwarp_loop_help_locked(struct iwarp_loop *l, int timeout_ms);
 
 /* How long a parked progress thread sleeps before it looks whether helpers are still there. */
