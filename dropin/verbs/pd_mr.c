@@ -121,7 +121,8 @@ IWD_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t
 }
 
 /**
- * ibv_dereg_mr - 0, EINVAL (NULL) or EBUSY (windows bound, work requests using it).
+ * ibv_dereg_mr - 0, EINVAL (NULL) or EBUSY (windows bound). Work requests still naming it
+ * fail with IBV_WC_LOC_PROT_ERR when they reach it (as on an RNIC).
  */
 IWD_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
 {

@@ -392,10 +392,14 @@ IWARP_EXTERN int iwarp_reg_mr(struct iwarp_pd *pd, void *addr, size_t length, in
  * iwarp_dereg_mr - deregister a memory region (from iwarp_reg_mr or iwarp_alloc_mr).
  *
  * Returns:
- *   0                    deregistered; the STag is invalid and mr is freed.
+ *   0                    deregistered; the STag is invalid and mr is freed. Posted work
+ *                        requests that still name it (sends not yet completed, receives not
+ *                        yet consumed) do not hold it up, as on an RNIC: each fails with
+ *                        IWARP_WC_LOC_PROT_ERR when it would touch the memory (a receive then
+ *                        ends the connection with a Terminate, as a send cut short does) or is
+ *                        flushed; none of them reads or writes the memory afterwards.
  *   IWARP_ERR_INVAL      mr is NULL.
- *   IWARP_ERR_BUSY       memory windows are bound to it, or posted work requests (sends not yet
- *                        completed, receives not yet consumed) use it; nothing was done.
+ *   IWARP_ERR_BUSY       memory windows are bound to it; nothing was done.
  *   IWARP_ERR_STAG_INVALID  mr->lkey names no region of the context (a handle not from
  *                        iwarp_reg_mr/iwarp_alloc_mr, or already deregistered).
  * Ownership: mr is freed on success; the memory is the caller's again.

@@ -234,10 +234,22 @@ int iwarp_core_ddp_tx_next(struct iwarp_core_ddp *d, uint32_t max_seg,
 {
     if (!iwarp_core_stream_open(&d->stream))
         return 0;
-    if (!d->tx_active) {
-        if (d->stream.sq_next >= d->stream.sq_count || tx_start(d) != 0)
-            return 0; /* tx_start cannot fail: post_send checked the message */
+    if (!d->tx_active && d->stream.sq_next >= d->stream.sq_count)
+        return 0;
+    uint32_t next = d->tx_active ? d->stream.sq_next - 1u : d->stream.sq_next;
+    const struct iwarp_core_held *held = &d->sq[iwarp_core_stream_sq_slot(&d->stream, next)].held;
+    if ((!d->tx_active || d->tx_msg.sent < d->tx_msg.len) &&
+        !iwarp_core_held_usable(held, d->cfg.mem)) {
+        /* An MR of the message was deregistered since the post: its memory may be gone. The
+         * stream cannot skip a message (the peer's MSNs) nor finish a started one: a local
+         * fatal error, everything flushed. */
+        event(d, IWARP_EVENT_QP_FATAL,
+              iwarp_core_cause_u32(ddp_cause(IWARP_TERM_DDP_ETYPE_CATASTROPHIC, 0)));
+        iwarp_core_ddp_set_error(d);
+        return 0;
     }
+    if (!d->tx_active && tx_start(d) != 0)
+        return 0; /* tx_start cannot fail: post_send checked the message */
     uint32_t index = iwarp_core_stream_sq_slot(&d->stream, d->stream.sq_next - 1u);
     const struct iwarp_core_ddp_sqe *e = &d->sq[index];
     memset(seg, 0, sizeof *seg);
@@ -353,6 +365,9 @@ static int rx_untagged(struct iwarp_core_ddp *d, const struct iwarp_ddp_hdr *h, 
     if (rc != 0)
         return rx_fail(d, rc, cause, hdr, hdr_len, seg_len);
     const struct iwarp_core_rqe *r = iwarp_core_rq_peek(&q->rq);
+    if (r && !iwarp_core_held_usable(&r->held, d->cfg.mem)) /* deregistered since the post */
+        return rx_fail(d, IWARP_ERR_STAG_INVALID, ddp_cause(IWARP_TERM_DDP_ETYPE_CATASTROPHIC, 0),
+                       hdr, hdr_len, seg_len);
     *ndst = r ? slice_rqe(r, place.offset, pl, dst, max) : 0;
     d->rx_cur = (struct iwarp_core_ddp_rx_cur){.active = true,
                                                .last = place.last,
@@ -444,8 +459,17 @@ bool iwarp_core_ddp_rx_dst_valid(struct iwarp_core_ddp *d)
         return true;                                                 /* nothing pending */
     if (d->rx_stopped || d->stream.state == IWARP_CORE_STREAM_ERROR) /* flushed: the ULP's again */
         return false;
-    if (!c->tagged || c->payload_len == 0)
-        return true; /* a posted receive leaves only by a flush */
+    if (c->payload_len == 0)
+        return true;
+    if (!c->tagged) {
+        /* a posted receive leaves only by a flush; its MRs may be deregistered meanwhile */
+        const struct iwarp_core_rqe *r = iwarp_core_rq_peek(&d->uq[c->qn].rq);
+        if (r == NULL || iwarp_core_held_usable(&r->held, d->cfg.mem))
+            return true;
+        (void)rx_fail(d, IWARP_ERR_STAG_INVALID, ddp_cause(IWARP_TERM_DDP_ETYPE_CATASTROPHIC, 0),
+                      NULL, 0, (size_t)c->payload_len + IWARP_DDP_UNTAGGED_HDR_LEN);
+        return false;
+    }
     /* RFC 5041 §7.1 tagged checks 1-5 again: the STag may have changed since rx_hdr. */
     struct iwarp_mem_req req = {.stag = c->stag,
                                 .to = c->to,

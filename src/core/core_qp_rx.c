@@ -315,6 +315,12 @@ static int rx_send(struct rx *x)
     struct iwarp_core_rqe *rqe = iwarp_core_qp_cur_rqe(qp);
     if (rqe == NULL) /* a DDP buffer is posted for every receive: unreachable */
         return fail(x, cause_catastrophic, IWARP_ERR_STATE);
+    if (!iwarp_core_held_usable(&rqe->held, qp->cfg.mem)) {
+        /* Its memory was deregistered since the post: a local protection error, and the
+         * message can go nowhere. siw terminates the same way (DDP, catastrophic). */
+        recv_fail(qp, IWARP_WC_LOC_PROT_ERR, cause_catastrophic, 0);
+        return fail(x, cause_catastrophic, IWARP_ERR_STAG_INVALID);
+    }
     x->ndst = gather(rqe, place.offset, x->plen, x->dst);
     qp->rx_cur.msg_len = place.msg_len;
     qp->rx_cur.last = place.last;
@@ -519,6 +525,11 @@ static void done_atomic_resp(struct iwarp_core_qp *qp)
     /* RFC 7306 §5.1: the Original Remote Data Value, in this host's order, to the 8-octet
      * sink (held since the post); §5.4 rule 7: the atomic completes now. */
     uint64_t orig = qp->rx_cur.atomic_resp.orig_value;
+    if (!iwarp_core_held_usable(&e->held, qp->cfg.mem)) {
+        /* the sink was deregistered since the post: the value has nowhere to go (locally) */
+        read_fail(qp, IWARP_WC_LOC_PROT_ERR, cause_catastrophic);
+        return;
+    }
     iwarp_copy(e->iov[0].iov_base, &orig, sizeof orig);
     iwarp_core_qp_sq_finish(qp, o->sq_index, IWARP_WC_SUCCESS, 0);
     orq_pop(qp);
@@ -699,8 +710,18 @@ bool iwarp_core_qp_rx_dst_valid(struct iwarp_core_qp *qp)
     if (c->lost || !receiving(qp)) /* flushed: its buffers are the ULP's again */
         return false;
     bool tagged = c->opcode == IWARP_RDMAP_OP_WRITE || c->opcode == IWARP_RDMAP_OP_READ_RESP;
-    if (!tagged || c->payload_len == 0)
+    if (c->payload_len == 0)
         return true;
+    if (!tagged) {
+        /* A Send's receive: its MRs may have been deregistered since phase 1 */
+        const struct iwarp_core_rqe *rqe = iwarp_core_qp_cur_rqe(qp);
+        if (rqe == NULL || iwarp_core_held_usable(&rqe->held, qp->cfg.mem))
+            return true;
+        c->lost = true;
+        c->lost_err = IWARP_ERR_STAG_INVALID;
+        c->lost_cause = cause_catastrophic;
+        return false;
+    }
     /* RFC 5041 §7.1 checks 1-5 again, DDP causes: the STag may have been deregistered,
      * invalidated or rebound since phase 1. */
     struct iwarp_mem_req r = {.stag = c->stag,
@@ -742,6 +763,8 @@ int iwarp_core_qp_rx_payload_done(struct iwarp_core_qp *qp)
         qp->rx_cur.active = false;
         if (qp->rx_cur.opcode == IWARP_RDMAP_OP_READ_RESP)
             read_fail(qp, IWARP_WC_LOC_PROT_ERR, qp->rx_cur.lost_cause);
+        else if (qp->rx_cur.opcode != IWARP_RDMAP_OP_WRITE) /* a Send's receive went away */
+            recv_fail(qp, IWARP_WC_LOC_PROT_ERR, qp->rx_cur.lost_cause, 0);
         return fail_cur(qp, qp->rx_cur.lost_cause, qp->rx_cur.lost_err);
     }
     qp->rx_cur.active = false;

@@ -93,6 +93,12 @@ static bool start_sq(struct iwarp_core_qp *qp)
             run_local_op(qp, index, e);
             continue;
         }
+        if (!iwarp_core_held_usable(&e->held, qp->cfg.mem)) {
+            /* an MR it names was deregistered since the post: its memory may be gone */
+            qp->stream.sq_next++;
+            iwarp_core_qp_sq_finish(qp, index, IWARP_WC_LOC_PROT_ERR, 0);
+            continue;
+        }
         struct iwarp_wire_msg wm = {0};
         const struct iovec *iov = e->iov;
         size_t iovcnt = e->nsge;
@@ -246,6 +252,10 @@ static bool pick_message(struct iwarp_core_qp *qp)
     return start_irq(qp);
 }
 
+/* RFC 5040 §7.2: a local failure of the sender ends the stream as a local catastrophic error. */
+static const struct iwarp_term_cause tx_catastrophic = {IWARP_TERM_LAYER_RDMAP,
+                                                        IWARP_TERM_RDMAP_ETYPE_CATASTROPHIC, 0};
+
 int iwarp_core_qp_tx_next(struct iwarp_core_qp *qp, uint32_t max_seg, struct iwarp_core_tx_seg *seg)
 {
     if (qp->term_pending) {
@@ -265,16 +275,20 @@ int iwarp_core_qp_tx_next(struct iwarp_core_qp *qp, uint32_t max_seg, struct iwa
         return 0;
     if (qp->tx_src == IWARP_CORE_TX_NONE && !pick_message(qp))
         return 0;
+    if (qp->tx_src == IWARP_CORE_TX_SQ && qp->tx_msg.sent < qp->tx_msg.len &&
+        !iwarp_core_held_usable(&qp->sq[qp->tx_index].held, qp->cfg.mem)) {
+        /* Deregistered while its message was half sent: the rest cannot be read and the
+         * peer holds a partial message, so the stream ends (a local catastrophic error). */
+        iwarp_core_qp_terminate(qp, tx_catastrophic, NULL, 0);
+        return iwarp_core_qp_tx_next(qp, max_seg, seg);
+    }
     size_t niov = 0;
     iwarp_ssize h = iwarp_ddp_tx_next(&qp->tx_msg, max_seg, seg->hdr, sizeof seg->hdr, seg->iov,
                                       IWARP_CORE_TX_IOV_MAX, &niov);
     if (h <= 0) {
         /* max_seg below the header size or a gather list longer than the iov array: a
          * programming error of the LLP, reported as a local catastrophic error. */
-        iwarp_core_qp_terminate(qp,
-                                (struct iwarp_term_cause){IWARP_TERM_LAYER_RDMAP,
-                                                          IWARP_TERM_RDMAP_ETYPE_CATASTROPHIC, 0},
-                                NULL, 0);
+        iwarp_core_qp_terminate(qp, tx_catastrophic, NULL, 0);
         return iwarp_core_qp_tx_next(qp, max_seg, seg);
     }
     seg->hdr_len = (uint32_t)h;

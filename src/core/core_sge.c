@@ -42,3 +42,13 @@ void iwarp_core_held_release(struct iwarp_core_held *h, struct iwarp_mem_table *
         iwarp_mem_release(mem, h->lkey[i]);
     h->n = 0;
 }
+
+bool iwarp_core_held_usable(const struct iwarp_core_held *h, const struct iwarp_mem_table *mem)
+{
+    if (mem->nretired == 0) /* nothing deregistered under a WR: the common case */
+        return true;
+    for (uint32_t i = 0; i < h->n; i++)
+        if (!iwarp_mem_held_usable(mem, h->lkey[i]))
+            return false;
+    return true;
+}

@@ -1,12 +1,14 @@
 /*
  * The local memory of a work request: its SGEs checked and resolved into iovecs when it is
- * posted, and the MRs they name held until it completes, so that a deregistration in between
- * fails with IWARP_ERR_BUSY instead of leaving the engine pointing at freed memory. Send WRs of
- * both engines and posted receives use it alike.
+ * posted, and the MRs they name held until it completes. An MR deregistered in between keeps
+ * its index until then (IWARP_MEM_RETIRED), and the engine checks iwarp_core_held_usable before
+ * it touches the memory, which the application may have freed. Send WRs of both engines and
+ * posted receives use it alike.
  */
 #ifndef IWARP_CORE_CORE_SGE_H
 #define IWARP_CORE_CORE_SGE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/uio.h>
 
@@ -41,5 +43,9 @@ void iwarp_core_held_take(const struct iwarp_core_held *h, struct iwarp_mem_tabl
 /* Release every MR in h (the request completed or was flushed); h is empty afterwards, so a
  * second release does nothing. */
 void iwarp_core_held_release(struct iwarp_core_held *h, struct iwarp_mem_table *mem);
+
+/* Whether every MR in h is still registered: false once one was deregistered since the post.
+ * The request must then fail (IWARP_WC_LOC_PROT_ERR) without touching its memory. */
+bool iwarp_core_held_usable(const struct iwarp_core_held *h, const struct iwarp_mem_table *mem);
 
 #endif

@@ -102,8 +102,15 @@ void iwarp_mem_hold(struct iwarp_mem_table *t, uint32_t lkey)
 void iwarp_mem_release(struct iwarp_mem_table *t, uint32_t lkey)
 {
     struct iwarp_mem_entry *e = mr_by_index(t, lkey);
-    if (e && e->nwr)
-        e->nwr--;
+    if (e && e->nwr && --e->nwr == 0 && e->state == IWARP_MEM_RETIRED)
+        iwarp_mem_entry_free(t, e); /* deregistered meanwhile: the last user let go */
+}
+
+bool iwarp_mem_held_usable(const struct iwarp_mem_table *t, uint32_t lkey)
+{
+    /* A held index is never freed, so the index alone names the MR the WR resolved. */
+    uint32_t i = iwarp_stag_index(lkey);
+    return t->nretired == 0 || i >= t->capacity || t->entries[i].state != IWARP_MEM_RETIRED;
 }
 
 int iwarp_mem_dereg_mr(struct iwarp_mem_table *t, uint32_t stag)
@@ -114,9 +121,17 @@ int iwarp_mem_dereg_mr(struct iwarp_mem_table *t, uint32_t stag)
         return rc;
     if (e->kind != IWARP_MEM_MR)
         return IWARP_ERR_STAG_INVALID;
-    if (e->nwr)
-        return IWARP_ERR_BUSY;           /* posted work requests still use it */
-    return iwarp_mem_stag_free(t, stag); /* IWARP_ERR_BUSY while windows are bound */
+    if (e->nbound != 0) /* verbs: deregistering under bound windows is an error */
+        return IWARP_ERR_BUSY;
+    if (e->nwr == 0)
+        return iwarp_mem_stag_free(t, stag);
+    /* Posted work requests still name it: it goes at once, as an RNIC's (ibv_dereg_mr does not
+     * wait for them), and they fail when they reach it (iwarp_mem_held_usable). The index
+     * stays taken until the last of them lets go, so none of them can reach a newer MR. */
+    iwarp_mem_stag_invalidate(t, e);
+    e->state = IWARP_MEM_RETIRED;
+    t->nretired++;
+    return 0;
 }
 
 int iwarp_mem_alloc_mw(struct iwarp_mem_table *t, uint32_t pd, uint8_t type, uint32_t *stag)

@@ -49,6 +49,7 @@
 #ifndef IWARP_MEM_MEM_REGION_H
 #define IWARP_MEM_MEM_REGION_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "mem/mem_stag.h"
@@ -100,17 +101,22 @@ int iwarp_mem_fast_reg(struct iwarp_mem_table *t, uint32_t stag, uint32_t pd, ui
 
 /*
  * A posted work request names the MR of lkey in an SGE: hold it until the WR completes, so that
- * deregistering memory still in use fails with IWARP_ERR_BUSY instead of leaving a WR pointing
- * at freed memory. Release undoes one hold. Only the index counts (fast-registration may change
- * the key meanwhile). Both ignore STags that are not allocated MRs.
+ * an MR deregistered meanwhile keeps its index (IWARP_MEM_RETIRED) instead of leaving the WR
+ * pointing at an index a new MR may take. Release undoes one hold and frees a RETIRED MR's
+ * index with the last one. Only the index counts (fast-registration may change the key
+ * meanwhile). Both ignore STags that are not allocated MRs.
  */
 void iwarp_mem_hold(struct iwarp_mem_table *t, uint32_t lkey);
 void iwarp_mem_release(struct iwarp_mem_table *t, uint32_t lkey);
 
+/* Whether the MR a WR holds (lkey of one of its SGEs) is still registered: false once
+ * deregistered (RETIRED). The WR must then not touch its memory, which may be gone. */
+bool iwarp_mem_held_usable(const struct iwarp_mem_table *t, uint32_t lkey);
+
 /*
- * Deregister an MR (ibv_dereg_mr) and free its STag.
- * Returns 0, IWARP_ERR_STAG_INVALID (no such MR), IWARP_ERR_BUSY (windows bound to it, or
- * posted work requests still name it).
+ * Deregister an MR (ibv_dereg_mr) and free its STag; with posted work requests still naming
+ * it, the STag goes at once and the index when they have let go (IWARP_MEM_RETIRED).
+ * Returns 0, IWARP_ERR_STAG_INVALID (no such MR), IWARP_ERR_BUSY (windows bound to it).
  */
 int iwarp_mem_dereg_mr(struct iwarp_mem_table *t, uint32_t stag);
 

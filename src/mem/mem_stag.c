@@ -101,7 +101,8 @@ static int find(const struct iwarp_mem_table *t, uint32_t stag, int match_key,
     if (t == NULL || idx == 0 || idx >= t->capacity)
         return IWARP_ERR_STAG_INVALID;
     struct iwarp_mem_entry *e = &t->entries[idx];
-    if (e->state == IWARP_MEM_FREE || (match_key && e->key != iwarp_stag_key(stag)))
+    if (e->state == IWARP_MEM_FREE || e->state == IWARP_MEM_RETIRED ||
+        (match_key && e->key != iwarp_stag_key(stag)))
         return IWARP_ERR_STAG_INVALID;
     *out = e;
     return 0;
@@ -162,16 +163,12 @@ uint32_t iwarp_mem_stag_validate_new_key(struct iwarp_mem_table *t, struct iwarp
     return iwarp_mem_stag_of(t, e);
 }
 
-int iwarp_mem_stag_free(struct iwarp_mem_table *t, uint32_t stag)
+void iwarp_mem_entry_free(struct iwarp_mem_table *t, struct iwarp_mem_entry *e)
 {
-    struct iwarp_mem_entry *e;
-    int rc = iwarp_mem_stag_lookup(t, stag, &e);
-    if (rc != 0)
-        return rc;
-    if (e->kind == IWARP_MEM_MR && e->nbound != 0)
-        return IWARP_ERR_BUSY;
     iwarp_mem_stag_invalidate(t, e); /* unbinds a valid window from its MR */
-    uint32_t idx = iwarp_stag_index(stag);
+    uint32_t idx = (uint32_t)(e - t->entries);
+    if (e->state == IWARP_MEM_RETIRED)
+        t->nretired--;
     uint8_t key = e->key;
     uint8_t seeded = e->flags & IWARP_MEM_F_SEEDED;
     memset(e, 0, sizeof *e);
@@ -185,5 +182,16 @@ int iwarp_mem_stag_free(struct iwarp_mem_table *t, uint32_t stag)
         t->free_head = idx;
     t->free_tail = idx;
     t->nfree++;
+}
+
+int iwarp_mem_stag_free(struct iwarp_mem_table *t, uint32_t stag)
+{
+    struct iwarp_mem_entry *e;
+    int rc = iwarp_mem_stag_lookup(t, stag, &e);
+    if (rc != 0)
+        return rc;
+    if (e->kind == IWARP_MEM_MR && e->nbound != 0)
+        return IWARP_ERR_BUSY;
+    iwarp_mem_entry_free(t, e);
     return 0;
 }

@@ -54,6 +54,10 @@ enum iwarp_mem_state {
     IWARP_MEM_FREE = 0,    /* not allocated */
     IWARP_MEM_INVALID = 1, /* allocated; every access fails with "Invalid STag" */
     IWARP_MEM_VALID = 2,
+    /* An MR deregistered while posted work requests still name it (ibv_dereg_mr succeeds, as
+     * on an RNIC): no STag reaches it and those WRs fail when they use it; the index is freed
+     * when the last of them completes or is flushed. */
+    IWARP_MEM_RETIRED = 3,
 };
 
 /* Entry flags. */
@@ -76,7 +80,7 @@ struct iwarp_mem_entry {
     uint32_t access;   /* IWARP_MEM_ACCESS_* (windows: remote rights only) */
     uint32_t mr_index; /* window while VALID: index of the MR it is bound to */
     uint32_t nbound;   /* MR: number of VALID windows bound to it */
-    uint32_t nwr;      /* MR: posted work requests whose SGEs name it (dereg is BUSY) */
+    uint32_t nwr;      /* MR: posted work requests whose SGEs name it */
     uint32_t next;     /* free-list link (index; 0 ends the list) */
     uint8_t key;       /* current 8-bit key */
     uint8_t stale_key; /* with IWARP_MEM_F_STALE: key that must not be reused next */
@@ -93,6 +97,7 @@ struct iwarp_mem_table {
     struct iwarp_mem_entry *entries;
     uint32_t capacity; /* entries in the array; usable indices are 1 .. capacity - 1 */
     uint32_t nfree;    /* indices currently free */
+    uint32_t nretired; /* MRs IWARP_MEM_RETIRED (0: every held MR is usable, no check needed) */
     uint32_t free_head, free_tail;
     iwarp_mem_rng_fn rng;
     void *rng_ctx;
@@ -151,12 +156,15 @@ int iwarp_mem_stag_alloc(struct iwarp_mem_table *t, uint8_t kind, uint32_t pd, u
  */
 int iwarp_mem_stag_free(struct iwarp_mem_table *t, uint32_t stag);
 
+/* Free the entry e (any allocated state, RETIRED included) as iwarp_mem_stag_free does, with no
+ * checks: for callers that already decided (the last release of a RETIRED MR). */
+void iwarp_mem_entry_free(struct iwarp_mem_table *t, struct iwarp_mem_entry *e);
+
 /*
- * Find the entry of an allocated STag: index in range, entry not FREE, key equal (a wrong key is
- * a different STag, hence "Invalid STag", RFC 5041 §7.1 check 1). The entry may be INVALID;
- * callers check the state.
- * Ownership: *out points into the caller's entries array (valid as long as the table).
- * Returns 0, or IWARP_ERR_STAG_INVALID (and *out = NULL).
+ * Find the entry of an allocated STag: index in range, entry not FREE or RETIRED, key equal (a
+ * wrong key is a different STag, hence "Invalid STag", RFC 5041 §7.1 check 1). The entry may be
+ * INVALID; callers check the state. Ownership: *out points into the caller's entries array (valid
+ * as long as the table). Returns 0, or IWARP_ERR_STAG_INVALID (and *out = NULL).
  */
 int iwarp_mem_stag_lookup(const struct iwarp_mem_table *t, uint32_t stag,
                           struct iwarp_mem_entry **out);

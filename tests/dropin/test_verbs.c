@@ -785,6 +785,38 @@ TEST(srq_feeds_the_acceptor)
     pair_down(&p);
 }
 
+TEST(receive_buffers_deregistered_under_posted_srq_receives)
+{
+    /* libfabric's rxm with shared receive contexts deregisters its receive buffers before it
+     * destroys the SRQ they are posted to. As on an RNIC that succeeds (no EBUSY, which leaked
+     * its MRs and PD); a message that then reaches such a receive fails it with
+     * IBV_WC_LOC_PROT_ERR and writes nothing (the buffer is freed here: ASan would see it). */
+    struct pair p;
+    struct ibv_wc wc;
+    struct ibv_send_wr *bad;
+    struct ibv_recv_wr *rbad;
+
+    pair_up(&p, false, true);
+    uint8_t *rbuf = malloc(64);
+    ASSERT_TRUE(rbuf != NULL);
+    struct ibv_mr *rmr = ibv_reg_mr(p.pd, rbuf, 64, IBV_ACCESS_LOCAL_WRITE);
+    ASSERT_TRUE(rmr != NULL);
+    struct ibv_sge rsge = {(uintptr_t)rbuf, 64, rmr->lkey};
+    struct ibv_recv_wr rw = {.wr_id = 80, .sg_list = &rsge, .num_sge = 1};
+    ASSERT_EQ(ibv_post_srq_recv(p.srq, &rw, &rbad), 0);
+    ASSERT_EQ(ibv_dereg_mr(rmr), 0);
+    free(rbuf);
+    ASSERT_EQ(ibv_post_srq_recv(p.srq, &rw, &rbad), EINVAL); /* the lkey is gone */
+    memcpy(p.mem + C_OFF, "late", 4);
+    struct ibv_sge sge = {(uintptr_t)p.mem + C_OFF, 4, p.mr->lkey};
+    struct ibv_send_wr w = {.wr_id = 1, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND};
+    ASSERT_EQ(ibv_post_send(p.c.qp, &w, &bad), 0);
+    poll_one(p.s.cq, &wc);
+    ASSERT_EQ(wc.wr_id, 80);
+    ASSERT_EQ(wc.status, IBV_WC_LOC_PROT_ERR);
+    pair_down(&p); /* the SRQ, the other MR and the PD all go: nothing is left holding them */
+}
+
 TEST(async_event_names_the_qp_whose_connection_broke)
 {
     struct pair p;

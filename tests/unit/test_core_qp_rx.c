@@ -327,6 +327,49 @@ TEST(send_multi_segment_and_zero_length)
     expect_buf();
 }
 
+TEST(send_into_a_receive_deregistered_since_the_post)
+{
+    /* ibv_dereg_mr does not wait for posted receives (as an RNIC's): the Send that reaches the
+     * receive places nothing, the receive fails LOC_PROT_ERR and the stream ends DDP 1/0/0x00
+     * (local catastrophic, as siw's for an unusable receive). */
+    setup();
+    post_recv1(1, 64, 32);
+    ASSERT_EQ(iwarp_mem_dereg_mr(&T, mr), 0);
+    uint8_t s[64];
+    size_t n = untagged(s, true, 0x3, 0, 0, 1, 0, data, 10);
+    ASSERT_EQ(feed(s, n), IWARP_ERR_STAG_INVALID);
+    struct iwarp_wc wc = poll1(&rcq);
+    ASSERT_EQ_U(wc.wr_id, 1);
+    ASSERT_EQ(wc.status, IWARP_WC_LOC_PROT_ERR);
+    ASSERT_EQ_U(wc.vendor_err, cause_u32(1, 0, 0x00));
+    expect_term(1, 0, 0x00, 0x00, NULL, 0); /* a catastrophic cause carries no header */
+    expect_buf();
+    ASSERT_EQ_U(T.nretired, 0u); /* the receive let go: the index is free */
+}
+
+TEST(send_whose_receive_is_deregistered_while_it_arrives)
+{
+    /* Phase 1 found the receive usable; the payload then arrives after the deregistration
+     * (placement checks iwarp_core_qp_rx_dst_valid before each write): nothing placed. */
+    setup();
+    post_recv1(1, 64, 32);
+    uint8_t s[64];
+    size_t n = untagged(s, true, 0x3, 0, 0, 1, 0, data, 10);
+    struct iovec dst[IWARP_CORE_RX_IOV_MAX];
+    uint32_t ndst = 0;
+    ASSERT_EQ(iwarp_core_qp_rx_hdr(&Q, s, n, n, dst, IWARP_CORE_RX_IOV_MAX, &ndst), 0);
+    ASSERT_EQ_U(ndst, 1u);
+    ASSERT_TRUE(iwarp_core_qp_rx_dst_valid(&Q));
+    ASSERT_EQ(iwarp_mem_dereg_mr(&T, mr), 0);
+    ASSERT_FALSE(iwarp_core_qp_rx_dst_valid(&Q));
+    ASSERT_EQ(iwarp_core_qp_rx_payload_done(&Q), IWARP_ERR_STAG_INVALID);
+    struct iwarp_wc wc = poll1(&rcq);
+    ASSERT_EQ_U(wc.wr_id, 1);
+    ASSERT_EQ(wc.status, IWARP_WC_LOC_PROT_ERR);
+    expect_buf();
+    ASSERT_EQ_U(T.nretired, 0u);
+}
+
 TEST(send_se_fires_solicited_arm)
 {
     setup();
@@ -694,21 +737,25 @@ TEST(read_response_outside_its_sink)
 
 TEST(read_response_sink_deregistered)
 {
-    /* the sink became invalid under the Read: LOC_PROT_ERR and DDP 1/1/0x00 (as siw). It
-     * cannot be deregistered while the Read names it (BUSY), but it can be invalidated. */
-    setup();
-    uint32_t sink = reg(1024, 64, PD, LW);
-    post_read(60, sink, 1024, 8);
-    ASSERT_EQ(iwarp_mem_dereg_mr(&T, sink), IWARP_ERR_BUSY);
-    ASSERT_EQ(iwarp_mem_local_inv(&T, sink, PD), 0);
-    uint8_t s[64];
-    size_t n = tagged(s, true, 0x2, sink, va(1024), data, 8);
-    ASSERT_EQ(feed(s, n), IWARP_ERR_STAG_INVALID);
-    struct iwarp_wc wc = poll1(&scq);
-    ASSERT_EQ(wc.status, IWARP_WC_LOC_PROT_ERR);
-    ASSERT_EQ_U(wc.vendor_err, cause_u32(1, 1, 0x00));
-    expect_term(1, 1, 0x00, 0xC0, s, n);
-    expect_buf();
+    /* the sink became invalid under the Read: LOC_PROT_ERR and DDP 1/1/0x00 (as siw), whether
+     * deregistered (the STag is gone at once) or invalidated */
+    for (int dereg = 0; dereg < 2; dereg++) {
+        setup();
+        uint32_t sink = reg(1024, 64, PD, LW);
+        post_read(60, sink, 1024, 8);
+        if (dereg)
+            ASSERT_EQ(iwarp_mem_dereg_mr(&T, sink), 0);
+        else
+            ASSERT_EQ(iwarp_mem_local_inv(&T, sink, PD), 0);
+        uint8_t s[64];
+        size_t n = tagged(s, true, 0x2, sink, va(1024), data, 8);
+        ASSERT_EQ(feed(s, n), IWARP_ERR_STAG_INVALID);
+        struct iwarp_wc wc = poll1(&scq);
+        ASSERT_EQ(wc.status, IWARP_WC_LOC_PROT_ERR);
+        ASSERT_EQ_U(wc.vendor_err, cause_u32(1, 1, 0x00));
+        expect_term(1, 1, 0x00, 0xC0, s, n);
+        expect_buf();
+    }
 }
 
 /* ---- RDMA Read Request ----------------------------------------------------------------- */

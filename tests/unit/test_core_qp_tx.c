@@ -439,24 +439,64 @@ TEST(graceful_disconnect_drains_then_closes)
     ASSERT_EQ(nevents, 0); /* an orderly close is not an error */
 }
 
-TEST(memory_named_by_posted_work_is_busy_until_completion)
+TEST(memory_deregistered_under_posted_work_fails_it_without_touching_it)
 {
     setup(true);
     ASSERT_EQ(iwarp_core_qp_start(&Q, 4, 4), 0);
     struct iwarp_sge s = sge_of(0, 8);
     struct iwarp_send_wr w = wr_of(IWARP_WR_SEND, 1, &s, 1, 0);
     ASSERT_EQ(iwarp_core_qp_post_send(&Q, &w), 0);
+    w.wr_id = 2;
     ASSERT_EQ(iwarp_core_qp_post_send(&Q, &w), 0);
     struct iwarp_recv_wr r = {.wr_id = 9, .sg_list = &s, .num_sge = 1};
     ASSERT_EQ(iwarp_core_qp_post_recv(&Q, &r), 0);
-    /* "Deregistering memory in use returns a clear error" */
-    ASSERT_EQ(iwarp_mem_dereg_mr(&T, lkey), IWARP_ERR_BUSY);
     struct iwarp_core_tx_seg seg;
     ASSERT_EQ(iwarp_core_qp_tx_next(&Q, 1024, &seg), 1);
     iwarp_core_qp_tx_sent(&Q, &seg);
-    ASSERT_EQ(iwarp_mem_dereg_mr(&T, lkey), IWARP_ERR_BUSY); /* one Send and the receive left */
-    iwarp_core_qp_set_error(&Q);                             /* flushes both */
+    /* ibv_dereg_mr does not wait for the WRs (an RNIC's does not): the STag goes at once */
     ASSERT_EQ(iwarp_mem_dereg_mr(&T, lkey), 0);
+    ASSERT_EQ(iwarp_mem_dereg_mr(&T, lkey), IWARP_ERR_STAG_INVALID);
+    ASSERT_EQ(iwarp_core_qp_post_send(&Q, &w), IWARP_ERR_STAG_INVALID);
+    /* the second Send reaches it at TX: LOC_PROT_ERR, nothing of it on the wire */
+    ASSERT_EQ(iwarp_core_qp_tx_next(&Q, 1024, &seg), 0);
+    struct iwarp_wc wc[3];
+    ASSERT_EQ_U(iwarp_core_cq_poll(&scq, wc, 3), 2u);
+    ASSERT_EQ_U(wc[0].wr_id, 1u);
+    ASSERT_EQ(wc[0].status, IWARP_WC_SUCCESS);
+    ASSERT_EQ_U(wc[1].wr_id, 2u);
+    ASSERT_EQ(wc[1].status, IWARP_WC_LOC_PROT_ERR);
+    /* the receive still names the index: it stays taken until the receive is flushed */
+    ASSERT_EQ_U(E[iwarp_stag_index(lkey)].state, IWARP_MEM_RETIRED);
+    iwarp_core_qp_set_error(&Q);
+    ASSERT_EQ_U(E[iwarp_stag_index(lkey)].state, IWARP_MEM_FREE);
+    ASSERT_EQ_U(T.nretired, 0u);
+}
+
+TEST(memory_deregistered_under_a_half_sent_message_ends_the_stream)
+{
+    setup(true);
+    ASSERT_EQ(iwarp_core_qp_start(&Q, 4, 4), 0);
+    struct iwarp_sge s = sge_of(0, 2048);
+    struct iwarp_send_wr w = wr_of(IWARP_WR_SEND, 1, &s, 1, 0);
+    ASSERT_EQ(iwarp_core_qp_post_send(&Q, &w), 0);
+    struct iwarp_core_tx_seg seg;
+    ASSERT_EQ(iwarp_core_qp_tx_next(&Q, 1024, &seg), 1);
+    ASSERT_FALSE(seg.last);
+    iwarp_core_qp_tx_sent(&Q, &seg);
+    ASSERT_EQ(iwarp_mem_dereg_mr(&T, lkey), 0);
+    /* the rest cannot be read: a Terminate, RDMAP local catastrophic (RFC 5040 §7.2) */
+    ASSERT_EQ(iwarp_core_qp_tx_next(&Q, 1024, &seg), 1);
+    ASSERT_EQ(seg.src, IWARP_CORE_TX_TERM);
+    ASSERT_EQ_U(seg.payload_len, 0u);
+    ASSERT_EQ_U(seg.hdr[18], 0x00u); /* layer RDMAP, etype local catastrophic */
+    ASSERT_EQ_U(seg.hdr[19], 0x00u);
+    ASSERT_EQ(nevents, 1);
+    ASSERT_EQ(events[0], IWARP_EVENT_QP_FATAL);
+    iwarp_core_qp_tx_sent(&Q, &seg);
+    struct iwarp_wc wc;
+    ASSERT_EQ_U(iwarp_core_cq_poll(&scq, &wc, 1), 1u);
+    ASSERT_NE(wc.status, IWARP_WC_SUCCESS);
+    ASSERT_EQ_U(E[iwarp_stag_index(lkey)].state, IWARP_MEM_FREE);
 }
 
 TEST(fini_releases_work_never_completed)
@@ -469,9 +509,10 @@ TEST(fini_releases_work_never_completed)
     struct iwarp_core_tx_seg seg;
     ASSERT_EQ(iwarp_core_qp_tx_next(&Q, 1024, &seg), 1); /* the LLP holds it: flush waits */
     iwarp_core_qp_set_error(&Q);
-    ASSERT_EQ(iwarp_mem_dereg_mr(&T, lkey), IWARP_ERR_BUSY);
-    iwarp_core_qp_fini(&Q);
     ASSERT_EQ(iwarp_mem_dereg_mr(&T, lkey), 0);
+    ASSERT_EQ_U(E[iwarp_stag_index(lkey)].state, IWARP_MEM_RETIRED); /* the flush waits */
+    iwarp_core_qp_fini(&Q);
+    ASSERT_EQ_U(E[iwarp_stag_index(lkey)].state, IWARP_MEM_FREE);
 }
 
 /* ---- RFC 7306: Immediate Data and atomics ------------------------------------------------ */
