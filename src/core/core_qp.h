@@ -109,6 +109,9 @@ struct iwarp_core_irqe {
     uint32_t sink_stag;  /* Data Sink STag/TO: where our Read Responses go */
     uint64_t sink_to;
     uint64_t src_addr; /* local address of the source (validated on arrival) */
+    uint32_t src_stag; /* the Data Source STag/TO, to validate again (src_gen) */
+    uint64_t src_to;
+    uint32_t src_gen; /* the mem table's gen when src_addr was last validated */
     uint32_t len;
     bool started;
 };
@@ -152,6 +155,7 @@ struct iwarp_core_rx_cur {
     uint32_t inv_stag;                    /* Send with Invalidate: the STag */
     uint64_t msg_len;                     /* Send with L: the message length */
     uint64_t src_addr;                    /* Read Request: the validated Data Source address */
+    uint32_t src_gen;                     /* Read Request: the mem table's gen then */
     struct iwarp_rdmap_read_req read_req; /* Read Request: its RDMAP header */
     struct iwarp_rdmap_atomic_req atomic_req;   /* Atomic Request: its header */
     struct iwarp_rdmap_atomic_resp atomic_resp; /* Atomic Response: its header */

@@ -409,6 +409,7 @@ static int rx_read_req(struct rx *x)
         return fail(x, cause_catastrophic, IWARP_ERR_STATE);
     qp->rx_cur.read_req = *rr;
     qp->rx_cur.src_addr = src;
+    qp->rx_cur.src_gen = qp->cfg.mem->gen;
     x->ndst = 0;
     return 0;
 }
@@ -421,6 +422,9 @@ static void done_read_req(struct iwarp_core_qp *qp)
     irq_push(qp, &(struct iwarp_core_irqe){.sink_stag = c->read_req.sink_stag,
                                            .sink_to = c->read_req.sink_to,
                                            .src_addr = c->src_addr,
+                                           .src_stag = c->read_req.src_stag,
+                                           .src_to = c->read_req.src_to,
+                                           .src_gen = c->src_gen,
                                            .len = c->read_req.size,
                                            .started = false});
 }

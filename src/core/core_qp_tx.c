@@ -13,6 +13,7 @@
 #include "core/core_qp.h"
 #include "core/core_qp_int.h"
 #include "iwarp/errors.h"
+#include "mem/mem_access.h"
 #include "mem/mem_region.h"
 #include "util/ring.h"
 
@@ -256,6 +257,32 @@ static bool pick_message(struct iwarp_core_qp *qp)
 static const struct iwarp_term_cause tx_catastrophic = {IWARP_TERM_LAYER_RDMAP,
                                                         IWARP_TERM_RDMAP_ETYPE_CATASTROPHIC, 0};
 
+/* Whether the Read Response being produced may still read its Data Source. It was validated
+ * when the Read Request arrived; an STag invalidated, deregistered or rebound since (the mem
+ * table's gen moved) is validated again (RFC 5040 §7.2 checks 4a-4e), so the Response never
+ * reads memory its application has let go of. On failure *cause is the Terminate's. */
+static bool read_source_valid(struct iwarp_core_qp *qp, struct iwarp_core_irqe *r,
+                              struct iwarp_term_cause *cause)
+{
+    const struct iwarp_mem_table *mem = qp->cfg.mem;
+    if (r->atomic || r->src_gen == mem->gen || qp->tx_msg.sent >= qp->tx_msg.len)
+        return true;
+    struct iwarp_mem_req req = {.stag = r->src_stag,
+                                .to = r->src_to,
+                                .len = r->len,
+                                .need = IWARP_MEM_ACCESS_REMOTE_READ,
+                                .pd = qp->cfg.pd,
+                                .qp = qp->cfg.qp_num};
+    uint64_t addr = 0;
+    *cause = (struct iwarp_term_cause){IWARP_TERM_LAYER_RDMAP, IWARP_TERM_RDMAP_ETYPE_REMOTE_PROT,
+                                       IWARP_TERM_RDMAP_INVALID_STAG};
+    if (iwarp_mem_check_tagged(mem, &req, IWARP_MEM_CAUSE_RDMAP, &addr, cause) != 0 ||
+        addr != r->src_addr)
+        return false;
+    r->src_gen = mem->gen;
+    return true;
+}
+
 int iwarp_core_qp_tx_next(struct iwarp_core_qp *qp, uint32_t max_seg, struct iwarp_core_tx_seg *seg)
 {
     if (qp->term_pending) {
@@ -280,6 +307,11 @@ int iwarp_core_qp_tx_next(struct iwarp_core_qp *qp, uint32_t max_seg, struct iwa
         /* Deregistered while its message was half sent: the rest cannot be read and the
          * peer holds a partial message, so the stream ends (a local catastrophic error). */
         iwarp_core_qp_terminate(qp, tx_catastrophic, NULL, 0);
+        return iwarp_core_qp_tx_next(qp, max_seg, seg);
+    }
+    struct iwarp_term_cause cause;
+    if (qp->tx_src == IWARP_CORE_TX_IRQ && !read_source_valid(qp, &qp->irq[qp->tx_index], &cause)) {
+        iwarp_core_qp_terminate(qp, cause, NULL, 0);
         return iwarp_core_qp_tx_next(qp, max_seg, seg);
     }
     size_t niov = 0;

@@ -138,6 +138,7 @@ void iwarp_mem_stag_invalidate(struct iwarp_mem_table *t, struct iwarp_mem_entry
     e->stale_key = e->key;
     e->flags |= IWARP_MEM_F_STALE;
     e->state = IWARP_MEM_INVALID;
+    t->gen++;
 }
 
 int iwarp_mem_stag_validate_key(struct iwarp_mem_table *t, struct iwarp_mem_entry *e, uint8_t key)
@@ -157,6 +158,7 @@ uint32_t iwarp_mem_stag_validate_new_key(struct iwarp_mem_table *t, struct iwarp
     if (e->state == IWARP_MEM_VALID) {
         e->stale_key = e->key;
         e->flags |= IWARP_MEM_F_STALE;
+        t->gen++; /* the old STag names nothing now */
     }
     e->key = fresh_key(t, e);
     e->state = IWARP_MEM_VALID;

@@ -98,6 +98,9 @@ struct iwarp_mem_table {
     uint32_t capacity; /* entries in the array; usable indices are 1 .. capacity - 1 */
     uint32_t nfree;    /* indices currently free */
     uint32_t nretired; /* MRs IWARP_MEM_RETIRED (0: every held MR is usable, no check needed) */
+    uint32_t gen;      /* bumped whenever an STag stops naming what it named (invalidated,
+                        * freed, retired, re-keyed): a validation made at gen g still holds
+                        * while gen == g */
     uint32_t free_head, free_tail;
     iwarp_mem_rng_fn rng;
     void *rng_ctx;

@@ -793,6 +793,38 @@ TEST(read_request_queued_and_answered)
     ASSERT_EQ(Q.irq_count, 2);
 }
 
+TEST(read_response_stops_when_its_source_goes_away)
+{
+    /* The Data Source was validated when the Request came; a Response still being produced
+     * validates it again once any STag changed (the mem table's gen), so it never reads memory
+     * the application deregistered: the rest becomes a Terminate, RDMAP 0/1/0x00 (RFC 5040
+     * §7.2 remote protection, invalid STag). */
+    setup();
+    uint32_t src = reg(0, 512, PD, RR);
+    uint8_t s[64];
+    size_t n = read_req(s, 1, 0xAABBCCDDu, 0x1000u, 200, src, va(0));
+    ASSERT_EQ(feed(s, n), 0);
+    struct iwarp_core_tx_seg seg;
+    ASSERT_EQ(iwarp_core_qp_tx_next(&Q, 64, &seg), 1);
+    ASSERT_EQ(seg.hdr[1] & 0x0F, 0x2);
+    ASSERT_EQ(seg.payload_len, 50);
+    iwarp_core_qp_tx_sent(&Q, &seg);
+    /* another STag changing: validated again, still fine, the Response goes on */
+    ASSERT_EQ(iwarp_mem_dereg_mr(&T, reg(600, 8, PD, RR)), 0);
+    ASSERT_EQ(iwarp_core_qp_tx_next(&Q, 64, &seg), 1);
+    ASSERT_EQ(seg.hdr[1] & 0x0F, 0x2);
+    ASSERT_TRUE(seg.iov[0].iov_base == buf + 50);
+    iwarp_core_qp_tx_sent(&Q, &seg);
+    /* the source itself deregistered: nothing more of it is read */
+    ASSERT_EQ(iwarp_mem_dereg_mr(&T, src), 0);
+    ASSERT_EQ(iwarp_core_qp_tx_next(&Q, 64, &seg), 1);
+    ASSERT_EQ(seg.src, IWARP_CORE_TX_TERM);
+    ASSERT_EQ(seg.payload_len, 0);
+    ASSERT_EQ(seg.hdr[18], 0x01); /* layer RDMAP, etype remote protection */
+    ASSERT_EQ(seg.hdr[19], 0x00); /* invalid STag */
+    ASSERT_EQ(Q.stream.state, IWARP_CORE_STREAM_TERMINATING);
+}
+
 TEST(read_request_beyond_ird)
 {
     /* IRD 1: the second Read Request finds no queue-1 buffer, 1/2/0x02 */
