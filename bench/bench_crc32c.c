@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * CRC32C throughput next to memcpy, measured in the same run (several passes, medians, ratios
  * whose two sides come from the same pass).

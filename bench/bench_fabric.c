@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The libfabric baseline: the same measures as `iwarp perf`, through libfabric's tcp provider
  * (a connected FI_EP_MSG endpoint, the closest libfabric analogue of an iWARP RC queue pair)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * MPA framing cost per byte, next to memcpy, measured in the same run: a stream of FPDUs (ULPDU
  * size given) is framed into iovecs (the payload stays in place, as writev would send it) and

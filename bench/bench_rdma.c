@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * End-to-end loopback benchmark: RDMA Write and Read bandwidth and Send latency through the
  * whole stack (verbs, CM, MPA over kernel TCP), next to raw TCP measured in the same run with

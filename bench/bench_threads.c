@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Posting threads against one context: the aggregate RDMA Write bandwidth of N QPs driven by one
  * thread, next to the same N QPs driven by one thread each, measured pass by pass in the same

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * DDP-over-SCTP baseline: raw usrsctp 0.9.5 in no-threads AF_CONN mode over UDP on 127.0.0.1,
  * set up exactly as src/llp/llp_sctp.c sets it up (same socket options, path MTU, receive

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * What the libiwarp benchmark programs share: the clock, pinning, medians and the exit on a
  * failed call. Header-only: each bench_*.c is its own program.

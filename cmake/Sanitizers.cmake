@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # IWARP_SANITIZE: ASan + UBSan for everything built in this tree; UB aborts the test.
 if(IWARP_SANITIZE)
   add_compile_options(-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)

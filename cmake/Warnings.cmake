@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # Strict warnings for our own targets (third-party code is never compiled here).
 function(iwarp_warnings target)
   target_compile_options(${target} PRIVATE

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* What the drop-in librdmacm.so.1 needs from the drop-in libibverbs.so.1.
  *
  * The two libraries replace rdma-core's for the processes that ask for them (iwarp exec, or

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * hello_rdma: the first libiwarp program to read. Two processes connect over TCP; the client
  * RDMA-Writes a greeting into the server's memory, RDMA-Reads it back, and Sends "done".

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Helpers shared by the fuzz targets. */
 #ifndef IWARP_FUZZ_COMMON_H
 #define IWARP_FUZZ_COMMON_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Fuzz target: the DDP-only stream engine (src/core/core_ddp) receiving segments, through both
  * receive paths (whole segment, and the two-phase header / payload placement the MPA

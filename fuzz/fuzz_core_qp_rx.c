@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Fuzz target: iwarp_core_qp_rx_segment on a running QP with posted receives (or an SRQ), a
  * registered MR, outstanding RDMA Reads and a TX side that answers inbound Reads.

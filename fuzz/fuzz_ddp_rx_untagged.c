@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Fuzz target: iwarp_ddp_rx_uq_* on random sequences of buffer posts, segments and completions
  * for one untagged queue, against a reference model kept here.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Fuzz target: iwarp_wire_segment_decode() on arbitrary bytes (one DDP segment).
  * Properties:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Fuzz target: iwarp_ddp_tx_init() + iwarp_ddp_tx_next() on random messages, gather lists,
  * maximum segment sizes and slice capacities.

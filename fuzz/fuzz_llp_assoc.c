@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Fuzz target: the passive side of an SCTP association carrying DDP streams (llp_assoc, RFC 5043
  * §5-§10, RFC 6581 §7), with a real QP engine per stream over a registered MR, fed arbitrary

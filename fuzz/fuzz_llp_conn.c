@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Fuzz target: one MPA connection (llp_conn) attached to a real QP engine with posted
  * receives, a registered MR and outstanding RDMA Reads, fed the peer's byte stream.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Random sequences of memory operations (register, fast-register, windows, bind, invalidate,
  * data-path checks) on a small STag table, with the table's invariants checked after each:
  * every allocated STag resolves to its entry, no two allocated entries share an STag, INVALID

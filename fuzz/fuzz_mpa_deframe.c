@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Fuzz target: the MPA deframer on arbitrary streams, fed in arbitrary pieces.
  * Input: flags(1) max_ulpdu(2) stream_pos(2) seed(1), then the stream.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Property fuzz target: random ULPDUs framed with random settings at random stream positions,
  * then deframed in random pieces, come back identical with the CRC checked.

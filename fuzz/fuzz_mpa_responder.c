@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Fuzzes the MPA responder (RFC 5044 §7.1, RFC 6581): a configuration, then the peer's bytes
  * in arbitrary pieces interleaved with time steps, tx drains, accept()/reject() with values
  * and first_fpdu() reports, all taken from the input. Invariants: rx never consumes more than

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Fuzzes the MPA Request/Reply decoder (RFC 5044 §7.1.1, RFC 6581 §6, §9). Invariants: the
  * result is a frame length within the input, SHORT or an MPA error; a decoded frame re-encodes
  * to the input with Res bits cleared, R cleared in a Request and B/C/D cleared without A. */

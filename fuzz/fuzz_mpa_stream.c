@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Fuzz target: trace/trace_mpa_stream (what `iwarp dump` runs on a captured connection's
  * octets): startup frames, FPDUs with and without CRC and markers, DDP/RDMAP segments and the

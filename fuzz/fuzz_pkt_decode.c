@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Fuzz target: iwarp_pkt_decode() (the capture reader's link/IP/TCP/UDP/SCTP parser) on
  * arbitrary bytes, for every link type, then iwarp_pkt_verify_checksums() on the result.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Fuzz target: trace/trace_sctp_pkt (the SCTP packet and chunk codec `iwarp dump` runs on
  * captured bytes) and, on the same packets, trace/trace_sctp_assoc (DATA deduplication and

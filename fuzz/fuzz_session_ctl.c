@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Fuzzes DDP Stream Session control (RFC 5043 §6, RFC 6581 §7, §9): an active machine paired
  * with a passive one (their chunks delivered to each other), a second passive machine on the
  * same association (shared pending limit), and random control chunks, segments, ULP decisions,

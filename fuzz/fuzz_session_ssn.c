@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Fuzzes the DDP-SSN window and counter (RFC 5043 §5.2.1, §6.1, §10) against a model: a window
  * size and start from the input, then accept() of DDP-SSNs near or far from the expected one,
  * next() (sometimes skipped, as a careless caller would), drain()+reset(), counter take/acked.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Fuzz target: trace/trace_tcp_reasm (TCP reassembly of captured segments) with segments at
  * input-chosen sequence numbers and lengths, before, at and ahead of the next expected octet,

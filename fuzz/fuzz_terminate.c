@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Fuzz target: the Terminate header (RFC 5040 §4.8) on arbitrary bytes.
  *   - iwarp_term_decode(), then iwarp_term_encode() of the result gives back the consumed input

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Replays fuzz corpora without libFuzzer: every regular file under the given files/directories is
  * passed once to LLVMFuzzerTestOneInput. Used as a CTest regression test in gcc builds.

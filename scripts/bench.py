@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """The performance table: every measure of the performance targets, libiwarp beside its
 baselines measured in the same run, pass by pass alternating, with the foreign load of each pass.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # The performance table (see scripts/bench.py for what it measures and how):
 #   scripts/bench.sh [--quick] [--passes N] [--json FILE] [--only TARGET] [-v]
 # Builds the release preset's iwarp, bench_fabric and bench_usrsctp first (bench_fabric only

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """The drop-in's cost: perftest on the drop-in libibverbs/librdmacm beside `iwarp perf`.
 
 Runs, alternating pass by pass on loopback (server on CPU 1, client on CPU 0, two processes

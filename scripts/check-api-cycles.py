@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """Fails when the modules of a layer call each other in a cycle.
 
 Usage: check-api-cycles.py OBJECT|DIR...   (the object files of one layer; a directory stands

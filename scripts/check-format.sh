@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Fails when a C file is not formatted with clang-format 14 and the repository's .clang-format.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Fails when a file under src/ includes a header of a higher layer, or when a sans-I/O layer
 # (L0-L5) includes an I/O, clock or thread header. The layer table is docs/design.md §1.
 set -euo pipefail

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # The inner loop, for before every commit: the format and layering checks, the `dev` preset's
 # build of what the unit tests need, and the unit tests (`ctest -L unit`: one module each, no
 # sockets or threads between two stacks). Aimed at well under two minutes from a warm build
@@ -21,11 +22,13 @@ failed=()
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# The two repository checks read files only: they run beside the build.
+# The three repository checks read files only: they run beside the build.
 scripts/check-format.sh >"$tmp/format" 2>&1 &
 fmt=$!
 scripts/check-layering.sh >"$tmp/layering" 2>&1 &
 lay=$!
+scripts/check-licence.sh >"$tmp/licence" 2>&1 &
+lic=$!
 
 echo "==== build (dev preset)"
 if cmake --preset dev >"$tmp/configure" 2>&1; then
@@ -54,6 +57,9 @@ cat "$tmp/format"
 echo "==== layering"
 wait "$lay" || failed+=(layering)
 cat "$tmp/layering"
+echo "==== licence"
+wait "$lic" || failed+=(licence)
+cat "$tmp/licence"
 
 if [ ${#failed[@]} = 0 ]; then
     echo "check: all passed in $(($(date +%s) - t0)) s"

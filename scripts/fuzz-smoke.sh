@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Runs every libFuzzer target of the fuzz preset for FUZZ_SECONDS (default 30) each, under
 # ASan+UBSan, starting from its committed seed corpus. New inputs go to a scratch directory, never
 # into the repository; a crash leaves its reproducer in build/fuzz/artifacts/ and fails the run.

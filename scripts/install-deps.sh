@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Installs what libiwarp needs to build and test on Debian 12, from Debian's packages only.
 # Idempotent: installs only what is missing (apt-get update first, as a fresh machine needs).
 #   scripts/install-deps.sh          build + test dependencies

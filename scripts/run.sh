@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # The main job: installs what is missing, builds the release configuration and runs
 # `iwarp perf` in loopback mode: a server and a client in one process on 127.0.0.1 move RDMA
 # Writes of every size from 2 B to 8 MiB through the whole stack (verbs, CM, RDMAP, DDP, MPA

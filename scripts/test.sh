@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # The whole test suite, as CI runs it (.ci/run calls this). On a fresh Debian 12 machine it
 # installs what is missing, then: format check, layering check, the Linux siw guest image (once),
 # ASan+UBSan build (-Werror) and every CTest test (unit tests, fuzz corpus replays, the wire judge
@@ -18,6 +19,9 @@ scripts/check-format.sh
 
 step "layering"
 scripts/check-layering.sh
+
+step "licence (BSD-2-Clause, an SPDX line in every source file)"
+scripts/check-licence.sh
 
 step "Linux siw guest for the interop tests (../shared/tools/siw-vm; built once, then cached)"
 siw_setup=../shared/tools/siw-vm/setup.sh

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Addresses and endpoints: rdma_getaddrinfo / rdma_freeaddrinfo (getaddrinfo underneath, as
  * librdmacm: numeric and name hosts, services, RAI_PASSIVE, IPv4 and IPv6; no IB SA) and
  * rdma_create_ep / rdma_destroy_ep (a synchronous id, bound or resolved, with its QP). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Event channels and events: rdma_create/destroy_event_channel, rdma_get_cm_event,
  * rdma_ack_cm_event, rdma_event_str, and synchronous mode's wait (librdmacm's ucma_complete).
  * An rdma_cm_event wraps the libiwarp event it came from; its private data points into that

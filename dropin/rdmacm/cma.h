@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The drop-in librdmacm's objects: an rdma_event_channel around a libiwarp CM channel, an
  * rdma_cm_id around a libiwarp CM id, an rdma_cm_event around a libiwarp CM event. The public
  * struct comes first in each, so the application's pointer is ours.

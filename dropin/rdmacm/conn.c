@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Connections: rdma_connect, rdma_accept, rdma_reject, rdma_disconnect, rdma_establish,
  * rdma_get_request, rdma_notify, rdma_init_qp_attr and the ECE calls. rdma_conn_param becomes
  * iwarp_conn_param with the MPA options of the environment (iwd_options). */

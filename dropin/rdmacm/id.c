@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* CM ids and their addresses: rdma_create_id, rdma_destroy_id, rdma_bind_addr,
  * rdma_resolve_addr, rdma_resolve_route, rdma_listen, rdma_migrate_id, rdma_set_option,
  * rdma_get_src_port / rdma_get_dst_port, rdma_get_devices / rdma_free_devices. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Multicast: rdma_join_multicast(_ex) and rdma_leave_multicast. iWARP has none: the kernel's
  * rdma_join_multicast answers ENOSYS for a bound or resolved UD id on an iWARP device and
  * EINVAL for any other id; with nothing joined, librdmacm's leave finds no group

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* QPs and SRQs on ids: rdma_create_qp / _ex, rdma_destroy_qp, rdma_create_srq / _ex,
  * rdma_destroy_srq. The QP is the drop-in libibverbs' (iwd_create_qp_with), made by the id
  * (iwarp_cm_create_qp) so the id connects it. Missing CQs are made as librdmacm makes them:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* rsockets (rdma/rsocket.h): not provided. Every call fails with ENOSYS, and the first one
  * says so once on stderr, so that a program (rstream, riostream) tells why it stopped. */
 #define _GNU_SOURCE 1

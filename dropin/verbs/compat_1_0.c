@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The IBVERBS_1.0 compatibility entries (rdma-core keeps them, as non-default versions, for
  * binaries linked against libibverbs 1.0, whose structs differ) and ibv_register_driver of
  * IBVERBS_1.1 (the old provider interface). Nothing built in the last fifteen years binds

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Device contexts: open/close, what the device and its one port report (libiwarp's real limits,
  * the interface's state and MTU, the GID from its MAC as siw gives it), async events. */
 #define _GNU_SOURCE /* O_CLOEXEC, SOCK_CLOEXEC, strtok_r, ... in -std=c11 */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The process-wide pieces both drop-in libraries share: the settings from the environment,
  * the one libiwarp context, the errno of every IWARP_ERR_*, the log line. */
 #define _GNU_SOURCE /* O_CLOEXEC, SOCK_CLOEXEC, strtok_r, ... in -std=c11 */

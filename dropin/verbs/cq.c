@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Completion channels and completion queues: polling converts libiwarp's 64-octet completions
  * into ibv_wc entries through a small array on the stack (no allocation). */
 #define _GNU_SOURCE /* O_CLOEXEC, SOCK_CLOEXEC, strtok_r, ... in -std=c11 */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Devices: one iWARP device per up network interface, loopback included, as siw makes one per
  * netdev. Named "iwarp_<ifname>" so that the interface behind a device is plain to see (siw's
  * names are chosen by whoever adds the link; "siw_<ifname>" is the usual choice). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* ibv_query_gid_type, the one entry of rdma-core's private ABI (IBVERBS_PRIVATE_34) offered:
  * Debian 12's ibv_devinfo binds it, so without it the unmodified binary does not load. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The drop-in libibverbs's own objects: each verbs object the application sees is the first
  * member of a struct that also holds the libiwarp object behind it, so a pointer converts both
  * ways without a lookup (the post and poll paths allocate and search nothing).

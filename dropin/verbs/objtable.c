@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The wrappers of opaque libiwarp objects (CQs, SRQs), found again when an async event names
  * the libiwarp object. A short list under a lock: events are rare, and the post and poll
  * paths never look here. */

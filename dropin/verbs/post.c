@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Posting: ibv_send_wr lists become iwarp_send_wr lists in a small array on the stack, a batch
  * at a time (no allocation); SGE arrays and receive WRs have libiwarp's layout and are passed
  * as they are. Errors are siw's: ENOTCONN before the connection, ENOMEM for a full queue,

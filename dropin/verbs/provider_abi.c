@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* rdma-core's provider ABI (IBVERBS_PRIVATE_34) is not offered: no rdma-core provider can run
  * on libiwarp. But Debian 12's direct-verbs libraries (libmlx5, libmlx4, libefa, libmana), which
  * perftest and others link, bind these entries at load time (BIND_NOW), so without them those

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Queue pairs: reliable connected only (as siw). libiwarp connects a QP through its CM, so the
  * verbs states before the connection (RESET, INIT, RTR) are recorded here; RTS comes from the
  * connection and ERR is libiwarp's iwarp_modify_qp_err. */

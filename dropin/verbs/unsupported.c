@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* What iWARP or libiwarp has not: address handles and multicast (UD only), ECE, importing
  * kernel objects, dma-buf memory. Each fails as rdma-core does for a provider without the op
  * (EOPNOTSUPP), never crashing on any argument. Also the sysfs and kernel-ABI helpers, which

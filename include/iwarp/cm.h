@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* libiwarp connection manager: librdmacm shapes (rdma_X becomes iwarp_cm_X).
  *
  * An event channel delivers one-shot events that must each be acknowledged; its fd is

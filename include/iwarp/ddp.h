@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* libiwarp DDP-level interface: a ULP that does not need RDMAP uses DDP (RFC 5041) directly
  * over MPA/TCP, as RFC 4296 §2.1.2 describes (ddp_send, ddp_send_ddp, ddp_post_recv, ddp_recv,
  * ddp_register). Shaped like the verbs: a QP created here is a struct iwarp_qp (destroy it with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* libiwarp: the umbrella header. Include this one. */
 #ifndef IWARP_IWARP_H
 #define IWARP_IWARP_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* libiwarp packet trace: every frame the library sends and receives, per connection, recorded
  * in a capture file (classic pcap, Ethernet, nanosecond timestamps) that Wireshark opens as it
  * is. Each TCP connection is a TCP conversation with its real addresses and ports (SYN/SYN-ACK/

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* libiwarp verbs: context, protection domains, memory, completion queues, queue pairs.
  *
  * Shapes, names and numbering mirror libibverbs (ibv_X becomes iwarp_X), so RDMA code ports by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Extensible public structs: the comp_mask check every entry point makes (api_ext.h). */
 #include "api/api_ext.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Extensible public structs (docs/design.md, "Extensible structs"): what every public entry point
  * does with a struct whose storage the application provides, so that later versions can append

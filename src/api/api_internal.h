@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The objects behind the public handles, shared by the files of the API layer (L8): the
  * context (lock, allocator, STag table, progress loop, async events), and the internal

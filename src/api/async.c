@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The context's asynchronous event queue (ibv_get_async_event shapes): a ring the engines'
  * event hooks push into under the lock, and an eventfd readable while it holds events.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The connection manager (librdmacm shapes): event channels, ids, address "resolution"
  * (numeric, immediate), listening, connecting, accepting, rejecting and disconnecting, the

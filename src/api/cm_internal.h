@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The connection manager's objects and its transport interface (API layer, L8).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The CM's SCTP transport (struct cm_transport): DDP streams (QPs) as sessions on
  * the SCTP streams of associations (RFC 5043), run by llp_assoc, carried by llp_sctp (usrsctp).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The CM's MPA/TCP transport (struct cm_transport, cm_internal.h): a kernel TCP connection
  * (llp_tcp) carrying an MPA connection (llp_conn), driven by the progress loop.

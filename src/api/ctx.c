@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The context: allocator, log and rng hooks, the lock, the STag table, the progress loop and
  * the async event queue. The only place that assembles every layer (docs/design.md §2).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The context's services every module of the API layer uses: allocation through the
  * application's hooks, logging through its log hook, and progress in caller mode. They

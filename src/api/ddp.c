@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The DDP-level interface (include/iwarp/ddp.h): QPs whose engine is core_ddp, not RDMAP. */
 #include "core/core_ddp.h"
 #include "api/api_ext.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The posting loop shared by iwarp_post_send/recv and iwarp_ddp_post_send/recv: one lock, the
  * chain in order until a WR fails, then the transport kicked once (from the posting thread: a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The packet trace's public entry points (iwarp/trace.h) and how contexts and connections find
  * their capture file (trace/trace_sink.h): the context's own (trace_pcap or the environment),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Completion queues and completion channels (ibv_create_cq shapes). */
 #include <fcntl.h>
 #include <sys/eventfd.h>

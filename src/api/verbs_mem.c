@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Protection domains, memory regions and memory windows (RFC 5040 §2.1; ibv_reg_mr shapes). */
 #include "api/api_ext.h"
 #include "api/api_internal.h"

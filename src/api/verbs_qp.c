@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Queue pairs, shared receive queues and posting (ibv_create_qp / ibv_post_send shapes). */
 #include <string.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* RFC 7306 §5.1 FetchAdd and CmpSwap on local memory (core_atomic.h). */
 #include "core/core_atomic.h"
 

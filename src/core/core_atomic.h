@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The read-modify-write of RFC 7306 §5.1 on local memory: FetchAdd with its Add Mask (§5.1.1)
  * and CmpSwap with its Compare and Swap Masks (§5.1.2), on a naturally aligned 64-bit word in

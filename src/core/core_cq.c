@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Completion queue ring and arm state (see core_cq.h). */
 #include "core/core_cq.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * A completion queue: a fixed ring of struct iwarp_wc filled by the core and drained by
  * iwarp_poll_cq(), plus the one-shot arm state of ibv_req_notify_cq (ibv_req_notify_cq(3)).

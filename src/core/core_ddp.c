@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The DDP-level stream engine (RFC 5041 with a non-RDMAP ULP); see core_ddp.h. */
 #include "core/core_ddp.h"
 

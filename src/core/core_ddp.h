@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The DDP-level stream engine: one DDP Stream (RFC 5041) whose ULP is not RDMAP, sans I/O.
  * The MPA connection feeds it instead of the RDMAP QP engine (core_qp.h) when the QP was

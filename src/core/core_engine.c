@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The engine interface's two implementations (core_engine.h): each op of the RDMAP queue pair
  * (core_qp) and of the DDP-level stream (core_ddp) under one signature. An engine's struct

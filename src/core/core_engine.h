@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The engine interface: what every lower layer (an MPA connection, an SCTP association's
  * stream, the in-memory LLP of the tests) drives, for an RDMAP queue pair (core_qp.h) and a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The QP engine: creation, posting, the RDMAP stream's state machine (RFC 5040 §5.4),
  * completions in order, Terminate queuing and flushing. Transmit is in core_qp_tx.c, receive in

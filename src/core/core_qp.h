@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The queue pair engine: one RDMAP stream (RFC 5040) over DDP (RFC 5041), sans I/O.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Functions shared by the QP engine's files (core_qp.c: posting, state, completions;
  * core_qp_tx.c: transmit; core_qp_rx.c: receive). Not used outside src/core.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The receive half of the QP engine: one whole DDP segment at a time, validated (RFC 5041 §7,
  * RFC 5040 §7.2), placed, delivered.

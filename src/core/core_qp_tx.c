@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The QP engine's transmit side: turns SQ work requests, inbound RDMA Reads (IRQ) and the
  * Terminate into DDP segments for the LLP, and finishes work when the LLP has sent them.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Work request SGEs and the MR holds they take (see core_sge.h). */
 #include "core/core_sge.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The local memory of a work request: its SGEs checked and resolved into iovecs when it is
  * posted, and the MRs they name held until it completes. An MR deregistered in between keeps

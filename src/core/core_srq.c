@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Receive queue entries, RQ rings and shared receive queues (see core_srq.h). */
 #include "core/core_srq.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Receive work queue entries, and the shared receive queue that several QPs draw them from.
  *

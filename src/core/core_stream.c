@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Stream state and send queue bookkeeping shared by both engines (see core_stream.h). */
 #include "core/core_stream.h"
 

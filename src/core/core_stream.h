@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * What both engines keep the same way (RDMAP's core_qp.h and DDP's core_ddp.h): the stream
  * state, the send queue ring with the MR holds of each entry, the count of produced segments

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Placement of Tagged DDP Segments and their match against a solicited sink (RFC 5041 §7.1). */
 #include "ddp/ddp_rx_tagged.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * DDP receive-side Placement of Tagged DDP Segments (RFC 5041 §5.1, §7.1): the access checks
  * on the Data Sink STag/TO and the copy into local memory, and the match of a tagged segment

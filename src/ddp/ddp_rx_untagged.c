@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* DDP receive-side validation of Untagged DDP Segments (RFC 5041 §7.1); see ddp_rx_untagged.h. */
 #include "ddp/ddp_rx_untagged.h"
 

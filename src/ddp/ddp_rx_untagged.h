@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * DDP receive-side validation of Untagged DDP Segments for one untagged queue (RFC 5041 §7.1):
  * QN 0 (Send), QN 1 (RDMA Read Request), QN 2 (Terminate), each with its own state.

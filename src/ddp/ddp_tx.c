@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* DDP transmit segmentation (RFC 5041 §5.2): one message into segments, zero-copy. */
 #include "ddp/ddp_tx.h"
 

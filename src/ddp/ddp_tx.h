@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * DDP transmit segmentation (RFC 5041 §5.2): cuts one ULP (RDMAP) message into DDP segments no
  * larger than the LLP's maximum segment size, without copying its payload.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* DDP streams of one SCTP association (RFC 5043 §5-§10), sans I/O. See llp_assoc.h. */
 #include "llp/llp_assoc.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * One SCTP association carrying DDP streams (RFC 5043), sans I/O: the upper half of DDP over
  * SCTP. Each SCTP stream of the association carries at most one DDP Stream Session at a time

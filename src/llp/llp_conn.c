@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * One MPA connection, sans I/O (see llp_conn.h): set-up, the negotiation's outcomes (full
  * operation, the engine's start, failures), and the entry points of state, time and close.

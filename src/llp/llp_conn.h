@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * One MPA connection over a byte stream, sans I/O: the MPA startup negotiation (RFC 5044 §7,
  * RFC 6581), then full operation (RFC 5044 §4-§6): received octets are deframed, verified

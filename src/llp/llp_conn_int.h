@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * What the MPA connection's files share (llp_conn.c: negotiation and the entry points of state,
  * time and close; llp_conn_rx.c: receive; llp_conn_tx.c: framing and transmit). Not used

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The MPA connection's receive side (see llp_conn.h): where each read lands, the negotiation
  * frame, then full operation through the deframer: staging, direct placement, the responder's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The MPA connection's transmit side (see llp_conn.h, llp_conn_int.h): our negotiation frame,
  * then the engine's segments (and the RTR, and the connection's own Terminate) framed into

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* One deterministic end-to-end connection over the in-memory transport (see llp_e2e.h). */
 #include "llp/llp_e2e.h"
 

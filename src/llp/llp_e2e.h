@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * One end-to-end connection over the in-memory transport, deterministic and recorded: two
  * nodes (an STag table whose keys come from a fixed generator, a send and a receive CQ), an

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The in-memory transport between two MPA connections (see llp_mem.h). */
 #include "llp/llp_mem.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * An in-memory transport between two MPA connections (llp_conn), for tests and the demo: two
  * byte pipes (one per direction) pumped deterministically, without threads, sockets or time of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* RFC 6581 RTR indications and the QP's MSNs (see llp_rtr.h). */
 #include "llp/llp_rtr.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The RFC 6581 ready-to-receive (RTR) indication of the peer-to-peer model, between the MPA
  * connection (llp_conn) and the QP engine, kept consistent with the QP's per-queue MSNs.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The SCTP back-end: usrsctp (no-threads, AF_CONN) over our own UDP sockets. See llp_sctp.h for
  * the model (one stack, one usrsctp lock, owners, receive callback) and docs/design.md

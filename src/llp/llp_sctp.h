@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The SCTP back-end (L6), lower half of DDP over SCTP (RFC 5043): usrsctp 0.9.5 in its
  * no-threads AF_CONN mode, its packets carried as UDP datagrams (RFC 6951 encapsulation) over

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The TCP back-end: octets between a non-blocking kernel socket and an MPA connection.
  */

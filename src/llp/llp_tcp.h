@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The TCP back-end (L6): a kernel TCP socket (non-blocking, TCP_NODELAY) and the MPA
  * connection (llp_conn) it carries, and a listening socket. It moves octets between the

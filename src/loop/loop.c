@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The progress engine: an epoll set (level-triggered), an eventfd that wakes a waiting thread,
  * a binary min-heap of timer deadlines grown through the context allocator, a timerfd set to

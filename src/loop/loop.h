@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The progress engine (L7): one epoll set, timers and, in thread mode, a progress thread.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Data-path access checks with their Terminate causes (RFC 5040 §7.2, RFC 5041 §7.1). */
 #include "mem/mem_access.h"
 

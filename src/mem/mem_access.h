@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Access checks for the data path (L2 mem): may this stream touch [TO, TO + len) through this
  * STag with these rights, and where does that memory live. Pure lookups on the STag table; the

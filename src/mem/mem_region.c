@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Memory regions and windows: registration, fast-register, bind, local/remote invalidation. */
 #include "mem/mem_region.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Memory regions and memory windows on the STag table (L2 mem): register/deregister,
  * allocate-STag + fast-register, window allocate/bind/deallocate, local and remote invalidation.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The STag table: index allocation (random-order FIFO), key rotation, lookup, validity. */
 #include "mem/mem_stag.h"
 

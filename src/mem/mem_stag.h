@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The STag table (L2 mem): a caller-provided array of entries, one per STag index, with index
  * allocation, key rotation, lookup and the valid/invalid state of RFC 5040 §2.4/§5.3. Pure and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* MPA receive deframer (RFC 5044 §4-§6): stream octets in pieces of any size -> FPDU events. */
 #include "mpa/mpa_deframe.h"
 

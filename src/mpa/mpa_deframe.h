@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * MPA receive deframer (RFC 5044 §4-§6), sans-I/O: turns the byte stream of Full Operation,
  * arriving in pieces of any size (down to one octet), into FPDUs.

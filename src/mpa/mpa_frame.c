@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* MPA transmit framing (RFC 5044 §4): ULPDU -> FPDU iovecs with markers, pad and CRC. */
 #include "mpa/mpa_frame.h"
 

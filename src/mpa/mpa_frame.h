@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * MPA transmit framing (RFC 5044 §4): one ULPDU (a DDP segment) becomes one FPDU, described as
  * iovecs ready for writev()/sendmsg():

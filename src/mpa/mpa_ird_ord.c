@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* RFC 6581 §9.1 IRD/ORD negotiation and §9.2 responder RTR set (MPA and SCTP). */
 #include "mpa/mpa_ird_ord.h"
 

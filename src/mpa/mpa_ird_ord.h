@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * RFC 6581 §9.1 IRD/ORD negotiation and the §9.2 responder RTR set, transport-neutral: the same
  * rules serve the MPA Request/Reply (src/mpa/mpa_negotiate) and the SCTP Enhanced Initiate/

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* MPA connection setup state machines (RFC 5044 §7.1, RFC 6581), sans-I/O. */
 #include "mpa/mpa_negotiate.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * MPA connection setup (RFC 5044 §7.1, RFC 6581): the initiator and responder state machines,
  * sans-I/O. The machine is fed received bytes, local decisions and time; it produces the bytes

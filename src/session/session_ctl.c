@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* DDP Stream Session control (RFC 5043 §5.2.3, §6; RFC 6581 §7, §9), sans-I/O. */
 #include "session/session_ctl.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* DDP-SSN send counter and receive reorder window (RFC 5043 §5.2.1, §6.1, §10). */
 #include "session/session_ssn.h"
 

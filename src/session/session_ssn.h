@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * DDP-SSN of one DDP stream over SCTP (RFC 5043 §5.2.1, §6.1, §10), sans-I/O.
  *

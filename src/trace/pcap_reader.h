@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Reading capture files through libpcap: classic pcap (micro- or nanosecond) and pcapng, as
  * written by iwarp_pcap_writer, tcpdump, dumpcap and tshark. Every packet comes back with its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Capture file writer and synthetic TCP connections (see pcap_writer.h). */
 /* libpcap's headers use the BSD types (u_char, u_int) that strict C11 hides. */
 #define _DEFAULT_SOURCE 1

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Writing capture files: a pcap writer (libpcap, DLT_EN10MB, nanosecond timestamps) and, on top
  * of it, a synthetic TCP connection that turns "side X sent these bytes" into Ethernet/IP/TCP

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Tracing one live TCP connection: octets in, one synthetic TCP segment per MPA PDU out.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Tracing one live TCP connection into a capture file (L6): what the TCP back-end writes to and
  * reads from its socket is recorded, as it happens, as a synthetic TCP conversation in a capture

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* DDP/RDMAP rules on captured segments, shared by the MPA and SCTP judges (see trace_judge.h). */
 #include "trace/trace_judge.h"
 

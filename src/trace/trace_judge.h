@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Judging captured DDP segments, whatever carried them (MPA FPDUs: trace/trace_mpa_stream; SCTP
  * DDP Segment chunks: trace/trace_sctp_assoc): the finding categories `iwarp dump` reports

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Decoding and judging one captured MPA connection (see trace_mpa_stream.h). */
 #include "trace/trace_mpa_stream.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Decoding and judging one captured MPA connection (both directions), sans-I/O: the reassembled
  * octets of each TCP direction go in, PDU records and findings come out through callbacks. What

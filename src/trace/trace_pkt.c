@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Packet header build and decode for capture files (see trace_pkt.h). */
 #include "trace/trace_pkt.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Packet headers for capture files: build Ethernet/IPv4/IPv6/TCP and UDP headers with correct
  * checksums, and decode captured link/IP/TCP/UDP/SCTP headers. Pure code: no I/O, no allocation.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Recording SCTP packets as UDP datagrams into a shared capture file (see trace_sctp.h). */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include "trace/trace_sctp.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Recording DDP over SCTP traffic into a capture file (L6): each SCTP packet the SCTP back-end
  * sends or receives (src/llp/llp_sctp.h, its capture hook) is written as one Ethernet + IPv4/IPv6

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Decoding and judging one captured DDP-over-SCTP association (see trace_sctp_assoc.h). */
 #include "trace/trace_sctp_assoc.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Decoding and judging one captured DDP-over-SCTP association (RFC 5043), sans-I/O: the chunks
  * of each SCTP packet go in with the side that sent it, PDU records and findings come out

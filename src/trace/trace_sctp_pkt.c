@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* SCTP packets as captured (see trace_sctp_pkt.h). */
 #include "trace/trace_sctp_pkt.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * SCTP packets as captured (RFC 9260): the common header, the chunks, and the fields of the
  * chunks `iwarp dump` needs (DATA, INIT/INIT-ACK with the RFC 5061 Adaptation Layer Indication

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The packet trace's capture files: a process-wide registry of shared pcap writers under one
  * mutex, and the process's size bound.

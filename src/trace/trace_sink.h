@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The packet trace's capture files (L6): one pcap writer per path per process, shared by every
  * context and connection that traces to that path, and one size bound for the whole process.

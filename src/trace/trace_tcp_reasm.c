@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* TCP stream reassembly for one direction of a capture (see trace_tcp_reasm.h). */
 #include "trace/trace_tcp_reasm.h"
 

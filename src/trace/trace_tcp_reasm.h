@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * TCP stream reassembly for one direction of a captured connection (RFC 9293 §3.4, §3.10.7.4),
  * sans-I/O: segments go in as the capture holds them (duplicated, retransmitted with overlaps,

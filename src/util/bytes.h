@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Explicit big/little-endian loads and stores on unaligned byte buffers.
  * Every wire field goes through these: no casts of buffers to structs, no bitfields.

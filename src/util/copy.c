@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Counted payload copies (copy.h). */
 #include "util/copy.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Payload copies the library makes itself (the kernel's copies into and out of sockets are not
  * its own): every one goes through these helpers, which add the octets to a per-thread counter.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* CRC32C: ISA-L when available, portable slicing-by-8 otherwise (see crc32c.h). */
 #include "util/crc32c.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * CRC32C (Castagnoli), as MPA uses it (RFC 5044 §4.4: "in the manner described in the iSCSI
  * Protocol"): reflected polynomial 0x82F63B78, initial value and final XOR 0xFFFFFFFF.

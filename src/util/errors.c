@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* iwarp_strerror / iwarp_err_name: generated from IWARP_ERRNO_MAP. */
 #include "iwarp/errors.h"
 

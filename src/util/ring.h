@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Index arithmetic of the fixed-capacity rings (send, receive, completion and Read queues,
  * FPDU and event rings, byte pipes): a ring of cap slots keeps its entries from the slot at

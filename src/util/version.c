@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* iwarp_version: the run-time version string. */
 #include "iwarp/iwarp.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Wire constants of RDMAP (RFC 5040), DDP (RFC 5041), MPA (RFC 5044), DDP over SCTP (RFC 5043),
  * enhanced connection establishment (RFC 6581), the IANA registries (RFC 6580) and the RDMAP

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* DDP tagged/untagged header codec (RFC 5041 §4). */
 #include "wire/wire_ddp.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * DDP segment headers (RFC 5041 §4): the 14-octet tagged and the 18-octet untagged header.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* MPA Request/Reply frame codec (RFC 5044 §7.1.1, RFC 6581 §6, §9). */
 #include "wire/wire_mpa.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * MPA Request/Reply frame codec (RFC 5044 §7.1.1) with the RFC 6581 §9 enhanced connection
  * establishment word. Pure functions over byte spans: no state, no allocation.

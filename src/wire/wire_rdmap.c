@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* RDMAP opcode table and fixed RDMAP header codecs (RFC 5040 §4, RFC 7306 §4-§6). */
 #include "wire/wire_rdmap.h"
 

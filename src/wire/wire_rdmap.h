@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * RDMAP (RFC 5040 §4, RFC 7306 §4-§6) on the wire: the RDMAP Control octet, the per-opcode
  * table, and the fixed RDMAP headers that follow the DDP header: RDMA Read Request (28 B),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* DDP over SCTP chunk payloads (RFC 5043 §5, §8, §10, §11.1; RFC 6581 §7, §9). */
 #include "wire/wire_sctp.h"
 

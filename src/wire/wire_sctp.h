@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * DDP over SCTP chunk payloads (RFC 5043 §5.2, RFC 6581 §7): pure codecs, no state, no
  * allocation. The PPID, adaptation and function code constants are in wire/wire.h.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Whole-segment decode/validate and encode for DDP segments carrying RDMAP. */
 #include "wire/wire_segment.h"
 

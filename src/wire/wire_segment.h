@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * One whole DDP segment carrying RDMAP (what MPA delivers as one ULPDU, or one SCTP message):
  * decode + stateless validation with the exact Terminate cause, and encoders that build any

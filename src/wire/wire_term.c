@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* RDMAP Terminate: header codec, cause names, error mapping, builder (RFC 5040 §4.8, §7.1). */
 #include "wire/wire_term.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The RDMAP Terminate message (RFC 5040 §4.8, §7.1): the Terminate header codec, the names of
  * every Layer/EType/Error Code (RFC 5040 §4.8 Figure 9, RFC 5041 §7.2, RFC 5044 §8, RFC 6581 §8),

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # dropin.exec: `iwarp exec` (tools/iwarp/exec.c), which runs an unmodified program on the
 # drop-in libibverbs.so.1/librdmacm.so.1. Checked:
 #  - where it finds the libraries: --print-dir prints the build tree's dropin/ (beside the iwarp

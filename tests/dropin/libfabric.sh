@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # dropin.libfabric: Debian's libfabric 1.17 (libfabric1, built with its verbs provider, which
 # links libibverbs.so.1 and librdmacm.so.1) on the drop-in, unmodified.
 #

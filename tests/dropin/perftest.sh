@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # dropin.perftest: Debian's perftest binaries, unmodified, on the drop-in libibverbs/librdmacm at
 # both ends over loopback TCP: ib_write_bw, ib_read_bw, ib_send_bw, ib_write_lat, ib_read_lat,
 # ib_send_lat, ib_atomic_bw and ib_atomic_lat, all with -R (rdma_cm). A run passes when both

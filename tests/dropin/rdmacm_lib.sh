@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # shellcheck shell=bash
 # Sourced by rdmacm_rping.sh, rdmacm_utils.sh and exec.sh: a server/client pair of unmodified programs on
 # the drop-in, each under timeout, with the wire judge on the server's capture.

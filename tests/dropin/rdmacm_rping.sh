@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # dropin.rdmacm_rping: Debian's rping, unmodified, on the drop-in librdmacm/libibverbs over
 # loopback: server and client on the drop-in over 127.0.0.1 and ::1, -V (the client checks the
 # data that came back) with -C counts, ping sizes 64 and 65535, MPA CRC off and on

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # dropin.rdmacm_utils: Debian's rdmacm-utils, unmodified, on the drop-in librdmacm/libibverbs
 # over 127.0.0.1. These succeed (both ends exit 0, the wire judge passes the server's capture
 # with nothing but [crc-off]): rdma_server/rdma_client (synchronous endpoints, rdma_get_request),

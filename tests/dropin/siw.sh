@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # dropin.siw: unmodified Debian binaries on the drop-in libibverbs/librdmacm (host) against the
 # same binaries on Linux siw in a qemu guest (../shared/tools/siw-vm), in ONE guest boot:
 #   rping, both roles: 64 octets -V with CRC off and on, 65535 octets -V

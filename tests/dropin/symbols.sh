@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # The drop-in libibverbs.so.1 and librdmacm.so.1 export rdma-core 44's public ABI: the same
 # version nodes and, in each, the same symbols (default and compatibility versions alike) as
 # the system's libraries. rdma-core's provider ABI (IBVERBS_PRIVATE_34) is not offered, except

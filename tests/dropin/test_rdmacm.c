@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The drop-in librdmacm.so.1 through rdma-core's own headers, in one process: event channels
  * (blocking, a pollable fd, O_NONBLOCK's EAGAIN), every event's fields (ids, listen_id,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The drop-in libibverbs.so.1 through rdma-core's own headers, as an application uses it: the
  * device of lo, what it reports against libiwarp's limits, errno of what iWARP lacks, bad

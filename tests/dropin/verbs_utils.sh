@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # dropin.verbs_utils: Debian's ibv_devices and ibv_devinfo, unmodified, on the drop-in
 # libibverbs: every up interface is a device ("iwarp_<ifname>"), lo among them, an iWARP RNIC
 # (transport iWARP, link layer Ethernet, port ACTIVE), and the limits ibv_devinfo -v prints are

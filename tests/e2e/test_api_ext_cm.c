@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Extensible public structs end to end (include/iwarp/common.h): iwarp_conn_param, the one input
  * struct only a connection exercises. Over loopback TCP: a zero-initialised param connects and

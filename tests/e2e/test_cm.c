@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The connection manager over real TCP (127.0.0.1 and ::1): event channel semantics,
  * connect/accept with private data both ways and swapped IRD/ORD, reject with private data,
  * a refused connection, graceful disconnect from either side, an abortive close, Send, RDMA

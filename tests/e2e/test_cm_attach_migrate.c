@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* iwarp_cm_attach_qp and iwarp_cm_migrate_id over loopback TCP: a QP made with
  * iwarp_create_qp, attached to the ids on both sides, connects and carries a Send; detaching
  * it ends the connection and leaves the QP; a CONNECT_REQUEST's id moved to its own channel

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The connector dialing again (iwarp_conn_param.retry_refused_ms, IWARP_CONN_PARAM_RETRY_REFUSED)
  * over loopback TCP: a port nobody listens on yet (a socket bound to it without listening, so

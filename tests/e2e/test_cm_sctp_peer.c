@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The CM's SCTP listener (IWARP_PS_SCTP, progress thread, 127.0.0.1) against a hand-driven,
  * misbehaving DDP/SCTP peer (RFC 5043, RFC 6581 §7). The peer is built directly on llp_sctp
  * and runs in a forked child process, with a usrsctp stack of its own as a remote peer has (in

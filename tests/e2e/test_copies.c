@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Copies per payload octet, for each mode (docs/design.md, "Copies per octet"): counted by the
  * library's own copy counter (util/copy.h: every payload copy the library makes; the kernel's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Waiting for completion events (iwarp_get_cq_event, iwarp_get_cq_event_timeout) with a
  * progress thread, over loopback TCP:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The DDP-level interface (include/iwarp/ddp.h) over real loopback TCP (MPA) and over DDP over
  * SCTP (RFC 5043; every test runs on both): two contexts, DDP-level QPs connected through the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Golden captures: the library's real engines end to end over the in-memory transport
  * (llp/llp_e2e: RDMAP queue pairs or DDP-level streams, MPA connections, llp_mem pipes, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * End to end over the in-memory transport: two nodes (STag table, memory, CQs, SRQ), QP
  * engines joined by MPA connections (llp_conn) through llp_mem pipes that split, stall and

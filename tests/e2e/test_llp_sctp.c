@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The SCTP back-end on its own (usrsctp, no threads, AF_CONN over UDP 127.0.0.1): two or three
  * endpoints in one process driven by a small poll loop here; RFC 5043 association checks
  * (adaptation indication, equal stream counts, maximum segment), chunks on several streams,

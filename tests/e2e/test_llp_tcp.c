@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The TCP back-end on its own (no loop, no QP): listener and non-blocking connect over IPv4
  * and IPv6, TCP_NODELAY and the EMSS, the MPA Request/Reject exchange driven by hand through
  * on_readable/on_writable and interest(), FIN handling, the close's time limit (a peer that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * No context-wide lock is held across a system call of the data path (docs/design.md,
  * "Locking and progress"). Link-time wrappers around the system calls the library makes while data

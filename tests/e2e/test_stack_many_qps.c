@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Many connections at once over 127.0.0.1: QP pairs connected through the CM, each pair moving
  * a Send, an RDMA Write and an RDMA Read with its own patterns, all posted before any
  * completion is polled; every octet checked; graceful disconnect of all; teardown with nothing

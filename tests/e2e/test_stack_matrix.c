@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* A covering set over loopback TCP, through the public API only: every operation (Send,
  * Send+SE, Send+Inv, Send+SE+Inv, RDMA Write, RDMA Read) x every size (0, 1, 4095, 4096, the
  * largest DDP payload of one FPDU minus one, itself and plus one, 1 MiB, 16 MiB) x 1 SGE and

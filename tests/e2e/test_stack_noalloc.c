@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* No allocation on the data path, proven over real TCP.
  *
  * Both contexts get a struct iwarp_mem_hooks that serves every request from a static pool and

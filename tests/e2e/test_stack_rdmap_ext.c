@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * RFC 7306 end to end through the public API, over loopback TCP (MPA) and DDP over SCTP: the
  * extensions enabled per connection (iwarp_qp_init_attr.rdmap_ext), Immediate Data with and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * DDP over SCTP (RFC 5043) end to end on a faulty path, through the public API only.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Failures over real TCP, seen through the public API: a peer process killed in the middle of
  * 1 MiB RDMA Writes, a raw TCP peer that completes a valid MPA Request by hand and then sends
  * garbage or never answers our FIN, an RDMA Write to a bad rkey, an RDMA Read of an STag the peer

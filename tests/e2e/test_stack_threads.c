@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Four application threads post Sends, RDMA Writes and RDMA Reads on ONE QP and poll ONE CQ
  * while the progress thread runs; the peer (a thread of its own context) echoes every Send.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Transmit batching over TCP (iwarp_ctx_attr.tx_batch_us; docs/design.md "Batching small
  * posts"), counted in real system calls: this test is linked with -Wl,--wrap=sendmsg, so every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * A large FPDU that arrives in pieces is read in one piece once its rest has come (llp_tcp.c:
  * wait_for_fpdu sets SO_RCVLOWAT to what the FPDU still needs), counted in real system calls:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * trace/trace_sink and the packet trace's API (iwarp/trace.h, IWARP_PCAP, trace_pcap): over real
  * loopback connections, two contexts (progress threads writing at once) tracing to one path land

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The test harness (see harness.h). */
 #include "harness.h"
 

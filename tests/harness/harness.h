@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * A tiny test harness: TEST(name) { ... } registers a test; ASSERT_* stop the test on failure.
  * Each test runs in a forked child (a crash or a sanitizer report fails that test only; LSan

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # shellcheck shell=bash
 # The siw-vm guest's side of the interop tests' waiting: siw_*.sh put this file, after
 # ../support/wait_for.sh, in front of the commands they run in the guest (bash 5.2, Debian 12), so

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # shellcheck shell=bash
 # Sourced by the siw interop scripts: the wire judge (../shared/tools/wire-check/check.sh) on a
 # guest-NIC capture, with the findings each direction may show. Needs JUDGE (check.sh's path).

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """The lines rping -v prints for COUNT pings of SIZE octets, each after PREFIX.
 
 Usage: rping_expected.py PREFIX COUNT SIZE

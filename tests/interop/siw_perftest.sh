@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # interop.siw_perftest: `iwarp perf --perftest` (tools/iwarp/perf_perftest.c: perftest's -R
 # protocol over libiwarp) against perftest 4.5 on Linux siw in a qemu guest
 # (../shared/tools/siw-vm), for ib_write_bw, ib_read_bw, ib_send_bw, ib_write_lat, ib_read_lat

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # interop.siw_rping: `iwarp ping` (tools/iwarp/ping.c: libiwarp's whole stack through its public
 # API) against the real rping of rdma-core on Linux siw, in a qemu guest (../shared/tools/siw-vm),
 # in both roles:

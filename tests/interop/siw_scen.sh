@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # interop.siw_scen: MPA variants, protection errors and abrupt endings between libiwarp (`iwarp
 # ping`, tools/iwarp/ping.c, with its hidden --x-* test options) and Linux siw's rping in a qemu
 # guest (../shared/tools/siw-vm). Two guest boots:

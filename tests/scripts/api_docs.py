@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """Checks the public headers' documentation (the layout include/iwarp/common.h describes) and
 that shipped text names no document that does not ship.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # CLI test of `iwarp dump`: help, bad arguments (a clear message and exit 2), an unreadable or
 # non-capture file (exit 2), a clean capture (exit 0, one line per PDU), a damaged one (exit 1
 # with the finding), a live loopback run recorded by the library's trace (exit 0), and DDP over

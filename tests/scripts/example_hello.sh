@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Runs examples/hello_rdma as server and client over 127.0.0.1 and checks both report the
 # greeting: an RDMA Write, an RDMA Read and a Send through the public API only.
 set -euo pipefail

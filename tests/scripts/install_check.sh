@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Installs a configured build tree into a scratch prefix and checks what a consumer sees:
 # the headers under include/iwarp/, libiwarp.pc (pkg-config), the CMake package (find_package),
 # both libraries, and that the shared library exports the public API and nothing internal.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # The layering check must pass on the real tree and fail on each kind of violation.
 set -u
 check=$(cd "$(dirname "$0")/../../scripts" && pwd)/check-layering.sh

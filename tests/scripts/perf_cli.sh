@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # perf_cli.sh IWARP [WIRE_CHECK]  -  `iwarp perf` end to end, in loopback:
 #   every op x (bandwidth, latency) x (events, busy-poll) over the whole size sweep with --verify,
 #   --qps, --mpa-rev 1, --no-crc, -D; --json parses; --plot writes well-formed SVG;

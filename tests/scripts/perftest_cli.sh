@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # scripts.perftest_cli: `iwarp perf --perftest` (perftest's -R protocol, perf_perftest.c) against
 # itself on 127.0.0.1: every test (write/read/send x bandwidth/latency) with --verify, so that
 # each side checks the data it received or read and both report the agreed count; the

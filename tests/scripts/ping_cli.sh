@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # scripts.ping_cli: `iwarp ping` (tools/iwarp/ping.c) on its own, no guest needed:
 #   - --help (exit 0, the usage on stdout);
 #   - bad arguments: each exits 2 with an "iwarp ping: ..." line on stderr and nothing on stdout;

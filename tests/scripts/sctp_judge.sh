@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # DDP over SCTP through the whole library, judged on the wire. Each capture is the library's own
 # packet trace (each SCTP packet as its UDP datagram) and must be clean for the wire checker
 # (check.sh --sctp-udp: zero errors) and for `iwarp dump` (zero errors, zero warnings), the two

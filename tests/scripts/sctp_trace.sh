@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # DDP over SCTP captured from a real usrsctp association (sctp_trace_gen: llp_sctp's capture
 # hook -> trace/trace_sctp.h, SCTP over UDP), judged by the wire checker (check.sh --sctp-udp
 # PORT --checksums: zero errors; Wireshark verifies the IP/UDP checksums and the SCTP CRC32c we

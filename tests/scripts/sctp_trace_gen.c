@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * sctp_trace_gen OUT.pcap [--faults]: a real usrsctp association between two endpoints of the
  * SCTP back-end (src/llp/llp_sctp.h) on 127.0.0.1, recorded into OUT.pcap by the client's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Checks of the extensible-struct rules (src/api/api_ext.h, include/iwarp/common.h) shared by
  * test_api_ext (unit) and test_api_ext_cm (e2e): a log hook that remembers the last line, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Waiting in tests: poll the condition waited for until a deadline, and fail the test with a
  * message saying what did not happen and how long it was waited for. A short pause between

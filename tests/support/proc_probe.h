@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * What /proc shows of this process, for tests that must wait for a state no API reports: a
  * thread blocked in a given system call (/proc/self/task/<tid>/syscall: a progress thread

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * A raw TCP peer of a libiwarp server, for tests that must put exact octets on the wire: it
  * completes a valid MPA Request by hand (revision 1, CRC on) and reads the Reply; then the

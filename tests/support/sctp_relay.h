@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * A UDP relay between a DDP-over-SCTP client and server (RFC 6951 encapsulation), for tests that
  * must see what goes on the wire without looking inside the library: it forwards every datagram

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * End-to-end test helpers over real loopback TCP (or DDP over SCTP: sp_cfg.ps), shared by the
  * test_stack_* files: two sides (a context each, or one shared), N connected QP pairs set up

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # shellcheck shell=bash
 # Sourced by the shell tests: wait for a condition with a deadline instead of sleeping a fixed
 # time and hoping (the C tests' equivalent is deadline.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Extensible public structs (src/api/api_ext.h, include/iwarp/common.h): every struct whose
  * storage the application provides carries a comp_mask. One context, no connection

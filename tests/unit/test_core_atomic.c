@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * RFC 7306 §5.1 on local memory: the masked FetchAdd against the RFC's own bit-by-bit
  * pseudocode (§5.1.1, transcribed literally below), CmpSwap against §5.1.2's, and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The CQ ring: order, wrap, one-shot arm (next / solicited-only), overrun as an error. */
 #include "core/core_cq.h"
 #include "harness.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The DDP-level stream engine (core_ddp): segments written by hand from the RFC 5041 §4
  * layouts (Figure 3 control octet T|L|Rsvd|DV, Figure 4 tagged, Figure 5 untagged header) are

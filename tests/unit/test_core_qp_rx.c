@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The QP engine's receive half: segments written by hand from the RFC 5040 §4 / RFC 5041 §4
  * layouts are fed to a running QP over a real STag table; placement is checked byte for byte,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The QP engine's send side: work requests become the exact DDP segments of RFC 5040/5041
  * (golden header bytes written from the RFC figures), completions leave in posting order and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * What both engines share (core_stream, core_sge): SGE resolution against a real STag table,
  * MR holds taken at post and released at retirement (a deregistration in between is BUSY),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* CRC32C: the check value, the iSCSI and MPA vectors, chaining, and ISA-L vs portable. */
 #include "harness.h"
 #include "util/bytes.h"

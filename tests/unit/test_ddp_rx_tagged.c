@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Tagged placement and the solicited-sink match: every boundary and cause of ddp_rx_tagged.h. */
 #include "ddp/ddp_rx_tagged.h"
 #include "harness.h"

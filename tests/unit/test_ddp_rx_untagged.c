@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* DDP untagged receive validation (RFC 5041 §7.1): every Terminate cause with its exact value,
  * multi-segment messages, zero-length messages, MSN wrap, buffers posted late, misuse; a
  * message that consumes no buffer (iwarp_ddp_rx_uq_skip, the RFC 6581 Send RTR). */

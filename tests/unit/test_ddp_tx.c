@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* DDP transmit segmentation: segment counts and boundaries, header fields decoded back, MO/TO
  * continuity, L only on the last, zero-copy slices, single-segment opcodes, every error. */
 #include <sys/uio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * DDP streams over one SCTP association (llp_assoc, RFC 5043 §5-§10, RFC 6581 §7, §9), without
  * sockets: two associations, A active and B passive, joined in memory. Every chunk tx_next()

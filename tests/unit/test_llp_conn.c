@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The MPA connection (llp_conn) between two QP engines over the in-memory transport (llp_mem):
  * negotiation (Rev 1 / Rev 2, CRC, markers each way, each RTR type with the MSNs it takes,

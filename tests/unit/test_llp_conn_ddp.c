@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * A DDP-level stream (core_ddp, RFC 4296 §2.1.2) through the MPA connection (llp_conn) over the
  * in-memory transport, through the one engine interface (core_engine.h): with CRC off its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The progress loop: timers in deadline order through a grown heap, readiness callbacks under
  * the lock, deletion of a source already in the ready list, the progress thread (woken for a
  * new earlier timer and for new readiness), caller mode and bounded shutdown. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Data-path checks: every failure with its IWARP_ERR_* and both Terminate cause flavours,
  * boundaries, TO wrap, zero length, check order, local SGEs. */
 #include "harness.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* MRs and MWs: registration rules, fast-register, window bind/unbind, invalidation matrix. */
 #include "harness.h"
 #include "iwarp/errors.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* STag table: index allocation (never 0, FIFO, random order), key rotation, lookup, stale keys. */
 #include "harness.h"
 #include "iwarp/errors.h"

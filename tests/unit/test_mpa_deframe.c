@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * MPA receive deframing: RFC 5044 Figures 4-6 and the wire-reference §1.9 vectors as golden
  * input; multi-FPDU streams (CRC and markers on and off) under every split into two pieces,

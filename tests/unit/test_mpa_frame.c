@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * MPA transmit framing: RFC 5044 Figures 4-6 and the wire-reference §1.9 CRC vectors as golden
  * bytes, markers at every 4-aligned FPDU position checked against a byte-at-a-time reference,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* MPA connection setup state machines (RFC 5044 §7.1, RFC 6581): every transition and failure
  * with its exact error, action and Terminate cause; siw and Chelsio interop rules
  * (wire-reference.md §2, field.md); both machines against each other over the whole matrix;

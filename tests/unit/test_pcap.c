@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * pcap_writer and pcap_reader: a hand-made MPA exchange (wire-reference.md §1.8-§1.9 frames) is
  * written and compared packet by packet, byte for byte, with the same exchange written by the

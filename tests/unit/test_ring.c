@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Ring index arithmetic (util/ring.h): slots and advances inside the ring and across its end,
  * a ring of one slot, 32-bit sums past 2^32 and size_t values near SIZE_MAX, each checked

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* DDP Stream Session control (RFC 5043 §5.2.3, §6; RFC 6581 §7, §9): every legal sequence of
  * §6.2-§6.4 from both sides with the exact chunks (written by hand), every illegal function code
  * and sequence with its error and Terminate, the association's pending limit, the plain/enhanced

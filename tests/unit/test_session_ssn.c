@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* DDP-SSN counter and reorder window (RFC 5043 §5.2.1, §6.1, §10): in order, gaps, duplicates
  * (held and already delivered), the window edge and the 32768 limit, 16-bit wrap-around, seeded
  * random permutations over several window sizes, drain/reset, the send counter's §10 bound. */

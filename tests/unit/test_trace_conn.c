@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * trace/trace_conn: the MPA streams of both directions (startup frames from the wire codec,
  * FPDUs from the library's framer, CRC and markers on and off) fed in random pieces as a socket

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * trace/trace_judge: the DDP/RDMAP rules `iwarp dump` applies to the segments of one DDP stream
  * (shared by the MPA and SCTP judges), driven directly with hand-built segments: the category

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * trace/trace_mpa_stream: the judge of one captured MPA connection (what `iwarp dump` runs), on
  * hand-built streams. Covered here: an FPDU cut by the receiver's reset (listed, not an error)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * trace_pkt: header building against frames written by an independent implementation
  * (../shared/tools/wire-check/gen_pcap.py, checksums re-derived by hand below and verified by

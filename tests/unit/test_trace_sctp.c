@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * trace/trace_sctp (SCTP packets recorded as UDP datagrams, RFC 6951) and the UDP frame builder
  * under it (trace/trace_pkt): the builder reproduces gen_pcap.py's SCTP-over-UDP frame octet for

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * trace/trace_tcp_reasm: a stream cut into segments and delivered in random order, with
  * duplicates and overlapping retransmissions, comes out exactly once and in order, across the

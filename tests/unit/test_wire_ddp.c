@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* DDP header codec (RFC 5041 §4): golden vectors, reserved bits, truncation, round trips. */
 #include "harness.h"
 #include "iwarp/errors.h"

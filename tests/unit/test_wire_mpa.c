@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* MPA Request/Reply codec: golden frames (RFC 5044 §7.1.1, RFC 6581 §6, §9, wire-reference.md
  * §1.8, §2), every decode error, partial input, round trips. Golden bytes are written by hand. */
 #include "harness.h"

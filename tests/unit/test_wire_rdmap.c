@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* RDMAP control octet, opcode table, and the fixed RDMAP header codecs (RFC 5040, RFC 7306). */
 #include "harness.h"
 #include "iwarp/errors.h"

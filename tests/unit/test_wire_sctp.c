@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* DDP over SCTP chunk payloads (RFC 5043 §5.1, §5.2, §8, §9, §10, §11.1; RFC 6581 §7, §9):
  * golden chunks written by hand from the RFC figures, every decode and encode error with its
  * exact code, the chunk classifiers, seeded round trips. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Whole DDP segment decode/validation (every check with its Terminate cause) and encoding of
  * every RDMAP message, against hand-written segments (RFC 5040/5041/5044, RFC 7306). */
 #include "harness.h"

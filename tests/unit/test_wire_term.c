@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Terminate (RFC 5040 §4.8, §7.1): header codec, siw's bit-reversed layout, names, error
  * mapping, and the builder of the outgoing Terminate segment. */
 #include "harness.h"

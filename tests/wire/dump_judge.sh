@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # dump_judge.sh IWARP SHARED: `iwarp dump` against the wire judge (SHARED/tools/wire-check) on
 # every capture gen_pcap.py produces, TCP and SCTP: the same verdict, and the same set of error
 # categories (the judge's "malformed", a DDP header cut short, is dump's "length"). A scenario

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # dump_reorder.sh IWARP GEN: `iwarp dump` decodes a capture whose TCP segments arrive swapped,
 # retransmitted and partly overlapping exactly as it decodes the same traffic in order (both
 # captures written by the library's pcap writer through GEN = dump_reorder_gen).

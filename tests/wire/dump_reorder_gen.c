@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * dump_reorder_gen DIR: writes DIR/inorder.pcap and DIR/reordered.pcap with the library's pcap
  * writer. Both hold the same MPA connection (rev 2, CRC, markers both ways, a multi-segment

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * End-to-end captures for the wire judge: two contexts over 127.0.0.1, one of them traced
  * (struct iwarp_ctx_attr.trace_pcap), run Send, Send with Solicited Event, Send with

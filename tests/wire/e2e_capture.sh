@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # The wire judge (../shared/tools/wire-check/check.sh) on live loopback runs that the library
 # recorded itself (iwarp_ctx_attr.trace_pcap): e2e_capture writes one capture per MPA variant
 # (rev 1/2, CRC on/off, each peer-to-peer RTR, markers); each must PASS with zero errors, the

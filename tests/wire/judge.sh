@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # The wire judge (../shared/tools/wire-check/check.sh, Wireshark 4.0 + RFC rules) on captures
 # written by `iwarp demo` through the library's pcap writer:
 #  - every MPA variant (rev 1/2, CRC on/off, markers both ways, each peer-to-peer RTR, IPv6, the

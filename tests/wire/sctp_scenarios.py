@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """DDP over SCTP captures beyond gen_pcap.py's three, built with its own classes (imported from
 WIRECHECK_DIR), for `iwarp dump`'s tests (tests/wire/dump_judge.sh, tests/scripts/dump_cli.sh).
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Shared by the iwarp command's subcommands. */
 #ifndef IWARP_CLI_H
 #define IWARP_CLI_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Table-driven command-line options: the parser and the --help printer (cli_opts.h). */
 #define _POSIX_C_SOURCE 200809L
 #include "cli_opts.h"

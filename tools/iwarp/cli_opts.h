@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Table-driven command-line options for the iwarp subcommands (perf, ping): one table of rows
  * says, per option, its names, what its value is, where it goes and its --help text; one parser

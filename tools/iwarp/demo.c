@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * iwarp demo: the library's own stack, both ends in one process, no sockets.
  *

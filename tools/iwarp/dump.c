@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * iwarp dump FILE: decodes the iWARP traffic of a capture (pcap or pcapng, through libpcap) with
  * the library's own decoders and judges it against the RFCs.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * iwarp exec: run an unmodified RDMA program (rping, perftest, ...) on libiwarp's drop-in
  * libibverbs.so.1 and librdmacm.so.1. It puts their directory first on LD_LIBRARY_PATH, turns

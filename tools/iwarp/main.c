@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * iwarp: the libiwarp command. One binary, one subcommand per job; `iwarp CMD --help` describes
  * each. Subcommands live in their own files and share only cli.h.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * iwarp perf: bandwidth and latency of RDMA Write, RDMA Read and Send through libiwarp, in the
  * manner of perftest. This file runs the command: loopback (server thread + client in one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * iwarp perf: declarations shared by the perf subcommand's files.
  *

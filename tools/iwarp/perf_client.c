@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * iwarp perf: the active side. It connects --qps QPs (each MPA Request carries the hello), then
  * runs phases: PHASE -> READY, the measured traffic, a zero-length Send per QP, RESULT.

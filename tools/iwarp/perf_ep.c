@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * iwarp perf: one libiwarp endpoint (context, memory, QPs) and the two ways of waiting for
  * completions it measures: busy-polling a caller-progress context, or sleeping on a completion

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * iwarp perf: the command line. The options are a contract (scripts call them): one table
  * (rows) gives their names, values and --help text (cli_opts.h); usage() adds the rest.

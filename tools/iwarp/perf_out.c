@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * iwarp perf: the human-readable table (perftest's columns, with the TCP baseline and the ratio
  * beside them under --compare-tcp) and the --json document.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * iwarp perf --perftest: the test protocol of perftest (linux-rdma/perftest 4.5, the
  * ib_{write,read,send}_{bw,lat} programs run with -R), so that `iwarp perf --server --perftest`

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * iwarp perf: the test protocol between client and server, and the buffer layout both derive
  * from the same parameters.

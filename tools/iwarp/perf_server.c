@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * iwarp perf: the passive side. It listens, accepts the client's QPs (the hello in each MPA
  * Request says how many and what test), then serves the phases the client asks for on QP 0

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * iwarp perf: statistics (medians over passes, latency percentiles, peak-window bandwidth),
  * the clock, CPU pinning and the progress line.

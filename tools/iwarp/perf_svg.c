@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * iwarp perf --plot: a hand-written SVG line chart against message size (log2 axis):
  * bandwidth (average, and the TCP baseline) or latency (typical and 99th percentile, and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * iwarp perf: the plain-TCP baseline of --compare-tcp, both sides. Bandwidth is one stream of
  * writes of the message size with Nagle's algorithm on (the best plain TCP does for a stream:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * iwarp ping: rping (rdma-core librdmacm/examples/rping.c) over libiwarp's public API (verbs and
  * CM over MPA/TCP). It speaks rping's upper-layer protocol, so `iwarp ping -s` serves a real
