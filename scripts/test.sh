@@ -50,6 +50,9 @@ tests/scripts/install_check.sh build/release
 step "drop-in libibverbs/librdmacm: unmodified rdma-core programs (release build)"
 ctest --preset release -L '^dropin$' -j "$jobs"
 
+step "optional tools skip, never fail: the release tree's tests without tshark, qemu, the siw image, iproute2, python3, rdma-core's programs"
+tests/scripts/optional_tools.sh build/release
+
 step "portable CRC32C (a build without ISA-L)"
 cmake -S . -B build/no-isal -G Ninja -DCMAKE_BUILD_TYPE=Debug -DIWARP_WITH_ISAL=OFF -DIWARP_WERROR=ON >/dev/null
 cmake --build build/no-isal -j "$jobs" --target test_crc32c

@@ -43,7 +43,7 @@ HERE=$(dirname "$(realpath "$0")")
 . "$HERE/../support/wait_for.sh"
 # Put in front of the guest's commands: wait_for and the guest's conditions (guest_lib.sh)
 GUEST_LIB=$(cat "$HERE/../support/wait_for.sh" "$HERE/guest_lib.sh")
-EXPECTED=$HERE/rping_expected.py
+EXPECTED=$HERE/rping_expected.sh
 CACHE=${SIW_VM_CACHE:-$HOME/.cache/iwarp-siw-vm}
 COUNT=${SIW_RPING_COUNT:-10}
 [[ "$COUNT" =~ ^[1-9][0-9]*$ ]] || { echo "siw_rping.sh: SIW_RPING_COUNT must be a count > 0"; exit 1; }
@@ -80,7 +80,7 @@ judge() { # PCAP PORT OURS CRC
 # Checks the -v lines of LOG (WHO printed them) against rping's pattern; prints a diff when
 # they differ.
 check_lines() { # LOG WHO PREFIX COUNT SIZE
-    diff <(tr -d '\r' <"$1" | grep "^$3") <(python3 "$EXPECTED" "$3" "$4" "$5") >"$1.diff" ||
+    diff <(tr -d '\r' <"$1" | grep "^$3") <(bash "$EXPECTED" "$3" "$4" "$5") >"$1.diff" ||
         echo "    $2 printed other data: $(head -c 300 "$1.diff")"
 }
 

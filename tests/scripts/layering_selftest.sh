@@ -4,6 +4,7 @@
 set -u
 check=$(cd "$(dirname "$0")/../../scripts" && pwd)/check-layering.sh
 root=$(cd "$(dirname "$0")/../.." && pwd)
+. "$(dirname "$0")/../support/optional.sh"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 fails=0
 expect() { # expect pass|fail DESCRIPTION
@@ -48,12 +49,14 @@ expect fail "a port-space test outside transport_for"
 rm -rf "$tmp/src/api"
 # module cycles from object symbols
 cyc=$(cd "$(dirname "$0")/../../scripts" && pwd)/check-api-cycles.py
-printf 'void b(void);\nvoid a(void) { b(); }\n' > "$tmp/a.c"
-printf 'void c(void) {}\nvoid b(void) { c(); }\n' > "$tmp/b.c"
-cc -c -o "$tmp/a.o" "$tmp/a.c" && cc -c -o "$tmp/b.o" "$tmp/b.c"
-if python3 "$cyc" "$tmp/a.o" "$tmp/b.o" >/dev/null; then echo "PASS acyclic objects"; else echo "FAIL acyclic objects"; fails=$((fails+1)); fi
-printf 'void a(void);\nvoid c(void) { a(); }\nvoid b(void) { c(); }\n' > "$tmp/b.c"
-cc -c -o "$tmp/b.o" "$tmp/b.c"
-if python3 "$cyc" "$tmp/a.o" "$tmp/b.o" >/dev/null; then echo "FAIL a <-> b cycle not found"; fails=$((fails+1)); else echo "PASS a <-> b cycle found"; fi
+if have "module cycles (check-api-cycles.py)" python3; then
+  printf 'void b(void);\nvoid a(void) { b(); }\n' > "$tmp/a.c"
+  printf 'void c(void) {}\nvoid b(void) { c(); }\n' > "$tmp/b.c"
+  cc -c -o "$tmp/a.o" "$tmp/a.c" && cc -c -o "$tmp/b.o" "$tmp/b.c"
+  if python3 "$cyc" "$tmp/a.o" "$tmp/b.o" >/dev/null; then echo "PASS acyclic objects"; else echo "FAIL acyclic objects"; fails=$((fails+1)); fi
+  printf 'void a(void);\nvoid c(void) { a(); }\nvoid b(void) { c(); }\n' > "$tmp/b.c"
+  cc -c -o "$tmp/b.o" "$tmp/b.c"
+  if python3 "$cyc" "$tmp/a.o" "$tmp/b.o" >/dev/null; then echo "FAIL a <-> b cycle not found"; fails=$((fails+1)); else echo "PASS a <-> b cycle found"; fi
+fi
 echo "$(( fails == 0 ? 1 : 0 )) suites, $fails failures"
-[ "$fails" = 0 ]
+optional_exit "$fails"

@@ -5,7 +5,7 @@
 #   - bad arguments: each exits 2 with an "iwarp ping: ..." line on stderr and nothing on stdout;
 #   - loopback: `iwarp ping -s` and `iwarp ping -c -V -v` against each other on 127.0.0.1 and
 #     ::1, -C 100, at sizes 26 (rping's minimum), 64 and 65535 (its maximum); both exit 0 and
-#     both sides print exactly rping's data lines (tests/interop/rping_expected.py);
+#     both sides print exactly rping's data lines (tests/interop/rping_expected.sh);
 #   - --transport sctp (DDP over SCTP, RFC 5043): the same loopback check on 127.0.0.1 (64 B,
 #     and 65535 B with --sctp-mtu 9000) and ::1 (64 B), -C 100;
 #   - -P: one persistent server, three clients at once, each verified;
@@ -18,7 +18,7 @@ set -u
 BIN=${1:?usage: ping_cli.sh IWARP_BINARY}
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/../support/wait_for.sh"
-EXPECTED=$HERE/../interop/rping_expected.py
+EXPECTED=$HERE/../interop/rping_expected.sh
 [ -x "$BIN" ] || { echo "ping_cli.sh: $BIN is not executable"; exit 1; }
 W=$(mktemp -d "${TMPDIR:-/tmp}/ping_cli.XXXXXX")
 KIDS=()
@@ -98,7 +98,7 @@ start_server() { # LOG ARGS...
 
 # The LOG's lines starting with PREFIX equal rping's for COUNT pings of SIZE octets.
 same_data() { # LOG PREFIX COUNT SIZE
-    diff <(grep "^$2" "$1") <(python3 "$EXPECTED" "$2" "$3" "$4") >"$1.diff"
+    diff <(grep "^$2" "$1") <(bash "$EXPECTED" "$2" "$3" "$4") >"$1.diff"
 }
 
 loopback() { # ADDR SIZE [ARGS for both sides...]
