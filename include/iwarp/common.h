@@ -79,6 +79,7 @@ typedef ssize_t iwarp_ssize;
  * iwarp_cm_accept or iwarp_cm_connect as it is.
  *
  * The bits defined in this version: IWARP_CTX_ATTR_TX_BATCH (iwarp_ctx_attr.tx_batch_us),
+ * IWARP_CTX_ATTR_LLP_TIMEOUT (iwarp_ctx_attr.llp_timeout_ms),
  * IWARP_QP_INIT_ATTR_RDMAP_EXT (iwarp_qp_init_attr.rdmap_ext), IWARP_DEVICE_ATTR_RDMAP_EXT,
  * IWARP_DEVICE_ATTR_ATOMIC_CAP and IWARP_DEVICE_ATTR_MAX_ATOMIC (iwarp_device_attr),
  * IWARP_CONN_PARAM_RETRY_REFUSED (iwarp_conn_param.retry_refused_ms). Every other comp_mask

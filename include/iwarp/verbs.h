@@ -154,10 +154,22 @@ struct iwarp_ctx_attr {
      * or this long after the batch began. 0 turns batching off (every post is written at once,
      * one system call each). Without the bit: 50 us. */
     uint32_t tx_batch_us;
+    /* IWARP_CTX_ATTR_LLP_TIMEOUT: over TCP, how long octets we sent may stay unacknowledged,
+     * or unsent because the peer's receive window stays shut (a peer that stopped reading: its
+     * process hangs, or it is in IWARP_PROGRESS_CALLER mode and never calls in), before the
+     * connection is dropped (the socket's TCP_USER_TIMEOUT). The QP then goes to the error
+     * state as for a lost connection: IWARP_EVENT_QP_FATAL, every WR not completed flushed
+     * (IWARP_WC_WR_FLUSH_ERR), DISCONNECTED. The kernel checks at its retransmission or
+     * window-probe times, so the drop comes up to a few hundred milliseconds late. 0: no limit
+     * of libiwarp's (the kernel's retransmission limit alone, about 15 minutes; a peer that
+     * acknowledges but never reads is kept for ever). Without the bit: 60000 ms. DDP over SCTP
+     * has its own bound: usrsctp's association retransmission limit. */
+    uint32_t llp_timeout_ms;
 };
 
 /* iwarp_ctx_attr.comp_mask bits. */
-#define IWARP_CTX_ATTR_TX_BATCH (1u << 0) /* tx_batch_us is set */
+#define IWARP_CTX_ATTR_TX_BATCH    (1u << 0) /* tx_batch_us is set */
+#define IWARP_CTX_ATTR_LLP_TIMEOUT (1u << 1) /* llp_timeout_ms is set */
 
 /**
  * iwarp_ctx_attr_default - fill attr with the defaults.

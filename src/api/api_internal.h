@@ -34,6 +34,10 @@
 /* The transmit batching window without IWARP_CTX_ATTR_TX_BATCH (iwarp_ctx_attr.tx_batch_us). */
 #define IWARP_API_TX_BATCH_NS 50000u
 
+/* How long a TCP peer may leave our octets unacknowledged or unread before its connection is
+ * dropped, without IWARP_CTX_ATTR_LLP_TIMEOUT (iwarp_ctx_attr.llp_timeout_ms). */
+#define IWARP_API_LLP_TIMEOUT_MS 60000u
+
 /* Pending async events, at most (further ones are counted as lost and logged). */
 #define IWARP_API_ASYNC_MAX 1024u
 
@@ -71,6 +75,7 @@ struct iwarp_ctx {
      * the batching window (iwarp_ctx_attr.tx_batch_us; 0: off) */
     struct iwarp_api_doorbell *doorbells;
     uint64_t tx_batch_ns;
+    uint32_t llp_timeout_ms; /* iwarp_ctx_attr.llp_timeout_ms: each TCP socket's TCP_USER_TIMEOUT */
     /* I/O windows: system calls that move a connection's octets run without the lock
      * (docs/design.md, "Locking and progress"). Windows open now, counted by the epoch they opened
      * in, and threads waiting for a connection's owner or for a grace period (io_idle). */

@@ -270,6 +270,7 @@ static struct tcp_conn *conn_alloc(struct iwarp_ctx *ctx)
     cc->tcp.io_user = cc;
     cc->tcp.linger_ns = CM_LINGER_NS;
     cc->tcp.batch_ns = ctx->tx_batch_ns;
+    cc->tcp.user_timeout_ms = ctx->llp_timeout_ms;
     cc->src.fd = -1;
     cc->src.deadline = UINT64_MAX;
     cc->src.heap_index = UINT32_MAX;

@@ -125,6 +125,9 @@ int iwarp_ctx_create(const struct iwarp_ctx_attr *attr, struct iwarp_ctx **out)
     uint64_t tx_batch_ns = IWARP_API_TX_BATCH_NS;
     if (rc == 0 && (a.comp_mask & IWARP_CTX_ATTR_TX_BATCH))
         tx_batch_ns = (uint64_t)attr->tx_batch_us * 1000u;
+    uint32_t llp_timeout_ms = IWARP_API_LLP_TIMEOUT_MS;
+    if (rc == 0 && (a.comp_mask & IWARP_CTX_ATTR_LLP_TIMEOUT))
+        llp_timeout_ms = attr->llp_timeout_ms;
     if (rc == 0 && a.mem)
         rc = IWARP_API_EXT_IN(&a, iwarp_mem_hooks, a.mem);
     if (rc != 0)
@@ -145,6 +148,7 @@ int iwarp_ctx_create(const struct iwarp_ctx_attr *attr, struct iwarp_ctx **out)
         return IWARP_ERR_NOMEM;
     ctx->attr = a;
     ctx->tx_batch_ns = tx_batch_ns;
+    ctx->llp_timeout_ms = llp_timeout_ms;
     memcpy(&ctx->mem_hooks, h, IWARP_API_EXT_BASE(struct iwarp_mem_hooks));
     ctx->attr.mem = &ctx->mem_hooks;
     ctx->async_fd = -1;

@@ -80,6 +80,10 @@ static int setup_connected(struct iwarp_llp_tcp *t, bool active)
     int one = 1;
     if (setsockopt(t->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0)
         return IWARP_ERR_IO;
+    /* a peer that stops reading (its window shut) or answering is dropped after this long */
+    unsigned int ut = t->user_timeout_ms;
+    if (ut && setsockopt(t->fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ut, sizeof ut) != 0)
+        return IWARP_ERR_IO;
     t->emss = socket_emss(t);
     if (t->emss == 0)
         t->emss = TCP_MIN_EMSS;

@@ -52,14 +52,18 @@ enum iwarp_llp_tcp_phase {
 
 struct iwarp_llp_tcp {
     int fd;
-    uint8_t phase;         /* enum iwarp_llp_tcp_phase */
-    bool conn_ready;       /* conn was initialised (iwarp_llp_tcp_start) */
-    bool rx_eof;           /* the peer's FIN was read */
-    bool fin_sent;         /* shutdown(SHUT_WR) done: our FIN is queued */
-    bool fin_wanted;       /* iwarp_llp_tcp_shutdown(): FIN once the pending octets are written */
-    bool llp_closed;       /* iwarp_llp_conn_closed() was called */
-    bool tx_blocked;       /* the last write would have blocked: wait for writability */
-    uint64_t batch_ns;     /* the batching window, set by the owner (0: no batching) */
+    uint8_t phase;     /* enum iwarp_llp_tcp_phase */
+    bool conn_ready;   /* conn was initialised (iwarp_llp_tcp_start) */
+    bool rx_eof;       /* the peer's FIN was read */
+    bool fin_sent;     /* shutdown(SHUT_WR) done: our FIN is queued */
+    bool fin_wanted;   /* iwarp_llp_tcp_shutdown(): FIN once the pending octets are written */
+    bool llp_closed;   /* iwarp_llp_conn_closed() was called */
+    bool tx_blocked;   /* the last write would have blocked: wait for writability */
+    uint64_t batch_ns; /* the batching window, set by the owner (0: no batching) */
+    /* Set by the owner before connect/adopt: the connected socket's TCP_USER_TIMEOUT, how long
+     * sent octets may stay unacknowledged or unsent behind a shut window before the kernel
+     * drops the connection (ETIMEDOUT: IWARP_ERR_UNREACHABLE). 0: the kernel's own limits. */
+    uint32_t user_timeout_ms;
     uint64_t last_tx_ns;   /* when a write last moved octets */
     bool rx_since_tx;      /* octets were read after that write (the peer answered) */
     uint32_t rcvlowat;     /* the socket's SO_RCVLOWAT (0: never set, the kernel's 1) */
