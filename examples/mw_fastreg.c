@@ -10,10 +10,10 @@
  * The server registers its buffer for binding windows only (no remote access through the
  * region itself), grants one 64-octet area through each STag and Sends the three STags to the
  * client, which RDMA-Writes a line through each. The client's Send with Invalidate says it is
- * done and revokes the type-2 window; the server revokes the other two. The client then tries
- * an RDMA Read through the revoked fast-registered STag: the server answers with a Terminate
- * (RFC 5040 §7: invalid STag), the Read completes with a remote access error, and the
- * connection is over.
+ * done and revokes the type-2 window; the server revokes the other two (and finds the revoked
+ * fast-registered STag refused as a local key too). The client then tries an RDMA Read through
+ * the revoked fast-registered STag: the server answers with a Terminate (RFC 5040 §7: invalid
+ * STag), the Read completes with a remote access error, and the connection is over.
  *
  *   server:  mw_fastreg [-p PORT]          (no PORT or 0: any free port; it is printed)
  *   client:  mw_fastreg -p PORT SERVER_IP
@@ -194,6 +194,11 @@ static int run_server(struct iwarp_ctx *ctx, struct iwarp_cm_channel *ch, struct
     check(iwarp_bind_mw(id->qp, mw1, &bind), "iwarp_bind_mw (unbind)");
     wr = (struct iwarp_send_wr){.opcode = IWARP_WR_LOCAL_INV, .invalidate_rkey = frmr->rkey};
     post_and_wait(id->qp, &wr, NULL);
+    /* Invalid for us too now: the STag no longer names memory, even as a local key. */
+    sge = (struct iwarp_sge){(uintptr_t)data[FASTREG], 8, frmr->lkey};
+    wr = (struct iwarp_send_wr){.opcode = IWARP_WR_SEND, .sg_list = &sge, .num_sge = 1};
+    printf("server: a Send from the invalidated STag: %s\n",
+           iwarp_err_name(iwarp_post_send(id->qp, &wr, NULL)));
     memcpy(msgs[3], "revoked", 7);
     sge = (struct iwarp_sge){(uintptr_t)msgs[3], 7, msg_mr->lkey};
     wr = (struct iwarp_send_wr){.opcode = IWARP_WR_SEND};
