@@ -99,6 +99,7 @@ struct server {
         unsigned requests;
     } conns[MAX_CONNS];
     int nconns;   /* connected now */
+    int peak;     /* the most at once */
     int finished; /* clients that came and left */
 };
 
@@ -162,7 +163,8 @@ static void on_connect_request(struct server *s, struct iwarp_cm_id *id)
         return;
     }
     *c = (struct conn){.id = id, .qp_num = id->qp->qp_num};
-    s->nconns++;
+    if (++s->nconns > s->peak)
+        s->peak = s->nconns;
 }
 
 /* Take every queued CM event (the channel's fd is non-blocking). */
@@ -302,6 +304,7 @@ static int run_server(int port, int max_clients)
             handle_cm_events(&s);
     }
     printf("server: served %d clients, %d keys stored\n", s.finished, nkeys);
+    printf("server: up to %d clients at once\n", s.peak);
 
     /* Tear down in reverse order. */
     check(iwarp_cm_destroy_id(s.listen_id), "iwarp_cm_destroy_id");
