@@ -5,6 +5,7 @@
 # must arrive on their queues with their MSNs and the ULP's RsvdULP headers, and the server's
 # answer must reach the client.
 set -euo pipefail
+# shellcheck source=../support/example_lib.sh
 . "$(dirname "$0")/../support/example_lib.sh"
 bin=$1
 ex_server server "$bin" -p 0

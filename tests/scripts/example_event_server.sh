@@ -5,6 +5,7 @@
 # PUT (its last one is checked here) and find a key nobody set missing; the server must have
 # served all 8 and stored one key per client.
 set -euo pipefail
+# shellcheck source=../support/example_lib.sh
 . "$(dirname "$0")/../support/example_lib.sh"
 bin=$1
 n=8

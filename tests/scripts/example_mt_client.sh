@@ -4,6 +4,7 @@
 # over 127.0.0.1: each thread must read back its own last value and, after the barrier, the
 # next thread's.
 set -euo pipefail
+# shellcheck source=../support/example_lib.sh
 . "$(dirname "$0")/../support/example_lib.sh"
 mt=$1 srv=$2
 ex_server server "$srv" -p 0 -n 4

@@ -8,6 +8,7 @@
 # Protection Error / Invalid STag (RFC 5040 §7.2: layer 0, type 1, code 0: 0x000100), on both
 # sides, placing nothing.
 set -euo pipefail
+# shellcheck source=../support/example_lib.sh
 . "$(dirname "$0")/../support/example_lib.sh"
 bin=$1
 ex_server server "$bin" -p 0

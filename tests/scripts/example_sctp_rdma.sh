@@ -4,6 +4,7 @@
 # one association, the server sending first. Each connection's greeting must be read back by
 # the client and be in the server's buffer when the client's "done" arrives.
 set -euo pipefail
+# shellcheck source=../support/example_lib.sh
 . "$(dirname "$0")/../support/example_lib.sh"
 bin=$1
 ex_server server "$bin" -p 0

@@ -3,6 +3,7 @@
 # Sourced by the example tests (tests/scripts/example_*.sh): start an example's server on a port
 # the system picks (it prints "listening on port N"), run its clients, check what they print.
 # Every program's output goes to a file of $ex_out; on any failure all of them are printed.
+# shellcheck source=./wait_for.sh source-path=SCRIPTDIR
 . "$(dirname "${BASH_SOURCE[0]}")/wait_for.sh"
 
 ex_out=$(mktemp -d)
@@ -36,6 +37,7 @@ ex_start() {
 }
 
 # ex_server NAME CMD...: ex_start, then wait until it listens; ex_port is the port it printed.
+# shellcheck disable=SC2034 # ex_port is for the caller
 ex_server() {
     local name=$1
     ex_start "$@"
