@@ -167,8 +167,9 @@ int main(int argc, char **argv)
         uint32_t bad = 0;
         for (uint32_t i = 0; i < BLOCK; i++)
             bad += block[i] != pattern(i);
-        printf("server: tagged message to STag %s: %u octets placed, %u differ\n",
-               wc.ddp_stag == block_mr->rkey ? "of my block" : "UNKNOWN", wc.byte_len, bad);
+        printf("server: tagged message to STag %s, header '%c': %u octets placed, %u differ\n",
+               wc.ddp_stag == block_mr->rkey ? "of my block" : "UNKNOWN", wc.ddp_rsvdulp[0],
+               wc.byte_len, bad);
         uint32_t placed = wc.byte_len;
         for (int k = 0; k < 2; k++) {
             wc = wait_completion(cq);

@@ -1,12 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * sctp_rdma: RDMA over DDP over SCTP (RFC 5043) instead of MPA over TCP. The program is
- * hello_rdma's exchange with two changes. The CM ids are created with IWARP_PS_SCTP, both ends.
- * And the server sends first: over SCTP either side may (there is no MPA rule that the
- * connector speaks first), so the server Sends its buffer advertisement as soon as it accepts.
- * The client opens two connections; being to the same peer, they share one SCTP association,
- * one SCTP stream each. On each, it RDMA-Writes a greeting into the server's memory, RDMA-Reads
- * it back and Sends "done".
+ * sctp_rdma: RDMA over DDP over SCTP (RFC 5043) instead of MPA over TCP: hello_rdma's exchange
+ * with the CM ids created with IWARP_PS_SCTP, both ends. Two things differ from TCP. The server
+ * sends first: over SCTP either side may (there is no MPA rule that the connector speaks
+ * first), so it Sends its buffer advertisement as soon as it accepts. And the client's two
+ * connections, being to the same peer, share one SCTP association, one SCTP stream each. On each,
+ * it RDMA-Writes a greeting into the server's memory, RDMA-Reads it back and Sends "done".
  *
  *   server:  sctp_rdma [-p PORT]          (no PORT or 0: any free port; it is printed)
  *   client:  sctp_rdma -p PORT SERVER_IP
