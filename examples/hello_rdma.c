@@ -3,7 +3,7 @@
  * hello_rdma: the first libiwarp program to read. Two processes connect over TCP; the client
  * RDMA-Writes a greeting into the server's memory, RDMA-Reads it back, and Sends "done".
  *
- *   server:  hello_rdma [-p PORT]
+ *   server:  hello_rdma [-p PORT]          (default 7471; 0: any free port, printed)
  *   client:  hello_rdma [-p PORT] SERVER_IP
  *
  * Uses only the public API (include/iwarp/). Build: cc hello_rdma.c $(pkg-config --cflags
@@ -106,7 +106,8 @@ int main(int argc, char **argv)
         addr.sin_addr.s_addr = htonl(INADDR_ANY);
         check(iwarp_cm_bind_addr(id, (struct sockaddr *)&addr), "iwarp_cm_bind_addr");
         check(iwarp_cm_listen(id, 1), "iwarp_cm_listen");
-        printf("server: listening on port %d\n", port);
+        printf("server: listening on port %u\n", /* the port bound: -p 0 picks a free one */
+               ntohs(((struct sockaddr_in *)&id->local_addr)->sin_port));
         struct iwarp_cm_event *ev = wait_event(ch, IWARP_CM_EVENT_CONNECT_REQUEST);
         struct iwarp_cm_id *conn = ev->id;
         check(iwarp_cm_ack_event(ev), "iwarp_cm_ack_event");
