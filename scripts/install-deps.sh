@@ -8,11 +8,12 @@ set -euo pipefail
 
 # libibverbs-dev/librdmacm-dev: rdma-core's headers, which the drop-in libibverbs/librdmacm
 # (dropin/) are compiled against. rdmacm-utils, perftest, ibverbs-utils, libfabric-bin: the
-# unmodified programs the drop-in's tests run; iproute2: network namespaces and ss.
+# unmodified programs the drop-in's tests run; iproute2: network namespaces and ss;
+# abi-dumper, abi-compliance-checker: the ABI check (scripts/abi-check.sh, docs/abi.md).
 build_pkgs=(gcc cmake ninja-build pkg-config libisal-dev libpcap-dev libusrsctp-dev libibverbs-dev
             librdmacm-dev)
 test_pkgs=(clang libclang-rt-14-dev clang-format-14 tshark python3 git rdmacm-utils perftest
-           ibverbs-utils libfabric-bin iproute2)
+           ibverbs-utils libfabric-bin iproute2 abi-dumper abi-compliance-checker)
 
 pkgs=("${build_pkgs[@]}")
 [ "${1:-}" = "--build" ] || pkgs+=("${test_pkgs[@]}")
