@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # Man pages: every man/<name>.<section>.md (pandoc Markdown, man/README.md) becomes
-# <build>/man/<name>.<section> through `pandoc -s -f markdown-smart -t man`, as part of `all`,
+# <build>/man/<name>.<section> through `pandoc -s -t man` (options: man/README.md), as part of `all`,
 # installed to ${CMAKE_INSTALL_MANDIR}/man<section>. Each further name on a page's NAME line
 # (section 3: every function of the page) gets a link page `.so man<section>/<name>.<section>`,
 # so `man iwarp_reg_mr` opens iwarp_verbs(3). Adding a page needs no change here.
@@ -37,7 +37,7 @@ if(NOT IWARP_MAN STREQUAL "OFF" AND IWARP_PANDOC)
     set(mandir man${CMAKE_MATCH_2})             # the directory: man3
     set(out ${iwarp_man_dir}/${page}.${sec})
     add_custom_command(OUTPUT ${out}
-      COMMAND ${IWARP_PANDOC} -s -f markdown-smart -t man -V adjusting=l -o ${out} ${src}
+      COMMAND ${IWARP_PANDOC} -s -f markdown-smart -t man -V adjusting=l -M hyphenate=false -o ${out} ${src}
       DEPENDS ${src}
       COMMENT "pandoc man/${file}"
       VERBATIM)

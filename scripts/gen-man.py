@@ -93,14 +93,18 @@ class Gen:
                 blocks.append((kind, text))
             cur, kind = [], None
 
+        item_indent = -1
         for t in lines:
             if not t.strip():
                 flush()
                 continue
+            indent = len(t) - len(t.lstrip())
             m = ITEM.match(t)
             if m:
                 flush()
-                kind = "item"
+                kind, cur, item_indent = "item", [t], indent
+            elif kind == "item" and indent <= item_indent:
+                flush()  # back at the item's column: a paragraph after the list
                 cur = [t]
             else:
                 cur.append(t)
@@ -115,6 +119,8 @@ class Gen:
                 out.append("")
                 out.append(wrap(text))
             prev = kind
+        if prev == "item":  # end the list, so that what follows is not part of its last item
+            out += ["", "<!-- end of list -->"]
         return "\n".join(out).strip("\n")
 
     def tagged(self, lines):

@@ -123,7 +123,7 @@ def main():
             for path, (name, sec, _) in pages.items():
                 out = os.path.join(tmp, f"{name}.{sec}")
                 r = subprocess.run([pandoc, "-s", "-f", "markdown-smart", "-t", "man",
-                                    "-V", "adjusting=l", "-o", out, path],
+                                    "-V", "adjusting=l", "-M", "hyphenate=false", "-o", out, path],
                                    capture_output=True, text=True)
                 if r.returncode != 0 or r.stderr.strip():
                     problems.append(f"man/{os.path.basename(path)}: pandoc: {r.stderr.strip()}")
