@@ -189,18 +189,25 @@ class Gen:
         text = text.replace("( ", "(").replace(" )", ")")
         if not text.endswith(";"):
             text += ";"
-        # wrap after commas at 78 columns, continuation lines under the first parameter
+        # wrap after commas at 66 columns (the page indents code by 14: 80 in all), continuation
+        # lines under the first parameter
         head, _, params = text.partition("(")
-        indent = " " * (len(head) + 1)
-        lines, cur = [], head + "("
-        for i, p in enumerate(params.split(", ")):
-            piece = p if i == 0 else ", " + p
-            if len(cur) + len(piece) > 78 and i > 0:
-                lines.append(cur + ",")
-                cur = indent + p
-            else:
-                cur += piece
-        lines.append(cur)
+
+        def fill(first, indent):
+            lines, cur = [], first
+            for i, p in enumerate(params.split(", ")):
+                piece = p if i == 0 else ", " + p
+                if len(cur) + len(piece) > 66 and cur.strip():
+                    lines.append(cur + ("," if i > 0 else ""))
+                    cur = indent + p
+                else:
+                    cur += piece
+            lines.append(cur)
+            return lines
+
+        lines = fill(head + "(", " " * (len(head) + 1))
+        if any(len(l) > 66 for l in lines):  # a long name: parameters on their own lines
+            lines = [head + "("] + fill("        ", "        ")
         return "\n".join(lines)
 
     def r_synopsis(self, headers):
