@@ -45,6 +45,18 @@ WIDTH = 100
 PAGE = re.compile(r"^[A-Za-z0-9_.+-]+\.[1-9][a-z]*\.md$")  # as cmake/Man.cmake
 
 
+def join(lines):
+    """Comment lines as one line: "SYN/" + "ACK" and "UDP-" + "encapsulated" join without a
+    space (a line broken after a slash or a word's hyphen)."""
+    out = ""
+    for t in lines:
+        t = t.strip()
+        if out and not re.search(r"(/|\w-)$", out):
+            out += " "
+        out += t
+    return out
+
+
 def wrap(text, first="", rest=""):
     """text filled to WIDTH columns, the first line after first, the others after rest."""
     return "\n".join(textwrap.wrap(text, WIDTH, initial_indent=first, subsequent_indent=rest,
@@ -80,7 +92,7 @@ class Gen:
         def flush():
             nonlocal cur, kind
             if cur:
-                text = " ".join(t.strip() for t in cur)
+                text = join(cur)
                 if kind == "item":
                     text = re.sub(r"^- ", "", text)
                     m = PARAM.match(text)  # "name - meaning": a parameter
@@ -114,7 +126,11 @@ class Gen:
             if kind == "item":
                 if prev != "item":
                     out.append("")
-                out.append(wrap(text, "- ", "  "))
+                m = re.match(r"(\d+)\\?\. ", text)
+                if m:  # "1. x": an ordered list
+                    out.append(wrap(text[m.end():], m.group(1) + ". ", "   "))
+                else:
+                    out.append(wrap(text, "- ", "  "))
             else:
                 out.append("")
                 out.append(wrap(text))
@@ -158,15 +174,15 @@ class Gen:
                 pre.append(s)
         out = []
         if pre:
-            out.append(wrap(self.inline(" ".join(pre))))
+            out.append(wrap(self.inline(join(pre))))
         for term, text in rows:
             out.append("")
             out.append(", ".join(f"`{c.strip()}`" for c in term.split(",") if c.strip()))
-            out.append(wrap(self.inline(" ".join(x.strip() for x in text if x.strip())),
+            out.append(wrap(self.inline(join(x for x in text if x.strip())),
                             ":   ", "    "))
         if post:
             out.append("")
-            out.append(wrap(self.inline(" ".join(post))))
+            out.append(wrap(self.inline(join(post))))
         return "\n".join(out).strip("\n")
 
     # ---- regions --------------------------------------------------------------------------
@@ -249,7 +265,7 @@ class Gen:
                 out.append(self.tagged(tags.get(tag, [""])))
             else:
                 out.append(f"**{d.name.replace('_', chr(92) + '_')}**()")
-                text = self.inline(" ".join(t.strip() for t in tags.get(tag, [])))
+                text = self.inline(join(tags.get(tag, [])))
                 out.append(wrap(text, ":   ", "    "))
             out.append("")
         return "\n".join(out).rstrip("\n")

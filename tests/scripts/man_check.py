@@ -16,7 +16,8 @@
    IWARP_ERR_X) is named in its doc comment, so its RETURN VALUE entry does not leave it out
    (codes passed up from helpers are not seen).
 5. With PANDOC: every page builds (pandoc -s -t man, as cmake/Man.cmake) and man renders it
-   without a warning (man --warnings), when man is installed.
+   without a warning (man --warnings) and without roff requests showing in the text, when man
+   is installed.
 Prints one line per problem and exits 1 if there is any.
 """
 import glob
@@ -32,6 +33,7 @@ sys.path.insert(0, os.path.join(HERE, "../../scripts"))
 import iwarp_api  # noqa: E402
 
 PAGE = re.compile(r"^([A-Za-z0-9_.+-]+)\.([1-9])[a-z]*\.md$")
+ROFF_LEAK = re.compile(r"(^|\s)\.(RS|RE|IP|TP|PP|LP|SH|SS|nf|fi|TH|B|I|BR|IR)(\s|$)")
 GENERATED = re.compile(r"<!-- gen:\w+[^>]*-->.*?<!-- /gen -->", re.S)
 
 
@@ -135,6 +137,12 @@ def main():
                     if r.returncode != 0 or r.stderr.strip():
                         problems.append(f"man/{os.path.basename(path)}: man: "
                                         f"{r.stderr.strip()[:2000]}")
+                    # a roff request printed as text (pandoc's output for some nestings,
+                    # which man does not warn about)
+                    for line in r.stdout.splitlines():
+                        if ROFF_LEAK.search(line):
+                            problems.append(f"man/{os.path.basename(path)}: roff in the "
+                                            f"rendered text: {line.strip()}")
 
     for p in problems:
         print(p)
