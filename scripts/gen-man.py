@@ -355,6 +355,8 @@ def main():
                 open(path, "w", encoding="utf-8").write(new)
     for p in stale:
         print(f"man/{p}: {'out of date with the headers (run scripts/gen-man.py)' if check else 'updated'}")
+    if check and not stale:
+        print(f"gen-man: {len(pages)} pages up to date with the headers")
     sys.exit(1 if check and stale else 0)
 
 

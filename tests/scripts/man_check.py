@@ -7,7 +7,7 @@
 1. The generated regions of every page are what scripts/gen-man.py makes of the headers now
    (a changed doc comment, prototype or struct without regenerating the pages fails).
 2. Every function the headers declare (exported or static inline: all a user calls) is named in
-   a section-3 page's NAME line, so it has a page and a link page.
+   a section-3 page's NAME line, so it has a page and a link page; no name is on two.
 3. Every iwarp_ name a section-3 or -7 page mentions is defined by the headers (or is a page);
    every IWARP_ name is defined by the headers or is a string the code knows (an environment
    variable such as IWARP_PCAP); in any page, a name written as a call, iwarp_x(), is a
@@ -67,7 +67,11 @@ def main():
             problems.append(f"man/{name}.{sec}.md: no NAME section")
             continue
         line = re.sub(r"<!--.*?-->", "", m.group(1), flags=re.S).replace("\\_", "_")
-        named.update(n.strip() for n in line.split(" - ", 1)[0].replace("\n", " ").split(","))
+        names = [n.strip() for n in line.split(" - ", 1)[0].replace("\n", " ").split(",")]
+        for n in names:
+            if n in named:  # two link pages of one name: the install would keep one
+                problems.append(f"man/{name}.{sec}.md: {n} is on another page's NAME line too")
+        named.update(names)
     for fn in sorted(functions - named):
         problems.append(f"{fn}: declared in include/iwarp but on no section-3 page's NAME line")
 
