@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-2-Clause
-# The inner loop, for before every commit: the format and layering checks, the `dev` preset's
-# build of what the unit tests need, and the unit tests (`ctest -L unit`: one module each, no
-# sockets or threads between two stacks). Aimed at well under two minutes from a warm build
-# directory on two cores. The e2e, wire, script and interop tests, the sanitizer builds and the
-# fuzzers are CI's (scripts/test.sh).
+# The inner loop, for before every commit: the format, layering, licence and man page checks,
+# the `dev` preset's build of what the unit tests need, and the unit tests (`ctest -L unit`: one
+# module each, no sockets or threads between two stacks). Aimed at well under two minutes from a
+# warm build directory on two cores. The e2e, wire, script and interop tests, the sanitizer
+# builds and the fuzzers are CI's (scripts/test.sh).
 #   scripts/check.sh [--all] [CTEST ARGS...]
 #     --all       build every target of the preset, not only the unit tests and the library
 #     CTEST ARGS  passed to ctest after -L unit, e.g. -R trace
@@ -29,6 +29,9 @@ scripts/check-layering.sh >"$tmp/layering" 2>&1 &
 lay=$!
 scripts/check-licence.sh >"$tmp/licence" 2>&1 &
 lic=$!
+# The man pages' generated regions against the headers (docs.man_check does the rest in CI).
+python3 scripts/gen-man.py --check >"$tmp/man" 2>&1 &
+man=$!
 
 echo "==== build (dev preset)"
 if cmake --preset dev >"$tmp/configure" 2>&1; then
@@ -60,6 +63,9 @@ cat "$tmp/layering"
 echo "==== licence"
 wait "$lic" || failed+=(licence)
 cat "$tmp/licence"
+echo "==== man pages"
+wait "$man" || failed+=(man-pages)
+cat "$tmp/man"
 
 if [ ${#failed[@]} = 0 ]; then
     echo "check: all passed in $(($(date +%s) - t0)) s"

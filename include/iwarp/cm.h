@@ -17,8 +17,9 @@
  * then DISCONNECTED on both. An id holds at most two unacknowledged address/route events and
  * three connection events; an event that finds no free slot is dropped and logged.
  *
- * Every function takes the context lock and may be called from any thread; none may be called
- * from a hook of the context (common.h).
+ * Every function may be called from any thread; those on channels and ids take the context
+ * lock (iwarp_cm_get_event and iwarp_cm_get_event_timeout wait without it; iwarp_cm_event_str
+ * is pure). None may be called from a hook of the context (common.h).
  */
 #ifndef IWARP_CM_H
 #define IWARP_CM_H

@@ -1143,8 +1143,8 @@ struct iwarp_recv_wr {
  *                        PD, lacks LOCAL_WRITE (a Read sink), or the SGE is outside it.
  *   On failure *bad_wr (if bad_wr is not NULL) is the first WR not posted.
  * Ownership: the WRs and SGE lists are read during the call only; the memory the SGEs name is
- *   borrowed until the WR's completion (deregistering its MR meanwhile makes the WR fail with
- *   IWARP_WC_LOC_PROT_ERR without touching the memory: iwarp_dereg_mr).
+ *   borrowed until the WR's completion (deregistering its MR meanwhile succeeds, and the WR
+ *   then fails with IWARP_WC_LOC_PROT_ERR without touching the memory: iwarp_dereg_mr).
  * Context: any thread; takes the context lock.
  */
 IWARP_EXTERN int iwarp_post_send(struct iwarp_qp *qp, struct iwarp_send_wr *wr,

@@ -10,8 +10,8 @@ that shipped text names no document that does not ship.
    sections "Returns:", "Ownership:" and "Context:", in that order.
 2. Every struct, enum and function-pointer typedef defined there has such a comment whose first
    line is "struct NAME - ...", "enum NAME - ..." or "NAME - ...".
-3. The installed headers, README.md, CONTRIBUTING.md, docs/*.md and (with IWARP_BIN) the --help
-   text of every iwarp command name no document outside the project: no "../shared", no
+3. The installed headers, README.md, CONTRIBUTING.md, docs/*.md, man/*.md and (with IWARP_BIN)
+   the --help text of every iwarp command name no document outside the project: no "../shared", no
    "seed NNN", no "wire-reference", no "api-conventions".
 Prints one line per problem and exits 1 if there is any.
 """
@@ -21,65 +21,33 @@ import re
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../scripts"))
+import iwarp_api  # noqa: E402  (the header parser shared with gen-man.py, man_check.py)
+
 FOREIGN = re.compile(r"\.\./shared|\bseed \d{3}\b|wire-reference|api-conventions", re.I)
-FUNC = re.compile(r"^(?:IWARP_EXTERN\s+|static inline\s+)[^(;]*?\b(iwarp_\w+)\s*\(")
-TYPE = re.compile(r"^(struct|enum) (iwarp_\w+) \{")
-TYPEDEF_FN = re.compile(r"^typedef [^(]*\(\*(iwarp_\w+)\)")
 
 problems = []
 
 
-def doc_before(lines, i):
-    """The doc comment that ends right above line i (skipping nothing), or None."""
-    j = i - 1
-    if j < 0 or not lines[j].rstrip().endswith("*/"):
-        return None
-    while j >= 0 and not lines[j].lstrip().startswith("/*"):
-        j -= 1
-    if j < 0 or not lines[j].lstrip().startswith("/**"):
-        return None
-    text = [re.sub(r"^\s*(/\*\*|\*/|\*)\s?", "", l).rstrip() for l in lines[j:i]]
-    return [t for t in text if t != "*/"]
-
-
-def first_line(doc):
-    for t in doc:
-        if t.strip():
-            return t.strip()
-    return ""
-
-
 def check_header(path):
     name = os.path.relpath(path)
-    lines = open(path, encoding="utf-8").read().split("\n")
-    for i, line in enumerate(lines):
-        m = FUNC.match(line)
-        if m:
-            fn = m.group(1)
-            doc = doc_before(lines, i)
+    for d in iwarp_api.parse_header(path):
+        fn, i, doc = d.name, d.line - 1, d.doc
+        if d.kind == "function":
             if doc is None:
                 problems.append(f"{name}:{i + 1}: {fn} has no doc comment")
                 continue
-            if not first_line(doc).startswith(fn + " - "):
+            if not iwarp_api.first_line(doc).startswith(fn + " - "):
                 problems.append(f"{name}:{i + 1}: {fn}: doc does not start with '{fn} - '")
             body = "\n".join(doc)
-            at = [body.find(f"\n{tag}") for tag in ("Returns:", "Ownership:", "Context:")]
+            at = [body.find(f"\n{tag}") for tag in iwarp_api.TAGS]
             if min(at) < 0 or at != sorted(at):
                 problems.append(
                     f"{name}:{i + 1}: {fn}: needs Returns:, Ownership:, Context: in that order")
             continue
-        m = TYPE.match(line)
-        want = None
-        if m:
-            want = f"{m.group(1)} {m.group(2)} - "
-        else:
-            m = TYPEDEF_FN.match(line)
-            if m:
-                want = f"{m.group(1)} - "
-        if want:
-            doc = doc_before(lines, i)
-            if doc is None or not first_line(doc).startswith(want):
-                problems.append(f"{name}:{i + 1}: {want.strip(' -')} has no '{want}' doc comment")
+        want = f"{d.kind} {fn} - " if d.kind in ("struct", "enum") else f"{fn} - "
+        if doc is None or not iwarp_api.first_line(doc).startswith(want):
+            problems.append(f"{name}:{i + 1}: {want.strip(' -')} has no '{want}' doc comment")
 
 
 def check_foreign(label, text):
@@ -96,7 +64,8 @@ def main():
         sys.exit("api_docs: no headers under include/iwarp")
     for h in headers:
         check_header(h)
-    shipped = headers + ["README.md", "CONTRIBUTING.md"] + sorted(glob.glob("docs/*.md"))
+    shipped = (headers + ["README.md", "CONTRIBUTING.md"] + sorted(glob.glob("docs/*.md")) +
+               sorted(glob.glob("man/*.md")))
     for f in shipped:
         if os.path.exists(f):
             check_foreign(f, open(f, encoding="utf-8").read())

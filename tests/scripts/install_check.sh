@@ -62,5 +62,42 @@ if [ -e "$build/dropin/libibverbs.so.1" ]; then
   desc="drop-in libraries resolve libiwarp from the install"; check bash -c "ldd '$dropin/librdmacm.so.1' | grep -E 'lib(iwarp|ibverbs)\\.so' | grep -v 'not found' | grep -c '$prefix' | grep -qx 2"
   desc="installed iwarp exec finds the installed drop-in"; check bash -c "[ \"\$(readlink -f \"\$('$prefix/bin/iwarp' exec --print-dir)\")\" = \"\$(readlink -f '$dropin')\" ]"
 fi
+# The man pages (cmake/Man.cmake), when the build made them: every man/<name>.<section>.md of
+# the source tree (the section-1 pages too, whichever exist) is installed where man finds it by
+# name and renders without a warning; every link page (`man iwarp_reg_mr`) opens its page.
+src=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$build/CMakeCache.txt")
+man_mode=$(sed -n 's/^IWARP_MAN:STRING=//p' "$build/CMakeCache.txt")
+pandoc=$(sed -n 's/^IWARP_PANDOC:FILEPATH=//p' "$build/CMakeCache.txt")
+if [ "$man_mode" = OFF ] || [ -z "$pandoc" ] || [[ "$pandoc" == *NOTFOUND ]]; then
+  echo "SKIP man pages: not built (IWARP_MAN=${man_mode:-unset}, pandoc ${pandoc:-not found})"
+elif ! command -v man >/dev/null; then
+  echo "FAIL man pages: man is not installed (apt-get install man-db)"; fails=$((fails+1))
+else
+  mandir=$(find "$prefix" -type d -path '*/share/man' | head -1)
+  pages=0
+  for md in "$src"/man/*.md; do
+    f=$(basename "$md")
+    [[ "$f" =~ ^([A-Za-z0-9_.+-]+)\.([1-9])[a-z]*\.md$ ]] || continue
+    name=${BASH_REMATCH[1]} sec=${BASH_REMATCH[2]}
+    pages=$((pages+1))
+    desc="man -M finds $name($sec)"
+    check bash -c "[ \"\$(man -M '$mandir' -w '$sec' '$name')\" = '$mandir/man$sec/${f%.md}' ]"
+    desc="man renders $name($sec) without warnings"
+    check bash -c "MANPAGER=cat MANWIDTH=80 man --warnings -E UTF-8 -M '$mandir' '$sec' '$name' >'$tmp/page' 2>'$tmp/err'; cat '$tmp/err'; [ ! -s '$tmp/err' ] && grep -q '^NAME' '$tmp/page'"
+  done
+  desc="man pages installed: $pages"; check test "$pages" -gt 0
+  links=0 bad=""
+  for l in "$mandir"/man*/*; do
+    read -r first <"$l" || true
+    [[ "$first" == .so\ * ]] || continue
+    links=$((links+1))
+    target=$mandir/${first#.so }
+    got=$(man -M "$mandir" -w "$(basename "${l%.*}")" 2>/dev/null || true)
+    [ -f "$target" ] && [ "$got" = "$target" ] || bad+=" $(basename "$l")"
+  done
+  desc="$links link pages open their page (man iwarp_reg_mr)"; check test -z "$bad" -a "$links" -gt 0
+  [ -z "$bad" ] || echo "  broken:$bad"
+fi
+
 echo "$fails failed"
 [ "$fails" = 0 ]
