@@ -14,7 +14,8 @@
 #   with one line on stderr and leaves a capture tshark reads;
 #   the RFC 7306 operations (atomic, cmp-swap, write-imm), rate and latency over TCP and SCTP,
 #   each run's trace judged clean by `iwarp dump` with its new messages listed, and their
-#   refusals (a size other than 8 for atomics, --verify, --perftest).
+#   refusals (a size other than 8 for atomics, --verify, --perftest);
+#   --server without an address takes IPv4 and IPv6 clients (TCP and SCTP).
 set -uo pipefail
 . "$(dirname "$0")/../support/wait_for.sh"
 IWARP=${1:?usage: perf_cli.sh IWARP [WIRE_CHECK]}
@@ -202,6 +203,26 @@ else
   fail "--server / HOST: $(cat "$TMP/err" "$TMP/srv")"
   kill $srv 2>/dev/null
 fi
+
+# 8c. a --server given no address listens on :: dual-stack: over TCP and SCTP, one server takes a
+#     client on 127.0.0.1, the next one a client on ::1 (-6), each run verified
+for tr in tcp sctp; do
+  for peer in 127.0.0.1 "-6 ::1"; do
+    port=$((20000 + RANDOM % 12000))
+    "$IWARP" perf --server -p $port --transport $tr >"$TMP/srv" 2>&1 &
+    srv=$!
+    # shellcheck disable=SC2086
+    if wait_for -p $srv 10 "the server to listen" grep -qs listening "$TMP/srv" 2>"$TMP/err" &&
+      grep -q 'listening on :: (IPv4 and IPv6)' "$TMP/srv" &&
+      "$IWARP" perf $peer -p $port --transport $tr -s 4K -n 20 --verify >"$TMP/out" 2>"$TMP/err" &&
+      wait $srv; then
+      ok "--server (no address, $tr) serves $peer"
+    else
+      fail "--server (no address, $tr) and $peer: $(cat "$TMP/err" "$TMP/srv")"
+      kill $srv 2>/dev/null
+    fi
+  done
+done
 
 # 8a. RFC 7306, libiwarp to libiwarp: FetchAdd, CmpSwap and RDMA Write with Immediate, rate and
 #     latency, over MPA/TCP and SCTP. Each run's trace is judged by `iwarp dump` (body lengths,

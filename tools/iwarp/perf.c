@@ -78,11 +78,27 @@ static int run_server(const struct perf_opts *o)
                             .sctp_mtu = o->sctp_mtu,
                             .tx_batch = o->tx_batch,
                             .trace = o->trace};
+    /* ::, which takes IPv4 clients too (the CM listens dual-stack there); 0.0.0.0 where the
+     * system has no IPv6 */
     struct sockaddr_storage ss;
-    any_addr(&ss, o->ipv6, false, o->port ? o->port : PERF_DEFAULT_PORT);
+    uint16_t port = o->port ? o->port : PERF_DEFAULT_PORT;
+    any_addr(&ss, true, false, port);
     int rc = perf_server_listen(&s, (const struct sockaddr *)&ss);
+    if (rc < 0 && !o->ipv6) {
+        perf_server_close(&s);
+        s = (struct perf_server){.busy = o->busy_poll,
+                                 .crc = o->crc,
+                                 .crc_given = o->crc_given,
+                                 .sctp = o->sctp,
+                                 .sctp_mtu = o->sctp_mtu,
+                                 .tx_batch = o->tx_batch,
+                                 .trace = o->trace};
+        any_addr(&ss, false, false, port);
+        rc = perf_server_listen(&s, (const struct sockaddr *)&ss);
+    }
     if (rc == 0) {
-        printf("iwarp perf: server listening on %s port %u (%s); waiting for one client\n",
+        printf("iwarp perf: server listening on %s %s port %u (%s); waiting for one client\n",
+               ss.ss_family == AF_INET6 ? ":: (IPv4 and IPv6)" : "0.0.0.0",
                o->sctp ? "SCTP over UDP" : "TCP", s.port, o->busy_poll ? "busy-poll" : "events");
         fflush(stdout);
         rc = perf_server_serve(&s);

@@ -43,11 +43,13 @@ static const struct cli_opt rows[] = {
     {CLI_ENTRY("(no peer)", "loopback: server and client in this process on 127.0.0.1, an\n"
                             "ephemeral port; client thread on CPU 0, server on CPU 1")},
     {CLI_OPTION(CLI_FLAG, "server", 0, NULL), AT(server),
-     .help = "wait for one client on port N (all addresses), serve it, exit"},
+     .help = "wait for one client on port N, serve it, exit; it listens on\n"
+             ":: for IPv4 and IPv6 clients alike (0.0.0.0 on a system\n"
+             "without IPv6; --perftest: 0.0.0.0)"},
     {CLI_IPV6(struct perf_opts, ipv6),
-     .help = "IPv6: loopback runs on ::1, HOST is resolved to an IPv6\n"
-             "address, --server listens on :: (default IPv4: 127.0.0.1,\n"
-             "any family for HOST, 0.0.0.0)"},
+     .help = "IPv6: loopback runs on ::1 (default 127.0.0.1) and HOST is\n"
+             "resolved to an IPv6 address (default: either family);\n"
+             "--server listens on :: with or without it"},
     {CLI_ENTRY("HOST", "run the test against `iwarp perf --server` on HOST")},
     {CLI_OPTION(CLI_UINT, "port", 'p', "N"), AT(port), CLI_RANGE(1, 65535),
      .def = PERF_DEFAULT_PORT, .err = "--port needs a number {min}..{max}, not '{arg}'",

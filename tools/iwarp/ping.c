@@ -1028,6 +1028,8 @@ static int setup(struct ping *p)
     return 0;
 }
 
+static void set_port(struct sockaddr_storage *a, unsigned port);
+
 static int start_server(struct ping *p)
 {
     char host[INET6_ADDRSTRLEN];
@@ -1040,7 +1042,17 @@ static int start_server(struct ping *p)
         fprintf(stderr, "iwarp ping: binding %s port %u: %s\n", host, port, iwarp_strerror(rc));
         return rc;
     }
-    if ((rc = iwarp_cm_listen(p->listen, 3)) < 0)
+    rc = iwarp_cm_listen(p->listen, 3);
+    if (rc < 0 && !p->o.addr_arg && p->o.addr.ss_family == AF_INET6) {
+        /* no IPv6 on this system: IPv4's wildcard, as rping */
+        (void)iwarp_cm_destroy_id(p->listen);
+        p->listen = NULL;
+        memset(&p->o.addr, 0, sizeof p->o.addr);
+        p->o.addr.ss_family = AF_INET;
+        set_port(&p->o.addr, p->o.port);
+        return start_server(p);
+    }
+    if (rc < 0)
         return err("listening", rc);
     dbg(p, "listening on %s port %u\n", host, port);
     return 0;
@@ -1099,8 +1111,9 @@ static const struct cli_opt rows[] = {
      .help = "server side; serves one client, then exits (see -P)"},
     {CLI_OPTION(CLI_FLAG, "client", 'c', NULL), AT(client), .help = "client side"},
     {CLI_OPTION(CLI_STR, "addr", 'a', "ADDR"), AT(addr_arg),
-     .help = "server: address to listen on (default 0.0.0.0; -a :: or -6\n"
-             "for IPv6); client: the server's address. IPv4, IPv6 or a name"},
+     .help = "server: address to listen on (default ::, IPv4 and IPv6\n"
+             "clients alike; 0.0.0.0 on a system without IPv6); client:\n"
+             "the server's address. IPv4, IPv6 or a name"},
     {CLI_OPTION(CLI_STR, "source", 'I', "ADDR"), AT(src_arg),
      .help = "client: local address to connect from"},
     {CLI_OPTION(CLI_UINT, "port", 'p', "PORT"), AT(port), CLI_RANGE(1, 65535), .def = PING_PORT,
@@ -1143,7 +1156,7 @@ static const struct cli_opt rows[] = {
     {CLI_NO_CRC(struct opts, crc)},
     {CLI_IPV6(struct opts, ipv6), .help =
                                       "IPv6: the client resolves -a to an IPv6 address; a server\n"
-                                      "without -a listens on :: instead of 0.0.0.0"},
+                                      "without -a listens on :: with or without it"},
     {CLI_OPTION(CLI_UINT, "first-delay", 0, "MS"), AT(first_delay_ms), CLI_RANGE(0, 600000),
      .err = "invalid --first-delay '{arg}' ({min}..{max} ms)",
      .help = "client: wait MS ms after ESTABLISHED before the first Send.\n"
@@ -1250,8 +1263,8 @@ static int parse(int argc, char **argv, struct opts *o)
                          "(--transport sctp) has no MPA: leave them out");
     if (o->addr_arg && resolve(o->addr_arg, o->ipv6, &o->addr) < 0)
         return CLI_PARSE_USAGE;
-    if (!o->addr_arg) /* 0.0.0.0, as rping; -6: :: */
-        o->addr.ss_family = o->ipv6 ? AF_INET6 : AF_INET;
+    if (!o->addr_arg) /* ::, both families (start_server falls back to rping's 0.0.0.0) */
+        o->addr.ss_family = AF_INET6;
     set_port(&o->addr, o->port);
     if (o->src_arg) {
         if (resolve(o->src_arg, o->ipv6, &o->src) < 0)
