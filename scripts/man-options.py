@@ -23,7 +23,9 @@ def help_text(iwarp, sub):
     return out.stdout.decode()
 
 
-ROW = re.compile(r"^  (-\S.*?)(?:\s{2,}(\S.*))?$")
+# '  -s, --size BYTES   text': the option names, at most one value, two spaces, the text
+ROW = re.compile(r"^  ((?:-[A-Za-z0-9]|--[a-z0-9][a-z0-9-]*)(?:, --[a-z0-9][a-z0-9-]*)*"
+                 r"(?: [A-Za-z0-9.|_-]+)?) {2,}(\S.*)$")
 
 
 def option_rows(text):
@@ -33,9 +35,9 @@ def option_rows(text):
     cur = None
     for line in text.splitlines():
         m = ROW.match(line)
-        if m and not line.startswith("   "):
-            cur = (m.group(1).strip(), [m.group(2)] if m.group(2) else [])
-            col = line.index(m.group(2)) if m.group(2) else 4
+        if m:
+            cur = (m.group(1), [m.group(2)])
+            col = m.start(2)
             rows.append(cur)
             continue
         if cur is not None and line.strip() and len(line) - len(line.lstrip()) >= min(col, 8):
