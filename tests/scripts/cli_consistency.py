@@ -9,7 +9,8 @@
    names each of them.
 2. Each man page's OPTIONS block is what scripts/man-options.py makes of the command's --help:
    every option --help prints is in the man page with the same text, and no other (the option
-   spellings missing on either side are listed).
+   spellings missing on either side are listed); --help's usage lines name no option its rows
+   lack.
 3. The shared concepts (docs/cli.md): every command that has one accepts it with the one
    spelling (`iwarp CMD SPELLING... --help` exits 0) and lists it in --help under that label;
    every command that has not refuses the spelling (exit 2), so the table cannot go stale.
@@ -98,6 +99,13 @@ for c in subs:
                for o in man_options.label_options(label)}
     in_man = {o for line in have.splitlines() if line.startswith("**")
               for o in man_options.label_options(line.replace("\\", "").replace("*", ""))}
+    # the usage lines name no option the rows lack ([-vVdP] is four)
+    usage = text.split("\n\n", 1)[0]
+    named = set()
+    for m in re.finditer(r"(?<![\w-])-(-[a-z0-9][a-z0-9-]*|[A-Za-z]+)", usage):
+        named |= {m.group(0)} if m.group(1).startswith("-") else {"-" + x for x in m.group(1)}
+    for o in sorted(named - in_help):
+        problem("iwarp %s --help: its usage names %s, which no option row lists" % (c, o))
     for o in sorted(in_help - in_man):
         problem("iwarp %s --help prints %s; man/iwarp-%s.1.md lacks it" % (c, o, c))
     for o in sorted(in_man - in_help):
