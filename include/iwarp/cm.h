@@ -292,7 +292,8 @@ IWARP_EXTERN int iwarp_cm_resolve_route(struct iwarp_cm_id *id, int timeout_ms);
 
 /**
  * iwarp_cm_bind_addr - set the local address to listen on (rdma_bind_addr); port 0 picks one
- * at iwarp_cm_listen.
+ * at iwarp_cm_listen. The IPv6 wildcard :: listens on IPv4 as well (dual-stack, as rdma_cm by
+ * default): IPv4 peers appear as ::ffff:a.b.c.d. Any other IPv6 address is IPv6 only.
  *
  * Returns:
  *   0                    bound (the socket is made by iwarp_cm_listen).

@@ -1248,6 +1248,12 @@ int iwarp_llp_sctp_ep_open(const struct iwarp_llp_sctp_ep_cfg *cfg,
     ep->fd = socket(local.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (ep->fd < 0)
         goto fail;
+    if (local.ss_family == AF_INET6) {
+        /* :: takes IPv4 peers too (as ::ffff:a.b.c.d), whatever net.ipv6.bindv6only says, as
+         * the TCP listener does; any other IPv6 address is IPv6 only */
+        int v6only = !IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *)&local)->sin6_addr);
+        (void)setsockopt(ep->fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof v6only);
+    }
     if (bind(ep->fd, (const struct sockaddr *)&local, addr_len((const struct sockaddr *)&local)) <
         0) {
         rc = errno == EADDRINUSE || errno == EADDRNOTAVAIL ? IWARP_ERR_ADDR : IWARP_ERR_IO;

@@ -529,8 +529,13 @@ int iwarp_llp_tcp_listen(struct iwarp_llp_tcp_listener *l, const struct sockaddr
         return map_errno(errno);
     int one = 1;
     setsockopt(l->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (addr->sa_family == AF_INET6)
-        setsockopt(l->fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+    if (addr->sa_family == AF_INET6) {
+        /* :: listens on both families (IPv4 peers as ::ffff:a.b.c.d), as rdma_cm's default;
+         * any other IPv6 address on IPv6 only */
+        const struct sockaddr_in6 *a6 = (const struct sockaddr_in6 *)(const void *)addr;
+        int v6only = !IN6_IS_ADDR_UNSPECIFIED(&a6->sin6_addr);
+        setsockopt(l->fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof v6only);
+    }
     if (bind(l->fd, addr, alen) != 0 || listen(l->fd, backlog > 0 ? backlog : SOMAXCONN) != 0) {
         int e = errno;
         close(l->fd);

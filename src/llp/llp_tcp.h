@@ -187,7 +187,8 @@ void iwarp_llp_tcp_handle_timeout(struct iwarp_llp_tcp *t, uint64_t now_ns);
 void iwarp_llp_tcp_close(struct iwarp_llp_tcp *t, bool abortive);
 
 /*
- * Bind (SO_REUSEADDR; IPV6_V6ONLY for IPv6 addresses) and listen with backlog on addr. l
+ * Bind (SO_REUSEADDR; IPV6_V6ONLY for IPv6 addresses but ::, which takes IPv4 connections too,
+ * as ::ffff:a.b.c.d) and listen with backlog on addr. l
  * need not be initialised. Returns 0, IWARP_ERR_INVAL, IWARP_ERR_ADDR (address in use or not
  * local) or IWARP_ERR_IO.
  */

@@ -116,7 +116,7 @@ rc=$?
 report "--help: exit 0, the usage and every option" "$(
     expect "exit status" "$rc" 0
     grep -q '^usage: iwarp exec \[OPTIONS\] \[--\] PROGRAM' "$W/help" || echo "    no usage line"
-    for o in crc markers no-p2p rtr first-delay connect-retry progress pcap dropin-dir print-dir; do
+    for o in crc no-crc markers no-p2p rtr first-delay connect-retry progress trace pcap dropin-dir print-dir; do
         grep -q -- "--$o\b" "$W/help" || echo "    --help does not list --$o"
     done
 )"

@@ -2,7 +2,8 @@
 /* The TCP back-end on its own (no loop, no QP): listener and non-blocking connect over IPv4
  * and IPv6, TCP_NODELAY and the EMSS, the MPA Request/Reject exchange driven by hand through
  * on_readable/on_writable and interest(), FIN handling, the close's time limit (a peer that
- * never answers our FIN is reset), and a refused connect. */
+ * never answers our FIN is reset), a refused connect, and the IPv6 wildcard listening
+ * dual-stack. */
 #define _GNU_SOURCE 1
 #include <arpa/inet.h>
 #include <errno.h>
@@ -268,4 +269,56 @@ TEST(connect_to_a_closed_port_is_refused)
     ASSERT_EQ(iwarp_llp_tcp_connect(&e.t, (struct sockaddr *)&a, (struct sockaddr *)&v4),
               IWARP_ERR_INVAL); /* mixed families */
     end_free(&e);
+}
+
+/* A listener on the IPv6 wildcard :: takes IPv4 connections too (dual-stack, IPv4 peers as
+ * ::ffff:127.0.0.1), as rdma_cm's; one on ::1 is IPv6 only. */
+static int dial(bool v6, uint16_t port)
+{
+    struct sockaddr_storage a;
+    loopback(&a, v6, port);
+    int s = socket(a.ss_family, SOCK_STREAM, 0);
+    int rc = connect(s, (struct sockaddr *)&a,
+                     v6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in));
+    if (rc != 0) {
+        close(s);
+        return -1;
+    }
+    return s;
+}
+
+TEST(a_listener_on_the_ipv6_wildcard_takes_ipv4_and_ipv6)
+{
+    struct iwarp_llp_tcp_listener l;
+    struct sockaddr_in6 any = {.sin6_family = AF_INET6, .sin6_addr = IN6ADDR_ANY_INIT};
+    ASSERT_EQ(iwarp_llp_tcp_listen(&l, (struct sockaddr *)&any, 4), 0);
+    uint16_t port = port_of(&l.local);
+    for (int v6 = 0; v6 < 2; v6++) {
+        int c = dial(v6, port);
+        ASSERT_TRUE(c >= 0);
+        ASSERT_TRUE(wait_fd(l.fd, POLLIN));
+        int fd = iwarp_llp_tcp_accept(&l);
+        ASSERT_TRUE(fd >= 0);
+        struct sockaddr_in6 peer;
+        socklen_t len = sizeof peer;
+        ASSERT_EQ(getpeername(fd, (struct sockaddr *)&peer, &len), 0);
+        ASSERT_EQ(peer.sin6_family, AF_INET6);
+        ASSERT_TRUE(v6 ? IN6_IS_ADDR_LOOPBACK(&peer.sin6_addr)
+                       : IN6_IS_ADDR_V4MAPPED(&peer.sin6_addr));
+        close(fd);
+        close(c);
+    }
+    iwarp_llp_tcp_listener_close(&l);
+
+    struct sockaddr_storage lo6;
+    loopback(&lo6, true, 0);
+    ASSERT_EQ(iwarp_llp_tcp_listen(&l, (struct sockaddr *)&lo6, 4), 0);
+    port = port_of(&l.local);
+    int c = dial(true, port);
+    ASSERT_TRUE(c >= 0);
+    close(c);
+    /* IPv6 only: an IPv4 dial to the same port finds no listener (a stranger could hold the
+     * port on 127.0.0.1 meanwhile; the kernel's ephemeral ports make that unlikely) */
+    ASSERT_EQ(dial(false, port), -1);
+    iwarp_llp_tcp_listener_close(&l);
 }

@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # perf_cli.sh IWARP [WIRE_CHECK]  -  `iwarp perf` end to end, in loopback:
 #   every op x (bandwidth, latency) x (events, busy-poll) over the whole size sweep with --verify,
-#   --qps, --mpa-rev 1, --no-crc, -D; --json parses; --plot writes well-formed SVG;
+#   --qps, --mpa-rev 1, --no-crc, -D; --json parses; --units si|perftest (MB = 10^6 or 2^20,
+#   checked against the run's own message rate, and named in the header with the completion
+#   mode); --plot writes well-formed SVG;
 #   --compare-tcp prints a ratio per size; bad arguments exit 2 with a message; --help;
 #   --transport sctp (DDP over SCTP, RFC 5043): Write bandwidth, Send and Write latency and Read
 #   with --sctp-mtu 9000 and 2 QPs in loopback, and a whole sweep --server / HOST, all with
@@ -12,7 +14,8 @@
 #   with one line on stderr and leaves a capture tshark reads;
 #   the RFC 7306 operations (atomic, cmp-swap, write-imm), rate and latency over TCP and SCTP,
 #   each run's trace judged clean by `iwarp dump` with its new messages listed, and their
-#   refusals (a size other than 8 for atomics, --verify, --perftest).
+#   refusals (a size other than 8 for atomics, --verify, --perftest);
+#   --server without an address takes IPv4 and IPv6 clients (TCP and SCTP).
 set -uo pipefail
 . "$(dirname "$0")/../support/wait_for.sh"
 . "$(dirname "$0")/../support/optional.sh"
@@ -81,6 +84,40 @@ if have "--lat --json (python3 reads it)" python3; then
   "$IWARP" perf --lat -s 64 -n 100 --json >"$TMP/l.json" 2>/dev/null &&
     python3 -m json.tool "$TMP/l.json" >/dev/null && ok "--lat --json" || fail "--lat --json"
 fi
+# 3b. --units: MB = 10^6 octets by default, 2^20 (perftest's MiB/s) with --units perftest. Within
+#     one run the bandwidth is the message rate times the size, so bw_avg_MBps * MB must equal
+#     msg_rate_Mpps * 10^6 * bytes with the run's own MB, and miss it by the factor 1.048576 with
+#     the other; the table's header names the units and the completion mode (events by default,
+#     where perftest polls; busy-poll on request)
+for units in si perftest; do
+  if ! have "--units $units (python3 reads the JSON)" python3; then :
+  elif "$IWARP" perf --units $units -s 4K -n 2000 --json >"$TMP/u.json" 2>"$TMP/err" &&
+    python3 - "$TMP/u.json" $units <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+mb = 1048576 if sys.argv[2] == "perftest" else 1000000
+other = 1000000 if mb == 1048576 else 1048576
+assert d["units"]["MB"] == mb, d["units"]
+assert d["units"]["MBps"] == ("2^20" if mb == 1048576 else "10^6") + " octets per second"
+r = d["results"][0]
+octets_per_s = r["msg_rate_Mpps"] * 1e6 * r["bytes"]
+assert abs(r["bw_avg_MBps"] * mb / octets_per_s - 1) < 1e-3, (r, mb)
+assert abs(r["bw_avg_MBps"] * other / octets_per_s - 1) > 0.04, (r, other)
+EOF
+  then ok "--units $units: bw_avg_MBps = rate x size / $units MB"
+  else fail "--units $units: $(cat "$TMP/err")"; fi
+done
+"$IWARP" perf -s 4K -n 100 >"$TMP/t" 2>&1 &&
+  grep -q '^ Units *: 1 MB = 10^6 octets (perftest: 2^20, --units perftest)' "$TMP/t" &&
+  grep -q '^ Completion *: events (.*perftest polls: --busy-poll)' "$TMP/t" &&
+  ok "header: units 10^6, events (perftest polls)" || fail "default header: $(cat "$TMP/t")"
+"$IWARP" perf --units perftest --busy-poll -s 4K -n 100 >"$TMP/t" 2>&1 &&
+  grep -q '^ Units *: 1 MB = 2^20 octets (MiB, as perftest)' "$TMP/t" &&
+  grep -q '^ Completion *: busy-poll' "$TMP/t" &&
+  ok "header: --units perftest --busy-poll" || fail "perftest header: $(cat "$TMP/t")"
+"$IWARP" perf --help >"$TMP/h" 2>&1 && grep -q -- '--units si|perftest' "$TMP/h" &&
+  grep -q 'perftest polls; --busy-poll' "$TMP/h" && grep -q '1 MB = 10^6 octets (perftest: 2^20' "$TMP/h" &&
+  ok "--help states the units and the completion mode" || fail "--help: units/completion"
 
 # 4. --plot writes a well-formed SVG with one point per size
 if "$IWARP" perf --op write -a -n 4 --plot "$TMP/p.svg" >/dev/null 2>"$TMP/err"; then
@@ -146,6 +183,7 @@ bad "unknown option" --frobnicate
 bad "unknown option '-x'" -xa
 bad "unknown option '-x'" --server -xa
 bad "option '--json' takes no value" --json=1
+bad "--units must be si or perftest, not 'mib'" --units mib
 bad "needs a value" --port
 bad "option '-n' needs a value" -n
 bad "--mpa-rev must be" --mpa-rev 01
@@ -170,6 +208,26 @@ else
   fail "--server / HOST: $(cat "$TMP/err" "$TMP/srv")"
   kill $srv 2>/dev/null
 fi
+
+# 8c. a --server given no address listens on :: dual-stack: over TCP and SCTP, one server takes a
+#     client on 127.0.0.1, the next one a client on ::1 (-6), each run verified
+for tr in tcp sctp; do
+  for peer in 127.0.0.1 "-6 ::1"; do
+    port=$((20000 + RANDOM % 12000))
+    "$IWARP" perf --server -p $port --transport $tr >"$TMP/srv" 2>&1 &
+    srv=$!
+    # shellcheck disable=SC2086
+    if wait_for -p $srv 10 "the server to listen" grep -qs listening "$TMP/srv" 2>"$TMP/err" &&
+      grep -q 'listening on :: (IPv4 and IPv6)' "$TMP/srv" &&
+      "$IWARP" perf $peer -p $port --transport $tr -s 4K -n 20 --verify >"$TMP/out" 2>"$TMP/err" &&
+      wait $srv; then
+      ok "--server (no address, $tr) serves $peer"
+    else
+      fail "--server (no address, $tr) and $peer: $(cat "$TMP/err" "$TMP/srv")"
+      kill $srv 2>/dev/null
+    fi
+  done
+done
 
 # 8a. RFC 7306, libiwarp to libiwarp: FetchAdd, CmpSwap and RDMA Write with Immediate, rate and
 #     latency, over MPA/TCP and SCTP. Each run's trace is judged by `iwarp dump` (body lengths,

@@ -9,6 +9,8 @@
 #   - --transport sctp (DDP over SCTP, RFC 5043): the same loopback check on 127.0.0.1 (64 B,
 #     and 65535 B with --sctp-mtu 9000) and ::1 (64 B), -C 100;
 #   - -P: one persistent server, three clients at once, each verified;
+#   - a server given no address listens on :: dual-stack (TCP and SCTP): clients on 127.0.0.1
+#     and on ::1 (-6) both served, --trace writes the client's capture;
 #   - failures exit 1: nobody listening; a client larger than the server's -S (both ends);
 #   - --x-atomic against a server without RFC 7306 (as siw, interop.siw_scen's atomic run): the
 #     FetchAdd probe is answered with a Terminate 0/2/0x06 that the client reports (the WR's
@@ -163,6 +165,31 @@ if start_server "$W/persistent.srv" -P -a 127.0.0.1 -S 4096; then
 else
     fail "-P: the server did not start"
 fi
+
+# A server given no address listens on :: dual-stack: one persistent server per transport
+# takes a client on 127.0.0.1 and one on ::1, each verified; with --trace (the shared spelling)
+# and -6 on the IPv6 client.
+for tr in tcp sctp; do
+    PORT=$((PORT + 1))
+    if start_server "$W/dual-$tr.srv" -P --transport "$tr"; then
+        ok=""
+        grep -q '^listening on :: port' "$W/dual-$tr.srv" || ok+=" not listening on ::;"
+        timeout 60 "$BIN" ping -c -a 127.0.0.1 -p "$PORT" -C 5 -V --transport "$tr" \
+            --trace "$W/dual-$tr.pcap" >"$W/dual4-$tr.cli" 2>&1 || ok+=" IPv4 client failed;"
+        timeout 60 "$BIN" ping -c -6 -a ::1 -p "$PORT" -C 5 -V --transport "$tr" \
+            >"$W/dual6-$tr.cli" 2>&1 || ok+=" IPv6 client failed;"
+        [ -s "$W/dual-$tr.pcap" ] || ok+=" no --trace file;"
+        kill -0 "$SRV" 2>/dev/null || ok+=" server gone;"
+        kill "$SRV" 2>/dev/null
+        if [ -z "$ok" ]; then
+            pass "no -a, --transport $tr: the server takes 127.0.0.1 and ::1"
+        else
+            fail "no -a, --transport $tr:$ok $(tail -q -n 2 "$W"/dual?-$tr.cli "$W/dual-$tr.srv")"
+        fi
+    else
+        fail "no -a, --transport $tr: the server did not start: $(tail -n 3 "$W/dual-$tr.srv")"
+    fi
+done
 
 # Nobody listening: the client reports the refused connection and exits 1.
 PORT=$((PORT + 1))

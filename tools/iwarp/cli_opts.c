@@ -279,8 +279,9 @@ void cli_help(const struct cli_spec *spec, FILE *out)
         char text[2048] = "";
         expand(text, sizeof text, r->help, r, NULL);
         int w = fprintf(out, "  %s", label);
-        /* the description in its column, or two spaces after a label too long for it */
-        fprintf(out, "%*s", w + 1 <= spec->col ? spec->col - w : 2, "");
+        /* the description in its column, or two spaces after a label too long for it (two at
+         * least: one space is the label's own, scripts/man-options.py reads it so) */
+        fprintf(out, "%*s", w + 2 <= spec->col ? spec->col - w : 2, "");
         for (const char *t = text; *t; t++) {
             fputc(*t, out);
             if (*t == '\n')

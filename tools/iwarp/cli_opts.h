@@ -72,6 +72,21 @@ struct cli_opt {
     CLI_OPTION(CLI_UINT, "sctp-mtu", 0, "BYTES"), CLI_AT(type, field), \
         CLI_RANGE(CLI_SCTP_MIN_MTU, 65535)
 
+/* The concepts every subcommand that has them spells alike (docs/cli.md has the table); each
+ * command gives the row its own --help text (its default differs) after the macro.
+ * --trace FILE.pcap: the packet trace (the const char * field); --pcap is its old spelling,
+ * kept for scripts (CLI_TRACE_OLD: listed as such). --crc / --no-crc: MPA CRC32C on / off (the
+ * bool field). -6, --ipv6: IPv6 addresses (the bool field). */
+#define CLI_TRACE(type, field) CLI_OPTION(CLI_STR, "trace", 0, "FILE.pcap"), CLI_AT(type, field)
+#define CLI_TRACE_OLD(type, field)                                    \
+    CLI_OPTION(CLI_STR, "pcap", 0, "FILE.pcap"), CLI_AT(type, field), \
+        .help = "the old spelling of --trace (still accepted)"
+#define CLI_CRC(type, field) \
+    CLI_OPTION(CLI_FLAG, "crc", 0, NULL), CLI_AT(type, field), .label = "--crc, --no-crc"
+#define CLI_NO_CRC(type, field) CLI_OPTION(CLI_CLEAR, "no-crc", 0, NULL), CLI_AT(type, field)
+#define CLI_IPV6(type, field)   CLI_OPTION(CLI_FLAG, "ipv6", '6', NULL), CLI_AT(type, field)
+#define CLI_HELP_ROW            CLI_OPTION(CLI_HELP, "help", 'h', NULL), .help = "this text"
+
 /* A command's table: its error prefix and hint line, its whole --help text (usage, which lists
  * the rows with cli_help), the column descriptions start in there, and the rows. */
 #define CLI_SPEC(p, h, u, c, r)                                          \

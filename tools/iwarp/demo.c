@@ -25,7 +25,6 @@
  * tests/wire/judge.sh checks both.
  */
 #define _POSIX_C_SOURCE 200809L
-#include <getopt.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -34,6 +33,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_opts.h"
 #include "iwarp/iwarp.h"
 #include "llp/llp_e2e.h"
 #include "trace/trace_mpa_stream.h"
@@ -566,120 +566,103 @@ static bool verified(const struct demo *d)
 
 /* ---- setting up ---- */
 
-static void usage(FILE *out)
+/* --p2p: the zero-length RTR of the peer-to-peer model. */
+static int parse_p2p(const char *arg, void *field)
 {
-    fprintf(out,
-            "usage: iwarp demo [OPTIONS]\n\n"
-            "Runs the library's stack between an MPA initiator and responder in one process\n"
-            "(no sockets: the in-memory transport): they negotiate, then the initiator posts\n"
-            "every RDMAP operation and the engines segment, frame, deframe, place and answer;\n"
-            "RFC 7306 segments are built by hand. One line per PDU as it crosses; the bytes go\n"
-            "to a capture file that Wireshark/tshark can open.\n\n"
-            "options:\n"
-            "  --pcap FILE        write the exchange to FILE (pcap, Ethernet/IPv4/TCP)\n"
-            "  --ipv6             use IPv6 addresses in the capture\n"
-            "  --mpa-rev 1|2      MPA revision (default 2: RFC 6581 enhanced, IRD/ORD)\n"
-            "  --crc / --no-crc   ask for CRC32C (default on, RFC 5044 §4.4)\n"
-            "  --markers          ask for markers in both directions (RFC 5044 §4.3)\n"
-            "  --p2p send|write|read  peer-to-peer model with that zero-length RTR (rev 2)\n"
-            "  --emss N           TCP payload size the FPDUs are sized to (default 1460)\n"
-            "  --ddp              DDP-level streams (RFC 5041 without RDMAP, iwarp/ddp.h)\n"
-            "  --corrupt KIND     damage one PDU and show the receiver detecting it:\n");
-    for (size_t i = 0; i < sizeof corrupt_kinds / sizeof corrupt_kinds[0]; i++)
-        fprintf(out, "                     %-14s %s\n", corrupt_kinds[i].name,
-                corrupt_kinds[i].what);
-    fprintf(out, "  -q, --quiet        print only the summary\n"
-                 "  -h, --help         this text\n\n"
-                 "Exit status: 0 when the exchange completed and verified (or, with --corrupt,\n"
-                 "when the damage was detected), 1 otherwise, 2 for bad options.\n");
+    uint8_t rtr = !strcmp(arg, "send")    ? IWARP_MPA_RTR_SEND
+                  : !strcmp(arg, "write") ? IWARP_MPA_RTR_WRITE
+                  : !strcmp(arg, "read")  ? IWARP_MPA_RTR_READ
+                                          : 0;
+    memcpy(field, &rtr, sizeof rtr);
+    return rtr ? 0 : -1;
 }
 
+/* --corrupt: one of corrupt_kinds. */
+static int parse_corrupt(const char *arg, void *field)
+{
+    for (size_t i = 0; i < sizeof corrupt_kinds / sizeof corrupt_kinds[0]; i++)
+        if (!strcmp(arg, corrupt_kinds[i].name)) {
+            memcpy(field, &corrupt_kinds[i].kind, sizeof corrupt_kinds[i].kind);
+            return 0;
+        }
+    return -1;
+}
+
+#define AT(field) CLI_AT(struct opts, field)
+
+/* The options and their --help, in --help's order. */
+static const struct cli_opt rows[] = {
+    {CLI_LINE("\noptions:")},
+    {CLI_TRACE(struct opts, pcap),
+     .help = "write the exchange to FILE.pcap (Ethernet/IPv4/TCP; default:\n"
+             "none, IWARP_PCAP is not read: nothing here is a live connection)"},
+    {CLI_TRACE_OLD(struct opts, pcap)},
+    {CLI_IPV6(struct opts, ipv6), .help = "use IPv6 addresses in the capture (default IPv4)"},
+    {CLI_OPTION(CLI_CHOICE, "mpa-rev", 0, "1|2"), AT(rev), .min = 1,
+     .err = "--mpa-rev must be 1 or 2, not '{arg}'",
+     .help = "MPA revision (default 2: RFC 6581 enhanced, IRD/ORD)"},
+    {CLI_CRC(struct opts, crc), .help = "ask for CRC32C or not (default on, RFC 5044 §4.4)"},
+    {CLI_NO_CRC(struct opts, crc)},
+    {CLI_OPTION(CLI_FLAG, "markers", 0, NULL), AT(markers),
+     .help = "ask for markers in both directions (RFC 5044 §4.3)"},
+    {CLI_OPTION(CLI_FN, "p2p", 0, "send|write|read"), AT(rtr), .fn = parse_p2p,
+     .err = "--p2p takes send, write or read, not '{arg}'",
+     .help = "peer-to-peer model with that zero-length RTR (rev 2)"},
+    {CLI_OPTION(CLI_UINT, "emss", 0, "N"), AT(emss), CLI_RANGE(256, 65495), .def = 1460,
+     .err = "--emss must be {min}..{max}, not '{arg}'",
+     .help = "TCP payload size the FPDUs are sized to (default {def})"},
+    {CLI_OPTION(CLI_FLAG, "ddp", 0, NULL), AT(ddp),
+     .help = "DDP-level streams (RFC 5041 without RDMAP, iwarp/ddp.h)"},
+    {CLI_OPTION(CLI_FN, "corrupt", 0, "KIND"), AT(corrupt), .fn = parse_corrupt,
+     .err = "unknown --corrupt kind '{arg}'",
+     .help = "damage one PDU and show the receiver detecting it (KIND:\n"
+             "below)"},
+    {CLI_OPTION(CLI_FLAG, "quiet", 'q', NULL), AT(quiet), .help = "print only the summary"},
+    {CLI_HELP_ROW},
+};
+
+static void usage(FILE *out);
+static const struct cli_spec spec =
+    CLI_SPEC("iwarp demo", "Try `iwarp demo --help`.", usage, 21, rows);
+
+static void usage(FILE *out)
+{
+    fputs("usage: iwarp demo [OPTIONS]\n\n"
+          "Runs the library's stack between an MPA initiator and responder in one process\n"
+          "(no sockets: the in-memory transport, MPA over TCP only; there is no --transport):\n"
+          "they negotiate, then the initiator posts every RDMAP operation and the engines\n"
+          "segment, frame, deframe, place and answer; RFC 7306 segments are built by hand.\n"
+          "One line per PDU as it crosses; the bytes go to a capture file that\n"
+          "Wireshark/tshark can open.\n",
+          out);
+    cli_help(&spec, out);
+    fputs("\n--corrupt KIND:\n", out);
+    for (size_t i = 0; i < sizeof corrupt_kinds / sizeof corrupt_kinds[0]; i++)
+        fprintf(out, "  %-15s %s\n", corrupt_kinds[i].name, corrupt_kinds[i].what);
+    fputs("\nExit status: 0 when the exchange completed and verified (or, with --corrupt,\n"
+          "when the damage was detected), 1 otherwise, 2 for bad options.\n",
+          out);
+}
+
+/* Returns 0 to run, 1 after --help, 2 after a usage error was printed. */
 static int parse(int argc, char **argv, struct opts *o)
 {
-    static const struct option lo[] = {{"pcap", required_argument, NULL, 'P'},
-                                       {"ipv6", no_argument, NULL, '6'},
-                                       {"mpa-rev", required_argument, NULL, 'r'},
-                                       {"crc", no_argument, NULL, 'c'},
-                                       {"no-crc", no_argument, NULL, 'C'},
-                                       {"markers", no_argument, NULL, 'm'},
-                                       {"p2p", required_argument, NULL, 'p'},
-                                       {"emss", required_argument, NULL, 'e'},
-                                       {"corrupt", required_argument, NULL, 'x'},
-                                       {"quiet", no_argument, NULL, 'q'},
-                                       {"ddp", no_argument, NULL, 'd'},
-                                       {"help", no_argument, NULL, 'h'},
-                                       {NULL, 0, NULL, 0}};
     *o = (struct opts){.rev = 2, .crc = true, .emss = 1460};
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "qh", lo, NULL)) != -1) {
-        switch (c) {
-        case 'P':
-            o->pcap = optarg;
-            break;
-        case '6':
-            o->ipv6 = true;
-            break;
-        case 'r':
-            o->rev = atoi(optarg);
-            if (o->rev != 1 && o->rev != 2)
-                return fprintf(stderr, "iwarp demo: --mpa-rev must be 1 or 2\n"), -1;
-            break;
-        case 'c':
-            o->crc = true;
-            break;
-        case 'C':
-            o->crc = false;
-            break;
-        case 'm':
-            o->markers = true;
-            break;
-        case 'p':
-            o->rtr = !strcmp(optarg, "send")    ? IWARP_MPA_RTR_SEND
-                     : !strcmp(optarg, "write") ? IWARP_MPA_RTR_WRITE
-                     : !strcmp(optarg, "read")  ? IWARP_MPA_RTR_READ
-                                                : 0;
-            if (!o->rtr)
-                return fprintf(stderr, "iwarp demo: --p2p takes send, write or read\n"), -1;
-            break;
-        case 'e':
-            o->emss = (uint32_t)strtoul(optarg, NULL, 0);
-            if (o->emss < 256 || o->emss > 65495)
-                return fprintf(stderr, "iwarp demo: --emss must be 256..65495\n"), -1;
-            break;
-        case 'd':
-            o->ddp = true;
-            break;
-        case 'x':
-            for (size_t i = 0; i < sizeof corrupt_kinds / sizeof corrupt_kinds[0]; i++)
-                if (!strcmp(optarg, corrupt_kinds[i].name))
-                    o->corrupt = corrupt_kinds[i].kind;
-            if (o->corrupt == CORRUPT_NONE)
-                return fprintf(stderr, "iwarp demo: unknown --corrupt kind '%s'\n", optarg), -1;
-            break;
-        case 'q':
-            o->quiet = true;
-            break;
-        case 'h':
-            usage(stdout);
-            exit(0);
-        default:
-            usage(stderr);
-            return -1;
-        }
-    }
-    if (optind < argc)
-        return fprintf(stderr, "iwarp demo: unexpected argument '%s'\n", argv[optind]), -1;
+    struct cli_result r;
+    int rc = cli_parse(&spec, argc, argv, o, &r);
+    if (rc != CLI_PARSE_OK)
+        return rc;
+    if (r.first_arg < argc)
+        return cli_error(&spec, "unexpected argument '%s'", argv[r.first_arg]);
     if (o->rtr && o->rev != 2)
-        return fprintf(stderr, "iwarp demo: --p2p needs --mpa-rev 2 (RFC 6581)\n"), -1;
+        return cli_error(&spec, "%s", "--p2p needs --mpa-rev 2 (RFC 6581)");
     if (o->corrupt == CORRUPT_CRC && !o->crc)
-        return fprintf(stderr, "iwarp demo: --corrupt crc needs CRC on\n"), -1;
+        return cli_error(&spec, "%s", "--corrupt crc needs CRC on");
     if (o->corrupt == CORRUPT_MARKER && !o->markers)
-        return fprintf(stderr, "iwarp demo: --corrupt marker needs --markers\n"), -1;
+        return cli_error(&spec, "%s", "--corrupt marker needs --markers");
     if (o->ddp && (o->rtr || o->corrupt != CORRUPT_NONE))
-        return fprintf(stderr, "iwarp demo: --ddp takes neither --p2p (RTR is RDMAP's, RFC 6581 "
-                               "§5) nor --corrupt\n"),
-               -1;
+        return cli_error(&spec, "%s",
+                         "--ddp takes neither --p2p (RTR is RDMAP's, RFC 6581 §5) nor --corrupt");
     return 0;
 }
 
@@ -725,8 +708,9 @@ int iwarp_cli_demo(int argc, char **argv)
 {
     static struct demo demo;
     struct demo *d = &demo;
-    if (parse(argc, argv, &d->o) < 0)
-        return 2;
+    int prc = parse(argc, argv, &d->o);
+    if (prc != CLI_PARSE_OK)
+        return prc == CLI_PARSE_HELP ? 0 : 2;
     struct iwarp_mpa_stream_cfg mc = {.require_mpa = true};
     iwarp_mpa_stream_init(&d->ms, &mc, &listing, d);
     struct iwarp_llp_e2e_cfg cfg;

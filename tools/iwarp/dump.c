@@ -17,7 +17,6 @@
  * traffic decodes to the same text however TCP or SCTP delivered it (-v adds frame numbers).
  */
 #define _POSIX_C_SOURCE 200809L
-#include <getopt.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -25,6 +24,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_opts.h"
 #include "iwarp/errors.h"
 #include "trace/pcap_reader.h"
 #include "trace/trace_mpa_stream.h"
@@ -77,6 +77,49 @@ struct dump {
 
 static struct dump g;
 
+/* --port: 1..65535 into the int field. */
+static int parse_port(const char *arg, void *field)
+{
+    char *end;
+    unsigned long v = strtoul(arg, &end, 10);
+    if (!*arg || *arg == '-' || *end || v == 0 || v > 65535)
+        return -1;
+    int port = (int)v;
+    memcpy(field, &port, sizeof port);
+    return 0;
+}
+
+/* --sctp-udp: one more UDP port to decode as SCTP (into g; at most MAX_UDP_PORTS). */
+static int parse_udp(const char *arg, void *field)
+{
+    (void)field;
+    char *end;
+    unsigned long v = strtoul(arg, &end, 10);
+    if (!*arg || *arg == '-' || *end || v == 0 || v > 65535 || g.nudp == MAX_UDP_PORTS)
+        return -1;
+    g.udp_ports[g.nudp++] = (uint16_t)v;
+    return 0;
+}
+
+static const struct cli_opt rows[] = {
+    {CLI_LINE("\noptions:")},
+    {CLI_OPTION(CLI_FN, "port", 'p', "N"), CLI_AT(struct dump, port), .fn = parse_port,
+     .err = "--port takes 1..65535, not '{arg}'",
+     .help = "judge only TCP connections and SCTP associations on port N, and\n"
+             "report a TCP connection that does not carry MPA as an error\n"
+             "(default: every connection, MPA recognised by its Request)"},
+    {CLI_OPTION(CLI_FN, "sctp-udp", 0, "N"), .fn = parse_udp,
+     .err = "--sctp-udp takes 1..65535 (at most 16 ports), not '{arg}'",
+     .help = "decode UDP port N as SCTP (repeatable)"},
+    {CLI_OPTION(CLI_FLAG, "verbose", 'v', NULL), CLI_AT(struct dump, verbose),
+     .help = "header details, capture frame numbers and TCP reassembly counts"},
+    {CLI_HELP_ROW},
+};
+
+static void usage(FILE *out);
+static const struct cli_spec spec =
+    CLI_SPEC("iwarp dump", "Try `iwarp dump --help`.", usage, 19, rows);
+
 static void usage(FILE *out)
 {
     fprintf(out,
@@ -97,14 +140,11 @@ static void usage(FILE *out)
             "checks out as an SCTP packet's. Fragments are put together, chunks put in DDP-SSN\n"
             "order per stream; each Stream Session Control message (PPID 17) and DDP segment\n"
             "(PPID 16) is printed and judged (U flag, PPIDs, DDP-SSN gaps and repeats, the INIT\n"
-            "and INIT-ACK Adaptation Layer Indication, then the same DDP/RDMAP rules as MPA).\n\n"
-            "options:\n"
-            "  --port N     judge only TCP connections and SCTP associations on port N, and\n"
-            "               report a TCP connection that does not carry MPA as an error\n"
-            "               (default: every connection, MPA recognised by its Request)\n"
-            "  --sctp-udp N  decode UDP port N as SCTP (repeatable)\n"
-            "  -v, --verbose  header details, capture frame numbers and TCP reassembly counts\n"
-            "  -h, --help   this text\n\n"
+            "and INIT-ACK Adaptation Layer Indication, then the same DDP/RDMAP rules as MPA).\n"
+            "Both transports are recognised by themselves: dump has no --transport.\n");
+    cli_help(&spec, out);
+    fprintf(out,
+            "\n"
             "Lines: 's<conn> <dir> #<pdu>' (TCP) or 'a<assoc> <dir> #<pdu>' (SCTP, numbered in\n"
             "DDP-SSN order) with dir i>r (initiator to responder) or r>i.\n"
             "Exit status: 0 when every PDU is valid, 1 when anything is wrong (or no iWARP\n"
@@ -664,55 +704,17 @@ static void sctp_finish(void)
     }
 }
 
+/* Returns 0 to run, 1 after --help, 2 after a usage error was printed. */
 static int parse(int argc, char **argv, const char **file)
 {
-    static const struct option lo[] = {{"port", required_argument, NULL, 'p'},
-                                       {"sctp-udp", required_argument, NULL, 'u'},
-                                       {"verbose", no_argument, NULL, 'v'},
-                                       {"help", no_argument, NULL, 'h'},
-                                       {NULL, 0, NULL, 0}};
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "vh", lo, NULL)) != -1) {
-        switch (c) {
-        case 'p': {
-            char *end;
-            unsigned long v = strtoul(optarg, &end, 10);
-            if (!*optarg || *end || v == 0 || v > 65535)
-                return fprintf(stderr, "iwarp dump: --port takes 1..65535, not '%s'\n", optarg), -1;
-            g.port = (int)v;
-            break;
-        }
-        case 'u': {
-            char *end;
-            unsigned long v = strtoul(optarg, &end, 10);
-            if (!*optarg || *end || v == 0 || v > 65535)
-                return fprintf(stderr, "iwarp dump: --sctp-udp takes 1..65535, not '%s'\n", optarg),
-                       -1;
-            if (g.nudp == MAX_UDP_PORTS)
-                return fprintf(stderr, "iwarp dump: at most %u --sctp-udp ports\n", MAX_UDP_PORTS),
-                       -1;
-            g.udp_ports[g.nudp++] = (uint16_t)v;
-            break;
-        }
-        case 'v':
-            g.verbose = true;
-            break;
-        case 'h':
-            usage(stdout);
-            exit(0);
-        default:
-            usage(stderr);
-            return -1;
-        }
-    }
-    if (optind != argc - 1) {
-        fprintf(stderr, optind >= argc ? "iwarp dump: no capture file given\n"
-                                       : "iwarp dump: one capture file only\n");
-        usage(stderr);
-        return -1;
-    }
-    *file = argv[optind];
+    struct cli_result r;
+    int rc = cli_parse(&spec, argc, argv, &g, &r);
+    if (rc != CLI_PARSE_OK)
+        return rc;
+    if (r.first_arg != argc - 1)
+        return cli_error(&spec, "%s",
+                         r.first_arg >= argc ? "no capture file given" : "one capture file only");
+    *file = argv[r.first_arg];
     return 0;
 }
 
@@ -745,8 +747,9 @@ int iwarp_cli_dump(int argc, char **argv)
     const char *file = NULL;
     memset(&g, 0, sizeof g);
     g.port = -1;
-    if (parse(argc, argv, &file) < 0)
-        return 2;
+    int prc = parse(argc, argv, &file);
+    if (prc != CLI_PARSE_OK)
+        return prc == CLI_PARSE_HELP ? 0 : 2;
     struct iwarp_pcap_reader *r;
     char err[256] = "";
     int rc = iwarp_pcap_reader_open(&r, file, err, sizeof err);

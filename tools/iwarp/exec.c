@@ -27,7 +27,7 @@ struct opts {
     const char *rtr;
     long first_delay_ms;   /* -1: not given (0 is a value: it overrides the variable) */
     long connect_retry_ms; /* -1: not given */
-    bool crc, markers, no_p2p, print_dir;
+    bool crc, no_crc, markers, no_p2p, print_dir;
 };
 
 #define AT(field) CLI_AT(struct opts, field)
@@ -71,8 +71,10 @@ static int parse_connect_retry(const char *arg, void *field)
 
 static const struct cli_opt rows[] = {
     {CLI_LINE("\noptions:")},
-    {CLI_OPTION(CLI_FLAG, "crc", 0, NULL), AT(crc),
-     .help = "ask for MPA CRC32C (IWARP_MPA_CRC=1; default off, as siw)"},
+    {CLI_CRC(struct opts, crc), .help =
+                                    "ask for MPA CRC32C or not (IWARP_MPA_CRC=1 or 0; default:\n"
+                                    "the variable, else off, as siw)"},
+    {CLI_OPTION(CLI_FLAG, "no-crc", 0, NULL), AT(no_crc)},
     {CLI_OPTION(CLI_FLAG, "markers", 0, NULL), AT(markers),
      .help = "ask the peer for MPA markers (IWARP_MPA_MARKERS=1)"},
     {CLI_OPTION(CLI_FLAG, "no-p2p", 0, NULL), AT(no_p2p),
@@ -98,14 +100,16 @@ static const struct cli_opt rows[] = {
              "(default), or caller, the program's own polling (lowest\n"
              "latency for programs that busy-poll their CQs from the thread\n"
              "that posts, e.g. perftest's bandwidth tests)"},
-    {CLI_OPTION(CLI_STR, "pcap", 0, "FILE"), AT(pcap),
-     .help = "record every connection's MPA stream to FILE (IWARP_PCAP)"},
+    {CLI_TRACE(struct opts, pcap), .help =
+                                       "record every connection's MPA stream to FILE.pcap (sets\n"
+                                       "IWARP_PCAP; default: the variable)"},
+    {CLI_TRACE_OLD(struct opts, pcap)},
     {CLI_OPTION(CLI_STR, "dropin-dir", 0, "DIR"), AT(dir),
      .help = "the drop-in libraries' directory (default: IWARP_DROPIN_DIR,\n"
              "else dropin/ beside this command, else the installed one)"},
     {CLI_OPTION(CLI_FLAG, "print-dir", 0, NULL), AT(print_dir),
      .help = "print the drop-in directory and exit"},
-    {CLI_OPTION(CLI_HELP, "help", 'h', NULL), .help = "this text"},
+    {CLI_HELP_ROW},
 };
 
 static void usage(FILE *out);
@@ -189,7 +193,7 @@ static int export_options(const struct opts *o)
     char retry[16];
     snprintf(num, sizeof num, "%ld", o->first_delay_ms);
     snprintf(retry, sizeof retry, "%ld", o->connect_retry_ms);
-    if ((o->crc && set_env("IWARP_MPA_CRC", "1")) ||
+    if ((o->crc && set_env("IWARP_MPA_CRC", "1")) || (o->no_crc && set_env("IWARP_MPA_CRC", "0")) ||
         (o->markers && set_env("IWARP_MPA_MARKERS", "1")) ||
         (o->no_p2p && set_env("IWARP_MPA_P2P", "0")) ||
         (o->rtr && set_env("IWARP_MPA_RTR", o->rtr)) ||
@@ -244,6 +248,8 @@ int iwarp_cli_exec(int argc, char **argv)
     if (rc != CLI_PARSE_OK)
         return 2;
     int prog = ours < argc && !strcmp(argv[ours], "--") ? ours + 1 : ours;
+    if (o.crc && o.no_crc)
+        return cli_error(&spec, "%s", "give --crc or --no-crc, not both");
     if (o.progress && strcmp(o.progress, "thread") != 0 && strcmp(o.progress, "caller") != 0)
         return cli_error(&spec, "invalid --progress '%s' (thread or caller)", o.progress);
 

@@ -23,13 +23,19 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: iwarp COMMAND [OPTIONS]\n\n"
-            "libiwarp %s: user-space iWARP (RDMAP/DDP/MPA over TCP).\n\ncommands:\n",
+            "libiwarp %s: user-space iWARP over two transports: RDMAP/DDP over MPA over\n"
+            "TCP (RFC 5040, 5041, 5044, 6581; --transport tcp, the default) and RDMAP/DDP over\n"
+            "SCTP (RFC 5043, usrsctp over UDP; --transport sctp in ping and perf).\n\n"
+            "commands:\n",
             iwarp_version());
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(out, "  %-9s %s\n", commands[i].name, commands[i].summary);
     fprintf(out,
             "  %-9s %s\n  %-9s %s\n\n"
-            "Run `iwarp COMMAND --help` for the options of a command.\n",
+            "Run `iwarp COMMAND --help` for the options of a command, `man iwarp-COMMAND`\n"
+            "for its manual. The options the commands share have one spelling everywhere:\n"
+            "--trace FILE (packet trace), --crc/--no-crc, -6/--ipv6, --transport tcp|sctp,\n"
+            "-p/--port N, -h/--help.\n",
             "version", "print the library version", "help", "print this text");
 }
 

@@ -21,10 +21,27 @@
 
 #include "perf.h"
 
-/* The loopback server: a thread pinned to CPU 1 that listens on 127.0.0.1, port 0. */
+/* ss: the wildcard (loopback: the loopback) address of IPv4 or (v6) IPv6, with port. */
+static void any_addr(struct sockaddr_storage *ss, bool v6, bool loopback, uint16_t port)
+{
+    memset(ss, 0, sizeof *ss);
+    if (v6) {
+        struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+        s6->sin6_family = AF_INET6;
+        s6->sin6_addr = loopback ? in6addr_loopback : in6addr_any;
+        s6->sin6_port = htons(port);
+    } else {
+        struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
+        s4->sin_family = AF_INET;
+        s4->sin_addr.s_addr = htonl(loopback ? INADDR_LOOPBACK : INADDR_ANY);
+        s4->sin_port = htons(port);
+    }
+}
+
+/* The loopback server: a thread pinned to CPU 1 that listens on 127.0.0.1 (-6: ::1), port 0. */
 struct loop_server {
     struct perf_server s;
-    bool pin;
+    bool pin, ipv6;
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int state; /* 0 starting, 1 listening, -1 failed */
@@ -37,8 +54,9 @@ static void *loop_server_main(void *arg)
     struct loop_server *l = arg;
     if (l->pin)
         perf_pin(1); /* before the context exists: its progress thread inherits CPU 1 */
-    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    int rc = perf_server_listen(&l->s, (const struct sockaddr *)&sin);
+    struct sockaddr_storage ss;
+    any_addr(&ss, l->ipv6, true, 0);
+    int rc = perf_server_listen(&l->s, (const struct sockaddr *)&ss);
     pthread_mutex_lock(&l->mu);
     l->state = rc < 0 ? -1 : 1;
     pthread_cond_signal(&l->cv);
@@ -60,12 +78,27 @@ static int run_server(const struct perf_opts *o)
                             .sctp_mtu = o->sctp_mtu,
                             .tx_batch = o->tx_batch,
                             .trace = o->trace};
-    struct sockaddr_in sin = {.sin_family = AF_INET,
-                              .sin_port = htons(o->port ? o->port : PERF_DEFAULT_PORT),
-                              .sin_addr.s_addr = htonl(INADDR_ANY)};
-    int rc = perf_server_listen(&s, (const struct sockaddr *)&sin);
+    /* ::, which takes IPv4 clients too (the CM listens dual-stack there); 0.0.0.0 where the
+     * system has no IPv6 */
+    struct sockaddr_storage ss;
+    uint16_t port = o->port ? o->port : PERF_DEFAULT_PORT;
+    any_addr(&ss, true, false, port);
+    int rc = perf_server_listen(&s, (const struct sockaddr *)&ss);
+    if (rc < 0 && !o->ipv6) {
+        perf_server_close(&s);
+        s = (struct perf_server){.busy = o->busy_poll,
+                                 .crc = o->crc,
+                                 .crc_given = o->crc_given,
+                                 .sctp = o->sctp,
+                                 .sctp_mtu = o->sctp_mtu,
+                                 .tx_batch = o->tx_batch,
+                                 .trace = o->trace};
+        any_addr(&ss, false, false, port);
+        rc = perf_server_listen(&s, (const struct sockaddr *)&ss);
+    }
     if (rc == 0) {
-        printf("iwarp perf: server listening on %s port %u (%s); waiting for one client\n",
+        printf("iwarp perf: server listening on %s %s port %u (%s); waiting for one client\n",
+               ss.ss_family == AF_INET6 ? ":: (IPv4 and IPv6)" : "0.0.0.0",
                o->sctp ? "SCTP over UDP" : "TCP", s.port, o->busy_poll ? "busy-poll" : "events");
         fflush(stdout);
         rc = perf_server_serve(&s);
@@ -78,9 +111,10 @@ static int run_server(const struct perf_opts *o)
     return rc < 0 ? 1 : 0;
 }
 
-static int resolve(const char *host, uint16_t port, struct sockaddr_storage *out)
+static int resolve(const char *host, uint16_t port, bool v6, struct sockaddr_storage *out)
 {
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res;
+    struct addrinfo hints = {.ai_family = v6 ? AF_INET6 : AF_UNSPEC, .ai_socktype = SOCK_STREAM},
+                    *res;
     char ps[8];
     snprintf(ps, sizeof ps, "%u", port);
     if (getaddrinfo(host, ps, &hints, &res) != 0 || !res)
@@ -241,7 +275,7 @@ int iwarp_cli_perf(int argc, char **argv)
     char conn[320];
     if (o.host) {
         uint16_t port = o.port ? o.port : PERF_DEFAULT_PORT;
-        if (resolve(o.host, port, &peer) < 0) {
+        if (resolve(o.host, port, o.ipv6, &peer) < 0) {
             fprintf(stderr, "iwarp perf: cannot resolve host '%s'\n", o.host);
             return 2;
         }
@@ -258,6 +292,7 @@ int iwarp_cli_perf(int argc, char **argv)
                                .sctp_mtu = o.sctp_mtu,
                                .tx_batch = o.tx_batch};
     l.pin = o.pin;
+    l.ipv6 = o.ipv6;
     pthread_mutex_init(&l.mu, NULL);
     pthread_cond_init(&l.cv, NULL);
     pthread_t th;
@@ -273,12 +308,9 @@ int iwarp_cli_perf(int argc, char **argv)
     if (l.state > 0) {
         if (o.pin)
             perf_pin(0);
-        struct sockaddr_in *sin = (struct sockaddr_in *)&peer;
-        memset(&peer, 0, sizeof peer);
-        sin->sin_family = AF_INET;
-        sin->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        sin->sin_port = htons(l.s.port);
-        snprintf(conn, sizeof conn, "loopback 127.0.0.1:%u", l.s.port);
+        any_addr(&peer, o.ipv6, true, l.s.port);
+        snprintf(conn, sizeof conn, o.ipv6 ? "loopback [::1]:%u" : "loopback 127.0.0.1:%u",
+                 l.s.port);
         status = run_client(&o, &peer, conn);
     }
     l.s.abandoned = true; /* a server still waiting for its first connection stops */

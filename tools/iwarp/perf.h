@@ -107,7 +107,18 @@ struct perf_opts {
     bool sctp;                     /* --transport sctp: DDP over SCTP (IWARP_PS_SCTP) */
     uint32_t sctp_mtu;             /* --sctp-mtu; 0: the library's default (1500) */
     struct perf_tx_batch tx_batch; /* --tx-batch */
+    bool ipv6;                     /* -6, --ipv6: loopback on ::1, HOST resolved to IPv6 */
+    uint8_t units;                 /* --units: PERF_UNITS_SI (MB = 10^6) or _PERFTEST (2^20) */
 };
+
+/* --units: what a MB is. perftest prints MiB/s (2^20 octets) under the label MB/sec. */
+enum { PERF_UNITS_SI, PERF_UNITS_PERFTEST };
+
+/* The octets in one MB of the output under o's --units. */
+static inline double perf_mb(const struct perf_opts *o)
+{
+    return o->units == PERF_UNITS_PERFTEST ? 1048576.0 : 1e6;
+}
 
 /* Parse the perf command line (argv[0] is "perf"). Returns 0 to run, 1 when --help was printed
  * (exit 0), 2 after printing a usage error to stderr (exit 2). */

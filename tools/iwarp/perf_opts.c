@@ -43,7 +43,13 @@ static const struct cli_opt rows[] = {
     {CLI_ENTRY("(no peer)", "loopback: server and client in this process on 127.0.0.1, an\n"
                             "ephemeral port; client thread on CPU 0, server on CPU 1")},
     {CLI_OPTION(CLI_FLAG, "server", 0, NULL), AT(server),
-     .help = "wait for one client on port N (all addresses), serve it, exit"},
+     .help = "wait for one client on port N, serve it, exit; it listens on\n"
+             ":: for IPv4 and IPv6 clients alike (0.0.0.0 on a system\n"
+             "without IPv6; --perftest: 0.0.0.0)"},
+    {CLI_IPV6(struct perf_opts, ipv6),
+     .help = "IPv6: loopback runs on ::1 (default 127.0.0.1) and HOST is\n"
+             "resolved to an IPv6 address (default: either family);\n"
+             "--server listens on :: with or without it"},
     {CLI_ENTRY("HOST", "run the test against `iwarp perf --server` on HOST")},
     {CLI_OPTION(CLI_UINT, "port", 'p', "N"), AT(port), CLI_RANGE(1, 65535),
      .def = PERF_DEFAULT_PORT, .err = "--port needs a number {min}..{max}, not '{arg}'",
@@ -52,8 +58,9 @@ static const struct cli_opt rows[] = {
     {CLI_LINE("\nWhat:")},
     {CLI_OPTION(CLI_CHOICE, "op", 0, "write|read|send|atomic|cmp-swap|write-imm"), AT(op),
      .err = "--op must be write, read, send, atomic, cmp-swap or write-imm, not '{arg}'",
-     .help = "operation (default write); atomic (FetchAdd), cmp-swap (CmpSwap) and write-imm "
-             "(RDMA Write with Immediate) are RFC 7306: libiwarp on both sides"},
+     .help = "operation (default write); atomic (FetchAdd), cmp-swap\n"
+             "(CmpSwap) and write-imm (RDMA Write with Immediate) are\n"
+             "RFC 7306: libiwarp on both sides"},
     {CLI_OPTION(CLI_UINT, "size", 's', "BYTES"), AT(sizes[0]),
      CLI_RANGE(PERF_MIN_SIZE, PERF_MAX_SIZE), .def = 65536, .flags = CLI_KM,
      .err = "--size must be {min} .. {max} (8M) octets, not '{arg}'",
@@ -78,10 +85,10 @@ static const struct cli_opt rows[] = {
              "side polling its buffer's last octet (RTT/2); send = Send\n"
              "ping-pong (RTT/2); read = one Read at a time (full time)"},
     {CLI_LINE("\nHow:")},
-    {CLI_OPTION(CLI_FLAG, "crc", 0, NULL), AT(crc), .label = "--crc, --no-crc",
+    {CLI_CRC(struct perf_opts, crc),
      .help = "MPA CRC32C on or off (default on; a server without either\n"
-             "follows the client)"},
-    {CLI_OPTION(CLI_CLEAR, "no-crc", 0, NULL), AT(crc)},
+             "follows the client; --perftest: off)"},
+    {CLI_NO_CRC(struct perf_opts, crc)},
     {CLI_OPTION(CLI_CHOICE, "mpa-rev", 0, "1|2"), AT(mpa_rev), .min = 1,
      .err = "--mpa-rev must be 1 or 2, not '{arg}'",
      .help = "MPA revision of the Request (default 2, RFC 6581)"},
@@ -104,8 +111,9 @@ static const struct cli_opt rows[] = {
              "post less than US after a write that the peer has not\n"
              "answered joins a batch; 0: off (default: the library's, 50)"},
     {CLI_OPTION(CLI_FLAG, "busy-poll", 0, NULL), AT(busy_poll),
-     .help = "both sides drive progress themselves and spin on the CQ;\n"
-             "default: a progress thread per side and completion-channel\n"
+     .help = "both sides drive progress themselves and spin on the CQ, as\n"
+             "perftest does by default (its -e sleeps on events); default\n"
+             "here: a progress thread per side and completion-channel\n"
              "events (iwarp_req_notify_cq + iwarp_get_cq_event_timeout)"},
     {CLI_OPTION(CLI_FLAG, "verify", 0, NULL), AT(verify),
      .help = "check every octet: read data and received Sends at once, each\n"
@@ -124,19 +132,25 @@ static const struct cli_opt rows[] = {
     {CLI_OPTION(CLI_CLEAR, "no-pin", 0, NULL), AT(pin),
      .help = "loopback: leave thread placement to the scheduler"},
     {CLI_LINE("\nOutput:\n"
-              "  a perftest-style table on stdout (1 MB = 10^6 octets; peak = best 10 ms "
-              "window);\n"
-              "  a progress line on stderr when it is a terminal and a run lasts over 2 s")},
+              "  a perftest-style table on stdout (1 MB = 10^6 octets, where perftest's MB/sec\n"
+              "  are MiB/s, 2^20: see --units; peak = best 10 ms window); a progress line on\n"
+              "  stderr when it is a terminal and a run lasts over 2 s")},
+    {CLI_OPTION(CLI_CHOICE, "units", 0, "si|perftest"), AT(units),
+     .err = "--units must be si or perftest, not '{arg}'",
+     .help = "what MB means in the table, the JSON and the plot: si, 10^6\n"
+             "octets (default); perftest, 2^20 octets (MiB), as perftest's\n"
+             "BW columns labelled MB/sec"},
     {CLI_OPTION(CLI_FLAG, "json", 0, NULL), AT(json),
      .help = "one JSON document on stdout instead of the table"},
     {CLI_OPTION(CLI_STR, "plot", 0, "FILE.svg"), AT(plot),
      .help = "a chart of bandwidth (or latency) against message size"},
-    {CLI_OPTION(CLI_STR, "trace", 0, "FILE.pcap"), AT(trace),
+    {CLI_TRACE(struct perf_opts, trace),
      .help = "capture the client's connections (loopback: both directions of\n"
              "each) as the library's packet trace (SCTP: its packets in\n"
              "UDP, RFC 6951); default $IWARP_PCAP"},
-    {CLI_OPTION(CLI_FLAG, "perftest", 0, NULL), AT(perftest)}, /* described after the table */
-    {CLI_OPTION(CLI_HELP, "help", 'h', NULL)},                 /* not listed */
+    {CLI_OPTION(CLI_FLAG, "perftest", 0, NULL), AT(perftest),
+     .help = "speak perftest's own protocol (see below)"},
+    {CLI_HELP_ROW},
 };
 
 static void usage(FILE *f);
@@ -146,17 +160,20 @@ static const struct cli_spec spec =
 static void usage(FILE *f)
 {
     fputs(
-        "usage: iwarp perf [--server | HOST] [-p|--port N]\n"
+        "usage: iwarp perf [--server | HOST] [-6|--ipv6] [-p|--port N]\n"
         "                  [--op write|read|send|atomic|cmp-swap|write-imm]\n"
         "                  [-s|--size BYTES | -a|--all-sizes] [-n|--iters N | -D|--duration SEC]\n"
         "                  [--qd N] [--qps N] [--crc | --no-crc] [--mpa-rev 1|2]\n"
         "                  [--transport tcp|sctp] [--sctp-mtu BYTES] [--tx-batch US] [--lat]\n"
         "                  [--busy-poll] [--verify] [--compare-tcp] [--passes N] [--no-pin]\n"
-        "                  [--json] [--plot FILE.svg] [--trace FILE.pcap] [--perftest]\n"
+        "                  [--units si|perftest] [--json] [--plot FILE.svg]\n"
+        "                  [--trace FILE.pcap] [--perftest]\n"
         "\n"
         "Bandwidth or latency of RDMA Write, RDMA Read or Send through libiwarp (RDMAP/DDP/MPA\n"
         "over kernel TCP, or RDMAP/DDP over SCTP with --transport sctp), in the manner of\n"
-        "perftest's ib_write_bw / ib_send_lat.\n",
+        "perftest's ib_write_bw / ib_send_lat. Two differences from perftest by default:\n"
+        "1 MB = 10^6 octets (perftest: 2^20; --units perftest), and completions are waited\n"
+        "for with events (perftest polls; --busy-poll).\n",
         f);
     cli_help(&spec, f);
     fprintf(

@@ -13,8 +13,9 @@
 
 static const char *mode_name(const struct perf_opts *o)
 {
-    return o->busy_poll ? "busy-poll (caller progress, spinning on the CQ)"
-                        : "events (progress thread, completion channel)";
+    return o->busy_poll ? "busy-poll (caller progress, spinning on the CQ, as perftest)"
+                        : "events (progress thread, completion channel; perftest polls: "
+                          "--busy-poll)";
 }
 
 /* Where bandwidth operations in flight take their data (perf_layout_init). */
@@ -63,7 +64,10 @@ void perf_out_header(FILE *f, const struct perf_report *r)
                 o->op == PERF_OP_READ ? "whole Read (as ib_read_lat)" : "one-way, RTT/2");
     else
         fprintf(f, " Buffers         : %s\n", buffers_name(o));
-    fprintf(f, " Units           : 1 MB = 10^6 octets; BW peak = best 10 ms window%s\n",
+    fprintf(f, " Units           : %s; BW peak = best 10 ms window%s\n",
+            o->units == PERF_UNITS_PERFTEST
+                ? "1 MB = 2^20 octets (MiB, as perftest)"
+                : "1 MB = 10^6 octets (perftest: 2^20, --units perftest)",
             !o->compare_tcp ? ""
             : o->lat        ? "; TCP = plain TCP (NODELAY ping-pong), same run"
                             : "; TCP = plain TCP (one stream, Nagle on), same run");
@@ -93,15 +97,16 @@ void perf_out_row(FILE *f, const struct perf_report *r, const struct perf_row *w
                 w->lat.stdev, w->lat.p99, w->lat.p999);
     else
         fprintf(f, " %-10u %-14" PRIu64 " %-18.2f %-20.2f %-13.6f", w->size, w->bw.iters,
-                w->bw.peak / 1e6, w->bw.avg / 1e6, w->bw.mpps);
+                w->bw.peak / perf_mb(o), w->bw.avg / perf_mb(o), w->bw.mpps);
     if (o->passes > 1) {
-        double k = o->lat ? 1 : 1e-6;
+        double k = o->lat ? 1 : 1 / perf_mb(o);
         char range[48];
         snprintf(range, sizeof range, "%.2f..%.2f", w->lo * k, w->hi * k);
         fprintf(f, "   %-16s", range);
     }
     if (w->have_tcp)
-        fprintf(f, "   %-22.2f %.2f", o->lat ? w->tcp_lat.typical : w->tcp_bw.avg / 1e6, w->ratio);
+        fprintf(f, "   %-22.2f %.2f", o->lat ? w->tcp_lat.typical : w->tcp_bw.avg / perf_mb(o),
+                w->ratio);
     if (w->verify_errors)
         fprintf(f, "   VERIFY: %" PRIu64 " octets wrong", w->verify_errors);
     fprintf(f, "\n");
@@ -118,13 +123,13 @@ void perf_out_footer(FILE *f, const struct perf_report *r)
                 r->o->passes);
 }
 
-static void json_bw(FILE *f, const struct perf_bw *b, double lo, double hi)
+static void json_bw(FILE *f, const struct perf_bw *b, double lo, double hi, double mb)
 {
     fprintf(f,
             "\"bw_peak_MBps\": %.3f, \"bw_avg_MBps\": %.3f, \"bw_avg_min_MBps\": %.3f, "
             "\"bw_avg_max_MBps\": %.3f, \"msg_rate_Mpps\": %.6f, \"iterations\": %" PRIu64
             ", \"cpu_s_per_GB\": %.4f",
-            b->peak / 1e6, b->avg / 1e6, lo / 1e6, hi / 1e6, b->mpps, b->iters, b->cpu_s_per_gb);
+            b->peak / mb, b->avg / mb, lo / mb, hi / mb, b->mpps, b->iters, b->cpu_s_per_gb);
 }
 
 static void json_lat(FILE *f, const struct perf_lat *l, double lo, double hi)
@@ -162,7 +167,9 @@ void perf_out_json(FILE *f, const struct perf_report *r)
             : o->verify ? "per-operation"
                         : "shared",
             o->passes, o->duration);
-    fprintf(f, "  \"units\": {\"MBps\": \"10^6 octets per second\", \"us\": \"%s\"},\n",
+    fprintf(f, "  \"units\": {\"MBps\": \"%s octets per second\", \"MB\": %s, \"us\": \"%s\"},\n",
+            o->units == PERF_UNITS_PERFTEST ? "2^20" : "10^6",
+            o->units == PERF_UNITS_PERFTEST ? "1048576" : "1000000",
             o->op == PERF_OP_READ ? "microseconds, whole Read" : "microseconds, RTT/2");
     fprintf(f, "  \"results\": [");
     for (uint32_t i = 0; i < r->nrows; i++) {
@@ -171,14 +178,14 @@ void perf_out_json(FILE *f, const struct perf_report *r)
         if (o->lat)
             json_lat(f, &w->lat, w->lo, w->hi);
         else
-            json_bw(f, &w->bw, w->lo, w->hi);
+            json_bw(f, &w->bw, w->lo, w->hi, perf_mb(o));
         fprintf(f, ", \"verify_errors\": %" PRIu64, w->verify_errors);
         if (w->have_tcp) {
             fprintf(f, ",\n     \"tcp\": {");
             if (o->lat)
                 json_lat(f, &w->tcp_lat, w->tcp_lo, w->tcp_hi);
             else
-                json_bw(f, &w->tcp_bw, w->tcp_lo, w->tcp_hi);
+                json_bw(f, &w->tcp_bw, w->tcp_lo, w->tcp_hi, perf_mb(o));
             fprintf(f, "}, \"ratio\": %.4f", w->ratio);
         }
         fprintf(f, "}");

@@ -85,11 +85,11 @@ int perf_svg_write(const char *path, const struct perf_report *r)
     for (uint32_t i = 0; i < r->nrows; i++) {
         const struct perf_row *w = &r->rows[i];
         int k = 0;
-        s[k++].y[i] = o->lat ? w->lat.typical : w->bw.avg / 1e6;
+        s[k++].y[i] = o->lat ? w->lat.typical : w->bw.avg / perf_mb(o);
         if (o->lat)
             s[k++].y[i] = w->lat.p99;
         if (tcp)
-            s[k].y[i] = o->lat ? w->tcp_lat.typical : w->tcp_bw.avg / 1e6;
+            s[k].y[i] = o->lat ? w->tcp_lat.typical : w->tcp_bw.avg / perf_mb(o);
         for (int j = 0; j < ns; j++)
             ymax = s[j].y[i] > ymax ? s[j].y[i] : ymax;
     }
@@ -144,7 +144,8 @@ int perf_svg_write(const char *path, const struct perf_report *r)
             "%s</text>\n",
             ML, MT, pw, ph, ML + pw / 2, H - 14, MT + ph / 2, MT + ph / 2,
             o->lat ? (o->op == PERF_OP_READ ? "latency [us], whole Read" : "latency [us], RTT/2")
-                   : "bandwidth [MB/s, 10^6 octets/s]");
+            : o->units == PERF_UNITS_PERFTEST ? "bandwidth [MB/s, 2^20 octets/s]"
+                                              : "bandwidth [MB/s, 10^6 octets/s]");
     /* series and legend */
     for (int j = 0; j < ns; j++) {
         fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\"%s points=\"",

@@ -78,7 +78,7 @@
 #define LETTER_COUNT   (LETTER_LAST - LETTER_FIRST + 1)
 
 struct opts {
-    bool server, client, persistent, validate, crc;
+    bool server, client, persistent, validate, crc, ipv6;
     bool sctp;         /* --transport sctp: DDP over SCTP (IWARP_PS_SCTP) */
     uint32_t sctp_mtu; /* --sctp-mtu; 0: the library's default (1500) */
     bool x_markers, x_markers_fallback, x_bad_rkey, x_bad_sink, x_atomic,
@@ -1028,6 +1028,8 @@ static int setup(struct ping *p)
     return 0;
 }
 
+static void set_port(struct sockaddr_storage *a, unsigned port);
+
 static int start_server(struct ping *p)
 {
     char host[INET6_ADDRSTRLEN];
@@ -1040,7 +1042,17 @@ static int start_server(struct ping *p)
         fprintf(stderr, "iwarp ping: binding %s port %u: %s\n", host, port, iwarp_strerror(rc));
         return rc;
     }
-    if ((rc = iwarp_cm_listen(p->listen, 3)) < 0)
+    rc = iwarp_cm_listen(p->listen, 3);
+    if (rc < 0 && !p->o.addr_arg && p->o.addr.ss_family == AF_INET6) {
+        /* no IPv6 on this system: IPv4's wildcard, as rping */
+        (void)iwarp_cm_destroy_id(p->listen);
+        p->listen = NULL;
+        memset(&p->o.addr, 0, sizeof p->o.addr);
+        p->o.addr.ss_family = AF_INET;
+        set_port(&p->o.addr, p->o.port);
+        return start_server(p);
+    }
+    if (rc < 0)
         return err("listening", rc);
     dbg(p, "listening on %s port %u\n", host, port);
     return 0;
@@ -1099,8 +1111,9 @@ static const struct cli_opt rows[] = {
      .help = "server side; serves one client, then exits (see -P)"},
     {CLI_OPTION(CLI_FLAG, "client", 'c', NULL), AT(client), .help = "client side"},
     {CLI_OPTION(CLI_STR, "addr", 'a', "ADDR"), AT(addr_arg),
-     .help = "server: address to listen on (default 0.0.0.0; -a ::0 for\n"
-             "IPv6); client: the server's address. IPv4, IPv6 or a name"},
+     .help = "server: address to listen on (default ::, IPv4 and IPv6\n"
+             "clients alike; 0.0.0.0 on a system without IPv6); client:\n"
+             "the server's address. IPv4, IPv6 or a name"},
     {CLI_OPTION(CLI_STR, "source", 'I', "ADDR"), AT(src_arg),
      .help = "client: local address to connect from"},
     {CLI_OPTION(CLI_UINT, "port", 'p', "PORT"), AT(port), CLI_RANGE(1, 65535), .def = PING_PORT,
@@ -1131,14 +1144,19 @@ static const struct cli_opt rows[] = {
      .help = "lower layer (default tcp: MPA over TCP, as rping). sctp:\n"
              "DDP over SCTP (RFC 5043, RFC 6581 §7) on usrsctp over UDP,\n"
              "libiwarp to libiwarp; give it to the server and the client\n"
-             "alike. There is no MPA over SCTP, so --crc is refused with\n"
-             "it (exit 2); SCTP's CRC32c checks every packet"},
+             "alike. There is no MPA over SCTP, so --crc and --no-crc are\n"
+             "refused with it (exit 2); SCTP's CRC32c checks every packet"},
     {CLI_SCTP_MTU(struct opts, sctp_mtu), .err = "invalid --sctp-mtu '{arg}' ({min}..{max})",
      .help = "with --transport sctp: the network MTU the packets mimic,\n"
              "{min}..{max} (default 1500; IPv6 needs at least 616); DDP\n"
              "segments are sized so that nothing fragments"},
-    {CLI_OPTION(CLI_FLAG, "crc", 0, NULL), AT(crc),
-     .help = "ask for MPA CRC32C (RFC 5044 §4.4; siw's default is off)"},
+    {CLI_CRC(struct opts, crc), .help =
+                                    "ask for MPA CRC32C or not (RFC 5044 §4.4; default off, as\n"
+                                    "rping on siw)"},
+    {CLI_NO_CRC(struct opts, crc)},
+    {CLI_IPV6(struct opts, ipv6), .help =
+                                      "IPv6: the client resolves -a to an IPv6 address; a server\n"
+                                      "without -a listens on :: with or without it"},
     {CLI_OPTION(CLI_UINT, "first-delay", 0, "MS"), AT(first_delay_ms), CLI_RANGE(0, 600000),
      .err = "invalid --first-delay '{arg}' ({min}..{max} ms)",
      .help = "client: wait MS ms after ESTABLISHED before the first Send.\n"
@@ -1148,10 +1166,11 @@ static const struct cli_opt rows[] = {
      .err = "invalid --retry '{arg}' ({min}..{max} s)",
      .help = "client: redial a refused or dropped connection attempt for\n"
              "up to SECS seconds (a listener that is not up yet)"},
-    {CLI_OPTION(CLI_STR, "pcap", 0, "FILE"), AT(pcap),
-     .help = "record the connection's MPA stream (SCTP: its packets in\n"
-             "UDP) to FILE (pcap)"},
-    {CLI_OPTION(CLI_HELP, "help", 'h', NULL), .help = "this text"},
+    {CLI_TRACE(struct opts, pcap), .help =
+                                       "record the connection's MPA stream (SCTP: its packets in\n"
+                                       "UDP) to FILE.pcap (default $IWARP_PCAP)"},
+    {CLI_TRACE_OLD(struct opts, pcap)},
+    {CLI_HELP_ROW},
     {CLI_OPTION(CLI_FLAG, "x-markers", 0, NULL), AT(x_markers)},
     {CLI_OPTION(CLI_FLAG, "x-markers-fallback", 0, NULL), AT(x_markers_fallback)},
     {CLI_OPTION(CLI_FN, "x-p2p", 0, "TYPES"), AT(x_p2p), .fn = parse_p2p,
@@ -1183,9 +1202,11 @@ static void usage(FILE *out)
           out);
 }
 
-static int resolve(const char *name, struct sockaddr_storage *out)
+/* name (an address or a host name; v6: IPv6 only) into out. 0, or -1 after a message. */
+static int resolve(const char *name, bool v6, struct sockaddr_storage *out)
 {
-    struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res;
+    struct addrinfo hints = {.ai_family = v6 ? AF_INET6 : AF_UNSPEC, .ai_socktype = SOCK_STREAM},
+                    *res;
     int rc = getaddrinfo(name, NULL, &hints, &res);
     if (rc != 0) {
         fprintf(stderr, "iwarp ping: %s: %s (invalid host name or IP address)\n", name,
@@ -1235,17 +1256,18 @@ static int parse(int argc, char **argv, struct opts *o)
         return cli_error(&spec, "%s", "--sctp-mtu needs --transport sctp");
     /* RFC 5043: DDP runs on SCTP directly, without MPA's CRC, markers or RTR (RFC 6581 §7:
      * either side may send first) */
-    if (o->sctp && (o->crc || o->x_markers || o->x_p2p))
+    if (o->sctp &&
+        (cli_seen(&spec, &r, "crc") || cli_seen(&spec, &r, "no-crc") || o->x_markers || o->x_p2p))
         return cli_error(&spec, "%s",
-                         "--crc, --x-markers and --x-p2p are MPA options; DDP over SCTP "
+                         "--crc, --no-crc, --x-markers and --x-p2p are MPA options; DDP over SCTP "
                          "(--transport sctp) has no MPA: leave them out");
-    if (o->addr_arg && resolve(o->addr_arg, &o->addr) < 0)
+    if (o->addr_arg && resolve(o->addr_arg, o->ipv6, &o->addr) < 0)
         return CLI_PARSE_USAGE;
-    if (!o->addr_arg)
-        ((struct sockaddr_in *)&o->addr)->sin_family = AF_INET; /* 0.0.0.0, as rping */
+    if (!o->addr_arg) /* ::, both families (start_server falls back to rping's 0.0.0.0) */
+        o->addr.ss_family = AF_INET6;
     set_port(&o->addr, o->port);
     if (o->src_arg) {
-        if (resolve(o->src_arg, &o->src) < 0)
+        if (resolve(o->src_arg, o->ipv6, &o->src) < 0)
             return CLI_PARSE_USAGE;
         if (o->src.ss_family != o->addr.ss_family)
             return cli_error(&spec, "-I %s is not of the server address's family", o->src_arg);
