@@ -1532,3 +1532,81 @@ TEST(startup_rtr_goes_before_any_ulp_fpdu)
         ASSERT_MEM_EQ(MEM[1] + DST_OFF, MEM[0] + SRC_OFF, 10);
     }
 }
+
+/* The octets the initiator sends after its Request, deframed (CRC on): exactly one FPDU, a
+ * Terminate, whose cause is returned. */
+static uint32_t sent_terminate_cause(struct peer *p)
+{
+    static uint8_t out[RAW_MAX];
+    size_t n = 0;
+    struct iovec iov[8];
+    uint32_t k;
+    while ((k = iwarp_llp_conn_tx_iov(&p->c, iov, 8, 0)) > 0) {
+        size_t w = 0;
+        for (uint32_t i = 0; i < k; i++) {
+            ASSERT_TRUE(n + iov[i].iov_len <= sizeof out);
+            memcpy(out + n, iov[i].iov_base, iov[i].iov_len);
+            n += iov[i].iov_len;
+            w += iov[i].iov_len;
+        }
+        iwarp_llp_conn_tx_ack(&p->c, w);
+    }
+    struct iwarp_mpa_rx rx;
+    struct iwarp_mpa_rx_cfg rc = {.crc = true};
+    ASSERT_EQ(iwarp_mpa_rx_init(&rx, &rc), 0);
+    static uint8_t ulpdu[RAW_MAX];
+    size_t got = 0, used = 0;
+    unsigned fpdus = 0;
+    while (used < n) {
+        struct iwarp_mpa_rx_ev ev;
+        iwarp_ssize r = iwarp_mpa_rx_feed(&rx, out + used, n - used, &ev);
+        ASSERT_TRUE(r > 0);
+        used += (size_t)r;
+        if (ev.kind == IWARP_MPA_RX_EV_ULPDU) {
+            memcpy(ulpdu + ev.ulpdu_off, ev.data, ev.len);
+            got = ev.ulpdu_off + ev.len;
+        } else if (ev.kind == IWARP_MPA_RX_EV_FPDU) {
+            fpdus++;
+        }
+    }
+    ASSERT_EQ(fpdus, 1); /* the Terminate and nothing else */
+    struct iwarp_wire_segment s;
+    ASSERT_EQ(iwarp_wire_segment_decode(ulpdu, got, &s, NULL), 0);
+    ASSERT_EQ(s.opcode, IWARP_RDMAP_OP_TERMINATE);
+    const struct iwarp_term_cause *c = &s.body.term.ctrl.cause;
+    return (uint32_t)c->layer << 16 | (uint32_t)c->etype << 8 | c->ecode;
+}
+
+TEST(startup_enhanced_failures_send_their_terminate_first)
+{
+    /* RFC 6581 §8: an enhanced connection establishment error generates an MPA Terminate
+     * (Layer 2, EType 0): §9.1 responder ORD above our IRD (16): 2/0/0x06; §9.2 A not echoed
+     * to our A=1, no RTR left: 2/0/0x07; §9.3 A=1 to our A=0, a local error without its own
+     * code: 2/0/0x05. Then the connection closes; nothing of the peer is delivered. */
+    static const struct {
+        uint8_t rtr;
+        const char *reply;
+        uint32_t cause;
+        int err;
+    } cases[] = {
+        {0, RAW_REP_KEY "50 02 0004 0004 0011", 0x020006u, IWARP_ERR_MPA_IRD_ORD},
+        {IWARP_MPA_RTR_WRITE, RAW_REP_KEY "50 02 0004 0004 0004", 0x020007u, IWARP_ERR_MPA_P2P},
+        {0, RAW_REP_KEY "50 02 0004 8004 8004", 0x020005u, IWARP_ERR_MPA_P2P},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct opts o = {.rev = 2, .crc = true, .rtr = cases[i].rtr};
+        setup(&o);
+        memset(MEM[0] + DST_OFF, 0, 64);
+        struct iovec iov[4];
+        uint32_t k = iwarp_llp_conn_tx_iov(&P[0].c, iov, 4, 0); /* the Request */
+        ASSERT_EQ_U(k, 1);
+        iwarp_llp_conn_tx_ack(&P[0].c, iov[0].iov_len);
+        uint8_t buf[RAW_MAX];
+        size_t n = harness_hex(cases[i].reply, buf, sizeof buf);
+        (void)raw_feed(&P[0].c, buf, n);
+        ASSERT_EQ(P[0].c.err, cases[i].err);
+        ASSERT_EQ_U(sent_terminate_cause(&P[0]), cases[i].cause);
+        ASSERT_NE(P[0].c.state, IWARP_LLP_CONN_ESTABLISHED);
+        expect_nothing_delivered(&P[0]);
+    }
+}
