@@ -1610,3 +1610,25 @@ TEST(startup_enhanced_failures_send_their_terminate_first)
         expect_nothing_delivered(&P[0]);
     }
 }
+
+TEST(startup_local_failure_after_the_reply_sends_2_0_5)
+{
+    /* RFC 6581 §9.3: "The initiator or responder MUST generate the TERM message that contains
+     * Layer 2, Error Type 0, Error Code 5 when it encounters any error locally for which the
+     * special Error Code is not defined in Section 8 before resetting the connection." Our
+     * QP cannot start when the Reply arrives (the application moved it to error meanwhile). */
+    struct opts o = {.rev = 2, .crc = true};
+    setup(&o);
+    memset(MEM[0] + DST_OFF, 0, 64);
+    struct iovec iov[4];
+    ASSERT_EQ_U(iwarp_llp_conn_tx_iov(&P[0].c, iov, 4, 0), 1); /* the Request */
+    iwarp_llp_conn_tx_ack(&P[0].c, iov[0].iov_len);
+    P[0].qp.stream.state = IWARP_CORE_STREAM_ERROR;
+    uint8_t buf[RAW_MAX];
+    size_t n = harness_hex(RAW_REP_KEY "50 02 0004 0010 0010", buf, sizeof buf);
+    (void)raw_feed(&P[0].c, buf, n);
+    ASSERT_EQ(P[0].c.state, IWARP_LLP_CONN_FAILED);
+    ASSERT_EQ(P[0].c.err, IWARP_ERR_STATE);
+    ASSERT_EQ_U(sent_terminate_cause(&P[0]), 0x020005u);
+    expect_nothing_delivered(&P[0]);
+}
