@@ -10,6 +10,9 @@
  * Direct placement (CRC off): every op and size with one-octet and random splits, markers on
  * and off, guard bytes around every target; the bounce buffer never sees a payload octet; a
  * ULPDU_Length reaching past the target places nothing and the Terminate carries it.
+ * The startup rules (docs/startup-rules.md, startup_*): raw octets fed at one connection
+ * around every startup violation; nothing of them is delivered as an FPDU, and the failures
+ * that require it send exactly one Terminate (RFC 6581 §8, §9.3).
  */
 #include <string.h>
 
