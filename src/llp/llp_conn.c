@@ -103,8 +103,15 @@ int iwarp_llp_conn_initiator_established(struct iwarp_llp_conn *c, uint64_t now_
     const struct iwarp_mpa_neg_result *r = iwarp_mpa_neg_result(&c->neg);
     enter_fullop(c);
     int rc = start_qp(c);
-    if (rc != 0)
+    if (rc != 0) {
+        /* RFC 6581 §9.3: a local error without its own code is reported to the peer with
+         * TERM 2/0/0x05 before the connection is reset; after the Reply we are in full
+         * operation, so the Terminate FPDU may go (the connection frames it: no engine). */
+        struct iwarp_term_cause cause = {IWARP_TERM_LAYER_LLP, IWARP_TERM_LLP_ETYPE_MPA,
+                                         IWARP_TERM_MPA_CATASTROPHIC};
+        iwarp_llp_conn_terminate(c, rc, cause, NULL, 0);
         return rc;
+    }
     /* RFC 6581 §5, §9.2: the negotiated RTR is our first FPDU. */
     c->rtr_pending = r->rtr != 0;
     /* siw race (docs/design.md): our first FPDU waits first_fpdu_delay_ns after the Reply. */

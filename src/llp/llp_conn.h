@@ -185,7 +185,9 @@ int iwarp_llp_conn_accept(struct iwarp_llp_conn *c, const struct iwarp_mpa_neg_a
 int iwarp_llp_conn_reject(struct iwarp_llp_conn *c, const struct iwarp_mpa_neg_answer *ans);
 
 /* Where to read the next octets: *len octets at the returned pointer (>= 1), or NULL when
- * nothing may be read now (REQUEST, or closed). */
+ * nothing may be read now (closed; our Reply still being written). In REQUEST it still reads:
+ * an initiator that sends anything before our Reply fails the connection (RFC 5044 §7.1.2
+ * rules 2, 3: IWARP_ERR_MPA_EARLY_DATA, close), so those octets are never taken as FPDUs. */
 uint8_t *iwarp_llp_conn_rx_buf(struct iwarp_llp_conn *c, size_t *len);
 
 /* n octets were read into the buffer rx_buf gave. Runs the negotiation or the deframer and

@@ -68,7 +68,9 @@
  *
  *   NEG      the peer's Request/Reply goes to neg_in, read exactly to its end (mpa_negotiate).
  *            An initiator stays here after the Reply until its first FPDU is written: whatever
- *            the responder sends before that is an error the negotiation reports (2/0/0x04).
+ *            the responder sends before that is an error the negotiation reports (2/0/0x04);
+ *            so is whatever the initiator sends after its Request while the responder's ULP
+ *            decides (REQUEST): nothing of it is read later as an FPDU.
  *   HDR      an FPDU starts: the deframer takes its ULPDU_Length, then its first ULPDU octets
  *            are staged (fpdu.place STAGED). When the payload may be placed directly
  *            (direct_ok: CRC off, RFC 5044 §4.4: nothing to verify; the engine running; the

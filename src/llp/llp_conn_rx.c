@@ -45,22 +45,26 @@ void iwarp_llp_conn_rx_begin(struct iwarp_llp_conn *c)
 
 /* ---- NEG: the peer's Request/Reply ----------------------------------------------------- */
 
-/* Whether the negotiation still reads (NEG): the peer's frame, or (initiator, before our first
- * FPDU is out) anything the responder sends too early. */
+/* Whether the negotiation still reads (NEG): the peer's frame, or anything the peer sends
+ * where it must be silent: the initiator after its Request while our ULP decides (responder,
+ * REQUEST), the responder before our first FPDU is out (initiator, SEND_FIRST). */
 static bool neg_reading(const struct iwarp_llp_conn *c)
 {
     enum iwarp_mpa_neg_state s = iwarp_llp_conn_neg_state(c);
     return s == IWARP_MPA_NEG_WAIT_REPLY || s == IWARP_MPA_NEG_WAIT_REQUEST ||
-           s == IWARP_MPA_NEG_SEND_FIRST;
+           s == IWARP_MPA_NEG_REQUEST || s == IWARP_MPA_NEG_SEND_FIRST;
 }
 
 /* The peer's frame goes to neg_in[got..] and exactly up to its end. */
 static uint8_t *neg_land(struct iwarp_llp_conn *c, size_t *len)
 {
     uint8_t *in = c->bounce.neg_in;
-    if (iwarp_llp_conn_neg_state(c) == IWARP_MPA_NEG_SEND_FIRST) {
-        /* RFC 5044 §7.1.2 rule 4: the responder is silent until our first FPDU; whatever
-         * comes now is an error the negotiation reports (2/0/0x04). */
+    enum iwarp_mpa_neg_state s = iwarp_llp_conn_neg_state(c);
+    if (s == IWARP_MPA_NEG_SEND_FIRST || s == IWARP_MPA_NEG_REQUEST) {
+        /* RFC 5044 §7.1.2 rule 4: the responder is silent until our first FPDU; rules 2, 3:
+         * the initiator until our Reply (it enters full operation only on the Reply).
+         * Whatever comes now is an error the negotiation reports (2/0/0x04, close): read it
+         * here, never later as an FPDU. */
         *len = IWARP_LLP_CONN_NEG_FRAME_MAX;
         return in;
     }
@@ -193,7 +197,7 @@ uint8_t *iwarp_llp_conn_rx_buf(struct iwarp_llp_conn *c, size_t *len)
 {
     *len = 0;
     c->recv.split = 0;
-    if (c->state == IWARP_LLP_CONN_REQUEST || iwarp_llp_conn_finished(c))
+    if (iwarp_llp_conn_finished(c))
         return NULL;
     switch (c->recv.state) {
     case IWARP_LLP_CONN_RX_DEAD:
@@ -546,8 +550,7 @@ static int fpdu_ack(struct iwarp_llp_conn *c, size_t n)
 int iwarp_llp_conn_rx_ack(struct iwarp_llp_conn *c, size_t n, uint64_t now_ns)
 {
     c->now_ns = now_ns;
-    if (n == 0 || c->state == IWARP_LLP_CONN_REQUEST || iwarp_llp_conn_finished(c) ||
-        c->recv.state == IWARP_LLP_CONN_RX_DEAD)
+    if (n == 0 || iwarp_llp_conn_finished(c) || c->recv.state == IWARP_LLP_CONN_RX_DEAD)
         return 0;
     if (c->recv.state == IWARP_LLP_CONN_RX_NEG)
         return neg_ack(c, n, now_ns);

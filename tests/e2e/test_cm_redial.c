@@ -10,6 +10,8 @@
  * REJECTED / IWARP_ERR_CONN_REFUSED at once; with it and no listener, the same after the
  * window. iwarp_cm_disconnect during the wait reports CONNECT_ERROR; destroying the QP and the
  * id during the wait is clean (no file descriptor left open; the ASan build checks for leaks).
+ * The same fake listener also plays a responder whose Reply has a wrong Key (RFC 5044 §7.1.2
+ * rule 5: CONNECT_ERROR / IWARP_ERR_MPA_KEY and a close).
  */
 #define _GNU_SOURCE 1
 #include <arpa/inet.h>
@@ -293,4 +295,45 @@ TEST(destroy_during_the_wait_is_clean)
         close(hold);
         ASSERT_EQ(open_fds(), fds); /* no socket of any dial is left open */
     }
+}
+
+/* RFC 5044 §7.1.2 rule 5: a received Key that does not match closes the connection "and an
+ * error returned to the ULP". A fake responder answers our Request with a Reply whose Key is
+ * one octet off, and an FPDU's first octets behind it: the application gets CONNECT_ERROR with
+ * IWARP_ERR_MPA_KEY, nothing is received, and the stream is closed. */
+TEST(a_reply_with_a_wrong_key_is_a_connect_error_and_a_close)
+{
+    struct sp_side cli;
+    sp_side_init(&cli, IWARP_PROGRESS_THREAD, CQE);
+    uint16_t port;
+    int hold = reserve_port(&port);
+    ASSERT_EQ(listen(hold, 16), 0);
+    struct sp_end ce = {0};
+    client_to(&cli, &ce, port);
+    uint8_t cbuf[16] = {0};
+    struct iwarp_mr *cmr = sp_reg(&cli, cbuf, sizeof cbuf, 0);
+    ASSERT_EQ(sp_post_recv(ce.qp, 12, cbuf, 8, cmr->lkey), 0);
+    ASSERT_EQ(connect_with(&ce, 0, false), 0);
+    int fd = accept4(hold, NULL, NULL, SOCK_CLOEXEC); /* the progress thread dials */
+    ASSERT_TRUE(fd >= 0);
+    uint8_t req[64];
+    ASSERT_TRUE(recv(fd, req, sizeof req, 0) >= 20); /* the Request (one segment on loopback) */
+    static const uint8_t
+        bad[] = {'M',  'P',  'A',  ' ',  'I',  'D',  ' ',  'R',  'e',  'p',
+                 ' ',  'F',  'r',  'a',  'n',  'e',  0x50, 0x02, 0x00, 0x04,
+                 0x00, 0x10, 0x00, 0x10, 0x00, 0x12, 0x41, 0x40}; /* + an FPDU's start */
+    ASSERT_EQ(send(fd, bad, sizeof bad, MSG_NOSIGNAL), (ssize_t)sizeof bad);
+    struct iwarp_cm_event *ev = sp_expect_event(&cli, NULL, IWARP_CM_EVENT_CONNECT_ERROR);
+    ASSERT_EQ(ev->status, IWARP_ERR_MPA_KEY);
+    ASSERT_EQ(iwarp_cm_ack_event(ev), 0);
+    /* closed: the fake responder reads the end of the stream (FIN or reset), never a byte */
+    uint8_t b;
+    ASSERT_TRUE(recv(fd, &b, 1, 0) <= 0);
+    struct iwarp_wc wc;
+    ASSERT_TRUE(iwarp_poll_cq(cli.cq, 1, &wc) <= 0 || wc.status != IWARP_WC_SUCCESS);
+    close(fd);
+    close(hold);
+    sp_end_destroy(&ce);
+    ASSERT_EQ(iwarp_dereg_mr(cmr), 0);
+    sp_side_fini(&cli);
 }

@@ -153,8 +153,9 @@ static void reject_run(bool v6)
     ASSERT_EQ(iwarp_llp_tcp_interest(&rsp.t), IWARP_LLP_TCP_WANT_READ);
 
     PUMP_UNTIL(&ini, &rsp, rsp.t.conn.state == IWARP_LLP_CONN_REQUEST);
-    /* deciding: the responder reads nothing more */
-    ASSERT_EQ(iwarp_llp_tcp_interest(&rsp.t), 0);
+    /* deciding: the responder still watches the stream, where anything the initiator sends
+     * now breaks RFC 5044 §7.1.2 rules 2, 3 and fails the connection (never an FPDU later) */
+    ASSERT_EQ(iwarp_llp_tcp_interest(&rsp.t), IWARP_LLP_TCP_WANT_READ);
     const struct iwarp_mpa_neg_result *r = iwarp_mpa_neg_result(&rsp.t.conn.neg);
     ASSERT_EQ(r->peer_pd_len, sizeof pd);
     ASSERT_MEM_EQ(r->peer_pd, pd, sizeof pd);
@@ -204,6 +205,37 @@ TEST(peer_reset_during_negotiation_fails_the_connection)
     ASSERT_EQ(rsp.t.phase, IWARP_LLP_TCP_DONE);
     ASSERT_EQ(rsp.t.err, IWARP_ERR_CONN_RESET);
     ASSERT_EQ(rsp.t.conn.state, IWARP_LLP_CONN_FAILED);
+    end_free(&ini);
+    end_free(&rsp);
+}
+
+TEST(octets_behind_the_request_fail_the_responder_before_any_decision)
+{
+    /* RFC 5044 §7.1.2 rules 2, 3: the initiator may send nothing before the Reply. A Request
+     * (Rev 1, C=1) with FPDU octets behind it in one segment: the responder fails at once
+     * (never announces the Request, sends no Reply) and closes; no octet becomes an FPDU. */
+    struct end ini, rsp;
+    connect_pair(false, &ini, &rsp);
+    struct iwarp_llp_conn_cfg cr = {0};
+    iwarp_mpa_neg_cfg_default(&cr.neg, IWARP_MPA_RESPONDER);
+    ASSERT_EQ(iwarp_llp_tcp_start(&rsp.t, &cr, rsp.bounce, rsp.txf, now_ns()), 0);
+    static const uint8_t seg[] = {'M',  'P',  'A',  ' ',  'I', 'D',  ' ',  'R',  'e',  'q', ' ',
+                                  'F',  'r',  'a',  'm',  'e', 0x40, 0x01, 0x00, 0x00, /* Request */
+                                  0x00, 0x12, 0x41, 0x40, 0,   0,    0,    0,    0,    0,   0,
+                                  0}; /* an FPDU */
+    ASSERT_EQ(send(ini.t.fd, seg, sizeof seg, 0), (ssize_t)sizeof seg);
+    struct deadline dl = deadline_in_ms(5000);
+    while (rsp.t.conn.state == IWARP_LLP_CONN_NEGOTIATING && !deadline_passed(&dl)) {
+        ASSERT_TRUE(wait_fd(rsp.t.fd, POLLIN));
+        iwarp_llp_tcp_on_readable(&rsp.t, now_ns());
+    }
+    ASSERT_EQ(rsp.t.conn.state, IWARP_LLP_CONN_FAILED);
+    ASSERT_EQ(rsp.t.conn.err, IWARP_ERR_MPA_EARLY_DATA);
+    ASSERT_EQ_U(rsp.t.conn.rx_fpdus, 0);
+    /* the initiator gets no Reply: the stream ends (FIN or reset) without an octet */
+    char c;
+    ASSERT_TRUE(wait_fd(ini.t.fd, POLLIN));
+    ASSERT_TRUE(recv(ini.t.fd, &c, 1, 0) <= 0);
     end_free(&ini);
     end_free(&rsp);
 }

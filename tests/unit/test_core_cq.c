@@ -117,3 +117,25 @@ TEST(waiter_wake_is_separate_from_the_arm)
     ASSERT_EQ(fired, 1);
     ASSERT_EQ(wakes, 2);
 }
+
+TEST(an_overrun_leaves_every_other_cq_alone)
+{
+    /* RFC 5042 §6.4.6: "if a CQ overflows, any Streams that do not use the CQ MUST remain
+     * unaffected": the overrun is the state of the one ring it happened to. */
+    struct iwarp_wc ra[1], rb[4], out[4];
+    struct iwarp_core_cq a, b;
+    overruns = 0;
+    ASSERT_EQ(iwarp_core_cq_init(&a, ra, 1, notify, NULL), 0);
+    ASSERT_EQ(iwarp_core_cq_init(&b, rb, 4, notify, NULL), 0);
+    ASSERT_EQ(iwarp_core_cq_push(&a, &(struct iwarp_wc){.wr_id = 1}, false), 0);
+    ASSERT_EQ(iwarp_core_cq_push(&a, &(struct iwarp_wc){.wr_id = 2}, false), IWARP_ERR_NOSPC);
+    ASSERT_TRUE(a.overrun);
+    ASSERT_EQ(overruns, 1);
+    for (uint64_t i = 10; i < 14; i++)
+        ASSERT_EQ(iwarp_core_cq_push(&b, &(struct iwarp_wc){.wr_id = i}, false), 0);
+    ASSERT_FALSE(b.overrun);
+    ASSERT_EQ(overruns, 1);
+    ASSERT_EQ_U(iwarp_core_cq_poll(&b, out, 4), 4);
+    for (unsigned i = 0; i < 4; i++)
+        ASSERT_EQ_U(out[i].wr_id, 10 + i);
+}

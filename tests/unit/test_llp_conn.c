@@ -10,6 +10,9 @@
  * Direct placement (CRC off): every op and size with one-octet and random splits, markers on
  * and off, guard bytes around every target; the bounce buffer never sees a payload octet; a
  * ULPDU_Length reaching past the target places nothing and the Terminate carries it.
+ * The startup rules (docs/startup-rules.md, startup_*): raw octets fed at one connection
+ * around every startup violation; nothing of them is delivered as an FPDU, and the failures
+ * that require it send exactly one Terminate (RFC 6581 §8, §9.3).
  */
 #include <string.h>
 
@@ -1278,4 +1281,357 @@ TEST(end_of_stream_inside_an_fpdu_or_a_message_is_fatal)
         ASSERT_EQ(P[1].last_type, IWARP_EVENT_QP_FATAL);
         ASSERT_EQ(P[1].qp.stream.state, IWARP_CORE_STREAM_ERROR);
     }
+}
+
+/* ---- the startup rules (docs/startup-rules.md): nothing around a violation is an FPDU ------- */
+
+#define RAW_REQ_KEY "4D 50 41 20 49 44 20 52 65 71 20 46 72 61 6D 65" /* "MPA ID Req Frame" */
+#define RAW_REP_KEY "4D 50 41 20 49 44 20 52 65 70 20 46 72 61 6D 65" /* "MPA ID Rep Frame" */
+#define RAW_MAX     2048u
+
+/* A valid FPDU (CRC on, no markers, at the start of full operation) carrying a 64-octet RDMA
+ * Write to key at target, appended to buf at *len. Not framed by either connection. */
+static void raw_write_fpdu(uint8_t *buf, size_t *len, uint32_t key, uint8_t *target)
+{
+    struct iwarp_mpa_tx tx;
+    struct iwarp_mpa_tx_cfg tc = {.crc = true};
+    ASSERT_EQ(iwarp_mpa_tx_init(&tx, &tc), 0);
+    static uint8_t hdr[64], pay[64];
+    struct iwarp_wire_msg m = {.opcode = IWARP_RDMAP_OP_WRITE,
+                               .last = true,
+                               .stag = key,
+                               .to = (uint64_t)(uintptr_t)target};
+    iwarp_ssize h = iwarp_wire_segment_encode_hdr(hdr, sizeof hdr, &m);
+    ASSERT_TRUE(h > 0);
+    fill(pay, sizeof pay, 99);
+    struct iovec in[2] = {{hdr, (size_t)h}, {pay, sizeof pay}};
+    struct iwarp_mpa_tx_scratch sc;
+    struct iovec out[IWARP_LLP_CONN_FPDU_IOV];
+    iwarp_ssize n = iwarp_mpa_tx_frame(&tx, in, 2, &sc, out, IWARP_LLP_CONN_FPDU_IOV);
+    ASSERT_TRUE(n > 0);
+    for (iwarp_ssize j = 0; j < n; j++) {
+        ASSERT_TRUE(*len + out[j].iov_len <= RAW_MAX);
+        memcpy(buf + *len, out[j].iov_base, out[j].iov_len);
+        *len += out[j].iov_len;
+    }
+}
+
+/* hex (a startup frame), then the Write FPDU to p's memory, as one stream in buf. */
+static size_t raw_frame_and_fpdu(uint8_t *buf, const char *hex, struct peer *p)
+{
+    size_t len = harness_hex(hex, buf, RAW_MAX);
+    ASSERT_TRUE(len > 0);
+    raw_write_fpdu(buf, &len, p->key, p->mem + DST_OFF);
+    return len;
+}
+
+/* Offers b[0, n) to c the way a transport reads: into rx_buf, then rx_ack, as long as c takes
+ * octets. Returns how many it took (read octets, dropped ones included). */
+static size_t raw_feed(struct iwarp_llp_conn *c, const uint8_t *b, size_t n)
+{
+    size_t done = 0;
+    while (done < n) {
+        size_t cap = 0;
+        uint8_t *at = iwarp_llp_conn_rx_buf(c, &cap);
+        if (!at || cap == 0)
+            break;
+        size_t k = n - done < cap ? n - done : cap;
+        memcpy(at, b + done, k);
+        (void)iwarp_llp_conn_rx_ack(c, k, 0);
+        done += k;
+    }
+    return done;
+}
+
+/* Nothing reached p as an FPDU: no FPDU counted, no octet placed, no completion, nothing for
+ * the connection to send (RFC 5044 §7.1.2: close without an FPDU). */
+static void expect_nothing_delivered(struct peer *p)
+{
+    static const uint8_t zero[64];
+    ASSERT_EQ_U(p->c.rx_fpdus, 0);
+    ASSERT_MEM_EQ(p->mem + DST_OFF, zero, sizeof zero);
+    struct iwarp_wc wc;
+    ASSERT_EQ(iwarp_core_cq_poll(&p->rcq, &wc, 1), 0);
+    ASSERT_FALSE(iwarp_llp_conn_tx_ready(&p->c, 0));
+}
+
+/* Both ends set up, nothing moved; the octets are fed by hand (M is never pumped). */
+static void raw_setup(uint8_t rev, bool crc)
+{
+    struct opts o = {.rev = rev, .crc = crc};
+    setup(&o);
+    memset(MEM[0] + DST_OFF, 0, 64);
+    memset(MEM[1] + DST_OFF, 0, 64);
+    /* The initiator's Request is written (and dropped: the responder is fed by hand). */
+    struct iovec iov[4];
+    uint32_t k = iwarp_llp_conn_tx_iov(&P[0].c, iov, 4, 0);
+    size_t rl = 0;
+    for (uint32_t i = 0; i < k; i++)
+        rl += iov[i].iov_len;
+    ASSERT_EQ_U(rl, rev == 2 ? 24u : 20u);
+    iwarp_llp_conn_tx_ack(&P[0].c, rl);
+    ASSERT_FALSE(iwarp_llp_conn_tx_ready(&P[0].c, 0));
+}
+
+TEST(startup_request_and_fpdu_in_one_segment_is_closed_unread)
+{
+    /* RFC 5044 §7.1.2 rules 2, 3: the initiator enters full operation only on the Reply, so an
+     * FPDU right behind its Request breaks the startup sequence: close (2/0/0x04 locally, no
+     * Reply, no FPDU), and the FPDU is never delivered, not even after the ULP's accept. */
+    for (unsigned later = 0; later < 2; later++) {
+        raw_setup(2, false);
+        uint8_t buf[RAW_MAX];
+        size_t n = raw_frame_and_fpdu(buf, RAW_REQ_KEY "40 01 0000", &P[1]);
+        if (later) { /* the FPDU comes while the ULP decides */
+            ASSERT_EQ(raw_feed(&P[1].c, buf, 20), 20);
+            ASSERT_EQ(P[1].c.state, IWARP_LLP_CONN_REQUEST);
+            ASSERT_TRUE(raw_feed(&P[1].c, buf + 20, n - 20) > 0);
+        } else {
+            ASSERT_TRUE(raw_feed(&P[1].c, buf, n) > 20);
+        }
+        ASSERT_EQ(P[1].c.state, IWARP_LLP_CONN_FAILED);
+        ASSERT_EQ(P[1].c.err, IWARP_ERR_MPA_EARLY_DATA);
+        iwarp_llp_conn_attach(&P[1].c, &P[1].qp.eng);
+        struct iwarp_mpa_neg_answer a = {.ird = 4, .ord = 4};
+        ASSERT_EQ(iwarp_llp_conn_accept(&P[1].c, &a), IWARP_ERR_STATE);
+        ASSERT_EQ(raw_feed(&P[1].c, buf, n), 0); /* closed: nothing more is read */
+        expect_nothing_delivered(&P[1]);
+    }
+}
+
+TEST(startup_bad_request_then_fpdu_closes_and_delivers_nothing)
+{
+    /* RFC 5044 §7.1.2 rule 2 (improperly formatted Request: close), rule 5 (a Key that does
+     * not match: close, error to the ULP), rule 9 (PD_Length over the buffer: improperly
+     * formatted), each followed in the same segment by a valid FPDU. */
+    static const struct {
+        const char *hex;
+        int err;
+    } cases[] = {
+        {RAW_REP_KEY "40 01 0000", IWARP_ERR_MPA_KEY}, /* rule 5 */
+        {"4D 50 41 20 49 44 20 52 65 71 20 46 72 61 6D 66 40 01 0000", IWARP_ERR_MPA_KEY}, /* 5 */
+        {RAW_REQ_KEY "40 01 0201", IWARP_ERR_MPA_PD_LEN},             /* rule 9 */
+        {RAW_REQ_KEY "50 01 0004 0001 0001", IWARP_ERR_MPA_ENHANCED}, /* rule 2 */
+        {RAW_REQ_KEY "40 00 0000", IWARP_ERR_MPA_REV},                /* rule 2 */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        raw_setup(2, false);
+        uint8_t buf[RAW_MAX];
+        size_t n = raw_frame_and_fpdu(buf, cases[i].hex, &P[1]);
+        (void)raw_feed(&P[1].c, buf, n);
+        ASSERT_EQ(P[1].c.state, IWARP_LLP_CONN_FAILED);
+        ASSERT_EQ(P[1].c.err, cases[i].err);
+        ASSERT_EQ(raw_feed(&P[1].c, buf, n), 0);
+        expect_nothing_delivered(&P[1]);
+        struct iovec iov[4];
+        ASSERT_EQ_U(iwarp_llp_conn_tx_iov(&P[1].c, iov, 4, 0), 0); /* no Reply either */
+    }
+}
+
+TEST(startup_reject_then_fpdu_delivers_nothing)
+{
+    /* RFC 5044 §7.1.2 rule 3: a Reply with R=1 exits MPA, leaving TCP to the ULP; the FPDU
+     * behind it is not read by MPA, so it is never delivered. */
+    raw_setup(1, true);
+    uint8_t buf[RAW_MAX];
+    size_t n = raw_frame_and_fpdu(buf, RAW_REP_KEY "60 01 0000", &P[0]);
+    ASSERT_EQ(raw_feed(&P[0].c, buf, n), 20);
+    ASSERT_EQ(P[0].c.state, IWARP_LLP_CONN_REJECTED);
+    ASSERT_EQ(P[0].c.err, IWARP_ERR_MPA_REJECTED);
+    ASSERT_EQ_U(iwarp_mpa_neg_result(&P[0].c.neg)->rx_consumed, 20);
+    expect_nothing_delivered(&P[0]);
+}
+
+TEST(startup_reply_and_responder_fpdu_in_one_segment_fails_the_initiator)
+{
+    /* RFC 5044 §7.1.2 rule 4 as the initiator sees it: an FPDU right behind the Reply was
+     * sent before the responder could have received ours: 2/0/0x04, close, not delivered. */
+    raw_setup(1, true);
+    uint8_t buf[RAW_MAX];
+    size_t n = raw_frame_and_fpdu(buf, RAW_REP_KEY "40 01 0000", &P[0]);
+    (void)raw_feed(&P[0].c, buf, n);
+    ASSERT_EQ(P[0].c.state, IWARP_LLP_CONN_FAILED);
+    ASSERT_EQ(P[0].c.err, IWARP_ERR_MPA_EARLY_DATA);
+    expect_nothing_delivered(&P[0]);
+}
+
+TEST(startup_bad_reply_then_fpdu_closes_and_delivers_nothing)
+{
+    /* RFC 5044 §7.1.2 rule 3 (improperly formatted Reply: close), rule 5 (Key), rule 8 (a
+     * Request key: Initiator/Initiator), rule 9 (PD_Length). */
+    static const struct {
+        const char *hex;
+        int err;
+    } cases[] = {
+        {RAW_REQ_KEY "40 01 0000", IWARP_ERR_MPA_INIT_INIT},
+        {"4D 50 41 20 49 44 20 52 65 70 20 46 72 61 6D 66 40 01 0000", IWARP_ERR_MPA_KEY},
+        {RAW_REP_KEY "40 01 FFFF", IWARP_ERR_MPA_PD_LEN},
+        {RAW_REP_KEY "40 02 0000", IWARP_ERR_MPA_REV},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        raw_setup(1, true);
+        uint8_t buf[RAW_MAX];
+        size_t n = raw_frame_and_fpdu(buf, cases[i].hex, &P[0]);
+        (void)raw_feed(&P[0].c, buf, n);
+        ASSERT_EQ(P[0].c.state, IWARP_LLP_CONN_FAILED);
+        ASSERT_EQ(P[0].c.err, cases[i].err);
+        expect_nothing_delivered(&P[0]);
+    }
+}
+
+TEST(startup_first_fpdu_that_is_no_rtr_is_not_delivered)
+{
+    /* RFC 6581 §5, §9.2: with a Write RTR negotiated the initiator's first FPDU must be that
+     * zero-length Write; a 64-octet Write instead gets TERM 2/0/0x07 and places nothing. */
+    raw_setup(2, false);
+    uint8_t buf[RAW_MAX];
+    size_t n = harness_hex(RAW_REQ_KEY "50 02 0004 8004 8004", buf, sizeof buf);
+    ASSERT_EQ(raw_feed(&P[1].c, buf, n), n);
+    ASSERT_EQ(P[1].c.state, IWARP_LLP_CONN_REQUEST);
+    iwarp_llp_conn_attach(&P[1].c, &P[1].qp.eng);
+    struct iwarp_mpa_neg_answer a = {.ird = 4, .ord = 4};
+    ASSERT_EQ(iwarp_llp_conn_accept(&P[1].c, &a), 0);
+    ASSERT_EQ(iwarp_mpa_neg_result(&P[1].c.neg)->rtr, IWARP_MPA_RTR_WRITE);
+    struct iovec iov[4];
+    uint32_t k = iwarp_llp_conn_tx_iov(&P[1].c, iov, 4, 0); /* the Reply */
+    ASSERT_TRUE(k > 0);
+    size_t rl = 0;
+    for (uint32_t i = 0; i < k; i++)
+        rl += iov[i].iov_len;
+    iwarp_llp_conn_tx_ack(&P[1].c, rl);
+    n = 0;
+    raw_write_fpdu(buf, &n, P[1].key, P[1].mem + DST_OFF);
+    (void)raw_feed(&P[1].c, buf, n);
+    ASSERT_EQ(P[1].c.err, IWARP_ERR_MPA_RTR_MISMATCH);
+    ASSERT_EQ_U(P[1].last_cause, 0x020007u);
+    static const uint8_t zero[64];
+    ASSERT_MEM_EQ(P[1].mem + DST_OFF, zero, sizeof zero);
+}
+
+TEST(startup_rtr_goes_before_any_ulp_fpdu)
+{
+    /* RFC 6581 §5: "The RDMA connection initiator MUST NOT allow any later FULPDUs to be
+     * transmitted before the RTR indication." A Send posted while the RTR is held (the first
+     * FPDU delay) still follows it: the responder sees its RTR first (else 2/0/0x07). */
+    for (uint8_t rtr = IWARP_MPA_RTR_SEND; rtr <= IWARP_MPA_RTR_READ; rtr = (uint8_t)(rtr << 1)) {
+        struct opts o = {.rev = 2, .crc = true, .rtr = rtr, .delay = 5000};
+        setup(&o);
+        pump();
+        iwarp_llp_conn_attach(&P[1].c, &P[1].qp.eng);
+        struct iwarp_mpa_neg_answer a = {.ird = 4, .ord = 4};
+        ASSERT_EQ(iwarp_llp_conn_accept(&P[1].c, &a), 0);
+        pump();
+        ASSERT_EQ(P[0].c.state, IWARP_LLP_CONN_ESTABLISHED);
+        fill(MEM[0] + SRC_OFF, 10, 4);
+        post_recv(&P[1], 1, DST_OFF, 10);
+        post_send(&P[0], IWARP_WR_SEND, 2, SRC_OFF, 10, 0, 0);
+        pump();
+        ASSERT_EQ_U(M.pipe[0].off, 24u); /* only the Request: the Send waits behind the RTR */
+        M.now_ns = 5000;
+        iwarp_llp_conn_handle_timeout(&P[0].c, 5000);
+        pump();
+        ASSERT_EQ(P[0].nerr + P[1].nerr, 0);
+        expect_wc(&P[1].rcq, 1, 10, true);
+        ASSERT_MEM_EQ(MEM[1] + DST_OFF, MEM[0] + SRC_OFF, 10);
+    }
+}
+
+/* The octets the initiator sends after its Request, deframed (CRC on): exactly one FPDU, a
+ * Terminate, whose cause is returned. */
+static uint32_t sent_terminate_cause(struct peer *p)
+{
+    static uint8_t out[RAW_MAX];
+    size_t n = 0;
+    struct iovec iov[8];
+    uint32_t k;
+    while ((k = iwarp_llp_conn_tx_iov(&p->c, iov, 8, 0)) > 0) {
+        size_t w = 0;
+        for (uint32_t i = 0; i < k; i++) {
+            ASSERT_TRUE(n + iov[i].iov_len <= sizeof out);
+            memcpy(out + n, iov[i].iov_base, iov[i].iov_len);
+            n += iov[i].iov_len;
+            w += iov[i].iov_len;
+        }
+        iwarp_llp_conn_tx_ack(&p->c, w);
+    }
+    struct iwarp_mpa_rx rx;
+    struct iwarp_mpa_rx_cfg rc = {.crc = true};
+    ASSERT_EQ(iwarp_mpa_rx_init(&rx, &rc), 0);
+    static uint8_t ulpdu[RAW_MAX];
+    size_t got = 0, used = 0;
+    unsigned fpdus = 0;
+    while (used < n) {
+        struct iwarp_mpa_rx_ev ev;
+        iwarp_ssize r = iwarp_mpa_rx_feed(&rx, out + used, n - used, &ev);
+        ASSERT_TRUE(r > 0);
+        used += (size_t)r;
+        if (ev.kind == IWARP_MPA_RX_EV_ULPDU) {
+            memcpy(ulpdu + ev.ulpdu_off, ev.data, ev.len);
+            got = ev.ulpdu_off + ev.len;
+        } else if (ev.kind == IWARP_MPA_RX_EV_FPDU) {
+            fpdus++;
+        }
+    }
+    ASSERT_EQ(fpdus, 1); /* the Terminate and nothing else */
+    struct iwarp_wire_segment s;
+    ASSERT_EQ(iwarp_wire_segment_decode(ulpdu, got, &s, NULL), 0);
+    ASSERT_EQ(s.opcode, IWARP_RDMAP_OP_TERMINATE);
+    const struct iwarp_term_cause *c = &s.body.term.ctrl.cause;
+    return (uint32_t)c->layer << 16 | (uint32_t)c->etype << 8 | c->ecode;
+}
+
+TEST(startup_enhanced_failures_send_their_terminate_first)
+{
+    /* RFC 6581 §8: an enhanced connection establishment error generates an MPA Terminate
+     * (Layer 2, EType 0): §9.1 responder ORD above our IRD (16): 2/0/0x06; §9.2 A not echoed
+     * to our A=1, no RTR left: 2/0/0x07; §9.3 A=1 to our A=0, a local error without its own
+     * code: 2/0/0x05. Then the connection closes; nothing of the peer is delivered. */
+    static const struct {
+        uint8_t rtr;
+        const char *reply;
+        uint32_t cause;
+        int err;
+    } cases[] = {
+        {0, RAW_REP_KEY "50 02 0004 0004 0011", 0x020006u, IWARP_ERR_MPA_IRD_ORD},
+        {IWARP_MPA_RTR_WRITE, RAW_REP_KEY "50 02 0004 0004 0004", 0x020007u, IWARP_ERR_MPA_P2P},
+        {0, RAW_REP_KEY "50 02 0004 8004 8004", 0x020005u, IWARP_ERR_MPA_P2P},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct opts o = {.rev = 2, .crc = true, .rtr = cases[i].rtr};
+        setup(&o);
+        memset(MEM[0] + DST_OFF, 0, 64);
+        struct iovec iov[4];
+        uint32_t k = iwarp_llp_conn_tx_iov(&P[0].c, iov, 4, 0); /* the Request */
+        ASSERT_EQ_U(k, 1);
+        iwarp_llp_conn_tx_ack(&P[0].c, iov[0].iov_len);
+        uint8_t buf[RAW_MAX];
+        size_t n = harness_hex(cases[i].reply, buf, sizeof buf);
+        (void)raw_feed(&P[0].c, buf, n);
+        ASSERT_EQ(P[0].c.err, cases[i].err);
+        ASSERT_EQ_U(sent_terminate_cause(&P[0]), cases[i].cause);
+        ASSERT_NE(P[0].c.state, IWARP_LLP_CONN_ESTABLISHED);
+        expect_nothing_delivered(&P[0]);
+    }
+}
+
+TEST(startup_local_failure_after_the_reply_sends_2_0_5)
+{
+    /* RFC 6581 §9.3: "The initiator or responder MUST generate the TERM message that contains
+     * Layer 2, Error Type 0, Error Code 5 when it encounters any error locally for which the
+     * special Error Code is not defined in Section 8 before resetting the connection." Our
+     * QP cannot start when the Reply arrives (the application moved it to error meanwhile). */
+    struct opts o = {.rev = 2, .crc = true};
+    setup(&o);
+    memset(MEM[0] + DST_OFF, 0, 64);
+    struct iovec iov[4];
+    ASSERT_EQ_U(iwarp_llp_conn_tx_iov(&P[0].c, iov, 4, 0), 1); /* the Request */
+    iwarp_llp_conn_tx_ack(&P[0].c, iov[0].iov_len);
+    P[0].qp.stream.state = IWARP_CORE_STREAM_ERROR;
+    uint8_t buf[RAW_MAX];
+    size_t n = harness_hex(RAW_REP_KEY "50 02 0004 0010 0010", buf, sizeof buf);
+    (void)raw_feed(&P[0].c, buf, n);
+    ASSERT_EQ(P[0].c.state, IWARP_LLP_CONN_FAILED);
+    ASSERT_EQ(P[0].c.err, IWARP_ERR_STATE);
+    ASSERT_EQ_U(sent_terminate_cause(&P[0]), 0x020005u);
+    expect_nothing_delivered(&P[0]);
 }

@@ -817,6 +817,37 @@ TEST(initiator_early_data_from_responder)
     ASSERT_EQ(iwarp_mpa_neg_first_sent(&n), IWARP_ERR_STATE);
 }
 
+/* RFC 6581 §9.2: "If Control Flag A is set to 0, then Control Flags B, C, and D MUST also be
+ * set to 0. On reception, if Control Flag A is set to 0, then Control Flags B, C, and D MUST
+ * be ignored." Both machines, fed A=0 with B, C and D set. */
+TEST(a_zero_ignores_b_c_d_on_reception)
+{
+    struct iwarp_mpa_neg n;
+    struct iwarp_mpa_neg_cfg c = cfg_of(IWARP_MPA_RESPONDER);
+    start(&n, &c);
+    ASSERT_EQ(feed_hex(&n, REQ_KEY "50 02 0004 4004 C004"), 24);
+    ASSERT_FALSE(iwarp_mpa_neg_result(&n)->p2p);
+    ASSERT_EQ(iwarp_mpa_neg_result(&n)->rtr, 0);
+    ASSERT_EQ(iwarp_mpa_neg_accept(&n, &ans16, 0), 0);
+    uint8_t got[600];
+    size_t gl = drain(&n, got);
+    struct iwarp_mpa_frame f;
+    ASSERT_EQ(iwarp_mpa_frame_decode(got, gl, &f), (iwarp_ssize)gl);
+    ASSERT_TRUE(f.s);
+    ASSERT_FALSE(f.v2.p2p); /* A echoed as 0 ... */
+    ASSERT_EQ(f.v2.rtr, 0); /* ... and B, C, D sent as 0 */
+    /* No RTR is awaited: the initiator's first FPDU may be any message. */
+    ASSERT_EQ(iwarp_mpa_neg_first_fpdu(&n, IWARP_RDMAP_OP_SEND, 100, 0), 0);
+    ASSERT_EQ(iwarp_mpa_neg_state(&n), IWARP_MPA_NEG_ESTABLISHED);
+
+    c = cfg_of(IWARP_MPA_INITIATOR); /* client-server: A=0 */
+    initiator_with(&n, &c);
+    ASSERT_EQ(feed_hex(&n, REP_KEY "50 02 0004 4004 C004"), 24);
+    ASSERT_EQ(iwarp_mpa_neg_state(&n), IWARP_MPA_NEG_SEND_FIRST);
+    ASSERT_FALSE(iwarp_mpa_neg_result(&n)->p2p);
+    ASSERT_EQ(iwarp_mpa_neg_result(&n)->rtr, 0); /* no RTR to send */
+}
+
 /* ---- time ---- */
 
 TEST(timeouts_initiator)

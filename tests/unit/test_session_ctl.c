@@ -177,6 +177,21 @@ TEST(active_enhanced_accepted)
     ASSERT_FALSE(res(&a)->term_valid);
 }
 
+TEST(enhanced_session_ends_with_the_terminate_code)
+{
+    /* RFC 6581 §7: "The enhanced DDP stream management MUST use the DDP stream session
+     * termination function code to terminate a stream established using enhanced DDP stream
+     * session function codes": 0x0004, as for a plain session, never an enhanced code. */
+    struct end a;
+    mk_active(&a, true, 16, 16, NULL);
+    expect_tx(&a, "0000 0005 | 0010 0010");
+    ASSERT_EQ(feed(&a, "0000 0006 | 0008 0004"), 0);
+    ASSERT_EQ(st(&a), IWARP_SESS_ESTABLISHED);
+    ASSERT_EQ(iwarp_sess_ctl_terminate(&a.m), 0);
+    ASSERT_EQ(st(&a), IWARP_SESS_TERMINATED);
+    expect_tx(&a, "0001 0004");
+}
+
 TEST(active_enhanced_ird_ord_none)
 {
     /* RFC 6581 §9.1: a responder IRD of 0x3FFF leaves our ORD unchanged; likewise ORD/IRD. */
