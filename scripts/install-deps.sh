@@ -8,11 +8,12 @@ set -euo pipefail
 
 # libibverbs-dev/librdmacm-dev: rdma-core's headers, which the drop-in libibverbs/librdmacm
 # (dropin/) are compiled against. rdmacm-utils, perftest, ibverbs-utils, libfabric-bin: the
-# unmodified programs the drop-in's tests run; iproute2: network namespaces and ss.
+# unmodified programs the drop-in's tests run; iproute2: network namespaces and ss. debhelper,
+# dpkg-dev, fakeroot, lintian, pandoc: the Debian packages (debian/, tests/scripts/deb_check.sh).
 build_pkgs=(gcc cmake ninja-build pkg-config libisal-dev libpcap-dev libusrsctp-dev libibverbs-dev
             librdmacm-dev)
 test_pkgs=(clang libclang-rt-14-dev clang-format-14 tshark python3 git rdmacm-utils perftest
-           ibverbs-utils libfabric-bin iproute2)
+           ibverbs-utils libfabric-bin iproute2 debhelper dpkg-dev fakeroot lintian pandoc)
 
 pkgs=("${build_pkgs[@]}")
 [ "${1:-}" = "--build" ] || pkgs+=("${test_pkgs[@]}")

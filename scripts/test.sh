@@ -3,7 +3,8 @@
 # The whole test suite, as CI runs it (.ci/run calls this). On a fresh Debian 12 machine it
 # installs what is missing, then: format check, layering check, the Linux siw guest image (once),
 # ASan+UBSan build (-Werror) and every CTest test (unit tests, fuzz corpus replays, the wire judge
-# on generated captures, rping against siw), a release build with an install/consumer check, a
+# on generated captures, rping against siw), a release build with an install/consumer check, the
+# Debian packages (built in a scratch copy, lintian, the example on the unpacked .debs), a
 # build without ISA-L, and each libFuzzer target for FUZZ_SECONDS (30).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -46,6 +47,9 @@ step "release build and install check"
 cmake --preset release >/dev/null
 cmake --build --preset release -j "$jobs"
 tests/scripts/install_check.sh build/release
+
+step "Debian packages: dpkg-buildpackage in a scratch copy, lintian, the example on the unpacked .debs"
+tests/scripts/deb_check.sh
 
 step "drop-in libibverbs/librdmacm: unmodified rdma-core programs (release build)"
 ctest --preset release -L '^dropin$' -j "$jobs"
