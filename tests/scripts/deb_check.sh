@@ -169,8 +169,10 @@ project(hello C)
 find_package(iwarp 0.1 REQUIRED)
 add_executable(hello_rdma hello_rdma.c)
 target_link_libraries(hello_rdma PRIVATE iwarp::iwarp)
+add_executable(hello_static hello_rdma.c)
+target_link_libraries(hello_static PRIVATE iwarp::iwarp_static)
 C
-desc="hello_rdma builds with find_package(iwarp) on the unpacked libiwarp-dev"
+desc="hello_rdma builds with find_package(iwarp) on the unpacked libiwarp-dev (iwarp::iwarp, iwarp::iwarp_static)"
 if cmake -S "$ex/cm" -B "$ex/cm/b" -DCMAKE_PREFIX_PATH="$root/usr" -DCMAKE_FIND_ROOT_PATH="$root" >"$ex/cm.log" 2>&1 &&
   cmake --build "$ex/cm/b" >>"$ex/cm.log" 2>&1 &&
   grep -q "$root/usr/lib/$ma/cmake/iwarp" "$ex/cm/b/CMakeCache.txt"; then
@@ -185,9 +187,17 @@ for b in "$ex/hello_pc" "$ex/cm/b/hello_rdma"; do
   [ -x "$b" ] || continue
   desc="$(basename "$(dirname "$b")")/$(basename "$b") loads the unpacked libiwarp.so.0"
   if [ "$(resolved "$b" libiwarp.so.0)" = "$(readlink -f "$libdir/libiwarp.so.0")" ]; then pass "$desc"; else fail "$desc"; ldd "$b"; fi
-  desc="$(basename "$b"): server and client over 127.0.0.1 (example_hello.sh)"
+  desc="$(basename "$(dirname "$b")")/$(basename "$b"): server and client over 127.0.0.1 (example_hello.sh)"
   if bash "$here/example_hello.sh" "$b" >"$ex/run.log" 2>&1; then pass "$desc"; else fail "$desc"; cat "$ex/run.log"; fi
 done
+
+desc="hello_static (iwarp::iwarp_static, libiwarp.a) needs no libiwarp.so.0 and runs (example_hello.sh)"
+if [ -x "$ex/cm/b/hello_static" ] && ! ldd "$ex/cm/b/hello_static" | grep -q libiwarp &&
+  bash "$here/example_hello.sh" "$ex/cm/b/hello_static" >"$ex/run.log" 2>&1; then
+  pass "$desc"
+else
+  fail "$desc"; cat "$ex/run.log" 2>/dev/null || true
+fi
 
 desc="unpacked iwarp --version prints $version"
 if out=$("$root/usr/bin/iwarp" --version 2>&1) && [ "$out" = "iwarp $version" ]; then pass "$desc"; else fail "$desc: $out"; fi
