@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-2-Clause
-# Fails when a tracked source file (C, headers, scripts, CMake, linker maps, templates) lacks the
-# project's SPDX line in its first three lines, or when LICENSE is not the BSD-2-Clause text.
+# Fails when a tracked source file (C, headers, scripts, CMake, linker maps, templates,
+# debian/rules) lacks the project's SPDX line in its first three lines, or when LICENSE is not
+# the BSD-2-Clause text.
 set -euo pipefail
 # Usage: check-licence.sh [ROOT]   (ROOT defaults to the repository)
 cd "${1:-$(dirname "$0")/..}"
@@ -12,7 +13,7 @@ fail=0
 while IFS= read -r f; do
   case "$f" in
     fuzz/corpus/* | tests/vectors/*) continue ;;
-    *.c | *.h | *.map | *.sh | *.py | *.cmake | CMakeLists.txt | */CMakeLists.txt | *.in | .ci/run) ;;
+    *.c | *.h | *.map | *.sh | *.py | *.cmake | CMakeLists.txt | */CMakeLists.txt | *.in | .ci/run | debian/rules) ;;
     *) continue ;;
   esac
   head -n 3 "$f" | grep -qF "$tag" || { echo "licence: $f: no '$tag' line at the top"; fail=1; }

@@ -4,7 +4,8 @@
 # installs what is missing, then: format check, layering check, the Linux siw guest image (once),
 # ASan+UBSan build (-Werror) and every CTest test (unit tests, fuzz corpus replays, the wire judge
 # on generated captures, rping against siw), a release build with an install/consumer check, the
-# ABI check against the committed dumps (abi/), a build without ISA-L, and each libFuzzer target
+# ABI check against the committed dumps (abi/), the Debian packages (built in a scratch copy,
+# lintian, the example on the unpacked .debs), a build without ISA-L, and each libFuzzer target
 # for FUZZ_SECONDS (30).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -50,6 +51,9 @@ tests/scripts/install_check.sh build/release
 
 step "ABI: libiwarp.so against the committed abi/ dumps (abi-dumper, abi-compliance-checker; docs/abi.md)"
 JOBS=$jobs scripts/abi-check.sh --selftest
+
+step "Debian packages: dpkg-buildpackage in a scratch copy, lintian, the example on the unpacked .debs"
+tests/scripts/deb_check.sh
 
 step "drop-in libibverbs/librdmacm: unmodified rdma-core programs (release build)"
 ctest --preset release -L '^dropin$' -j "$jobs"
