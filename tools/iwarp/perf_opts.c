@@ -129,6 +129,10 @@ static const struct cli_opt rows[] = {
               "  a progress line on stderr when it is a terminal and a run lasts over 2 s")},
     {CLI_OPTION(CLI_FLAG, "json", 0, NULL), AT(json),
      .help = "one JSON document on stdout instead of the table"},
+    {CLI_OPTION(CLI_FLAG, "stats", 0, NULL), AT(stats),
+     .help = "at the end, both endpoints' counters (iwarp_query_ctx_stats):\n"
+             "DDP segments and payload octets each way, CRC errors, Terminates\n"
+             "by cause, flushed WRs, TCP retransmissions (stderr with --json)"},
     {CLI_OPTION(CLI_STR, "plot", 0, "FILE.svg"), AT(plot),
      .help = "a chart of bandwidth (or latency) against message size"},
     {CLI_OPTION(CLI_STR, "trace", 0, "FILE.pcap"), AT(trace),
@@ -152,7 +156,8 @@ static void usage(FILE *f)
         "                  [--qd N] [--qps N] [--crc | --no-crc] [--mpa-rev 1|2]\n"
         "                  [--transport tcp|sctp] [--sctp-mtu BYTES] [--tx-batch US] [--lat]\n"
         "                  [--busy-poll] [--verify] [--compare-tcp] [--passes N] [--no-pin]\n"
-        "                  [--json] [--plot FILE.svg] [--trace FILE.pcap] [--perftest]\n"
+        "                  [--json] [--stats] [--plot FILE.svg] [--trace FILE.pcap]\n"
+        "                  [--perftest]\n"
         "\n"
         "Bandwidth or latency of RDMA Write, RDMA Read or Send through libiwarp (RDMAP/DDP/MPA\n"
         "over kernel TCP, or RDMAP/DDP over SCTP with --transport sctp), in the manner of\n"
