@@ -355,8 +355,6 @@ TEST(iwarp_log_to_a_file_has_the_connection_and_the_terminate_with_its_cause)
     ASSERT_EQ(stderr_end(saved, err, sizeof err), 0); /* everything went to the file */
     memcpy(tmp_path, path, sizeof path);
     tmp_take(out, sizeof out);
-    if (getenv("DIAG_SHOW"))
-        fputs(out, stdout);
     /* both contexts' lines: timestamp, process, context, level */
     ASSERT_TRUE(strstr(out, "Z libiwarp[") != NULL);
     ASSERT_TRUE(strstr(out, " ctx ") != NULL);
