@@ -14,6 +14,7 @@
 
 #include "raw_peer.h"
 #include "stack_pair.h"
+#include "llp/llp_tcp_info.h"
 #include "util/crc32c.h"
 
 /* ---- capturing what the library writes ----------------------------------------------------- */
@@ -213,6 +214,34 @@ TEST(query_stats_rejects_null_and_short_structs)
     ASSERT_EQ(iwarp_ctx_destroy(ctx), 0);
 }
 
+/* The TCP_INFO reading itself: a connected TCP socket answers (a fresh loopback connection
+ * has retransmitted nothing), anything else is IWARP_ERR_IO with the outputs untouched. */
+TEST(tcp_info_retransmissions_read_from_a_tcp_socket)
+{
+    int l = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a;
+    sp_loopback4(&a, 0);
+    ASSERT_EQ(bind(l, (struct sockaddr *)&a, sizeof a), 0);
+    ASSERT_EQ(listen(l, 1), 0);
+    socklen_t alen = sizeof a;
+    ASSERT_EQ(getsockname(l, (struct sockaddr *)&a, &alen), 0);
+    int c = socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_EQ(connect(c, (struct sockaddr *)&a, sizeof a), 0);
+    uint64_t bytes = 77, segs = 77;
+    ASSERT_EQ(iwarp_llp_tcp_info_retrans(c, &bytes, &segs), 0);
+    ASSERT_EQ_U(bytes, 0);
+    ASSERT_EQ_U(segs, 0);
+    int u = socket(AF_INET, SOCK_DGRAM, 0);
+    bytes = segs = 77;
+    ASSERT_EQ(iwarp_llp_tcp_info_retrans(u, &bytes, &segs), IWARP_ERR_IO);
+    ASSERT_EQ(iwarp_llp_tcp_info_retrans(-1, &bytes, &segs), IWARP_ERR_IO);
+    ASSERT_EQ_U(bytes, 77);
+    ASSERT_EQ_U(segs, 77);
+    close(u);
+    close(c);
+    close(l);
+}
+
 /* Two libiwarp peers; the client Writes to a bad rkey: the server sends a Terminate, DDP
  * Tagged Buffer / Invalid STag (RFC 5041 §7.2, 1/1/0x00), the client receives it. */
 struct duo {
@@ -369,6 +398,21 @@ TEST(iwarp_log_to_a_file_has_the_connection_and_the_terminate_with_its_cause)
               1);
     ASSERT_EQ(count_lines(out, "cm: connection disconnected"), 2);
     ASSERT_EQ(count_lines(out, "debug:"), 0); /* info is the level */
+}
+
+TEST(iwarp_log_without_a_file_writes_to_stderr_and_takes_a_number)
+{
+    unsetenv("IWARP_STATS");
+    setenv("IWARP_LOG", "2", 1); /* info */
+    char out[16384];
+    int saved = stderr_begin();
+    struct duo d;
+    bad_rkey_write(&d);
+    duo_down(&d);
+    unsetenv("IWARP_LOG");
+    stderr_end(saved, out, sizeof out);
+    ASSERT_EQ(count_lines(out, "info: cm: connection established QP"), 2);
+    ASSERT_EQ(count_lines(out, "info: QP "), 2); /* the Terminate, sent and received */
 }
 
 TEST(a_bad_iwarp_log_is_reported_once_and_ignored)
