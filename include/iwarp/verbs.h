@@ -84,11 +84,12 @@ enum iwarp_log_level {
 };
 
 /**
- * iwarp_log_fn - the log hook: the library never writes to stderr by itself.
+ * iwarp_log_fn - the log hook: where a context's log lines go.
  *
  * msg is one line without a trailing newline, valid during the call only. Called from any
  * library thread (the progress thread too), possibly with the context lock held: the hook must
- * not call into libiwarp.
+ * not call into libiwarp. Without a hook the library writes nothing, unless the environment
+ * asks for it (IWARP_LOG=level[:file], docs/environment.md; a hook, when set, wins over it).
  */
 typedef void (*iwarp_log_fn)(void *user, enum iwarp_log_level level, const char *msg);
 
@@ -121,7 +122,7 @@ struct iwarp_ctx_attr {
     enum iwarp_progress_mode progress; /* default IWARP_PROGRESS_THREAD */
     uint32_t max_mr; /* STag table entries (MRs + MWs + 1), 2 .. 2^24 - 1; 0: 65536 */
     const struct iwarp_mem_hooks *mem; /* NULL: libc; the struct is copied */
-    iwarp_log_fn log;                  /* NULL: no logging */
+    iwarp_log_fn log;                  /* NULL: no logging, or IWARP_LOG's (docs/environment.md) */
     void *log_user;                    /* passed to log */
     enum iwarp_log_level log_level;    /* lines at or below this level reach log */
     iwarp_rng_fn rng;                  /* NULL: getrandom() */
@@ -178,8 +179,11 @@ IWARP_EXTERN void iwarp_ctx_attr_default(struct iwarp_ctx_attr *attr);
  *
  * attr may be NULL for the defaults (iwarp_ctx_attr_default). With IWARP_PROGRESS_THREAD a
  * progress thread starts now. The packet trace file (attr->trace_pcap, else IWARP_PCAP) is
- * opened now. On failure *ctx is NULL and nothing is left allocated; the reason of a trace or
- * comp_mask failure is logged through attr->log.
+ * opened now. The environment is read now: IWARP_PCAP, IWARP_PCAP_MAX, and, for diagnostics,
+ * IWARP_LOG (without attr->log: the context's own log writer, to stderr or a file) and
+ * IWARP_STATS (docs/environment.md); a value of the last two it cannot use is reported on
+ * stderr and ignored. On failure *ctx is NULL and nothing is left allocated; the reason of a
+ * trace or comp_mask failure is logged through attr->log.
  *
  * Returns:
  *   0                    *ctx is the new context.
@@ -201,7 +205,8 @@ IWARP_EXTERN int iwarp_ctx_create(const struct iwarp_ctx_attr *attr, struct iwar
  * iwarp_ctx_destroy - destroy a context.
  *
  * Stops the progress thread (waiting for it), aborts SCTP associations still shutting down,
- * closes the context's trace file reference and frees everything.
+ * closes the context's trace file reference and frees everything. With IWARP_STATS=1 at its
+ * creation, first writes its counters (iwarp_query_ctx_stats) to stderr or IWARP_LOG's file.
  *
  * Returns:
  *   0                    destroyed; ctx is gone.
