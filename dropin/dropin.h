@@ -40,7 +40,9 @@ struct iwd_options {
     bool peer_to_peer;                 /* IWARP_MPA_P2P=0|1; default 1 (0 with revision 1) */
     uint8_t rtr_types;                 /* IWARP_MPA_RTR=write,read,send (IWARP_CM_RTR_*); 0: all */
     uint16_t first_fpdu_delay_ms;      /* IWARP_FIRST_FPDU_DELAY_MS; default 0 */
-    int log_level;                     /* IWARP_LOG=error|warn|info|debug; default warn */
+    int log_level;   /* IWARP_LOG=level[:file], level error|warn|info|debug|0-3|off; default warn
+                      * (off: -1) */
+    bool log_file;   /* IWARP_LOG names a file: libiwarp writes its lines there itself */
     int tx_batch_us; /* IWARP_TX_BATCH_US (iwarp_ctx_attr.tx_batch_us; 0: off); -1: libiwarp's */
     /* IWARP_CONNECT_RETRY_MS (0 ... 3600000; default 0): a connector refused, or closed before
      * the MPA Reply, dials again for this long (iwarp_conn_param.retry_refused_ms) */

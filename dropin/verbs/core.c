@@ -132,19 +132,30 @@ static void read_options(void)
         else
             options.tx_batch_us = (int)us;
     }
+    /* IWARP_LOG=level[:file], as libiwarp reads it (docs/environment.md). With a file the
+     * context gets no hook from us and libiwarp's own writer puts its lines there; ours stay
+     * on stderr. */
     options.log_level = IWARP_LOG_WARN;
     v = getenv("IWARP_LOG");
     if (v && *v) {
-        static const char *const names[] = {"error", "warn", "info", "debug"};
+        static const char *const names[] = {"error", "warn", "info", "debug", "0", "1", "2", "3"};
+        const char *colon = strchr(v, ':');
+        size_t len = colon ? (size_t)(colon - v) : strlen(v);
         int found = -1;
 
-        for (int i = 0; i < 4; i++)
-            if (!strcmp(v, names[i]))
-                found = i;
-        if (found < 0)
+        for (int i = 0; i < 8; i++)
+            if (strlen(names[i]) == len && !strncmp(v, names[i], len))
+                found = i % 4;
+        if (len == 3 && !strncmp(v, "off", 3))
+            found = -2;
+        if (found == -1 || (colon && !colon[1]))
             bad_value("IWARP_LOG", v);
-        else
+        else if (found == -2)
+            options.log_level = -1;
+        else {
             options.log_level = found;
+            options.log_file = colon != NULL;
+        }
     }
 }
 
@@ -196,8 +207,11 @@ struct iwarp_ctx *iwd_ctx_get(void)
 
         iwarp_ctx_attr_default(&attr);
         attr.progress = o->progress;
-        attr.log = ctx_log;
-        attr.log_level = (enum iwarp_log_level)o->log_level;
+        /* with IWARP_LOG's file (or off) libiwarp's own IWARP_LOG handling applies */
+        if (!o->log_file && o->log_level >= 0) {
+            attr.log = ctx_log;
+            attr.log_level = (enum iwarp_log_level)o->log_level;
+        }
         if (o->tx_batch_us >= 0) {
             attr.comp_mask |= IWARP_CTX_ATTR_TX_BATCH;
             attr.tx_batch_us = (uint32_t)o->tx_batch_us;

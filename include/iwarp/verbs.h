@@ -84,11 +84,12 @@ enum iwarp_log_level {
 };
 
 /**
- * iwarp_log_fn - the log hook: the library never writes to stderr by itself.
+ * iwarp_log_fn - the log hook: where a context's log lines go.
  *
  * msg is one line without a trailing newline, valid during the call only. Called from any
  * library thread (the progress thread too), possibly with the context lock held: the hook must
- * not call into libiwarp.
+ * not call into libiwarp. Without a hook the library writes nothing, unless the environment
+ * asks for it (IWARP_LOG=level[:file], docs/environment.md; a hook, when set, wins over it).
  */
 typedef void (*iwarp_log_fn)(void *user, enum iwarp_log_level level, const char *msg);
 
@@ -121,7 +122,7 @@ struct iwarp_ctx_attr {
     enum iwarp_progress_mode progress; /* default IWARP_PROGRESS_THREAD */
     uint32_t max_mr; /* STag table entries (MRs + MWs + 1), 2 .. 2^24 - 1; 0: 65536 */
     const struct iwarp_mem_hooks *mem; /* NULL: libc; the struct is copied */
-    iwarp_log_fn log;                  /* NULL: no logging */
+    iwarp_log_fn log;                  /* NULL: no logging, or IWARP_LOG's (docs/environment.md) */
     void *log_user;                    /* passed to log */
     enum iwarp_log_level log_level;    /* lines at or below this level reach log */
     iwarp_rng_fn rng;                  /* NULL: getrandom() */
@@ -190,8 +191,11 @@ IWARP_EXTERN void iwarp_ctx_attr_default(struct iwarp_ctx_attr *attr);
  *
  * attr may be NULL for the defaults (iwarp_ctx_attr_default). With IWARP_PROGRESS_THREAD a
  * progress thread starts now. The packet trace file (attr->trace_pcap, else IWARP_PCAP) is
- * opened now. On failure *ctx is NULL and nothing is left allocated; the reason of a trace or
- * comp_mask failure is logged through attr->log.
+ * opened now. The environment is read now: IWARP_PCAP, IWARP_PCAP_MAX, and, for diagnostics,
+ * IWARP_LOG (without attr->log: the context's own log writer, to stderr or a file) and
+ * IWARP_STATS (docs/environment.md); a value of the last two it cannot use is reported on
+ * stderr and ignored. On failure *ctx is NULL and nothing is left allocated; the reason of a
+ * trace or comp_mask failure is logged through attr->log.
  *
  * Returns:
  *   0                    *ctx is the new context.
@@ -213,7 +217,8 @@ IWARP_EXTERN int iwarp_ctx_create(const struct iwarp_ctx_attr *attr, struct iwar
  * iwarp_ctx_destroy - destroy a context.
  *
  * Stops the progress thread (waiting for it), aborts SCTP associations still shutting down,
- * closes the context's trace file reference and frees everything.
+ * closes the context's trace file reference and frees everything. With IWARP_STATS=1 at its
+ * creation, first writes its counters (iwarp_query_ctx_stats) to stderr or IWARP_LOG's file.
  *
  * Returns:
  *   0                    destroyed; ctx is gone.
@@ -968,6 +973,127 @@ IWARP_EXTERN int iwarp_query_qp_sized(struct iwarp_qp *qp, struct iwarp_qp_attr 
 static inline int iwarp_query_qp(struct iwarp_qp *qp, struct iwarp_qp_attr *attr)
 {
     return iwarp_query_qp_sized(qp, attr, sizeof *attr);
+}
+
+/* ---- statistics ----------------------------------------------------------------------- */
+
+/**
+ * enum iwarp_term_class - the classes Terminates are counted under (iwarp_stats.term_sent,
+ * term_received): one per Layer/EType of RFC 5040 §4.8 (RDMAP), RFC 5041 §7.2 (DDP) and
+ * RFC 5044 §8 (LLP: MPA, which RFC 6581 §8 extends), and one for any other cause.
+ */
+enum iwarp_term_class {
+    IWARP_TERM_CLASS_RDMAP_CATASTROPHIC = 0, /* RDMAP Local Catastrophic (layer 0, EType 0) */
+    IWARP_TERM_CLASS_RDMAP_REMOTE_PROT = 1,  /* RDMAP Remote Protection (0/1): STag, bounds */
+    IWARP_TERM_CLASS_RDMAP_REMOTE_OP = 2,    /* RDMAP Remote Operation (0/2): opcode, version */
+    IWARP_TERM_CLASS_DDP_CATASTROPHIC = 3,   /* DDP Local Catastrophic (1/0) */
+    IWARP_TERM_CLASS_DDP_TAGGED = 4,         /* DDP Tagged Buffer (1/1) */
+    IWARP_TERM_CLASS_DDP_UNTAGGED = 5,       /* DDP Untagged Buffer (1/2): QN, MSN, no buffer */
+    IWARP_TERM_CLASS_LLP_MPA = 6,            /* LLP MPA (2/0): CRC, marker, framing, RTR */
+    IWARP_TERM_CLASS_OTHER = 7,              /* a cause outside the RFC tables */
+    IWARP_TERM_CLASS_NUM = 8,                /* the number of classes */
+};
+
+/**
+ * struct iwarp_stats - a QP's or a context's counters (iwarp_query_qp_stats,
+ * iwarp_query_ctx_stats). Output struct (common.h).
+ *
+ * Counted since the QP was created (a QP) or the context was created (a context: the sum over
+ * every QP it has had, destroyed ones included). Segments are DDP segments: one per MPA FPDU
+ * over TCP, one per SCTP DATA message over SCTP. Octets are each segment's DDP payload: what
+ * follows its 14-octet (tagged) or 18-octet (untagged) DDP header, so RDMAP's own headers
+ * carried there (a Read Request, a Terminate) count; MPA framing, markers, CRCs and TCP/SCTP
+ * headers do not. A counter never goes back.
+ */
+struct iwarp_stats {
+    uint64_t tx_segments; /* DDP segments handed to the transport (MPA FPDUs over TCP) */
+    uint64_t tx_bytes;    /* their DDP payload octets */
+    uint64_t rx_segments; /* DDP segments received (with their header intact) */
+    uint64_t rx_bytes;    /* their DDP payload octets */
+    uint64_t crc_errors;  /* received FPDUs whose MPA CRC was wrong (RFC 5044 §8 code 2) */
+    uint64_t flushed_wrs; /* work requests completed with IWARP_WC_WR_FLUSH_ERR */
+    /* Terminates by enum iwarp_term_class: sent (decided by this side; the last one on a
+     * stream that broke first may not reach the peer) and received from the peer. A DDP-level
+     * QP (iwarp/ddp.h) neither sends nor receives Terminates: its are always 0. */
+    uint64_t term_sent[IWARP_TERM_CLASS_NUM];
+    uint64_t term_received[IWARP_TERM_CLASS_NUM];
+    /* TCP retransmissions (Linux TCP_INFO: tcpi_bytes_retrans and tcpi_total_retrans) of the
+     * QPs' connections, read when queried or when the connection closed; 0 over SCTP and
+     * for a QP never connected. */
+    uint64_t retrans_bytes;
+    uint64_t retrans_segments;
+    uint32_t qps;       /* QPs counted: 1 for a QP; for a context, every QP it has created */
+    uint32_t comp_mask; /* output: extension fields filled (common.h); none defined yet: 0 */
+};
+
+/**
+ * iwarp_query_qp_stats_sized - what iwarp_query_qp_stats calls: fill stats, stats_size octets.
+ *
+ * Writes the base of struct iwarp_stats with the QP's counters and sets comp_mask to the bits
+ * of the appended fields written (0 in this version). The TCP retransmission counters are read
+ * from the connection's socket now (getsockopt TCP_INFO), or were read when it closed. Call it
+ * directly only where the inline wrapper cannot be used.
+ *
+ * Returns:
+ *   0                    *stats is filled.
+ *   IWARP_ERR_INVAL      qp or stats is NULL, or stats_size is smaller than the base; nothing
+ *                        is written.
+ * Ownership: stats is the caller's; nothing is kept.
+ * Context: any thread; takes the context lock briefly (one getsockopt under it). The counters
+ *   of a QP that moves data meanwhile are each exact, read at one instant.
+ */
+IWARP_EXTERN int iwarp_query_qp_stats_sized(struct iwarp_qp *qp, struct iwarp_stats *stats,
+                                            size_t stats_size);
+
+/**
+ * iwarp_query_qp_stats - fill stats with the QP's counters (struct iwarp_stats).
+ *
+ * stats need not be initialised: the wrapper passes sizeof *stats to
+ * iwarp_query_qp_stats_sized.
+ *
+ * Returns: as iwarp_query_qp_stats_sized.
+ * Ownership: as iwarp_query_qp_stats_sized.
+ * Context: as iwarp_query_qp_stats_sized.
+ */
+static inline int iwarp_query_qp_stats(struct iwarp_qp *qp, struct iwarp_stats *stats)
+{
+    return iwarp_query_qp_stats_sized(qp, stats, sizeof *stats);
+}
+
+/**
+ * iwarp_query_ctx_stats_sized - what iwarp_query_ctx_stats calls: fill stats, stats_size
+ * octets long.
+ *
+ * Writes the base of struct iwarp_stats with the sum over every QP of the context, live or
+ * destroyed (RDMAP and DDP-level alike; a destroyed QP's counters as they were when it was
+ * destroyed), and sets comp_mask to the bits of the appended fields written (0 in this
+ * version). Call it directly only where the inline wrapper cannot be used.
+ *
+ * Returns:
+ *   0                    *stats is filled.
+ *   IWARP_ERR_INVAL      ctx or stats is NULL, or stats_size is smaller than the base; nothing
+ *                        is written.
+ * Ownership: stats is the caller's; nothing is kept.
+ * Context: any thread; takes the context lock (one getsockopt per live TCP connection under
+ *   it).
+ */
+IWARP_EXTERN int iwarp_query_ctx_stats_sized(struct iwarp_ctx *ctx, struct iwarp_stats *stats,
+                                             size_t stats_size);
+
+/**
+ * iwarp_query_ctx_stats - fill stats with the context's counters (struct iwarp_stats).
+ *
+ * stats need not be initialised: the wrapper passes sizeof *stats to
+ * iwarp_query_ctx_stats_sized. IWARP_STATS=1 in the environment prints the same counters when
+ * the context is destroyed (docs/environment.md).
+ *
+ * Returns: as iwarp_query_ctx_stats_sized.
+ * Ownership: as iwarp_query_ctx_stats_sized.
+ * Context: as iwarp_query_ctx_stats_sized.
+ */
+static inline int iwarp_query_ctx_stats(struct iwarp_ctx *ctx, struct iwarp_stats *stats)
+{
+    return iwarp_query_ctx_stats_sized(ctx, stats, sizeof *stats);
 }
 
 /**

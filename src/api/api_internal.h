@@ -47,8 +47,25 @@ struct cm_transport;     /* cm_internal.h */
 struct cm_sctp_ctx;      /* cm_sctp.c */
 struct iwarp_trace_sink; /* trace/trace_sink.h */
 
+/* IWARP_LOG / IWARP_STATS (diag.c): the context's own log writer, used when the application
+ * installed no log hook and IWARP_LOG asks for one, and whether to print the counters at
+ * iwarp_ctx_destroy. */
+struct iwarp_api_diag {
+    int log_fd;        /* where the lines go: 2 (stderr), a file opened for it, or -1 (off) */
+    bool log_fd_owned; /* log_fd is the context's to close */
+    bool stats_at_exit;
+    uint32_t id; /* the context's number in this process (1, 2, ...), in every line */
+};
+
+struct iwarp_qp_impl;
+
 struct iwarp_ctx {
     struct iwarp_ctx_attr attr;
+    struct iwarp_api_diag diag;
+    /* every live QP (RDMAP and DDP-level), and the counters of the destroyed ones
+     * (iwarp_query_ctx_stats) */
+    struct iwarp_qp_impl *qps;
+    struct iwarp_stats retired;
     struct iwarp_mem_hooks mem_hooks;
     pthread_mutex_t lock;
     struct iwarp_mem_table mem;
@@ -158,6 +175,9 @@ struct iwarp_qp_llp {
     /* abortive close (modify to ERR): when it returns, the transport no longer references the
      * QP and llp is cleared */
     void (*abort)(struct iwarp_qp_impl *qp);
+    /* the connection's TCP retransmissions so far (TCP_INFO; a closed one's last reading), or
+     * NULL (SCTP) */
+    void (*retrans)(struct iwarp_qp_impl *qp, uint64_t *bytes, uint64_t *segs);
 };
 
 struct iwarp_qp_impl {
@@ -173,6 +193,10 @@ struct iwarp_qp_impl {
     /* iwarp_destroy_qp (lock held), after the engine's teardown: frees the QP, its engine and
      * the memory they borrow (its creator's: verbs_qp.c, ddp.c) */
     void (*free)(struct iwarp_qp_impl *qp);
+    /* ctx->qps (iwarp_api_qp_link) */
+    struct iwarp_qp_impl *qp_prev, *qp_next;
+    /* the last TCP retransmission counters read from its connection (llp.retrans) */
+    uint64_t retrans_bytes, retrans_segs;
 };
 
 static inline struct iwarp_qp_impl *iwarp_api_qp(struct iwarp_qp *qp)
@@ -198,6 +222,36 @@ void iwarp_api_free(struct iwarp_ctx *ctx, void *p);
 /* Log through the context's hook (printf-style). */
 void iwarp_api_log(struct iwarp_ctx *ctx, enum iwarp_log_level level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* Whether a line of this level reaches the context's log (to skip formatting one). */
+static inline bool iwarp_api_log_on(const struct iwarp_ctx *ctx, enum iwarp_log_level level)
+{
+    return ctx->attr.log && level <= ctx->attr.log_level;
+}
+
+/* IWARP_LOG and IWARP_STATS (diag.c), at iwarp_ctx_create once ctx->attr holds the caller's
+ * attributes: when the application installed no log hook and IWARP_LOG names a level, the
+ * context's log becomes a writer to stderr or IWARP_LOG's file. Never fails: a value it cannot
+ * use is reported on stderr once per process and logging stays off. */
+void iwarp_api_diag_init(struct iwarp_ctx *ctx);
+
+/* At iwarp_ctx_destroy (and a failed create, print false): prints the context's counters when
+ * IWARP_STATS=1 asked for them, then closes the log file. */
+void iwarp_api_diag_fini(struct iwarp_ctx *ctx, bool print);
+
+/* Write s as text, two or three lines each starting with prefix, into buf (NUL-terminated,
+ * truncated to cap). Returns the length written. For IWARP_STATS and the tools. */
+size_t iwarp_api_stats_str(const struct iwarp_stats *s, const char *prefix, char *buf, size_t cap);
+
+/* A new QP joins ctx->qps (lock held). */
+void iwarp_api_qp_link(struct iwarp_ctx *ctx, struct iwarp_qp_impl *q);
+
+/* A QP about to be freed leaves ctx->qps (lock held), its counters added to ctx->retired. */
+void iwarp_api_qp_unlink(struct iwarp_ctx *ctx, struct iwarp_qp_impl *q);
+
+/* The name and section of a Terminate cause for a log line ("RDMAP/Remote Protection/Invalid
+ * STag (RFC 5040 §4.8)"), in buf. Returns buf. */
+const char *iwarp_api_cause_str(uint32_t cause, char *buf, size_t cap);
 
 /* Log through the hook of a (log, log_user, log_level; printf-style): for iwarp_ctx_create,
  * before the context exists. */

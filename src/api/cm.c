@@ -20,8 +20,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -83,6 +85,66 @@ static void push_event(struct cm_channel *ch, struct cm_ev *e)
         iwarp_loop_wake_locked(&ch->pub.context->loop);
 }
 
+/* "addr:port" ("[addr]:port" for IPv6) of a, in buf. */
+static const char *addr_str(const struct sockaddr_storage *a, char *buf, size_t cap)
+{
+    char host[INET6_ADDRSTRLEN] = "?";
+    unsigned port = 0;
+    if (a->ss_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)a;
+        inet_ntop(AF_INET, &in->sin_addr, host, sizeof host);
+        port = ntohs(in->sin_port);
+        snprintf(buf, cap, "%s:%u", host, port);
+    } else if (a->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)a;
+        inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof host);
+        port = ntohs(in6->sin6_port);
+        snprintf(buf, cap, "[%s]:%u", host, port);
+    } else {
+        snprintf(buf, cap, "(no address)");
+    }
+    return buf;
+}
+
+/* The connection events go to the log (IWARP_LOG_INFO; a failure to connect at
+ * IWARP_LOG_WARN), with the peer's address and the QP. */
+static void log_event(struct cm_id *id, enum iwarp_cm_event_type type, int status)
+{
+    enum iwarp_log_level level = IWARP_LOG_INFO;
+    switch (type) {
+    case IWARP_CM_EVENT_CONNECT_REQUEST:
+    case IWARP_CM_EVENT_ESTABLISHED:
+    case IWARP_CM_EVENT_DISCONNECTED:
+        break;
+    case IWARP_CM_EVENT_CONNECT_ERROR:
+    case IWARP_CM_EVENT_UNREACHABLE:
+    case IWARP_CM_EVENT_REJECTED:
+        level = IWARP_LOG_WARN;
+        break;
+    default:
+        return;
+    }
+    struct iwarp_ctx *ctx = id->pub.context;
+    if (!iwarp_api_log_on(ctx, level))
+        return;
+    char peer[INET6_ADDRSTRLEN + 16], local[INET6_ADDRSTRLEN + 16], qp[24] = "";
+    if (id->pub.qp)
+        snprintf(qp, sizeof qp, " QP %u", id->pub.qp->qp_num);
+    iwarp_api_log(ctx, level, "cm: connection %s%s%s: peer %s, local %s%s%s",
+                  type == IWARP_CM_EVENT_ESTABLISHED       ? "established"
+                  : type == IWARP_CM_EVENT_DISCONNECTED    ? "disconnected"
+                  : type == IWARP_CM_EVENT_REJECTED        ? "rejected"
+                  : type == IWARP_CM_EVENT_CONNECT_REQUEST ? "requested"
+                                                           : "failed",
+                  qp,
+                  type == IWARP_CM_EVENT_CONNECT_ERROR || type == IWARP_CM_EVENT_UNREACHABLE
+                      ? (type == IWARP_CM_EVENT_UNREACHABLE ? " (unreachable)" : "")
+                      : "",
+                  addr_str(&id->pub.peer_addr, peer, sizeof peer),
+                  addr_str(&id->pub.local_addr, local, sizeof local), status ? ", status " : "",
+                  status ? iwarp_err_name(status) : "");
+}
+
 /* Queue an event of id on its channel (lock held). conn: one of the connection slots, else
  * an API slot. param (may be NULL) is copied, with pd_len octets of pd. Returns 0 or
  * IWARP_ERR_BUSY when every slot of that kind holds an unacknowledged event. */
@@ -119,6 +181,7 @@ static int emit(struct cm_id *id, bool conn, enum iwarp_cm_event_type type, int 
     e->busy = true;
     id->n_unacked++;
     push_event(id->ch, e);
+    log_event(id, type, status);
     return 0;
 }
 
@@ -253,25 +316,46 @@ static void abort_conn(struct cm_id *id, bool report, bool rst)
 
 /* ---- the QP's hooks ---------------------------------------------------------------------- */
 
+/* The QP's iwarp_qp_llp.retrans: its connection's counters, kept in the QP (lock held). */
+static void qp_retrans(struct iwarp_qp_impl *q, uint64_t *bytes, uint64_t *segs)
+{
+    struct cm_id *id = q->cm_id;
+    if (id && id->tp->retrans)
+        id->tp->retrans(id, &q->retrans_bytes, &q->retrans_segs);
+    *bytes = q->retrans_bytes;
+    *segs = q->retrans_segs;
+}
+
+/* Keep the last reading of the connection's counters before the QP lets go of it. */
+static void qp_retrans_keep(struct iwarp_qp_impl *q)
+{
+    uint64_t b, s;
+    if (q->llp.retrans)
+        q->llp.retrans(q, &b, &s);
+}
+
 /* iwarp_qp_llp.abort (modify_qp_err): the connection ends abortively. */
 static void qp_abort(struct iwarp_qp_impl *q)
 {
     struct cm_id *id = q->cm_id;
     if (id)
         abort_conn(id, true, true);
+    qp_retrans_keep(q);
     q->llp = (struct iwarp_qp_llp){0}; /* the transport lets go of the QP */
 }
 
 void iwarp_cm_hook_qp(struct cm_id *id)
 {
     struct iwarp_qp_impl *q = iwarp_api_qp(id->pub.qp);
-    q->llp = (struct iwarp_qp_llp){.kick = id->tp->kick, .abort = qp_abort};
+    q->llp = (struct iwarp_qp_llp){.kick = id->tp->kick, .abort = qp_abort, .retrans = qp_retrans};
 }
 
 void iwarp_cm_unhook_qp(struct cm_id *id)
 {
-    if (id->pub.qp)
+    if (id->pub.qp) {
+        qp_retrans_keep(iwarp_api_qp(id->pub.qp));
         iwarp_api_qp(id->pub.qp)->llp = (struct iwarp_qp_llp){0};
+    }
 }
 
 /* iwarp_destroy_qp of a QP an id owns (its cm_release): the connection cannot outlive it.
@@ -286,6 +370,7 @@ static void qp_release(struct iwarp_qp_impl *q)
     struct cm_id *id = q->cm_id;
     bool up = id->state == CM_ESTABLISHED || id->state == CM_CLOSING;
     abort_conn(id, id->state == CM_CLOSING, !up);
+    qp_retrans_keep(q);
     q->llp = (struct iwarp_qp_llp){0};
     q->cm_id = NULL;
     q->cm_release = NULL;

@@ -113,6 +113,9 @@ struct cm_transport {
     void (*quiesce)(struct cm_id *id);
     /* The QP has new work to send (its iwarp_qp_llp.kick). */
     void (*kick)(struct iwarp_qp_impl *q);
+    /* The connection's retransmission counters (its iwarp_qp_llp.retrans; a statistics query,
+     * not the data path); NULL: the transport has none (0). */
+    void (*retrans)(struct cm_id *id, uint64_t *bytes, uint64_t *segs);
     /* destroy_id: let go of id->conn (abortive when live) and free it. */
     void (*free)(struct cm_id *id, bool live);
     /* iwarp_ctx_destroy: the transport's context-wide state goes (NULL: it has none). */

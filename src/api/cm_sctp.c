@@ -201,11 +201,14 @@ static uint16_t ctx_streams(const struct iwarp_ctx *ctx)
     return ctx->attr.sctp_streams ? ctx->attr.sctp_streams : SCTP_DEFAULT_STREAMS;
 }
 
-/* Test hooks from the environment: IWARP_SCTP_FAULT="seed,drop_ppm,dup_ppm,delay_ppm,delay_ms"
- * (loss, duplication and reordering below usrsctp) and IWARP_SCTP_RTO_MS="min,initial,max". */
+/* Test hooks from the environment (docs/environment.md), read only by builds with
+ * IWARP_TEST_HOOKS (Debug, sanitizers, fuzz; never Release): IWARP_SCTP_FAULT=
+ * "seed,drop_ppm,dup_ppm,delay_ppm,delay_ms" (loss, duplication and reordering below usrsctp)
+ * and IWARP_SCTP_RTO_MS="min,initial,max" (usrsctp's retransmission timers, process-wide). */
 static void env_test_hooks(struct iwarp_llp_sctp_ep_cfg *cfg)
 {
-    const char *f = getenv("IWARP_SCTP_FAULT");
+#if defined(IWARP_TEST_HOOKS)
+    const char *f = secure_getenv("IWARP_SCTP_FAULT");
     if (f && *f) {
         unsigned long long seed = 0;
         unsigned drop = 0, dup = 0, delay = 0, ms = 0;
@@ -213,10 +216,13 @@ static void env_test_hooks(struct iwarp_llp_sctp_ep_cfg *cfg)
             cfg->fault = (struct iwarp_llp_sctp_fault){
                 .seed = seed, .drop_ppm = drop, .dup_ppm = dup, .delay_ppm = delay, .delay_ms = ms};
     }
-    const char *r = getenv("IWARP_SCTP_RTO_MS");
+    const char *r = secure_getenv("IWARP_SCTP_RTO_MS");
     unsigned lo, init, hi;
     if (r && sscanf(r, "%u,%u,%u", &lo, &init, &hi) == 3)
         iwarp_llp_sctp_set_test_timers(lo, init, hi);
+#else
+    (void)cfg;
+#endif
 }
 
 /* The capture hook (llp_sctp's lock held, in any context's call: a retransmission of this

@@ -744,6 +744,13 @@ static void tcp_kick(struct iwarp_qp_impl *q)
         conn_set_deadline(cc); /* the batch's */
 }
 
+static void tcp_retrans(struct cm_id *id, uint64_t *bytes, uint64_t *segs)
+{
+    struct tcp_conn *cc = conn_of(id);
+    if (cc)
+        iwarp_llp_tcp_retrans(&cc->tcp, bytes, segs);
+}
+
 static bool tcp_abort(struct cm_id *id, bool rst)
 {
     struct tcp_conn *cc = conn_of(id);
@@ -1041,5 +1048,6 @@ const struct cm_transport iwarp_cm_tcp = {
     .abort = tcp_abort,
     .quiesce = tcp_quiesce,
     .kick = tcp_kick,
+    .retrans = tcp_retrans,
     .free = tcp_free,
 };

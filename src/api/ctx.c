@@ -147,6 +147,7 @@ int iwarp_ctx_create(const struct iwarp_ctx_attr *attr, struct iwarp_ctx **out)
     if (!ctx)
         return IWARP_ERR_NOMEM;
     ctx->attr = a;
+    iwarp_api_diag_init(ctx); /* IWARP_LOG may install the context's own log writer */
     ctx->tx_batch_ns = tx_batch_ns;
     ctx->llp_timeout_ms = llp_timeout_ms;
     memcpy(&ctx->mem_hooks, h, IWARP_API_EXT_BASE(struct iwarp_mem_hooks));
@@ -201,6 +202,7 @@ fail:
     if (ctx->async_fd >= 0)
         close(ctx->async_fd);
     (void)iwarp_api_trace_close(ctx);
+    iwarp_api_diag_fini(ctx, false);
     iwarp_api_free(ctx, ctx->mem_entries);
     h->free_fn(ctx, h->user);
     return rc;
@@ -225,6 +227,7 @@ int iwarp_ctx_destroy(struct iwarp_ctx *ctx)
     pthread_mutex_destroy(&ctx->lock);
     close(ctx->async_fd);
     (void)iwarp_api_trace_close(ctx);
+    iwarp_api_diag_fini(ctx, true); /* IWARP_STATS=1: the counters, then the log file closes */
     iwarp_api_free(ctx, ctx->mem_entries);
     struct iwarp_mem_hooks h = ctx->mem_hooks;
     h.free_fn(ctx, h.user);

@@ -29,9 +29,11 @@ static void ddp_event(void *user, int event_type, uint32_t cause)
                                    .term_cause = cause};
     ev.element.qp = &q->pub;
     iwarp_api_async_push_locked(q->pub.context, &ev);
-    iwarp_api_log(q->pub.context, IWARP_LOG_INFO, "DDP QP %u: %s (cause %02x/%02x/%02x)",
-                  q->pub.qp_num, iwarp_event_type_str(ev.event_type), cause >> 16,
-                  (cause >> 8) & 0xFFu, cause & 0xFFu);
+    if (!iwarp_api_log_on(q->pub.context, IWARP_LOG_INFO))
+        return;
+    char why[224];
+    iwarp_api_log(q->pub.context, IWARP_LOG_INFO, "DDP QP %u: %s: %s", q->pub.qp_num,
+                  iwarp_event_type_str(ev.event_type), iwarp_api_cause_str(cause, why, sizeof why));
 }
 
 /* The QP's free hook (and a failed create's, before the engine exists): whatever never
@@ -111,6 +113,7 @@ int iwarp_ddp_create_qp(struct iwarp_pd *pd, struct iwarp_ddp_qp_init_attr *attr
                                      .event_user = q};
     rc = iwarp_core_ddp_init(&d->core, &cfg, &d->mem);
     if (rc == 0) {
+        iwarp_api_qp_link(ctx, q);
         pd->n_obj++;
         attr->send_cq->n_users++;
         attr->recv_cq->n_users++;

@@ -63,7 +63,7 @@ int iwarp_api_trace_open(struct iwarp_ctx *ctx, const char *path)
     int rc = env_max(&max);
     if (rc < 0) {
         iwarp_api_log(ctx, IWARP_LOG_ERROR, "trace: IWARP_PCAP_MAX=%s is not a size",
-                      getenv("IWARP_PCAP_MAX"));
+                      env("IWARP_PCAP_MAX"));
         return rc;
     }
     char err[IWARP_PCAP_ERRTEXT_LEN] = "";

@@ -11,7 +11,6 @@ static void qp_event(void *user, struct iwarp_core_qp *core, int event_type, uin
                      bool from_peer)
 {
     struct iwarp_qp_impl *q = user;
-    (void)core;
     struct iwarp_async_event ev = {.event_type = (enum iwarp_event_type)event_type,
                                    .term_cause = cause,
                                    .term_from_peer = from_peer};
@@ -20,12 +19,20 @@ static void qp_event(void *user, struct iwarp_core_qp *core, int event_type, uin
     else
         ev.element.qp = &q->pub;
     iwarp_api_async_push_locked(q->pub.context, &ev);
-    if (event_type != IWARP_EVENT_SRQ_LIMIT_REACHED &&
-        event_type != IWARP_EVENT_QP_LAST_WQE_REACHED)
-        iwarp_api_log(q->pub.context, IWARP_LOG_INFO,
-                      "QP %u: %s (Terminate cause %02x/%02x/%02x %s)", q->pub.qp_num,
-                      iwarp_event_type_str(ev.event_type), cause >> 16, (cause >> 8) & 0xFFu,
-                      cause & 0xFFu, from_peer ? "from the peer" : "sent");
+    if (event_type == IWARP_EVENT_SRQ_LIMIT_REACHED ||
+        event_type == IWARP_EVENT_QP_LAST_WQE_REACHED ||
+        !iwarp_api_log_on(q->pub.context, IWARP_LOG_INFO))
+        return;
+    char why[224];
+    /* a Terminate sent or received leaves the stream TERMINATING; a lost LLP or a local
+     * failure does not, and has no cause */
+    if (core->stream.state == IWARP_CORE_STREAM_TERMINATING)
+        iwarp_api_log(q->pub.context, IWARP_LOG_INFO, "QP %u: Terminate %s: %s; %s", q->pub.qp_num,
+                      from_peer ? "received" : "sent", iwarp_api_cause_str(cause, why, sizeof why),
+                      iwarp_event_type_str(ev.event_type));
+    else
+        iwarp_api_log(q->pub.context, IWARP_LOG_INFO, "QP %u: %s", q->pub.qp_num,
+                      iwarp_event_type_str(ev.event_type));
 }
 
 /* A verbs QP: the common part, its RDMAP engine and the memory the engine borrows. */
@@ -120,6 +127,7 @@ int iwarp_create_qp(struct iwarp_pd *pd, struct iwarp_qp_init_attr *attr, struct
     };
     rc = iwarp_core_qp_init(&r->core, &cfg, &r->mem);
     if (rc == 0) {
+        iwarp_api_qp_link(ctx, q);
         pd->n_obj++;
         attr->send_cq->n_users++;
         attr->recv_cq->n_users++;
@@ -163,6 +171,7 @@ int iwarp_destroy_qp(struct iwarp_qp *qp)
     else if (q->llp.abort)
         q->llp.abort(q);
     iwarp_core_eng_set_error(q->eng);
+    iwarp_api_qp_unlink(ctx, q); /* its counters stay in the context's */
     /* closing its transport may have queued an event for it (QP_FATAL): it goes with the QP */
     iwarp_api_async_drop_qp_locked(ctx, qp);
     qp->pd->n_obj--;

@@ -87,6 +87,7 @@ static void flush_sq(struct iwarp_core_ddp *d)
     while (d->stream.sq_count) {
         push_send(d, &d->sq[d->stream.sq_head], IWARP_WC_WR_FLUSH_ERR);
         iwarp_core_stream_sq_retire(&d->stream);
+        d->eng.stats.flushed++;
     }
     iwarp_core_stream_sq_flushed(&d->stream);
 }
@@ -102,6 +103,7 @@ static void flush_rqs(struct iwarp_core_ddp *d)
                                   .qp_num = d->cfg.qp_num,
                                   .ddp_qn = q};
             (void)iwarp_core_cq_push(d->cfg.recv_cq, &wc, false);
+            d->eng.stats.flushed++;
             iwarp_core_rqe_hold(r, d->cfg.mem, false);
             iwarp_core_rq_pop(&d->uq[q].rq);
         }

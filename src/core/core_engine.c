@@ -9,6 +9,14 @@
 #include "core/core_ddp.h"
 #include "core/core_qp.h"
 
+/* Count a segment handed to the LLP: the octets after its DDP header (core_engine.h). */
+static void count_tx(struct iwarp_core_engine *e, const struct iwarp_core_tx_seg *seg)
+{
+    e->stats.tx_segs++;
+    e->stats.tx_bytes +=
+        seg->payload_len + (seg->hdr_len ? iwarp_core_eng_payload(seg->hdr[0], seg->hdr_len) : 0);
+}
+
 /* ---- the RDMAP queue pair ---- */
 
 static struct iwarp_core_qp *qp_of(struct iwarp_core_engine *e)
@@ -60,6 +68,7 @@ static int qp_tx_next(struct iwarp_core_engine *e, uint32_t max_seg, struct iwar
 
 static void qp_tx_sent(struct iwarp_core_engine *e, const struct iwarp_core_tx_seg *seg)
 {
+    count_tx(e, seg);
     iwarp_core_qp_tx_sent(qp_of(e), seg);
 }
 
@@ -168,6 +177,7 @@ static int ddp_tx_next(struct iwarp_core_engine *e, uint32_t max_seg, struct iwa
 
 static void ddp_tx_sent(struct iwarp_core_engine *e, const struct iwarp_core_tx_seg *seg)
 {
+    count_tx(e, seg);
     iwarp_core_ddp_tx_sent(ddp_of(e), seg);
 }
 

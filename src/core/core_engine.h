@@ -34,6 +34,7 @@
 
 #include "iwarp/verbs.h"
 #include "wire/wire.h"
+#include "wire/wire_ddp.h"
 
 struct iwarp_core_engine;
 struct iwarp_core_qp;
@@ -60,10 +61,51 @@ struct iwarp_core_engine_ops {
     void (*fini)(struct iwarp_core_engine *e);
 };
 
+/* Terminate causes counted apart (iwarp_core_eng_stats.term_*): one slot per Layer/EType
+ * (RFC 5040 §4.8, RFC 5041 §7.2, RFC 5044 §8), the public enum iwarp_term_class (verbs.h). */
+#define IWARP_CORE_TERM_CLASSES IWARP_TERM_CLASS_NUM
+
+/*
+ * What an engine counts (iwarp_query_qp_stats): plain increments under the context lock, in
+ * the call wrappers below (every segment in and out, every LLP error) and in the engines
+ * (Terminates, flushed work requests). Never reset.
+ */
+struct iwarp_core_eng_stats {
+    uint64_t tx_segs, tx_bytes; /* DDP segments handed to the LLP (tx_sent), their payload */
+    uint64_t rx_segs, rx_bytes; /* DDP segments received (rx_segment / rx_hdr), their payload */
+    uint64_t crc_errors;        /* LLP errors reported as MPA CRC errors (RFC 5044 §8 code 2) */
+    uint64_t flushed;           /* work requests completed with IWARP_WC_WR_FLUSH_ERR */
+    uint64_t term_sent[IWARP_CORE_TERM_CLASSES]; /* Terminates decided by us, by cause class */
+    uint64_t term_rcvd[IWARP_CORE_TERM_CLASSES]; /* Terminates the peer sent, by cause class */
+};
+
 struct iwarp_core_engine {
     const struct iwarp_core_engine_ops *ops;
     struct iwarp_core_qp *rdmap; /* the RDMAP engine, or NULL for a DDP-level stream */
+    struct iwarp_core_eng_stats stats;
 };
+
+/* The class (enum iwarp_term_class) a Terminate cause is counted under. */
+static inline unsigned iwarp_core_term_class(struct iwarp_term_cause c)
+{
+    switch (c.layer) {
+    case IWARP_TERM_LAYER_RDMAP:
+        if (c.etype <= IWARP_TERM_RDMAP_ETYPE_REMOTE_OP)
+            return IWARP_TERM_CLASS_RDMAP_CATASTROPHIC + c.etype;
+        break;
+    case IWARP_TERM_LAYER_DDP:
+        if (c.etype <= IWARP_TERM_DDP_ETYPE_UNTAGGED)
+            return IWARP_TERM_CLASS_DDP_CATASTROPHIC + c.etype;
+        break;
+    case IWARP_TERM_LAYER_LLP:
+        if (c.etype == IWARP_TERM_LLP_ETYPE_MPA)
+            return IWARP_TERM_CLASS_LLP_MPA;
+        break;
+    default:
+        break;
+    }
+    return IWARP_TERM_CLASS_OTHER;
+}
 
 /* Pack a Terminate cause for vendor_err / async events: layer << 16 | etype << 8 | code. */
 static inline uint32_t iwarp_core_cause_u32(struct iwarp_term_cause c)
@@ -82,9 +124,27 @@ static inline int iwarp_core_eng_start(struct iwarp_core_engine *e, uint32_t ird
     return e->ops->start(e, ird, ord);
 }
 
+/* The payload of a DDP segment of len octets whose first octet is ctrl (0 when shorter than
+ * its header). */
+static inline uint64_t iwarp_core_eng_payload(uint8_t ctrl, size_t len)
+{
+    size_t h = iwarp_ddp_hdr_len(ctrl);
+    return len > h ? len - h : 0;
+}
+
+/* Count a received segment (the wrapper below does; so does an LLP that hands a segment to the
+ * RDMAP engine directly, as MPA's first-FPDU checks do). */
+static inline void iwarp_core_eng_count_rx(struct iwarp_core_engine *e, const uint8_t *seg,
+                                           size_t len)
+{
+    e->stats.rx_segs++;
+    e->stats.rx_bytes += len ? iwarp_core_eng_payload(seg[0], len) : 0;
+}
+
 static inline int iwarp_core_eng_rx_segment(struct iwarp_core_engine *e, const uint8_t *seg,
                                             size_t len)
 {
+    iwarp_core_eng_count_rx(e, seg, len);
     return e->ops->rx_segment(e, seg, len);
 }
 
@@ -98,6 +158,8 @@ static inline int iwarp_core_eng_rx_hdr(struct iwarp_core_engine *e, const uint8
                                         size_t hdr_len, size_t seg_len, struct iovec *dst,
                                         uint32_t max, uint32_t *ndst)
 {
+    e->stats.rx_segs++;
+    e->stats.rx_bytes += hdr_len ? iwarp_core_eng_payload(hdr[0], seg_len) : 0;
     return e->ops->rx_hdr(e, hdr, hdr_len, seg_len, dst, max, ndst);
 }
 
@@ -115,6 +177,9 @@ static inline void iwarp_core_eng_rx_llp_error(struct iwarp_core_engine *e,
                                                struct iwarp_term_cause cause, const uint8_t *hdr,
                                                size_t hdr_len)
 {
+    if (cause.layer == IWARP_TERM_LAYER_LLP && cause.etype == IWARP_TERM_LLP_ETYPE_MPA &&
+        cause.ecode == IWARP_TERM_MPA_CRC)
+        e->stats.crc_errors++;
     e->ops->rx_llp_error(e, cause, hdr, hdr_len);
 }
 

@@ -202,6 +202,7 @@ static void flush_rq(struct iwarp_core_qp *qp)
     while ((r = iwarp_core_qp_cur_rqe(qp)) != NULL) {
         iwarp_core_qp_recv_complete(qp, r->wr_id, IWARP_WC_WR_FLUSH_ERR, 0, 0, false, 0, false);
         iwarp_core_qp_pop_rqe(qp);
+        qp->eng.stats.flushed++;
     }
     /* verbs: a QP on an SRQ reports its last WQE once, when it leaves the SRQ for good. */
     if (qp->cfg.srq && !qp->last_wqe_reported) {
@@ -225,6 +226,7 @@ static void flush_sq(struct iwarp_core_qp *qp)
         if (!e->done || (failed && e->status == IWARP_WC_SUCCESS)) {
             e->done = true;
             e->status = IWARP_WC_WR_FLUSH_ERR;
+            qp->eng.stats.flushed++;
         }
         failed = true; /* every later entry waits behind this one */
     }
@@ -282,6 +284,7 @@ void iwarp_core_qp_terminate(struct iwarp_core_qp *qp, struct iwarp_term_cause c
     qp->term_cause = cause;
     qp->term_from_peer = false;
     qp->stream.state = IWARP_CORE_STREAM_TERMINATING;
+    qp->eng.stats.term_sent[iwarp_core_term_class(cause)]++;
     iwarp_core_qp_event(qp, error_event(cause), iwarp_core_cause_u32(cause), false);
     flush_all(qp);
 }
@@ -294,6 +297,7 @@ void iwarp_core_qp_peer_terminated(struct iwarp_core_qp *qp, struct iwarp_term_c
     qp->term_cause = cause;
     qp->term_from_peer = true;
     qp->stream.state = IWARP_CORE_STREAM_TERMINATING;
+    qp->eng.stats.term_rcvd[iwarp_core_term_class(cause)]++;
     /* An RDMAP remote error ends the oldest outstanding Read or Atomic Request with the remote
      * status: the responder checks them (RFC 5040 §7.2, RFC 7306 §8.2: 0/1/x protection, 0/2/x
      * operation; a peer without RFC 7306 answers an atomic with 0/2/0x06, §1.1); our
@@ -540,6 +544,7 @@ int iwarp_core_qp_post_recv(struct iwarp_core_qp *qp, const struct iwarp_recv_wr
         return rc;
     if (qp->stream.state >= IWARP_CORE_STREAM_TERMINATING) {
         iwarp_core_qp_recv_complete(qp, rqe.wr_id, IWARP_WC_WR_FLUSH_ERR, 0, 0, false, 0, false);
+        qp->eng.stats.flushed++;
         return 0;
     }
     rc = iwarp_core_rq_push(&qp->rq, &rqe);

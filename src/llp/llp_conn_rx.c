@@ -273,6 +273,7 @@ static int first_fpdu(struct iwarp_llp_conn *c, const uint8_t *seg, uint32_t len
     struct iwarp_core_qp *qp = c->eng->rdmap;
     if (!qp) /* a DDP-level stream: no RDMAP opcode, no RTR */
         return ddp_first_fpdu(c, seg, len);
+    iwarp_core_eng_count_rx(c->eng, seg, len); /* not through iwarp_core_eng_rx_segment */
     struct iwarp_wire_segment s;
     struct iwarp_term_cause cause;
     int rc = iwarp_wire_segment_decode(seg, len, &s, &cause);

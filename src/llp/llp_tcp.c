@@ -4,6 +4,7 @@
  */
 #define _GNU_SOURCE 1 /* accept4, SOCK_NONBLOCK, MSG_NOSIGNAL */
 #include "llp/llp_tcp.h"
+#include "llp/llp_tcp_info.h"
 
 #include <errno.h>
 #include <netinet/in.h>
@@ -492,6 +493,14 @@ void iwarp_llp_tcp_handle_timeout(struct iwarp_llp_tcp *t, uint64_t now_ns)
     }
 }
 
+void iwarp_llp_tcp_retrans(struct iwarp_llp_tcp *t, uint64_t *bytes, uint64_t *segs)
+{
+    if (t->fd >= 0)
+        (void)iwarp_llp_tcp_info_retrans(t->fd, &t->retrans_bytes, &t->retrans_segs);
+    *bytes = t->retrans_bytes;
+    *segs = t->retrans_segs;
+}
+
 void iwarp_llp_tcp_close(struct iwarp_llp_tcp *t, bool abortive)
 {
     if (t->fd >= 0) {
@@ -499,6 +508,8 @@ void iwarp_llp_tcp_close(struct iwarp_llp_tcp *t, bool abortive)
             struct linger lg = {.l_onoff = 1, .l_linger = 0};
             setsockopt(t->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
         }
+        /* the statistics' last reading (iwarp_llp_tcp_retrans) */
+        (void)iwarp_llp_tcp_info_retrans(t->fd, &t->retrans_bytes, &t->retrans_segs);
         if (t->trace && t->phase == IWARP_LLP_TCP_OPEN) {
             if (abortive)
                 iwarp_trace_conn_rst(t->trace, true);

@@ -72,6 +72,9 @@ struct iwarp_llp_tcp {
     uint64_t tx_batch_ns;  /* the batch's latest departure, when tx_batched */
     int err;               /* first transport error (IWARP_ERR_CONN_*), or 0 */
     uint32_t emss;         /* TCP_MAXSEG of the connected socket */
+    /* TCP_INFO's retransmission counters as read when the socket was closed
+     * (iwarp_llp_tcp_retrans) */
+    uint64_t retrans_bytes, retrans_segs;
     struct sockaddr_storage local, peer;
     struct iwarp_llp_conn conn;
     /* NULL: no tracing. Set by the owner on a zeroed t before connect/adopt; borrowed (the
@@ -116,6 +119,13 @@ int iwarp_llp_tcp_connect(struct iwarp_llp_tcp *t, const struct sockaddr *dst,
  * IWARP_ERR_IO (fd is closed then).
  */
 int iwarp_llp_tcp_adopt(struct iwarp_llp_tcp *t, int fd);
+
+/*
+ * The connection's TCP retransmissions (llp_tcp_info.h): read from the socket while it is
+ * open, else as read when iwarp_llp_tcp_close closed it (0 for one never opened). A
+ * getsockopt under the owner's lock: statistics queries only, never the data path.
+ */
+void iwarp_llp_tcp_retrans(struct iwarp_llp_tcp *t, uint64_t *bytes, uint64_t *segs);
 
 /* Whether the TCP connection is established (phase OPEN or later with no connect error). */
 bool iwarp_llp_tcp_connected(const struct iwarp_llp_tcp *t);

@@ -108,6 +108,8 @@ static int run_server(const struct perf_opts *o)
     else
         printf("iwarp perf: client served; exiting\n");
     perf_server_close(&s);
+    if (o->stats)
+        perf_out_stats(stdout, "server", &s.ep);
     return rc < 0 ? 1 : 0;
 }
 
@@ -213,6 +215,8 @@ static int run_client(const struct perf_opts *o, const struct sockaddr_storage *
         perf_out_footer(stdout, &rep);
     if (rc == 0 && o->json)
         perf_out_json(stdout, &rep);
+    if (o->stats)
+        perf_out_stats(o->json ? stderr : stdout, "client", &c.ep);
     if (rc < 0) {
         fprintf(stderr, "iwarp perf: %s\n", err[0] ? err : iwarp_strerror(rc));
         return 1;
@@ -315,6 +319,8 @@ int iwarp_cli_perf(int argc, char **argv)
     }
     l.s.abandoned = true; /* a server still waiting for its first connection stops */
     pthread_join(th, NULL);
+    if (o.stats) /* after the client's: the server closes once the client has gone */
+        perf_out_stats(o.json ? stderr : stdout, "server", &l.s.ep);
     if (l.rc < 0 && (status == 0 || l.state < 0)) {
         fprintf(stderr, "iwarp perf: server: %s\n", l.err[0] ? l.err : iwarp_strerror(l.rc));
         status = 1;

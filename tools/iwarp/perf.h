@@ -101,11 +101,12 @@ struct perf_opts {
     bool crc_given;  /* --crc or --no-crc given (a server follows the client otherwise) */
     uint8_t mpa_rev; /* 1 or 2 */
     bool lat, busy_poll, verify, compare_tcp, json, pin;
-    const char *plot;              /* --plot FILE.svg */
-    const char *trace;             /* --trace FILE.pcap (default: $IWARP_TRACE_PCAP) */
-    bool perftest;                 /* --perftest: perftest's -R protocol (perf_perftest.c) */
-    bool sctp;                     /* --transport sctp: DDP over SCTP (IWARP_PS_SCTP) */
-    uint32_t sctp_mtu;             /* --sctp-mtu; 0: the library's default (1500) */
+    bool stats;        /* --stats: both endpoints' counters (iwarp_query_ctx_stats) at the end */
+    const char *plot;  /* --plot FILE.svg */
+    const char *trace; /* --trace FILE.pcap (default: $IWARP_TRACE_PCAP) */
+    bool perftest;     /* --perftest: perftest's -R protocol (perf_perftest.c) */
+    bool sctp;         /* --transport sctp: DDP over SCTP (IWARP_PS_SCTP) */
+    uint32_t sctp_mtu; /* --sctp-mtu; 0: the library's default (1500) */
     struct perf_tx_batch tx_batch; /* --tx-batch */
     bool ipv6;                     /* -6, --ipv6: loopback on ::1, HOST resolved to IPv6 */
     uint8_t units;                 /* --units: PERF_UNITS_SI (MB = 10^6) or _PERFTEST (2^20) */
@@ -235,6 +236,9 @@ struct perf_ep {
     struct iwarp_wc wc[32];
     int wc_n, wc_i;
     char err[160]; /* what failed, for the message */
+    /* the context's counters, read by perf_ep_close once its QPs are gone (--stats) */
+    struct iwarp_stats stats;
+    bool have_stats;
 };
 
 /* wr_id tags: which kind of work request and where its buffer is. */
@@ -402,6 +406,8 @@ void perf_out_header(FILE *f, const struct perf_report *r);
 void perf_out_row(FILE *f, const struct perf_report *r, const struct perf_row *row);
 void perf_out_footer(FILE *f, const struct perf_report *r);
 void perf_out_json(FILE *f, const struct perf_report *r);
+/* --stats: one endpoint's counters (who: "client" or "server"), when e has them. */
+void perf_out_stats(FILE *f, const char *who, const struct perf_ep *e);
 int perf_svg_write(const char *path, const struct perf_report *r);
 
 #endif

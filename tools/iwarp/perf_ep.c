@@ -296,6 +296,8 @@ void perf_ep_close(struct perf_ep *e)
     }
     if (e->listen)
         iwarp_cm_destroy_id(e->listen);
+    /* every QP is gone: the context's counters are final (--stats) */
+    e->have_stats = e->ctx && iwarp_query_ctx_stats(e->ctx, &e->stats) == 0;
     if (e->mr)
         iwarp_dereg_mr(e->mr);
     free(e->buf);

@@ -142,6 +142,10 @@ static const struct cli_opt rows[] = {
              "BW columns labelled MB/sec"},
     {CLI_OPTION(CLI_FLAG, "json", 0, NULL), AT(json),
      .help = "one JSON document on stdout instead of the table"},
+    {CLI_OPTION(CLI_FLAG, "stats", 0, NULL), AT(stats),
+     .help = "at the end, both endpoints' counters (iwarp_query_ctx_stats):\n"
+             "DDP segments and payload octets each way, CRC errors, Terminates\n"
+             "by cause, flushed WRs, TCP retransmissions (stderr with --json)"},
     {CLI_OPTION(CLI_STR, "plot", 0, "FILE.svg"), AT(plot),
      .help = "a chart of bandwidth (or latency) against message size"},
     {CLI_TRACE(struct perf_opts, trace),
@@ -166,7 +170,7 @@ static void usage(FILE *f)
         "                  [--qd N] [--qps N] [--crc | --no-crc] [--mpa-rev 1|2]\n"
         "                  [--transport tcp|sctp] [--sctp-mtu BYTES] [--tx-batch US] [--lat]\n"
         "                  [--busy-poll] [--verify] [--compare-tcp] [--passes N] [--no-pin]\n"
-        "                  [--units si|perftest] [--json] [--plot FILE.svg]\n"
+        "                  [--units si|perftest] [--json] [--stats] [--plot FILE.svg]\n"
         "                  [--trace FILE.pcap] [--perftest]\n"
         "\n"
         "Bandwidth or latency of RDMA Write, RDMA Read or Send through libiwarp (RDMAP/DDP/MPA\n"

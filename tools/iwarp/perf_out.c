@@ -5,6 +5,7 @@
  */
 #include <inttypes.h>
 
+#include "api/api_internal.h" /* iwarp_api_stats_str */
 #include "perf.h"
 
 #define RULE                                                                                    \
@@ -191,4 +192,15 @@ void perf_out_json(FILE *f, const struct perf_report *r)
         fprintf(f, "}");
     }
     fprintf(f, "\n  ]\n}\n");
+}
+
+void perf_out_stats(FILE *f, const char *who, const struct perf_ep *e)
+{
+    if (!e->have_stats)
+        return;
+    char prefix[32], text[1024];
+    snprintf(prefix, sizeof prefix, " %s stats: ", who);
+    iwarp_api_stats_str(&e->stats, prefix, text, sizeof text);
+    fputs(text, f);
+    fflush(f);
 }
