@@ -4,11 +4,14 @@
  * The scenario, two contexts in one process (a server and a client, each in caller-driven
  * progress with its own struct iwarp_mem_hooks), over loopback TCP (also with a packet trace)
  * and, when usrsctp is built, DDP over SCTP: context, CM channel, PD, completion channel, CQ on
- * it, SRQ, MRs, a window, a DDP-level QP; the server listens; the client resolves, creates its QP
- * and connects; the server creates its QP on the SRQ and accepts; one Send (the server's completion
- * channel told of its receive), one RDMA Write and one RDMA Read each way, the data checked; the
- * client disconnects, both see DISCONNECTED; everything is destroyed in order. Each side also makes
- * an MR for fast registration, a type-1 memory window and a DDP-level QP (never connected).
+ * it, SRQ, MRs (one for fast registration), a type-1 window, a DDP-level QP (never connected);
+ * the server listens; the client resolves, creates its QP and connects; the server creates its
+ * QP on the SRQ and accepts; one Send (the server's completion channel told of its receive), one
+ * RDMA Write and one RDMA Read each way, the data checked. Then a second connection on the same
+ * listener while the first is up (over SCTP it joins the first one's association), its exchange
+ * and disconnect, and the first connection's exchange again: a failure of the second must not
+ * disturb the first. The client disconnects the first, both see DISCONNECTED, and everything is
+ * destroyed in order.
  *
  * A first run counts the allocations each side's hooks are asked for (A per side). Then, for
  * each side and each N in 1..A+2 (a run may ask for one more than the first), the scenario runs
