@@ -48,8 +48,8 @@ struct iwarp_srq;
  * memory. The hooks may be called from any thread of the library, with the context lock held:
  * they must not call into libiwarp. Input struct (common.h).
  *
- * Used for every allocation the library makes, with these exceptions, all in DDP over SCTP
- * (IWARP_PS_SCTP) and all made with libc's malloc/free:
+ * Used for every allocation the library makes, with these exceptions, all made with libc's
+ * malloc/free, all but the last in DDP over SCTP (IWARP_PS_SCTP):
  * - usrsctp's own allocations (its stack, sockets, timers, packet buffers): usrsctp has no
  *   allocator hook;
  * - each SCTP message usrsctp hands over: usrsctp allocates its buffer with malloc and the
@@ -60,7 +60,9 @@ struct iwarp_srq;
  *   endpoints talk to: it is shared by every context, outlives the context whose endpoint grew
  *   it, and is freed with the last SCTP endpoint of the process, so no context's hooks fit;
  * - the copies of delayed packets that SCTP fault injection makes (the IWARP_SCTP_FAULT test
- *   hook): they are made in whichever context's call usrsctp sends the packet.
+ *   hook): they are made in whichever context's call usrsctp sends the packet;
+ * - a packet trace file's state (iwarp/trace.h): one per file per process, shared by every
+ *   context that traces to it (each connection's trace buffers do come from the hooks).
  * A context's hooks are called only from the threads that call into the library with that
  * context and from its progress thread (with SCTP too: never in another context's call).
  */

@@ -872,15 +872,32 @@ static struct cm_assoc *find_assoc(struct cm_sctp_ctx *sc, struct cm_sctp_ep *e,
     return NULL;
 }
 
+static int connect_link(struct cm_sctp_ctx *sc, struct cm_id *id, struct cm_sctp_link *lk,
+                        const struct iwarp_conn_param *param);
+
 static int sctp_connect(struct cm_id *id, const struct iwarp_conn_param *param)
 {
     struct iwarp_ctx *ctx = id->pub.context;
     struct cm_sctp_ctx *sc = sctp_ctx(ctx);
+    bool fresh = id->conn == NULL; /* a failure lets go of the link it made */
     struct cm_sctp_link *lk = sc ? link_alloc(id) : NULL;
     if (!lk)
         return IWARP_ERR_NOMEM;
     if (lk->ca)
         return IWARP_ERR_STATE;
+    int rc = connect_link(sc, id, lk, param);
+    if (rc != 0 && fresh) {
+        /* the id stays as it was: connect() may be called again (cm.c wants no conn) */
+        iwarp_api_free(ctx, lk);
+        id->conn = NULL;
+    }
+    return rc;
+}
+
+/* sctp_connect once id has its link lk (and nothing else yet). */
+static int connect_link(struct cm_sctp_ctx *sc, struct cm_id *id, struct cm_sctp_link *lk,
+                        const struct iwarp_conn_param *param)
+{
     /* RFC 6581 §7: the Enhanced Initiate carries IRD/ORD; no RTR is needed over SCTP since
      * either side may send first. Its private data shares the 512 octets with the word. */
     iwarp_sess_cfg_default(&lk->cfg, IWARP_SESS_ACTIVE);

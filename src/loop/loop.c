@@ -321,12 +321,20 @@ int iwarp_loop_add(struct iwarp_loop *l, struct iwarp_loop_src *src)
     if (src->registered)
         return IWARP_ERR_STATE;
     src->heap_index = UINT32_MAX;
+    /* the source's room in the timer heap now, so that setting its timer never needs memory
+     * (a deadline a caller could not set would be lost: an MPA exchange without its timeout) */
+    if (l->n_src == l->heap_cap) {
+        int rc = heap_grow(l);
+        if (rc != 0)
+            return rc;
+    }
     if (src->fd >= 0) {
         struct epoll_event ev = {.events = src->events, .data.ptr = src};
         if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, src->fd, &ev) != 0)
             return IWARP_ERR_IO;
     }
     src->registered = true;
+    l->n_src++;
     uint64_t deadline = src->deadline;
     src->deadline = UINT64_MAX;
     int rc = iwarp_loop_set_timer(l, src, deadline);
@@ -357,6 +365,7 @@ void iwarp_loop_del(struct iwarp_loop *l, struct iwarp_loop_src *src)
     heap_remove(l, src);
     src->deadline = UINT64_MAX;
     src->registered = false;
+    l->n_src--;
     if (l->n_waiting) {
         l->gone[l->n_gone % IWARP_LOOP_GONE_MAX] = src;
         l->n_gone++;
@@ -377,11 +386,7 @@ int iwarp_loop_set_timer(struct iwarp_loop *l, struct iwarp_loop_src *src, uint6
         return 0;
     }
     if (src->heap_index == UINT32_MAX) {
-        if (l->heap_len == l->heap_cap) {
-            int rc = heap_grow(l);
-            if (rc != 0)
-                return rc;
-        }
+        /* heap_len < n_src <= heap_cap: iwarp_loop_add took this source's room */
         src->deadline = deadline;
         heap_place(l, l->heap_len++, src);
         heap_up(l, src->heap_index);

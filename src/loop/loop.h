@@ -48,7 +48,8 @@ struct iwarp_loop {
     uint32_t timer_fires;         /* times timer_fd was seen to fire */
     bool wake_pending;            /* iwarp_loop_wake_locked: wake_fd is written at the unlock */
     struct iwarp_loop_src **heap; /* timer min-heap by deadline */
-    uint32_t heap_len, heap_cap;
+    uint32_t heap_len, heap_cap;  /* heap_cap >= n_src: a slot for every source */
+    uint32_t n_src;               /* registered sources */
     pthread_t thread;
     bool thread_running;
     bool stop;
@@ -101,12 +102,16 @@ int iwarp_loop_start_thread(struct iwarp_loop *l);
 /* Stop the thread (if any; call without the lock) and close everything. */
 void iwarp_loop_fini(struct iwarp_loop *l);
 
-/* Register / change interest / remove a source (lock held). */
+/* Register / change interest / remove a source (lock held). iwarp_loop_add takes the source's
+ * room in the timer heap (the allocator given at init): it returns 0, IWARP_ERR_STATE (already
+ * registered), IWARP_ERR_NOMEM or IWARP_ERR_IO, and on failure nothing is registered. */
 int iwarp_loop_add(struct iwarp_loop *l, struct iwarp_loop_src *src);
 int iwarp_loop_mod(struct iwarp_loop *l, struct iwarp_loop_src *src, uint32_t events);
 void iwarp_loop_del(struct iwarp_loop *l, struct iwarp_loop_src *src);
 
-/* Arm (or with UINT64_MAX disarm) src's timer (lock held). */
+/* Arm (or with UINT64_MAX disarm) src's timer (lock held). It never allocates (the room was
+ * taken by iwarp_loop_add), so a registered source's deadline is never dropped for want of
+ * memory: 0, or IWARP_ERR_STATE when src is not registered. */
 int iwarp_loop_set_timer(struct iwarp_loop *l, struct iwarp_loop_src *src, uint64_t deadline);
 
 /* Wait up to timeout_ms (0: poll, -1: until something happens) and run ready callbacks and

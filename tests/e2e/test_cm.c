@@ -928,6 +928,44 @@ TEST(sctp_reject_with_private_data_reaches_the_initiator)
     sctp_next_session_is_accepted(&srv, &cli, port, "y");
 }
 
+/* A connect() that fails at once leaves the id as it was: it can connect again. Over SCTP a
+ * failure after the id's session state was made (here the Initiate's private data over
+ * RFC 5043 §5.2.3's 508 octets; likewise no memory for the endpoint or the association) kept
+ * that state, and every later connect() of the id failed with IWARP_ERR_STATE
+ * (test_alloc_failures found it). */
+TEST(sctp_connect_that_fails_at_once_leaves_the_id_able_to_connect)
+{
+    sctp_fast_timers();
+    struct side srv, cli;
+    side_init(&srv, IWARP_PROGRESS_THREAD);
+    side_init(&cli, IWARP_PROGRESS_THREAD);
+    uint16_t port = listen_on_ps(&srv, false, IWARP_PS_SCTP);
+    struct sockaddr_storage d;
+    set_addr(&d, false, port);
+    ASSERT_EQ(iwarp_cm_create_id(cli.ch, &cli.id, &cli, IWARP_PS_SCTP), 0);
+    ASSERT_EQ(iwarp_cm_resolve_addr(cli.id, NULL, (struct sockaddr *)&d, 1000), 0);
+    expect_ack(&cli, IWARP_CM_EVENT_ADDR_RESOLVED);
+    ASSERT_EQ(iwarp_cm_resolve_route(cli.id, 1000), 0);
+    expect_ack(&cli, IWARP_CM_EVENT_ROUTE_RESOLVED);
+    create_qp(&cli, cli.id);
+    uint8_t big[512] = {0}; /* MPA's limit, over SCTP's */
+    struct iwarp_conn_param cp = {.private_data = big, .private_data_len = sizeof big};
+    int rc = iwarp_cm_connect(cli.id, &cp);
+    ASSERT_TRUE(rc < 0);
+    ASSERT_NE(rc, IWARP_ERR_STATE);
+    cp = (struct iwarp_conn_param){.private_data = "z", .private_data_len = 1};
+    ASSERT_EQ(iwarp_cm_connect(cli.id, &cp), 0);
+    struct iwarp_cm_event *ev = expect_event(&srv, IWARP_CM_EVENT_CONNECT_REQUEST);
+    ASSERT_EQ(((const char *)ev->param.private_data)[0], 'z');
+    srv.id = ev->id;
+    ASSERT_EQ(iwarp_cm_ack_event(ev), 0);
+    create_qp(&srv, srv.id);
+    ASSERT_EQ(iwarp_cm_accept(srv.id, NULL), 0);
+    expect_ack(&srv, IWARP_CM_EVENT_ESTABLISHED);
+    expect_ack(&cli, IWARP_CM_EVENT_ESTABLISHED);
+    cli_disconnects_both_end(&srv, &cli);
+}
+
 /* An SCTP connect with cp from a new client side to a UDP port of 127.0.0.1 nobody listens on
  * (bound, noted, closed), with the short timers. Returns its first event (not acked) and the
  * milliseconds it took. */

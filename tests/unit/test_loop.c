@@ -22,10 +22,13 @@
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static size_t n_allocs, n_frees;
+static bool t_out_of_memory; /* t_alloc fails while set */
 
 static void *t_alloc(void *user, size_t size)
 {
     (void)user;
+    if (t_out_of_memory)
+        return NULL;
     n_allocs++;
     return malloc(size);
 }
@@ -148,6 +151,57 @@ TEST(timers_fire_in_deadline_order_through_a_grown_heap)
     iwarp_loop_unlock(&l);
     ASSERT_EQ(iwarp_loop_run_once(&l, 0), 0);
     iwarp_loop_fini(&l);
+    ASSERT_EQ(n_allocs, n_frees);
+}
+
+/* Memory running out (docs/design.md): a source that was added can always set its timer, so
+ * that no caller has a deadline silently dropped (cm_tcp's MPA and close timers); the room is
+ * taken when the source is added, and an add without it fails with nothing registered. */
+TEST(a_registered_source_sets_its_timer_without_memory)
+{
+    struct iwarp_loop l;
+    enum { N = 40 }; /* more than the first heap allocation holds */
+    static struct rec r[N];
+    int order[N], n_order = 0;
+    loop_init(&l);
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < N; i++) {
+        rec_init(&r[i], &l, -1, 0, i);
+        r[i].order = order;
+        r[i].n_order = &n_order;
+        ASSERT_EQ(iwarp_loop_add(&l, &r[i].src), 0);
+    }
+    t_out_of_memory = true;
+    uint64_t now = iwarp_loop_now();
+    for (int i = 0; i < N; i++)
+        ASSERT_EQ(iwarp_loop_set_timer(&l, &r[i].src, now - 1000000u + (uint64_t)i), 0);
+    iwarp_loop_unlock(&l);
+    ASSERT_EQ(iwarp_loop_run_once(&l, 0), N);
+    ASSERT_EQ(n_order, N);
+    for (int i = 0; i < N; i++)
+        ASSERT_EQ(order[i], i);
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < N; i++)
+        iwarp_loop_del(&l, &r[i].src);
+    iwarp_loop_unlock(&l);
+    iwarp_loop_fini(&l);
+
+    /* no memory for the room: the add fails and leaves nothing behind (the fd is not watched) */
+    int sv[2];
+    ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+    loop_init(&l);
+    struct rec a;
+    rec_init(&a, &l, sv[0], EPOLLIN, 0);
+    pthread_mutex_lock(&lock);
+    ASSERT_EQ(iwarp_loop_add(&l, &a.src), IWARP_ERR_NOMEM);
+    ASSERT_FALSE(a.src.registered);
+    t_out_of_memory = false;
+    ASSERT_EQ(iwarp_loop_add(&l, &a.src), 0); /* EEXIST from epoll if the first had added it */
+    iwarp_loop_del(&l, &a.src);
+    iwarp_loop_unlock(&l);
+    iwarp_loop_fini(&l);
+    close(sv[0]);
+    close(sv[1]);
     ASSERT_EQ(n_allocs, n_frees);
 }
 
