@@ -60,9 +60,10 @@ struct tcp_conn {
     struct iwarp_api_doorbell doorbell; /* queued while posts wait in a batch (llp_tcp.h) */
     struct iwarp_llp_tcp tcp;
     struct iwarp_ctx *ctx;
-    struct cm_id *id;             /* NULL until a passive connection is announced */
-    struct tcp_lsn *lsn;          /* passive and not announced: the listener it waits on */
-    struct tcp_conn *next_hidden; /* in lsn's list while not announced */
+    struct cm_id *id;    /* NULL until a passive connection is announced */
+    struct tcp_lsn *lsn; /* passive and not announced: the listener it waits on */
+    /* in lsn's list (oldest first) while not announced */
+    struct tcp_conn *next_hidden, *prev_hidden;
     enum tcp_phase phase;
     bool passive;
     bool markers_fallback; /* active: on a Reject of our markers, retry once without */
@@ -90,7 +91,10 @@ struct tcp_lsn {
     struct iwarp_loop_src src;
     struct iwarp_llp_tcp_listener tcp;
     struct cm_id *id;
-    struct tcp_conn *hidden; /* accepted connections not yet announced */
+    /* accepted connections not yet announced (their MPA startups), oldest first, and how many
+     * (at most ctx->mpa_pending_max: accept_one evicts the oldest beyond it) */
+    struct tcp_conn *hidden, *hidden_tail;
+    uint32_t n_hidden;
 };
 
 static struct tcp_conn *conn_of(struct cm_id *id)
@@ -306,16 +310,41 @@ static void attach_qp(struct tcp_conn *cc)
     iwarp_cm_hook_qp(cc->id);
 }
 
+/* Whether a thread owns cc's I/O now (conn_run). */
+static bool conn_owned(const struct tcp_conn *cc)
+{
+    return cc && cc->io_busy;
+}
+
+/* Put a passive connection at the end (the newest) of its listener's list of unannounced
+ * ones. */
+static void hide(struct tcp_lsn *l, struct tcp_conn *cc)
+{
+    cc->lsn = l;
+    cc->next_hidden = NULL;
+    cc->prev_hidden = l->hidden_tail;
+    if (l->hidden_tail)
+        l->hidden_tail->next_hidden = cc;
+    else
+        l->hidden = cc;
+    l->hidden_tail = cc;
+    l->n_hidden++;
+}
+
 /* Take a passive connection off its listener's list of unannounced ones. */
 static void unhide(struct tcp_conn *cc)
 {
-    for (struct tcp_conn **p = &cc->lsn->hidden; *p; p = &(*p)->next_hidden) {
-        if (*p == cc) {
-            *p = cc->next_hidden;
-            break;
-        }
-    }
-    cc->next_hidden = NULL;
+    struct tcp_lsn *l = cc->lsn;
+    if (cc->prev_hidden)
+        cc->prev_hidden->next_hidden = cc->next_hidden;
+    else
+        l->hidden = cc->next_hidden;
+    if (cc->next_hidden)
+        cc->next_hidden->prev_hidden = cc->prev_hidden;
+    else
+        l->hidden_tail = cc->prev_hidden;
+    l->n_hidden--;
+    cc->next_hidden = cc->prev_hidden = NULL;
 }
 
 /* Free a passive connection that was never announced (its negotiation failed, or its
@@ -765,6 +794,30 @@ static bool tcp_abort(struct cm_id *id, bool rst)
     return true;
 }
 
+/* More startups wait on l than iwarp_ctx_attr.mpa_pending_max allows (a connection was just
+ * accepted, newest): reset the oldest. A flood of peers that connect and then stall, trickle
+ * or vanish fills the list, while a legitimate initiator's Request follows its connect within
+ * a round trip (docs/design.md, "Floods"). One whose I/O another thread owns now is passed
+ * over (it cannot be freed under that thread, and it is being read, so it is not stalled), and
+ * so is newest. */
+static void evict_beyond_max(struct tcp_lsn *l, const struct tcp_conn *newest)
+{
+    struct iwarp_ctx *ctx = l->id->pub.context;
+    uint32_t max = ctx->mpa_pending_max;
+    while (max != 0 && l->n_hidden > max) {
+        struct tcp_conn *cc = l->hidden;
+        while (cc && cc != newest && conn_owned(cc))
+            cc = cc->next_hidden;
+        if (!cc || cc == newest)
+            return;
+        iwarp_api_log(ctx, IWARP_LOG_INFO,
+                      "cm: %u MPA startups pending on the listener (mpa_pending_max %u): the "
+                      "oldest reset",
+                      l->n_hidden, max);
+        hidden_free(cc);
+    }
+}
+
 /* A connection arrived on the listener: it runs the responder side of MPA unannounced. */
 static void accept_one(struct tcp_lsn *l, int fd, uint64_t now)
 {
@@ -772,6 +825,8 @@ static void accept_one(struct tcp_lsn *l, int fd, uint64_t now)
     struct tcp_conn *cc = conn_alloc(ctx);
     struct iwarp_llp_conn_cfg cfg;
     responder_cfg(&cfg);
+    /* RFC 5044 §7.1.2 rules 8, 10: the Request (and an RTR) within the context's limit */
+    cfg.neg.timeout_ns = ctx->mpa_startup_timeout_ns;
     if (!cc || iwarp_llp_tcp_adopt(&cc->tcp, fd) != 0 ||
         iwarp_llp_tcp_start(&cc->tcp, &cfg, cc->bounce, cc->txf, now) != 0) {
         if (!cc)
@@ -783,13 +838,12 @@ static void accept_one(struct tcp_lsn *l, int fd, uint64_t now)
     }
     cc->passive = true;
     cc->phase = TC_MPA;
-    cc->lsn = l;
-    cc->next_hidden = l->hidden;
-    l->hidden = cc;
+    hide(l, cc);
     if (conn_watch(cc) != 0) {
         hidden_free(cc);
         return;
     }
+    evict_beyond_max(l, cc);
     conn_update(cc, now);
 }
 
@@ -1017,11 +1071,6 @@ static void tcp_free(struct cm_id *id, bool live)
         conn_release(cc, live);
     conn_free(cc);
     id->conn = NULL;
-}
-
-static bool conn_owned(const struct tcp_conn *cc)
-{
-    return cc && cc->io_busy;
 }
 
 static void tcp_quiesce(struct cm_id *id)
