@@ -795,12 +795,14 @@ static bool tcp_abort(struct cm_id *id, bool rst)
 }
 
 /* More startups wait on l than iwarp_ctx_attr.mpa_pending_max allows (a connection was just
- * accepted, newest): reset the oldest. A flood of peers that connect and then stall, trickle
- * or vanish fills the list, while a legitimate initiator's Request follows its connect within
- * a round trip (docs/design.md, "Floods"). One whose I/O another thread owns now is passed
- * over (it cannot be freed under that thread, and it is being read, so it is not stalled), and
- * so is newest. */
-static void evict_beyond_max(struct tcp_lsn *l, const struct tcp_conn *newest)
+ * accepted, newest): reset the oldest stalled one. A flood of peers that connect and then
+ * stall, trickle or vanish fills the list, while a legitimate initiator's Request follows its
+ * connect within a round trip (docs/design.md, "Floods"). The oldest is first read (with the
+ * lock held, as an accept: nobody owns its I/O): a Request that has arrived meanwhile is
+ * announced, an end of stream frees it, and only a startup still incomplete is evicted. One
+ * whose I/O another thread owns now is passed over (it cannot be freed under that thread, and
+ * it is being read, so it is not stalled), and so is newest. at: now. */
+static void evict_beyond_max(struct tcp_lsn *l, const struct tcp_conn *newest, uint64_t at)
 {
     struct iwarp_ctx *ctx = l->id->pub.context;
     uint32_t max = ctx->mpa_pending_max;
@@ -810,6 +812,9 @@ static void evict_beyond_max(struct tcp_lsn *l, const struct tcp_conn *newest)
             cc = cc->next_hidden;
         if (!cc || cc == newest)
             return;
+        iwarp_llp_tcp_on_readable(&cc->tcp, at);
+        if (!conn_update(cc, at) || cc->lsn != l)
+            continue; /* freed (it failed or ended), or announced: no longer a startup */
         iwarp_api_log(ctx, IWARP_LOG_INFO,
                       "cm: %u MPA startups pending on the listener (mpa_pending_max %u): the "
                       "oldest reset",
@@ -843,7 +848,7 @@ static void accept_one(struct tcp_lsn *l, int fd, uint64_t now)
         hidden_free(cc);
         return;
     }
-    evict_beyond_max(l, cc);
+    evict_beyond_max(l, cc, now);
     conn_update(cc, now);
 }
 

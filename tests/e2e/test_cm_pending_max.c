@@ -94,6 +94,51 @@ TEST(startups_beyond_the_limit_reset_the_oldest_and_a_real_connect_still_succeed
     sp_side_fini(&srv);
 }
 
+/* A Request that has arrived is not a stalled startup: the server accepts a batch of
+ * connections (caller-mode progress: all of them in one turn of the loop) whose first has sent
+ * its whole Request, and P more that are silent. The first is the oldest when the cap is
+ * exceeded, but its Request is read before any eviction: it is announced, and the silent ones
+ * stay within the cap. (Evicting it unread reset legitimate connects under a flood.) */
+TEST(a_startup_whose_request_has_arrived_is_announced_not_evicted)
+{
+    atomic_store(&n_evicted, 0);
+    struct sp_side srv;
+    struct iwarp_ctx_attr a;
+    iwarp_ctx_attr_default(&a);
+    a.progress = IWARP_PROGRESS_CALLER;
+    a.log = count_evictions;
+    a.log_level = IWARP_LOG_INFO;
+    a.comp_mask = IWARP_CTX_ATTR_MPA_PENDING_MAX | IWARP_CTX_ATTR_MPA_STARTUP_TIMEOUT;
+    a.mpa_pending_max = P;
+    a.mpa_startup_timeout_ms = 600000;
+    sp_side_init_attr(&srv, NULL, &a, 16, false);
+    uint16_t port = sp_listen(&srv);
+
+    int fds[P + 1u];
+    uint8_t req[RAW_MPA_REQUEST_LEN];
+    harness_hex(RAW_MPA_REQUEST, req, sizeof req);
+    fds[0] = raw_connect(port);
+    ASSERT_EQ(send(fds[0], req, sizeof req, 0), (ssize_t)sizeof req);
+    raw_wait_queued(fds[0], port, RAW_MPA_REQUEST_LEN, SP_WAIT_MS);
+    for (uint32_t k = 1; k <= P; k++) {
+        fds[k] = raw_connect(port);
+        raw_wait_queued(fds[k], port, 0, SP_WAIT_MS);
+    }
+    /* one turn of the loop: the listener accepts all P + 1 */
+    ASSERT_EQ(iwarp_ctx_progress(srv.ctx, 0), 0);
+    ASSERT_EQ(atomic_load(&n_evicted), 0);
+    for (uint32_t k = 0; k <= P; k++)
+        ASSERT_TRUE(raw_open_now(fds[k]));
+    struct iwarp_cm_event *ev = sp_expect_event(&srv, NULL, IWARP_CM_EVENT_CONNECT_REQUEST);
+    struct iwarp_cm_id *id = ev->id;
+    ASSERT_EQ(iwarp_cm_ack_event(ev), 0);
+    ASSERT_EQ(iwarp_cm_reject(id, NULL, 0), 0);
+    ASSERT_EQ(iwarp_cm_destroy_id(id), 0);
+    for (uint32_t k = 0; k <= P; k++)
+        close(fds[k]);
+    sp_side_fini(&srv);
+}
+
 /* mpa_pending_max 0: no cap; the listener keeps every stalled startup. */
 TEST(no_limit_keeps_every_stalled_startup)
 {
