@@ -1021,6 +1021,11 @@ static int tcp_accept(struct cm_id *id, const struct iwarp_conn_param *param)
     /* Like siw (siw_accept -> IW_CM_EVENT_ESTABLISHED once the Reply is queued): the ULP may
      * post now; RFC 5044 §7.1.2 rule 4 holds our FPDUs until the initiator's first one. */
     struct cm_setup s = setup_of(iwarp_mpa_neg_result(&t->conn.neg), false);
+    /* not negotiated (revision 1, or 0x3FFF): the QP runs with ours (iwarp_llp_conn_accept) */
+    if (s.ird == IWARP_MPA_IRD_ORD_NONE)
+        s.ird = ans.ird;
+    if (s.ord == IWARP_MPA_IRD_ORD_NONE)
+        s.ord = ans.ord;
     cc->phase = TC_UP;
     iwarp_cm_on_established(id, &s);
     conn_update(cc, now);
