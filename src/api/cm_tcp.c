@@ -95,7 +95,13 @@ struct tcp_lsn {
      * (at most ctx->mpa_pending_max: accept_one evicts the oldest beyond it) */
     struct tcp_conn *hidden, *hidden_tail;
     uint32_t n_hidden;
+    /* accept() found no file descriptor and no startup to reset: the listener's interest is
+     * off until its timer (listen_on_timer); logged once until an accept succeeds again */
+    bool starved;
 };
+
+/* How long a listener out of file descriptors waits before it accepts again. */
+#define LISTEN_STARVED_NS 100000000ull
 
 static struct tcp_conn *conn_of(struct cm_id *id)
 {
@@ -794,33 +800,41 @@ static bool tcp_abort(struct cm_id *id, bool rst)
     return true;
 }
 
-/* More startups wait on l than iwarp_ctx_attr.mpa_pending_max allows (a connection was just
- * accepted, newest): reset the oldest stalled one. A flood of peers that connect and then
- * stall, trickle or vanish fills the list, while a legitimate initiator's Request follows its
- * connect within a round trip (docs/design.md, "Floods"). The oldest is first read (with the
- * lock held, as an accept: nobody owns its I/O): a Request that has arrived meanwhile is
- * announced, an end of stream frees it, and only a startup still incomplete is evicted. One
- * whose I/O another thread owns now is passed over (it cannot be freed under that thread, and
- * it is being read, so it is not stalled), and so is newest. at: now. */
-static void evict_beyond_max(struct tcp_lsn *l, const struct tcp_conn *newest, uint64_t at)
+/* Reset the oldest stalled startup of l (docs/design.md, "Floods"): the oldest whose I/O no
+ * other thread owns now (it cannot be freed under that thread, and it is being read, so it is
+ * not stalled), and never newest (NULL: none is spared). It is first read (with the lock held,
+ * as an accept: nobody owns its I/O): a Request that has arrived meanwhile is announced, an end
+ * of stream frees it, and only a startup still incomplete is reset. why names the reason in the
+ * log line. Returns whether a startup left the list (reset, announced or freed). at: now. */
+static bool evict_oldest(struct tcp_lsn *l, const struct tcp_conn *newest, uint64_t at,
+                         const char *why)
 {
     struct iwarp_ctx *ctx = l->id->pub.context;
-    uint32_t max = ctx->mpa_pending_max;
-    while (max != 0 && l->n_hidden > max) {
-        struct tcp_conn *cc = l->hidden;
-        while (cc && cc != newest && conn_owned(cc))
-            cc = cc->next_hidden;
-        if (!cc || cc == newest)
-            return;
-        iwarp_llp_tcp_on_readable(&cc->tcp, at);
-        if (!conn_update(cc, at) || cc->lsn != l)
-            continue; /* freed (it failed or ended), or announced: no longer a startup */
-        iwarp_api_log(ctx, IWARP_LOG_INFO,
-                      "cm: %u MPA startups pending on the listener (mpa_pending_max %u): the "
-                      "oldest reset",
-                      l->n_hidden, max);
-        hidden_free(cc);
-    }
+    struct tcp_conn *cc = l->hidden;
+    while (cc && cc != newest && conn_owned(cc))
+        cc = cc->next_hidden;
+    if (!cc || cc == newest)
+        return false;
+    iwarp_llp_tcp_on_readable(&cc->tcp, at);
+    if (!conn_update(cc, at) || cc->lsn != l)
+        return true; /* freed (it failed or ended), or announced: no longer a startup */
+    iwarp_api_log(ctx, IWARP_LOG_INFO,
+                  "cm: %u MPA startups pending on the listener (%s): the "
+                  "oldest reset",
+                  l->n_hidden, why);
+    hidden_free(cc);
+    return true;
+}
+
+/* More startups wait on l than iwarp_ctx_attr.mpa_pending_max allows (a connection was just
+ * accepted, newest): reset the oldest stalled ones. A flood of peers that connect and then
+ * stall, trickle or vanish fills the list, while a legitimate initiator's Request follows its
+ * connect within a round trip. at: now. */
+static void evict_beyond_max(struct tcp_lsn *l, const struct tcp_conn *newest, uint64_t at)
+{
+    uint32_t max = l->id->pub.context->mpa_pending_max;
+    while (max != 0 && l->n_hidden > max && evict_oldest(l, newest, at, "mpa_pending_max"))
+        ;
 }
 
 /* A connection arrived on the listener: it runs the responder side of MPA unannounced. */
@@ -856,12 +870,39 @@ static void listen_on_io(struct iwarp_loop_src *src, uint32_t events, uint64_t n
 {
     (void)events;
     struct tcp_lsn *l = src->user;
+    struct iwarp_ctx *ctx = l->id->pub.context;
     for (int budget = 64; budget > 0; budget--) {
         int fd = iwarp_llp_tcp_accept(&l->tcp);
+        if (fd == IWARP_ERR_NOMEM && iwarp_llp_tcp_listener_queued(&l->tcp) == 0)
+            break; /* accept() takes an fd before it looks: nothing waits after all */
+        if (fd == IWARP_ERR_NOMEM && evict_oldest(l, NULL, now_ns, "out of file descriptors"))
+            continue; /* a stalled startup gave its fd to the connection waiting */
+        if (fd == IWARP_ERR_NOMEM) {
+            /* Nothing to take an fd from: a level-triggered listener would be reported again
+             * at once, for ever. Stop listening for a while (the connections stay queued). */
+            if (!l->starved)
+                iwarp_api_log(ctx, IWARP_LOG_WARN,
+                              "cm: accept: out of file descriptors or socket memory; "
+                              "accepting again every %llu ms",
+                              (unsigned long long)(LISTEN_STARVED_NS / 1000000u));
+            l->starved = true;
+            if (iwarp_loop_mod(&ctx->loop, &l->src, 0) == 0)
+                iwarp_loop_set_timer(&ctx->loop, &l->src, now_ns + LISTEN_STARVED_NS);
+            return;
+        }
         if (fd < 0)
             break;
+        l->starved = false;
         accept_one(l, fd, now_ns);
     }
+}
+
+/* A listener that ran out of file descriptors (listen_on_io) listens again. */
+static void listen_on_timer(struct iwarp_loop_src *src, uint64_t now_ns)
+{
+    struct tcp_lsn *l = src->user;
+    if (iwarp_loop_mod(&l->id->pub.context->loop, &l->src, EPOLLIN) != 0)
+        iwarp_loop_set_timer(&l->id->pub.context->loop, &l->src, now_ns + LISTEN_STARVED_NS);
 }
 
 static int tcp_listen(struct cm_id *id, int backlog)
@@ -877,6 +918,7 @@ static int tcp_listen(struct cm_id *id, int backlog)
                                          .events = EPOLLIN,
                                          .deadline = UINT64_MAX,
                                          .on_io = listen_on_io,
+                                         .on_timer = listen_on_timer,
                                          .user = l,
                                          .heap_index = UINT32_MAX};
         rc = iwarp_loop_add(&ctx->loop, &l->src);
