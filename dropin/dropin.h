@@ -47,6 +47,10 @@ struct iwd_options {
     /* IWARP_CONNECT_RETRY_MS (0 ... 3600000; default 0): a connector refused, or closed before
      * the MPA Reply, dials again for this long (iwarp_conn_param.retry_refused_ms) */
     uint32_t connect_retry_ms;
+    /* IWARP_MPA_PENDING_MAX (0 ... 1000000; iwarp_ctx_attr.mpa_pending_max) and
+     * IWARP_MPA_STARTUP_TIMEOUT_MS (0 ... 3600000; .mpa_startup_timeout_ms); -1: libiwarp's */
+    int64_t mpa_pending_max;
+    int64_t mpa_startup_timeout_ms;
 };
 
 /**

@@ -67,6 +67,23 @@ static uint8_t parse_rtr(const char *var)
     return types;
 }
 
+/* An unsigned limit from var, at most max; -1 when unset or not understood (reported). */
+static int64_t env_limit(const char *var, unsigned long max)
+{
+    const char *v = getenv(var);
+    char *end;
+    unsigned long n;
+
+    if (!v || !*v)
+        return -1;
+    n = strtoul(v, &end, 10);
+    if (*end || n > max || *v == '-') {
+        bad_value(var, v);
+        return -1;
+    }
+    return (int64_t)n;
+}
+
 static void read_options(void)
 {
     const char *v;
@@ -132,6 +149,8 @@ static void read_options(void)
         else
             options.tx_batch_us = (int)us;
     }
+    options.mpa_pending_max = env_limit("IWARP_MPA_PENDING_MAX", 1000000);
+    options.mpa_startup_timeout_ms = env_limit("IWARP_MPA_STARTUP_TIMEOUT_MS", 3600000);
     /* IWARP_LOG=level[:file], as libiwarp reads it (docs/environment.md). With a file the
      * context gets no hook from us and libiwarp's own writer puts its lines there; ours stay
      * on stderr. */
@@ -215,6 +234,14 @@ struct iwarp_ctx *iwd_ctx_get(void)
         if (o->tx_batch_us >= 0) {
             attr.comp_mask |= IWARP_CTX_ATTR_TX_BATCH;
             attr.tx_batch_us = (uint32_t)o->tx_batch_us;
+        }
+        if (o->mpa_pending_max >= 0) {
+            attr.comp_mask |= IWARP_CTX_ATTR_MPA_PENDING_MAX;
+            attr.mpa_pending_max = (uint32_t)o->mpa_pending_max;
+        }
+        if (o->mpa_startup_timeout_ms >= 0) {
+            attr.comp_mask |= IWARP_CTX_ATTR_MPA_STARTUP_TIMEOUT;
+            attr.mpa_startup_timeout_ms = (uint32_t)o->mpa_startup_timeout_ms;
         }
         rc = iwarp_ctx_create(&attr, &the_ctx);
         if (rc) {

@@ -80,6 +80,8 @@ typedef ssize_t iwarp_ssize;
  *
  * The bits defined in this version: IWARP_CTX_ATTR_TX_BATCH (iwarp_ctx_attr.tx_batch_us),
  * IWARP_CTX_ATTR_LLP_TIMEOUT (iwarp_ctx_attr.llp_timeout_ms),
+ * IWARP_CTX_ATTR_MPA_PENDING_MAX (iwarp_ctx_attr.mpa_pending_max),
+ * IWARP_CTX_ATTR_MPA_STARTUP_TIMEOUT (iwarp_ctx_attr.mpa_startup_timeout_ms),
  * IWARP_QP_INIT_ATTR_RDMAP_EXT (iwarp_qp_init_attr.rdmap_ext), IWARP_DEVICE_ATTR_RDMAP_EXT,
  * IWARP_DEVICE_ATTR_ATOMIC_CAP and IWARP_DEVICE_ATTR_MAX_ATOMIC (iwarp_device_attr),
  * IWARP_CONN_PARAM_RETRY_REFUSED (iwarp_conn_param.retry_refused_ms). Every other comp_mask

@@ -168,11 +168,28 @@ struct iwarp_ctx_attr {
      * acknowledges but never reads is kept for ever). Without the bit: 60000 ms. DDP over SCTP
      * has its own bound: usrsctp's association retransmission limit. */
     uint32_t llp_timeout_ms;
+    /* IWARP_CTX_ATTR_MPA_PENDING_MAX: over TCP, how many accepted connections each listener of
+     * the context keeps while their MPA Request is incomplete (not yet announced as
+     * IWARP_CM_EVENT_CONNECT_REQUEST). A connection accepted beyond it resets the oldest of them
+     * (an abortive close, logged at IWARP_LOG_INFO), so peers that connect and then stall,
+     * trickle or vanish hold at most this many sockets per listener. A startup whose Request is
+     * complete is announced and no longer counts. 0: no limit. Without the bit: 256. */
+    uint32_t mpa_pending_max;
+    /* IWARP_CTX_ATTR_MPA_STARTUP_TIMEOUT: over TCP, how long an accepted connection has, from
+     * its accept, to deliver its complete MPA Request, and, when the peer-to-peer model was
+     * negotiated, from iwarp_cm_accept to deliver its RTR (RFC 5044 §7.1.2 rules 8 and 10,
+     * RFC 6581 §9.2), in milliseconds; then it is closed (one not yet announced silently). The
+     * time the application takes to decide a CONNECT_REQUEST is not limited. 0: no limit (not
+     * advised: only mpa_pending_max then bounds stalled startups). Without the bit: 5000 ms. The
+     * active side's limit is per connection (iwarp_conn_param.timeout_ms). */
+    uint32_t mpa_startup_timeout_ms;
 };
 
 /* iwarp_ctx_attr.comp_mask bits. */
-#define IWARP_CTX_ATTR_TX_BATCH    (1u << 0) /* tx_batch_us is set */
-#define IWARP_CTX_ATTR_LLP_TIMEOUT (1u << 1) /* llp_timeout_ms is set */
+#define IWARP_CTX_ATTR_TX_BATCH            (1u << 0) /* tx_batch_us is set */
+#define IWARP_CTX_ATTR_LLP_TIMEOUT         (1u << 1) /* llp_timeout_ms is set */
+#define IWARP_CTX_ATTR_MPA_PENDING_MAX     (1u << 2) /* mpa_pending_max is set */
+#define IWARP_CTX_ATTR_MPA_STARTUP_TIMEOUT (1u << 3) /* mpa_startup_timeout_ms is set */
 
 /**
  * iwarp_ctx_attr_default - fill attr with the defaults.

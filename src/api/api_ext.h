@@ -28,7 +28,9 @@
 
 /* The comp_mask bits this version knows, per input struct. A version that appends a field adds
  * its bit here and reads the field only when the bit is set. */
-#define IWARP_API_KNOWN_iwarp_ctx_attr         (IWARP_CTX_ATTR_TX_BATCH | IWARP_CTX_ATTR_LLP_TIMEOUT)
+#define IWARP_API_KNOWN_iwarp_ctx_attr                                                       \
+    (IWARP_CTX_ATTR_TX_BATCH | IWARP_CTX_ATTR_LLP_TIMEOUT | IWARP_CTX_ATTR_MPA_PENDING_MAX | \
+     IWARP_CTX_ATTR_MPA_STARTUP_TIMEOUT)
 #define IWARP_API_KNOWN_iwarp_mem_hooks        0u
 #define IWARP_API_KNOWN_iwarp_qp_init_attr     IWARP_QP_INIT_ATTR_RDMAP_EXT
 #define IWARP_API_KNOWN_iwarp_srq_init_attr    0u

@@ -38,6 +38,14 @@
  * dropped, without IWARP_CTX_ATTR_LLP_TIMEOUT (iwarp_ctx_attr.llp_timeout_ms). */
 #define IWARP_API_LLP_TIMEOUT_MS 60000u
 
+/* Accepted TCP connections per listener whose MPA Request is incomplete, at most, without
+ * IWARP_CTX_ATTR_MPA_PENDING_MAX (iwarp_ctx_attr.mpa_pending_max; docs/design.md, "Floods"). */
+#define IWARP_API_MPA_PENDING_MAX 256u
+
+/* How long an accepted TCP connection has for its MPA Request (and RTR), without
+ * IWARP_CTX_ATTR_MPA_STARTUP_TIMEOUT (iwarp_ctx_attr.mpa_startup_timeout_ms). */
+#define IWARP_API_MPA_STARTUP_TIMEOUT_MS 5000u
+
 /* Pending async events, at most (further ones are counted as lost and logged). */
 #define IWARP_API_ASYNC_MAX 1024u
 
@@ -93,6 +101,10 @@ struct iwarp_ctx {
     struct iwarp_api_doorbell *doorbells;
     uint64_t tx_batch_ns;
     uint32_t llp_timeout_ms; /* iwarp_ctx_attr.llp_timeout_ms: each TCP socket's TCP_USER_TIMEOUT */
+    /* iwarp_ctx_attr.mpa_pending_max (0: none) and .mpa_startup_timeout_ms (in ns; 0: none):
+     * the bounds on accepted TCP connections before their MPA Request is complete (cm_tcp.c) */
+    uint32_t mpa_pending_max;
+    uint64_t mpa_startup_timeout_ns;
     /* I/O windows: system calls that move a connection's octets run without the lock
      * (docs/design.md, "Locking and progress"). Windows open now, counted by the epoch they opened
      * in, and threads waiting for a connection's owner or for a grace period (io_idle). */

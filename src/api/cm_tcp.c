@@ -60,9 +60,10 @@ struct tcp_conn {
     struct iwarp_api_doorbell doorbell; /* queued while posts wait in a batch (llp_tcp.h) */
     struct iwarp_llp_tcp tcp;
     struct iwarp_ctx *ctx;
-    struct cm_id *id;             /* NULL until a passive connection is announced */
-    struct tcp_lsn *lsn;          /* passive and not announced: the listener it waits on */
-    struct tcp_conn *next_hidden; /* in lsn's list while not announced */
+    struct cm_id *id;    /* NULL until a passive connection is announced */
+    struct tcp_lsn *lsn; /* passive and not announced: the listener it waits on */
+    /* in lsn's list (oldest first) while not announced */
+    struct tcp_conn *next_hidden, *prev_hidden;
     enum tcp_phase phase;
     bool passive;
     bool markers_fallback; /* active: on a Reject of our markers, retry once without */
@@ -90,8 +91,17 @@ struct tcp_lsn {
     struct iwarp_loop_src src;
     struct iwarp_llp_tcp_listener tcp;
     struct cm_id *id;
-    struct tcp_conn *hidden; /* accepted connections not yet announced */
+    /* accepted connections not yet announced (their MPA startups), oldest first, and how many
+     * (at most ctx->mpa_pending_max: accept_one evicts the oldest beyond it) */
+    struct tcp_conn *hidden, *hidden_tail;
+    uint32_t n_hidden;
+    /* accept() found no file descriptor and no startup to reset: the listener's interest is
+     * off until its timer (listen_on_timer); logged once until an accept succeeds again */
+    bool starved;
 };
+
+/* How long a listener out of file descriptors waits before it accepts again. */
+#define LISTEN_STARVED_NS 100000000ull
 
 static struct tcp_conn *conn_of(struct cm_id *id)
 {
@@ -306,16 +316,41 @@ static void attach_qp(struct tcp_conn *cc)
     iwarp_cm_hook_qp(cc->id);
 }
 
+/* Whether a thread owns cc's I/O now (conn_run). */
+static bool conn_owned(const struct tcp_conn *cc)
+{
+    return cc && cc->io_busy;
+}
+
+/* Put a passive connection at the end (the newest) of its listener's list of unannounced
+ * ones. */
+static void hide(struct tcp_lsn *l, struct tcp_conn *cc)
+{
+    cc->lsn = l;
+    cc->next_hidden = NULL;
+    cc->prev_hidden = l->hidden_tail;
+    if (l->hidden_tail)
+        l->hidden_tail->next_hidden = cc;
+    else
+        l->hidden = cc;
+    l->hidden_tail = cc;
+    l->n_hidden++;
+}
+
 /* Take a passive connection off its listener's list of unannounced ones. */
 static void unhide(struct tcp_conn *cc)
 {
-    for (struct tcp_conn **p = &cc->lsn->hidden; *p; p = &(*p)->next_hidden) {
-        if (*p == cc) {
-            *p = cc->next_hidden;
-            break;
-        }
-    }
-    cc->next_hidden = NULL;
+    struct tcp_lsn *l = cc->lsn;
+    if (cc->prev_hidden)
+        cc->prev_hidden->next_hidden = cc->next_hidden;
+    else
+        l->hidden = cc->next_hidden;
+    if (cc->next_hidden)
+        cc->next_hidden->prev_hidden = cc->prev_hidden;
+    else
+        l->hidden_tail = cc->prev_hidden;
+    l->n_hidden--;
+    cc->next_hidden = cc->prev_hidden = NULL;
 }
 
 /* Free a passive connection that was never announced (its negotiation failed, or its
@@ -765,6 +800,43 @@ static bool tcp_abort(struct cm_id *id, bool rst)
     return true;
 }
 
+/* Reset the oldest stalled startup of l (docs/design.md, "Floods"): the oldest whose I/O no
+ * other thread owns now (it cannot be freed under that thread, and it is being read, so it is
+ * not stalled), and never newest (NULL: none is spared). It is first read (with the lock held,
+ * as an accept: nobody owns its I/O): a Request that has arrived meanwhile is announced, an end
+ * of stream frees it, and only a startup still incomplete is reset. why names the reason in the
+ * log line. Returns whether a startup left the list (reset, announced or freed). at: now. */
+static bool evict_oldest(struct tcp_lsn *l, const struct tcp_conn *newest, uint64_t at,
+                         const char *why)
+{
+    struct iwarp_ctx *ctx = l->id->pub.context;
+    struct tcp_conn *cc = l->hidden;
+    while (cc && cc != newest && conn_owned(cc))
+        cc = cc->next_hidden;
+    if (!cc || cc == newest)
+        return false;
+    iwarp_llp_tcp_on_readable(&cc->tcp, at);
+    if (!conn_update(cc, at) || cc->lsn != l)
+        return true; /* freed (it failed or ended), or announced: no longer a startup */
+    iwarp_api_log(ctx, IWARP_LOG_INFO,
+                  "cm: %u MPA startups pending on the listener (%s): the "
+                  "oldest reset",
+                  l->n_hidden, why);
+    hidden_free(cc);
+    return true;
+}
+
+/* More startups wait on l than iwarp_ctx_attr.mpa_pending_max allows (a connection was just
+ * accepted, newest): reset the oldest stalled ones. A flood of peers that connect and then
+ * stall, trickle or vanish fills the list, while a legitimate initiator's Request follows its
+ * connect within a round trip. at: now. */
+static void evict_beyond_max(struct tcp_lsn *l, const struct tcp_conn *newest, uint64_t at)
+{
+    uint32_t max = l->id->pub.context->mpa_pending_max;
+    while (max != 0 && l->n_hidden > max && evict_oldest(l, newest, at, "mpa_pending_max"))
+        ;
+}
+
 /* A connection arrived on the listener: it runs the responder side of MPA unannounced. */
 static void accept_one(struct tcp_lsn *l, int fd, uint64_t now)
 {
@@ -772,6 +844,8 @@ static void accept_one(struct tcp_lsn *l, int fd, uint64_t now)
     struct tcp_conn *cc = conn_alloc(ctx);
     struct iwarp_llp_conn_cfg cfg;
     responder_cfg(&cfg);
+    /* RFC 5044 §7.1.2 rules 8, 10: the Request (and an RTR) within the context's limit */
+    cfg.neg.timeout_ns = ctx->mpa_startup_timeout_ns;
     if (!cc || iwarp_llp_tcp_adopt(&cc->tcp, fd) != 0 ||
         iwarp_llp_tcp_start(&cc->tcp, &cfg, cc->bounce, cc->txf, now) != 0) {
         if (!cc)
@@ -783,13 +857,12 @@ static void accept_one(struct tcp_lsn *l, int fd, uint64_t now)
     }
     cc->passive = true;
     cc->phase = TC_MPA;
-    cc->lsn = l;
-    cc->next_hidden = l->hidden;
-    l->hidden = cc;
+    hide(l, cc);
     if (conn_watch(cc) != 0) {
         hidden_free(cc);
         return;
     }
+    evict_beyond_max(l, cc, now);
     conn_update(cc, now);
 }
 
@@ -797,12 +870,39 @@ static void listen_on_io(struct iwarp_loop_src *src, uint32_t events, uint64_t n
 {
     (void)events;
     struct tcp_lsn *l = src->user;
+    struct iwarp_ctx *ctx = l->id->pub.context;
     for (int budget = 64; budget > 0; budget--) {
         int fd = iwarp_llp_tcp_accept(&l->tcp);
+        if (fd == IWARP_ERR_NOMEM && iwarp_llp_tcp_listener_queued(&l->tcp) == 0)
+            break; /* accept() takes an fd before it looks: nothing waits after all */
+        if (fd == IWARP_ERR_NOMEM && evict_oldest(l, NULL, now_ns, "out of file descriptors"))
+            continue; /* a stalled startup gave its fd to the connection waiting */
+        if (fd == IWARP_ERR_NOMEM) {
+            /* Nothing to take an fd from: a level-triggered listener would be reported again
+             * at once, for ever. Stop listening for a while (the connections stay queued). */
+            if (!l->starved)
+                iwarp_api_log(ctx, IWARP_LOG_WARN,
+                              "cm: accept: out of file descriptors or socket memory; "
+                              "accepting again every %llu ms",
+                              (unsigned long long)(LISTEN_STARVED_NS / 1000000u));
+            l->starved = true;
+            if (iwarp_loop_mod(&ctx->loop, &l->src, 0) == 0)
+                iwarp_loop_set_timer(&ctx->loop, &l->src, now_ns + LISTEN_STARVED_NS);
+            return;
+        }
         if (fd < 0)
             break;
+        l->starved = false;
         accept_one(l, fd, now_ns);
     }
+}
+
+/* A listener that ran out of file descriptors (listen_on_io) listens again. */
+static void listen_on_timer(struct iwarp_loop_src *src, uint64_t now_ns)
+{
+    struct tcp_lsn *l = src->user;
+    if (iwarp_loop_mod(&l->id->pub.context->loop, &l->src, EPOLLIN) != 0)
+        iwarp_loop_set_timer(&l->id->pub.context->loop, &l->src, now_ns + LISTEN_STARVED_NS);
 }
 
 static int tcp_listen(struct cm_id *id, int backlog)
@@ -818,6 +918,7 @@ static int tcp_listen(struct cm_id *id, int backlog)
                                          .events = EPOLLIN,
                                          .deadline = UINT64_MAX,
                                          .on_io = listen_on_io,
+                                         .on_timer = listen_on_timer,
                                          .user = l,
                                          .heap_index = UINT32_MAX};
         rc = iwarp_loop_add(&ctx->loop, &l->src);
@@ -962,6 +1063,11 @@ static int tcp_accept(struct cm_id *id, const struct iwarp_conn_param *param)
     /* Like siw (siw_accept -> IW_CM_EVENT_ESTABLISHED once the Reply is queued): the ULP may
      * post now; RFC 5044 §7.1.2 rule 4 holds our FPDUs until the initiator's first one. */
     struct cm_setup s = setup_of(iwarp_mpa_neg_result(&t->conn.neg), false);
+    /* not negotiated (revision 1, or 0x3FFF): the QP runs with ours (iwarp_llp_conn_accept) */
+    if (s.ird == IWARP_MPA_IRD_ORD_NONE)
+        s.ird = ans.ird;
+    if (s.ord == IWARP_MPA_IRD_ORD_NONE)
+        s.ord = ans.ord;
     cc->phase = TC_UP;
     iwarp_cm_on_established(id, &s);
     conn_update(cc, now);
@@ -1017,11 +1123,6 @@ static void tcp_free(struct cm_id *id, bool live)
         conn_release(cc, live);
     conn_free(cc);
     id->conn = NULL;
-}
-
-static bool conn_owned(const struct tcp_conn *cc)
-{
-    return cc && cc->io_busy;
 }
 
 static void tcp_quiesce(struct cm_id *id)

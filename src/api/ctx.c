@@ -128,6 +128,12 @@ int iwarp_ctx_create(const struct iwarp_ctx_attr *attr, struct iwarp_ctx **out)
     uint32_t llp_timeout_ms = IWARP_API_LLP_TIMEOUT_MS;
     if (rc == 0 && (a.comp_mask & IWARP_CTX_ATTR_LLP_TIMEOUT))
         llp_timeout_ms = attr->llp_timeout_ms;
+    uint32_t mpa_pending_max = IWARP_API_MPA_PENDING_MAX;
+    if (rc == 0 && (a.comp_mask & IWARP_CTX_ATTR_MPA_PENDING_MAX))
+        mpa_pending_max = attr->mpa_pending_max;
+    uint32_t startup_ms = IWARP_API_MPA_STARTUP_TIMEOUT_MS;
+    if (rc == 0 && (a.comp_mask & IWARP_CTX_ATTR_MPA_STARTUP_TIMEOUT))
+        startup_ms = attr->mpa_startup_timeout_ms;
     if (rc == 0 && a.mem)
         rc = IWARP_API_EXT_IN(&a, iwarp_mem_hooks, a.mem);
     if (rc != 0)
@@ -150,6 +156,8 @@ int iwarp_ctx_create(const struct iwarp_ctx_attr *attr, struct iwarp_ctx **out)
     iwarp_api_diag_init(ctx); /* IWARP_LOG may install the context's own log writer */
     ctx->tx_batch_ns = tx_batch_ns;
     ctx->llp_timeout_ms = llp_timeout_ms;
+    ctx->mpa_pending_max = mpa_pending_max;
+    ctx->mpa_startup_timeout_ns = (uint64_t)startup_ms * 1000000u;
     memcpy(&ctx->mem_hooks, h, IWARP_API_EXT_BASE(struct iwarp_mem_hooks));
     ctx->attr.mem = &ctx->mem_hooks;
     ctx->async_fd = -1;

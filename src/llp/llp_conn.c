@@ -155,6 +155,13 @@ int iwarp_llp_conn_accept(struct iwarp_llp_conn *c, const struct iwarp_mpa_neg_a
     int rc = iwarp_mpa_neg_accept(&c->neg, ans, c->now_ns);
     if (rc != 0)
         return rc;
+    /* Without a negotiation (RFC 6581 §9.1: revision 1, or 0x3FFF) IRD and ORD are the ULP's
+     * choice: the answer's, not the configuration's defaults (start_qp). An IRD larger than
+     * the one the ULP allowed would take more Read Requests from the peer. */
+    if (ans->ird != NONE)
+        c->cfg.neg.ird = ans->ird;
+    if (ans->ord != NONE)
+        c->cfg.neg.ord = ans->ord;
     /* RFC 5044 §7.1.2: the responder is in full operation once the Reply is sent. The QP
      * starts now with the negotiated IRD/ORD, so the ULP may post at once (local operations
      * run); rule 4: its FPDUs are held (tx_hold) until the initiator's first FPDU arrives. */

@@ -180,7 +180,9 @@ int iwarp_llp_conn_init(struct iwarp_llp_conn *c, const struct iwarp_llp_conn_cf
  * no RTR: the CM refuses peer-to-peer for it). Ownership: eng is borrowed while attached. */
 void iwarp_llp_conn_attach(struct iwarp_llp_conn *c, struct iwarp_core_engine *eng);
 
-/* Responder in REQUEST: accept with our IRD/ORD and private data, or reject. */
+/* Responder in REQUEST: accept with our IRD/ORD and private data, or reject. When the
+ * Request negotiated no IRD/ORD (revision 1, or 0x3FFF: RFC 6581 §9.1), the QP starts with
+ * the answer's (ans->ird/ord, unless IWARP_MPA_IRD_ORD_NONE: then cfg's). */
 int iwarp_llp_conn_accept(struct iwarp_llp_conn *c, const struct iwarp_mpa_neg_answer *ans);
 int iwarp_llp_conn_reject(struct iwarp_llp_conn *c, const struct iwarp_mpa_neg_answer *ans);
 

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -571,8 +572,21 @@ int iwarp_llp_tcp_accept(struct iwarp_llp_tcp_listener *l)
             continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK)
             return IWARP_ERR_BUSY;
+        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+            return IWARP_ERR_NOMEM;
         return IWARP_ERR_IO;
     }
+}
+
+uint32_t iwarp_llp_tcp_listener_queued(const struct iwarp_llp_tcp_listener *l)
+{
+    struct tcp_info ti;
+    socklen_t len = sizeof ti;
+    memset(&ti, 0, sizeof ti);
+    if (getsockopt(l->fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0 ||
+        len < offsetof(struct tcp_info, tcpi_unacked) + sizeof ti.tcpi_unacked)
+        return 1;
+    return ti.tcpi_unacked;
 }
 
 void iwarp_llp_tcp_listener_close(struct iwarp_llp_tcp_listener *l)

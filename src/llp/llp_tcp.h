@@ -207,10 +207,17 @@ int iwarp_llp_tcp_listen(struct iwarp_llp_tcp_listener *l, const struct sockaddr
 
 /*
  * Accept one pending connection as a non-blocking socket. Returns the fd (>= 0, owned by the
- * caller: pass it to iwarp_llp_tcp_adopt), IWARP_ERR_BUSY when none is pending, or
- * IWARP_ERR_IO.
+ * caller: pass it to iwarp_llp_tcp_adopt), IWARP_ERR_BUSY when none is pending,
+ * IWARP_ERR_NOMEM when the process or the system is out of file descriptors or socket memory
+ * (EMFILE, ENFILE, ENOBUFS, ENOMEM: the connection stays queued), or IWARP_ERR_IO.
  */
 int iwarp_llp_tcp_accept(struct iwarp_llp_tcp_listener *l);
+
+/* How many connections wait in the listener's accept queue (TCP_INFO's tcpi_unacked, which
+ * Linux fills with the queue's length for a listening socket); 1 when it cannot be read. An
+ * accept() out of file descriptors fails before it looks at the queue: this tells whether a
+ * connection is really waiting. */
+uint32_t iwarp_llp_tcp_listener_queued(const struct iwarp_llp_tcp_listener *l);
 
 /* Close the listening socket (safe to call more than once). */
 void iwarp_llp_tcp_listener_close(struct iwarp_llp_tcp_listener *l);

@@ -19,7 +19,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
@@ -651,4 +654,77 @@ TEST(a_listener_destroyed_with_requests_nobody_took_refuses_them)
     ASSERT_EQ(rdma_destroy_id(cid), 0);
     rdma_destroy_event_channel(sch);
     rdma_destroy_event_channel(cch);
+}
+
+/* A raw TCP connection to loopback:port that sends nothing. */
+static int raw_silent(uint16_t port)
+{
+    struct sockaddr_storage a;
+    loopback(&a, false, port);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_TRUE(fd >= 0);
+    ASSERT_EQ(connect(fd, (struct sockaddr *)&a, sizeof(struct sockaddr_in)), 0);
+    return fd;
+}
+
+/* Whether fd's stream has ended (FIN or reset) within ms; false when it is still open. */
+static bool raw_ends_within(int fd, int ms)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    if (poll(&p, 1, ms) != 1)
+        return false;
+    char b;
+    ssize_t k = recv(fd, &b, 1, MSG_DONTWAIT);
+    return k == 0 || (k < 0 && errno == ECONNRESET);
+}
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* IWARP_MPA_STARTUP_TIMEOUT_MS reaches the context (iwarp_ctx_attr.mpa_startup_timeout_ms): a
+ * connection that never sends its MPA Request is closed after it, well before the 5 s
+ * default. */
+TEST(startup_timeout_from_the_environment)
+{
+    ASSERT_EQ(setenv("IWARP_MPA_STARTUP_TIMEOUT_MS", "200", 1), 0);
+    struct rdma_event_channel *ch = rdma_create_event_channel();
+    struct rdma_cm_id *lid;
+    uint16_t port = listen_on(ch, &lid, false, NULL);
+    uint64_t t0 = now_ms();
+    int fd = raw_silent(port);
+    ASSERT_TRUE(raw_ends_within(fd, 4000));
+    uint64_t took = now_ms() - t0;
+    ASSERT_TRUE(took >= 190);
+    close(fd);
+    ASSERT_EQ(rdma_destroy_id(lid), 0);
+    rdma_destroy_event_channel(ch);
+}
+
+/* IWARP_MPA_PENDING_MAX reaches the context (iwarp_ctx_attr.mpa_pending_max): of three silent
+ * connections to a listener that keeps two, one is reset at once (the 5 s startup timeout
+ * cannot be what closes it) and two stay. */
+TEST(pending_startups_cap_from_the_environment)
+{
+    ASSERT_EQ(setenv("IWARP_MPA_PENDING_MAX", "2", 1), 0);
+    struct rdma_event_channel *ch = rdma_create_event_channel();
+    struct rdma_cm_id *lid;
+    uint16_t port = listen_on(ch, &lid, false, NULL);
+    int fds[3];
+    for (int i = 0; i < 3; i++)
+        fds[i] = raw_silent(port);
+    struct pollfd p[3];
+    for (int i = 0; i < 3; i++)
+        p[i] = (struct pollfd){.fd = fds[i], .events = POLLIN};
+    ASSERT_EQ(poll(p, 3, 4000), 1);
+    for (int i = 0; i < 3; i++)
+        if (p[i].revents)
+            ASSERT_TRUE(raw_ends_within(fds[i], 0));
+    for (int i = 0; i < 3; i++)
+        close(fds[i]);
+    ASSERT_EQ(rdma_destroy_id(lid), 0);
+    rdma_destroy_event_channel(ch);
 }

@@ -11,7 +11,83 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "proc_probe.h"
 #include "stack_pair.h"
+
+/* wire-reference §1.8: key "MPA ID Req Frame", flags C (0x40), Rev 1, PD_Length 0 */
+#define RAW_MPA_REQUEST     "4D 50 41 20 49 44 20 52 65 71 20 46 72 61 6D 65 | 40 01 00 00"
+#define RAW_MPA_REQUEST_LEN 20u
+
+/* A blocking TCP connection from the raw peer to 127.0.0.1:port, nothing sent yet. */
+static inline int raw_connect(uint16_t port)
+{
+    struct sockaddr_in a;
+    sp_loopback4(&a, port);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_TRUE(fd >= 0);
+    ASSERT_EQ(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    return fd;
+}
+
+/* The local port of the raw socket fd. */
+static inline uint16_t raw_local_port(int fd)
+{
+    struct sockaddr_in a;
+    socklen_t len = sizeof a;
+    ASSERT_EQ(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+    return ntohs(a.sin_port);
+}
+
+/* Waits until the server end of the raw connection fd (to this process's listener on port) has
+ * been accept()ed: the kernel then lists it with an inode (/proc/net/tcp). */
+static inline void raw_wait_accepted(int fd, uint16_t port, unsigned ms)
+{
+    uint16_t rport = raw_local_port(fd);
+    struct probe_tcp t;
+    WAIT_UNTIL(probe_tcp_find(port, rport, &t) && t.inode != 0, ms,
+               "the server to accept the raw connection");
+}
+
+/* Waits until the server end of the raw connection fd (to this process's listener on port) is
+ * in the listener's accept queue, not yet accept()ed, with rx octets received and unread. */
+static inline void raw_wait_queued(int fd, uint16_t port, uint32_t rx, unsigned ms)
+{
+    uint16_t rport = raw_local_port(fd);
+    struct probe_tcp t;
+    WAIT_UNTIL(probe_tcp_find(port, rport, &t) && t.state == PROBE_TCP_ESTABLISHED &&
+                   t.inode == 0 && t.rx_queue == rx,
+               ms, "the raw connection in the accept queue with %u octets", rx);
+}
+
+/* Waits up to ms milliseconds for the end of fd's stream (the server's FIN or reset); nothing
+ * else may arrive. Returns how long it took, in milliseconds. */
+static inline uint64_t raw_wait_closed(int fd, unsigned ms, const char *what)
+{
+    struct deadline dl = deadline_in_ms(ms);
+    for (;;) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        int n = poll(&p, 1, 10);
+        ASSERT_TRUE(n >= 0);
+        if (n > 0) {
+            uint8_t b[64];
+            ssize_t k = recv(fd, b, sizeof b, MSG_DONTWAIT);
+            if (k == 0 || (k < 0 && errno == ECONNRESET))
+                return deadline_waited_ms(&dl);
+            if (k > 0)
+                harness_fail(__FILE__, __LINE__, "%s: %zd octets came instead of the end", what, k);
+        }
+        if (deadline_passed(&dl))
+            DEADLINE_FAIL(&dl, "%s", what);
+    }
+}
+
+/* Whether fd's stream is open now: nothing to read and no end of stream. */
+static inline bool raw_open_now(int fd)
+{
+    uint8_t b;
+    ssize_t k = recv(fd, &b, 1, MSG_DONTWAIT | MSG_PEEK);
+    return k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+}
 
 static inline void read_exact(int fd, uint8_t *p, size_t n)
 {
@@ -40,15 +116,9 @@ static inline void expect_closed(int fd)
 static inline int raw_peer_up(struct sp_side *srv, struct sp_end *e, uint8_t *buf,
                               struct iwarp_mr *mr)
 {
-    struct sockaddr_in a;
-    sp_loopback4(&a, sp_listen(srv));
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    ASSERT_TRUE(fd >= 0);
-    ASSERT_EQ(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
-
-    /* wire-reference §1.8: key "MPA ID Req Frame", flags C (0x40), Rev 1, PD_Length 0 */
-    uint8_t req[20];
-    harness_hex("4D 50 41 20 49 44 20 52 65 71 20 46 72 61 6D 65 | 40 01 00 00", req, sizeof req);
+    int fd = raw_connect(sp_listen(srv));
+    uint8_t req[RAW_MPA_REQUEST_LEN];
+    harness_hex(RAW_MPA_REQUEST, req, sizeof req);
     ASSERT_EQ(send(fd, req, sizeof req, 0), (ssize_t)sizeof req);
 
     struct iwarp_cm_event *ev = sp_expect_event(srv, NULL, IWARP_CM_EVENT_CONNECT_REQUEST);
