@@ -8,14 +8,15 @@ set -euo pipefail
 
 # libibverbs-dev/librdmacm-dev: rdma-core's headers, which the drop-in libibverbs/librdmacm
 # (dropin/) are compiled against. rdmacm-utils, perftest, ibverbs-utils, libfabric-bin: the
-# unmodified programs the drop-in's tests run; iproute2: network namespaces and ss;
+# unmodified programs the drop-in's tests run; iproute2: network namespaces and ss; nftables:
+# the random packet loss of the loss.* tests (tests/scripts/loss.sh);
 # abi-dumper, abi-compliance-checker: the ABI check (scripts/abi-check.sh, docs/abi.md).
 # pandoc: the man pages (man/*.md, cmake/Man.cmake); man-db: the install check reads them.
 # debhelper, dpkg-dev, fakeroot, lintian: the Debian packages (debian/, tests/scripts/deb_check.sh).
 build_pkgs=(gcc cmake ninja-build pkg-config libisal-dev libpcap-dev libusrsctp-dev libibverbs-dev
             librdmacm-dev pandoc)
 test_pkgs=(clang libclang-rt-14-dev clang-format-14 tshark python3 git rdmacm-utils perftest
-           ibverbs-utils libfabric-bin iproute2 abi-dumper abi-compliance-checker man-db
+           ibverbs-utils libfabric-bin iproute2 nftables abi-dumper abi-compliance-checker man-db
            debhelper dpkg-dev fakeroot lintian)
 
 pkgs=("${build_pkgs[@]}")
