@@ -230,11 +230,24 @@ struct lp_side {
     uint64_t last_progress;
 };
 
+/* The library's log lines (INFO: connections, Terminates; LOSS_PEER_LOG=3 for DEBUG) go to
+ * stderr, so that a failure says what the library saw. */
+static void log_line(void *user, enum iwarp_log_level level, const char *msg)
+{
+    (void)user;
+    fprintf(stderr, "%s: libiwarp[%d]: %s\n", g_role, (int)level, msg);
+}
+
 static void side_open(struct lp_side *s, uint32_t nqps, bool crc, uint64_t per_qp)
 {
     memset(s, 0, sizeof *s);
     struct iwarp_ctx_attr a;
     iwarp_ctx_attr_default(&a);
+    a.log = log_line;
+    a.log_level = IWARP_LOG_INFO;
+    const char *lv = getenv("LOSS_PEER_LOG");
+    if (lv && *lv >= '0' && *lv <= '3')
+        a.log_level = (enum iwarp_log_level)(*lv - '0');
     CHECK_RC(iwarp_ctx_create(&a, &s->ctx));
     CHECK_RC(iwarp_cm_create_channel(s->ctx, &s->ch));
     CHECK_RC(iwarp_alloc_pd(s->ctx, &s->pd));
@@ -273,8 +286,10 @@ static void no_cm_event(struct lp_side *s)
 }
 
 /* Fails on a completion in error (a Terminate, a lost connection: its WRs are flushed). */
-static void wc_ok(const struct iwarp_wc *wc)
+static void wc_ok(struct lp_side *s, const struct iwarp_wc *wc)
 {
+    if (wc->status != IWARP_WC_SUCCESS)
+        no_async_event(s); /* the reason first: a Terminate's QP_FATAL, QP_ACCESS_ERR */
     if (wc->status != IWARP_WC_SUCCESS)
         die("completion of wr_id %#llx (QP %u): %s, Terminate cause %#08x",
             (unsigned long long)wc->wr_id, wr_q(wc->wr_id), iwarp_wc_status_str(wc->status),
@@ -537,7 +552,7 @@ static int run_server(const struct sockaddr_in *addr, uint32_t nqps, uint64_t pe
             e->flushed++;
             continue;
         }
-        wc_ok(&wc);
+        wc_ok(&s, &wc);
         if (wr_kind(wc.wr_id) == LP_WR_RQ) {
             srv_on_recv(e, q, &wc, &finals);
         } else {
@@ -881,7 +896,7 @@ static int run_client(const struct sockaddr_in *addr, uint32_t nqps, uint64_t pe
         if (q >= nqps)
             die("a completion for QP %u", q);
         struct cli_qp *c = &qps[q];
-        wc_ok(&wc);
+        wc_ok(&s, &wc);
         if (wr_kind(wc.wr_id) == LP_WR_SQ)
             cli_on_sq(c, q, &wc);
         else
