@@ -25,6 +25,10 @@
 # Environment: LOSS_BYTES (default 67108864), LOSS_RATES ("1 5"), LOSS_QPS ("1 64"),
 # LOSS_CRC ("1 0"), LOSS_TIMEOUT (seconds per configuration, default 200), LOSS_KEEP=DIR keeps
 # every program's output when a configuration failed. scripts/loss-long.sh runs 1 GiB each.
+# LOSS_CORRUPT=N (the checks' own test, CTest loss.detects_damage): also overwrite one octet
+# of the payload of N in 1000 large packets to the server (veth does not verify TCP
+# checksums), and PASS only when the run fails: with CRC off by loss_peer's data checks, with
+# CRC on by MPA's CRC (a Terminate), never by a data check.
 # Exit: 0 passed, 1 failed, 77 skipped (not root, no ip/nft, namespaces or nft refused).
 set -u
 PEER=$(realpath "${1:?usage: loss.sh LOSS_PEER}")
@@ -48,6 +52,7 @@ RATES=${LOSS_RATES:-1 5}
 QPSS=${LOSS_QPS:-1 64}
 CRCS=${LOSS_CRC:-1 0}
 TMO=${LOSS_TIMEOUT:-200}
+CORRUPT=${LOSS_CORRUPT:-}
 PORT0=7470 # the test's ports: PORT0 .. PORT0 + 99, one per configuration
 
 W=$(mktemp -d "${TMPDIR:-/tmp}/loss.XXXXXX")
@@ -108,15 +113,17 @@ table inet iwloss {
         $m meta length > 1500 counter
         $m counter
         $m numgen random mod 100 < $rate counter drop
+$([ -n "$CORRUPT" ] && [ "$2" = dport ] &&
+        echo "        $m meta length > 1000 numgen random mod 1000 < $CORRUPT @th,480,8 set 0x5a counter")
     }
 }
 EOF
 }
-# counters NS: "OVERSIZE SEEN DROPPED" (packets) of NS's rules
+# counters NS: "OVERSIZE SEEN DROPPED MANGLED" (packets) of NS's rules
 counters() {
     ip netns exec "$1" nft list chain inet iwloss input |
         awk '/counter packets/ { for (i = 1; i < NF; i++) if ($i == "packets") v[n++] = $(i + 1) }
-             END { print v[0] + 0, v[1] + 0, v[2] + 0 }'
+             END { print v[0] + 0, v[1] + 0, v[2] + 0, v[3] + 0 }'
 }
 # tcpstat NS: "OUTSEGS RETRANS TIMEOUTS PROBES" (TCP segments sent, retransmitted; RTO
 # expiries; tail loss probes) of the namespace, which holds nothing but the test's connections
@@ -161,9 +168,30 @@ for rate in $RATES; do
             t1=${EPOCHREALTIME/[.,]/}
             read -r sa1 sr1 st1 sp1 <<<"$(tcpstat "$NA")"
             read -r ca1 cr1 ct1 cp1 <<<"$(tcpstat "$NB")"
-            read -r s_over s_seen s_drop <<<"$(counters "$NA")"
-            read -r c_over c_seen c_drop <<<"$(counters "$NB")"
+            read -r s_over s_seen s_drop s_mangled <<<"$(counters "$NA")"
+            read -r c_over c_seen c_drop _ <<<"$(counters "$NB")"
             secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", (b - a) / 1e6 }')
+            if [ -n "$CORRUPT" ]; then
+                # The checks' own test: damaged payload must fail the run, by a data check with
+                # CRC off, and never by one with CRC on (MPA's CRC must refuse it first: a
+                # Terminate, seen as a completion error, an async event or a lost connection).
+                caught=$(grep -h -m1 'FAIL:' "$out.server" "$out.client" | head -n 1)
+                problems=$(
+                    [ "$s_mangled" -gt 0 ] || echo "    no packet was damaged"
+                    [ -n "$caught" ] || echo "    the damage went unnoticed (client exit $crc_rc, server exit $srv_rc)"
+                    [ "$crc" = 1 ] && grep -h 'FAIL:.*differs' "$out.server" "$out.client" |
+                        sed 's/^/    with CRC on, damaged data was placed: /'
+                )
+                if [ -z "$problems" ]; then
+                    PASSED=$((PASSED + 1))
+                    echo "PASS $name, $s_mangled packets to the server damaged: caught: ${caught#*FAIL: }"
+                else
+                    FAILED=$((FAILED + 1))
+                    echo "FAIL $name, $s_mangled packets to the server damaged"
+                    echo "$problems"
+                fi
+                continue
+            fi
             problems=$(
                 [ $crc_rc = 0 ] || printf '    client exit %s:\n%s\n' "$crc_rc" "$(tail -n 5 "$out.client" | sed 's/^/      /')"
                 [ $srv_rc = 0 ] || printf '    server exit %s:\n%s\n' "$srv_rc" "$(tail -n 5 "$out.server" | sed 's/^/      /')"
