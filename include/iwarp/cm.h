@@ -129,7 +129,7 @@ struct iwarp_conn_param {
     bool markers;        /* ask the peer to insert markers (RFC 5044 §4.3) */
     bool peer_to_peer;   /* connector: RFC 6581 peer-to-peer mode */
     uint8_t rtr_types;   /* IWARP_CM_RTR_*: RTR types offered/accepted; 0: all */
-    uint32_t timeout_ms; /* MPA Reply/Request timeout; 0: 10 s / 5 s like siw */
+    uint32_t timeout_ms; /* MPA Reply/Request timeout; 0: 10 s */
     /* Connector: hold the first FPDU (the RTR, or the first message) this long after the MPA
      * Reply. 0: none. A workaround for Linux siw 6.1 as responder, whose accept sends the Reply
      * before it installs its socket callbacks, so an FPDU arriving at once can go unnoticed

@@ -180,7 +180,7 @@ struct iwarp_ctx_attr {
      * negotiated, from iwarp_cm_accept to deliver its RTR (RFC 5044 §7.1.2 rules 8 and 10,
      * RFC 6581 §9.2), in milliseconds; then it is closed (one not yet announced silently). The
      * time the application takes to decide a CONNECT_REQUEST is not limited. 0: no limit (not
-     * advised: only mpa_pending_max then bounds stalled startups). Without the bit: 5000 ms. The
+     * advised: only mpa_pending_max then bounds stalled startups). Without the bit: 10000 ms. The
      * active side's limit is per connection (iwarp_conn_param.timeout_ms). */
     uint32_t mpa_startup_timeout_ms;
 };

@@ -43,8 +43,10 @@
 #define IWARP_API_MPA_PENDING_MAX 256u
 
 /* How long an accepted TCP connection has for its MPA Request (and RTR), without
- * IWARP_CTX_ATTR_MPA_STARTUP_TIMEOUT (iwarp_ctx_attr.mpa_startup_timeout_ms). */
-#define IWARP_API_MPA_STARTUP_TIMEOUT_MS 5000u
+ * IWARP_CTX_ATTR_MPA_STARTUP_TIMEOUT (iwarp_ctx_attr.mpa_startup_timeout_ms): as long as an
+ * initiator waits for the Reply. Not siw's 5 s: after a lost SYN TCP may take 9 s to deliver a
+ * Request it sent twice (RFC 6298 §5.7: 3 s, then 6 s; test_cm_late_request). */
+#define IWARP_API_MPA_STARTUP_TIMEOUT_MS 10000u
 
 /* Pending async events, at most (further ones are counted as lost and logged). */
 #define IWARP_API_ASYNC_MAX 1024u

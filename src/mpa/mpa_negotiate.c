@@ -93,7 +93,11 @@ void iwarp_mpa_neg_cfg_default(struct iwarp_mpa_neg_cfg *cfg, enum iwarp_mpa_rol
     cfg->ord = 16;
     cfg->rtr = IWARP_MPA_RTR_WRITE | IWARP_MPA_RTR_READ;
     cfg->rtr_pref = IWARP_MPA_RTR_WRITE;
-    cfg->timeout_ns = role == IWARP_MPA_INITIATOR ? 10000000000ull : 5000000000ull;
+    /* RFC 5044 §7.1.2 rule 8. Both roles wait 10 s (siw's responder waits 5 s): TCP may take
+     * 9 s to deliver a Request it had to send twice after a lost SYN (RFC 6298 §5.7: 3 s,
+     * then 6 s), and the responder must not close a connection its initiator still waits on
+     * (test_cm_late_request). */
+    cfg->timeout_ns = 10000000000ull;
 }
 
 static void queue_frame(struct iwarp_mpa_neg *neg, const struct iwarp_mpa_frame *f)

@@ -143,7 +143,7 @@ struct iwarp_mpa_neg {
  * Fills cfg with interoperable defaults for role (docs/interop-siw.md): Rev 2,
  * C=1 (RFC 5044 §4.4: CRC on by default; siw and Chelsio honour it), no markers, enhanced with
  * IRD = ORD = 16, no peer-to-peer, RTR types Write and Read, Write preferred, no private data,
- * peer PD limited to 512, timeout 10 s (initiator) / 5 s (responder) as siw.
+ * peer PD limited to 512, timeout 10 s for both roles (siw's responder waits 5 s: see the .c).
  */
 void iwarp_mpa_neg_cfg_default(struct iwarp_mpa_neg_cfg *cfg, enum iwarp_mpa_role role);
 

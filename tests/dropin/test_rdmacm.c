@@ -686,7 +686,7 @@ static uint64_t now_ms(void)
 }
 
 /* IWARP_MPA_STARTUP_TIMEOUT_MS reaches the context (iwarp_ctx_attr.mpa_startup_timeout_ms): a
- * connection that never sends its MPA Request is closed after it, well before the 5 s
+ * connection that never sends its MPA Request is closed after it, well before the 10 s
  * default. */
 TEST(startup_timeout_from_the_environment)
 {
@@ -705,7 +705,7 @@ TEST(startup_timeout_from_the_environment)
 }
 
 /* IWARP_MPA_PENDING_MAX reaches the context (iwarp_ctx_attr.mpa_pending_max): of three silent
- * connections to a listener that keeps two, one is reset at once (the 5 s startup timeout
+ * connections to a listener that keeps two, one is reset at once (the 10 s startup timeout
  * cannot be what closes it) and two stay. */
 TEST(pending_startups_cap_from_the_environment)
 {

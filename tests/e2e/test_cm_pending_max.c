@@ -12,7 +12,7 @@
 
 #define P        4u
 #define N_STALL  7u    /* P + 3 */
-#define CLOSE_MS 4000u /* eviction is at once; the 5 s default timeout must not be what closes */
+#define CLOSE_MS 4000u /* eviction is at once; the 10 s default timeout must not be what closes */
 
 static atomic_int n_evicted;
 

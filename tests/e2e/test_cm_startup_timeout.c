@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* The startup timeout of accepted connections (iwarp_ctx_attr.mpa_startup_timeout_ms, RFC 5044
  * §7.1.2 rules 8 and 10): a raw TCP peer that sends half an MPA Request and stops, or nothing at
- * all, is closed once the limit has passed (not before it, and well before the 5 s default); a
+ * all, is closed once the limit has passed (not before it, and well before the 10 s default); a
  * complete Request within the limit is announced, and the time the application then takes to
  * decide is not limited. */
 #define _GNU_SOURCE 1
@@ -11,7 +11,7 @@
 
 #define T_MS    300u
 /* The close comes at T (the loop's timer), late by at most a loaded machine's scheduling delay;
- * anything from 5 s on would be the default limit, not the one set. */
+ * anything from 10 s on would be the default limit, not the one set. */
 #define LATE_MS 4000u
 
 static void srv_init(struct sp_side *srv, uint32_t t_ms)

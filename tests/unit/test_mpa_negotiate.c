@@ -299,7 +299,7 @@ TEST(responder_chelsio_read_rtr)
     ASSERT_EQ(drain(&n, got), wl);
     ASSERT_MEM_EQ(got, want, wl);
     /* RFC 6581 §9.2: established only when the RTR arrives, under the startup timer. */
-    ASSERT_EQ(iwarp_mpa_neg_next_timeout(&n), 100 + 5 * SEC);
+    ASSERT_EQ(iwarp_mpa_neg_next_timeout(&n), 100 + 10 * SEC);
     ASSERT_EQ(iwarp_mpa_neg_first_fpdu(&n, IWARP_RDMAP_OP_READ_REQ, 0, 200), 0);
     ASSERT_EQ(iwarp_mpa_neg_state(&n), IWARP_MPA_NEG_ESTABLISHED);
     ASSERT_EQ(iwarp_mpa_neg_next_timeout(&n), UINT64_MAX);
