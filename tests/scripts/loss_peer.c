@@ -30,7 +30,9 @@
  * far it checked, which must be every octet Written. Then the client disconnects.
  *
  * Prints one line of figures and exits 0, or says what failed and exits 1. Every wait has a
- * deadline (LP_STALL_MS without progress).
+ * deadline (LP_STALL_MS without progress). Environment: LOSS_PEER_LOG=0..3 the library's log
+ * level on stderr (default 2, INFO); LOSS_PEER_PCAP=PREFIX records each side's connections in
+ * PREFIX.server.pcap / PREFIX.client.pcap (iwarp dump reads them).
  */
 #define _GNU_SOURCE 1
 #include <arpa/inet.h>
@@ -248,6 +250,13 @@ static void side_open(struct lp_side *s, uint32_t nqps, bool crc, uint64_t per_q
     const char *lv = getenv("LOSS_PEER_LOG");
     if (lv && *lv >= '0' && *lv <= '3')
         a.log_level = (enum iwarp_log_level)(*lv - '0');
+    /* LOSS_PEER_PCAP=PREFIX: each side records its connections in PREFIX.<role>.pcap */
+    char pcap[4096];
+    const char *pp = getenv("LOSS_PEER_PCAP");
+    if (pp && *pp) {
+        snprintf(pcap, sizeof pcap, "%s.%s.pcap", pp, strchr(g_role, ' ') + 1);
+        a.trace_pcap = pcap;
+    }
     CHECK_RC(iwarp_ctx_create(&a, &s->ctx));
     CHECK_RC(iwarp_cm_create_channel(s->ctx, &s->ch));
     CHECK_RC(iwarp_alloc_pd(s->ctx, &s->pd));
