@@ -202,7 +202,8 @@ static uint16_t ctx_streams(const struct iwarp_ctx *ctx)
 }
 
 /* Test hooks from the environment: IWARP_SCTP_FAULT="seed,drop_ppm,dup_ppm,delay_ppm,delay_ms"
- * (loss, duplication and reordering below usrsctp) and IWARP_SCTP_RTO_MS="min,initial,max". */
+ * (loss, duplication and reordering below usrsctp), IWARP_SCTP_RTO_MS="min,initial,max" and
+ * IWARP_SCTP_HB_MS (the heartbeat interval). */
 static void env_test_hooks(struct iwarp_llp_sctp_ep_cfg *cfg)
 {
     const char *f = getenv("IWARP_SCTP_FAULT");
@@ -217,6 +218,10 @@ static void env_test_hooks(struct iwarp_llp_sctp_ep_cfg *cfg)
     unsigned lo, init, hi;
     if (r && sscanf(r, "%u,%u,%u", &lo, &init, &hi) == 3)
         iwarp_llp_sctp_set_test_timers(lo, init, hi);
+    const char *hb = getenv("IWARP_SCTP_HB_MS");
+    unsigned hb_ms;
+    if (hb && sscanf(hb, "%u", &hb_ms) == 1)
+        iwarp_llp_sctp_set_test_heartbeat(hb_ms);
 }
 
 /* The capture hook (llp_sctp's lock held, in any context's call: a retransmission of this
