@@ -66,6 +66,13 @@ struct mr_dir {
     enum mr_match match;
     uint32_t skip, at, cut_total;
     uint8_t cut_op;
+    /* the end was passed on only after 2 s: 1 octets for the destination were still unsent,
+     * 2 sent but not read (then outq: our socket's unacknowledged octets, rxq: the
+     * destination socket's unread ones) */
+    int late;
+    uint16_t to_lport, to_rport; /* the ports of `to` (known while it is connected) */
+    int outq;
+    uint32_t rxq;
     bool cut_hit;  /* the relay's thread: the cut happened */
     bool cut_done; /* the same, under the relay's lock */
 };
@@ -83,6 +90,8 @@ struct mpa_relay {
     struct mr_dir d[2]; /* 0: client to server, 1: server to client */
     bool busy;          /* a connection is open (under lock) */
     bool markers_seen;
+    int late[2], late_outq[2]; /* each direction's mr_dir.late, .outq, .rxq (under lock) */
+    uint32_t late_rxq[2];
     uint64_t conns;
 };
 
@@ -185,24 +194,28 @@ static inline int mr_tcp_socket(void)
     return fd;
 }
 
+/* fd's local (or peer's) port; 0 when it has none (a connection already reset). */
 static inline uint16_t mr_port_of(int fd, bool peer)
 {
     struct sockaddr_in a;
     socklen_t l = sizeof a;
-    ASSERT_EQ(peer ? getpeername(fd, (struct sockaddr *)&a, &l)
-                   : getsockname(fd, (struct sockaddr *)&a, &l),
-              0);
-    return ntohs(a.sin_port);
+    int rc = peer ? getpeername(fd, (struct sockaddr *)&a, &l)
+                  : getsockname(fd, (struct sockaddr *)&a, &l);
+    return rc == 0 ? ntohs(a.sin_port) : 0;
 }
 
-/* The stack behind fd (a socket of ours) has read every octet we sent it. */
-static inline bool mr_peer_drained(int fd)
+/* The stack behind x->to (a socket of ours) has read every octet we sent it. */
+static inline bool mr_peer_drained(const struct mr_dir *x)
 {
+    struct tcp_info ti;
+    socklen_t tl = sizeof ti;
+    if (getsockopt(x->to, IPPROTO_TCP, TCP_INFO, &ti, &tl) == 0 && ti.tcpi_state == TCP_CLOSE)
+        return true; /* reset: nothing more will be read or acknowledged */
     int q = 0;
-    if (ioctl(fd, SIOCOUTQ, &q) == 0 && q > 0)
+    if (ioctl(x->to, SIOCOUTQ, &q) == 0 && q > 0)
         return false; /* not even acknowledged */
     struct probe_tcp t;
-    if (!probe_tcp_find(mr_port_of(fd, true), mr_port_of(fd, false), &t))
+    if (!probe_tcp_find(x->to_rport, x->to_lport, &t))
         return true; /* its socket is gone */
     return t.rx_queue == 0;
 }
@@ -223,6 +236,10 @@ static inline void mr_serve(struct mpa_relay *r, int cfd, int sfd)
     struct mr_dir *d = r->d;
     d[0].from = cfd, d[0].to = sfd;
     d[1].from = sfd, d[1].to = cfd;
+    for (int i = 0; i < 2; i++) {
+        d[i].to_lport = mr_port_of(d[i].to, false);
+        d[i].to_rport = mr_port_of(d[i].to, true);
+    }
     bool passed[2] = {false, false}; /* direction i's end was passed on to its destination */
     uint64_t end_ns[2] = {0, 0};
     for (;;) {
@@ -291,14 +308,22 @@ static inline void mr_serve(struct mpa_relay *r, int cfd, int sfd)
             if (!x->eof || passed[i])
                 continue;
             bool flushed = x->head == x->tail;
-            if (flushed &&
-                (mr_peer_drained(x->to) || deadline_now_ns() - end_ns[i] > 2000000000u)) {
+            bool late = deadline_now_ns() - end_ns[i] > 2000000000u;
+            if (flushed && !mr_peer_drained(x) && late && !x->late) {
+                x->late = 2;
+                (void)ioctl(x->to, SIOCOUTQ, &x->outq);
+                struct probe_tcp t;
+                if (probe_tcp_find(x->to_rport, x->to_lport, &t))
+                    x->rxq = t.rx_queue;
+            }
+            if (flushed && (mr_peer_drained(x) || late)) {
                 mr_end_toward(x->to, x->reset);
                 passed[i] = true;
                 if (x->reset)
                     return; /* a reset ends both directions */
-            } else if (!flushed && deadline_now_ns() - end_ns[i] > 2000000000u) {
+            } else if (!flushed && late) {
                 x->head = x->tail; /* the destination stopped reading: give up on the rest */
+                x->late = 1;
             }
         }
         if (passed[0] && passed[1])
@@ -345,6 +370,11 @@ static inline void *mr_main(void *arg)
         close(sfd);
         pthread_mutex_lock(&r->lock);
         r->markers_seen = r->d[0].stage == 3 || r->d[1].stage == 3;
+        for (int i = 0; i < 2; i++) {
+            r->late[i] = r->d[i].late;
+            r->late_outq[i] = r->d[i].outq;
+            r->late_rxq[i] = r->d[i].rxq;
+        }
         r->busy = false;
         r->conns++;
         pthread_cond_broadcast(&r->cond);
