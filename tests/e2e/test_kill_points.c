@@ -898,10 +898,10 @@ static void one_kill(struct kp_run *R, struct surv *sv, enum kp_tr tr, enum kp_r
                 /* the survivor saw the loss anyway; say what held the relay's FIN or reset */
                 fprintf(stderr,
                         "  relay: the end toward the %s passed on after 2 s: %s (outq %d, "
-                        "rxq %u)\n",
+                        "rxq %u, epoll interest %#lx)\n",
                         i == to_surv ? "survivor" : "victim",
                         R->mr.late[i] == 1 ? "octets unsent" : "octets unread", R->mr.late_outq[i],
-                        R->mr.late_rxq[i]);
+                        R->mr.late_rxq[i], R->mr.late_interest[i]);
                 R->st.late++;
             }
         pthread_mutex_unlock(&R->mr.lock);

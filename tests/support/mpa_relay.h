@@ -16,9 +16,10 @@
  *
  * The end: when one side's connection ends (the process behind it was killed: FIN, or a reset
  * when it had unread data), the relay waits until the other side's stack has read everything
- * forwarded to it (its socket's receive queue, /proc/net/tcp, is empty), then ends that side the
- * same way (shutdown for a FIN; a reset through SO_LINGER 0). So the other side sees what the
- * killed peer's kernel did, with exactly the forwarded octets before it.
+ * forwarded to it (its socket's receive queue, /proc/net/tcp, is empty, or holds less than the
+ * SO_RCVLOWAT its reader in this process set: libiwarp waits for a large FPDU's whole rest), then
+ * ends that side the same way (shutdown for a FIN; a reset through SO_LINGER 0). So the other side
+ * sees what the killed peer's kernel did, with exactly the forwarded octets before it.
  *
  * One thread, one connection at a time: mr_start listens on 127.0.0.1 (port mr->port), and each
  * mr_arm(dst) makes it accept the next connection there and connect it to 127.0.0.1:dst.
@@ -72,6 +73,7 @@ struct mr_dir {
     int late;
     uint16_t to_lport, to_rport; /* the ports of `to` (known while it is connected) */
     int outq;
+    long interest; /* the epoll events its reader waits for then (-1: not watched) */
     uint32_t rxq;
     bool cut_hit;  /* the relay's thread: the cut happened */
     bool cut_done; /* the same, under the relay's lock */
@@ -92,6 +94,7 @@ struct mpa_relay {
     bool markers_seen;
     int late[2], late_outq[2]; /* each direction's mr_dir.late, .outq, .rxq (under lock) */
     uint32_t late_rxq[2];
+    long late_interest[2];
     uint64_t conns;
 };
 
@@ -204,6 +207,51 @@ static inline uint16_t mr_port_of(int fd, bool peer)
     return rc == 0 ? ntohs(a.sin_port) : 0;
 }
 
+/* The epoll interest this process has in the socket of inode ino (/proc/self/fdinfo of its
+ * epoll fds), -1 when none watches it: what a stack that stopped reading still waits for. */
+/* This process's fd of the socket of inode ino, -1 when it has none. */
+static inline int mr_fd_of_inode(unsigned long ino)
+{
+    char path[64], link[64], want[64];
+    snprintf(want, sizeof want, "socket:[%lu]", ino);
+    for (int i = 0; i < 4096; i++) {
+        snprintf(path, sizeof path, "/proc/self/fd/%d", i);
+        ssize_t n = readlink(path, link, sizeof link - 1);
+        if (n > 0) {
+            link[n] = 0;
+            if (strcmp(link, want) == 0)
+                return i;
+        }
+    }
+    return -1;
+}
+
+static inline long mr_epoll_interest(unsigned long ino)
+{
+    char path[64];
+    int fd = mr_fd_of_inode(ino);
+    if (fd < 0)
+        return -1;
+    for (int i = 0; i < 4096; i++) {
+        snprintf(path, sizeof path, "/proc/self/fdinfo/%d", i);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        char line[256];
+        long ev = -1;
+        while (fgets(line, sizeof line, f)) {
+            int tfd;
+            unsigned evm;
+            if (sscanf(line, "tfd: %d events: %x", &tfd, &evm) == 2 && tfd == fd)
+                ev = (long)evm;
+        }
+        fclose(f);
+        if (ev >= 0)
+            return ev;
+    }
+    return -1;
+}
+
 /* The stack behind x->to (a socket of ours) has read every octet we sent it. */
 static inline bool mr_peer_drained(const struct mr_dir *x)
 {
@@ -217,7 +265,15 @@ static inline bool mr_peer_drained(const struct mr_dir *x)
     struct probe_tcp t;
     if (!probe_tcp_find(x->to_rport, x->to_lport, &t))
         return true; /* its socket is gone */
-    return t.rx_queue == 0;
+    if (t.rx_queue == 0)
+        return true;
+    /* A reader of this process that waits for a whole FPDU's rest (SO_RCVLOWAT, llp_tcp) leaves
+     * a partial one in its socket by design: it has had all it will read. */
+    int fd = mr_fd_of_inode(t.inode);
+    int lowat = 0;
+    socklen_t ll = sizeof lowat;
+    return fd >= 0 && getsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &lowat, &ll) == 0 &&
+           (uint32_t)lowat > t.rx_queue;
 }
 
 /* End the connection toward the side of `to` as the killed side ended toward us. */
@@ -313,8 +369,10 @@ static inline void mr_serve(struct mpa_relay *r, int cfd, int sfd)
                 x->late = 2;
                 (void)ioctl(x->to, SIOCOUTQ, &x->outq);
                 struct probe_tcp t;
-                if (probe_tcp_find(x->to_rport, x->to_lport, &t))
+                if (probe_tcp_find(x->to_rport, x->to_lport, &t)) {
                     x->rxq = t.rx_queue;
+                    x->interest = mr_epoll_interest(t.inode);
+                }
             }
             if (flushed && (mr_peer_drained(x) || late)) {
                 mr_end_toward(x->to, x->reset);
@@ -374,6 +432,7 @@ static inline void *mr_main(void *arg)
             r->late[i] = r->d[i].late;
             r->late_outq[i] = r->d[i].outq;
             r->late_rxq[i] = r->d[i].rxq;
+            r->late_interest[i] = r->d[i].interest;
         }
         r->busy = false;
         r->conns++;
