@@ -425,7 +425,9 @@ IWARP_EXTERN int iwarp_cm_connect(struct iwarp_cm_id *id, const struct iwarp_con
  *                        after the private data, before everything else).
  *   IWARP_ERR_STATE      the id is not a pending CONNECT_REQUEST's, or has no QP.
  *   IWARP_ERR_CONN_RESET the initiator gave up meanwhile (or the transport error that ended
- *                        the connection, e.g. IWARP_ERR_UNREACHABLE); the id is closed.
+ *                        the connection, e.g. IWARP_ERR_UNREACHABLE); the id is closed, no
+ *                        event follows, and the QP is in error: the WRs posted to it complete,
+ *                        flushed (as rdma_accept moves the QP to error when it fails).
  *   IWARP_ERR_DDP_RTR    the initiator asked for peer-to-peer mode and the QP is DDP-level:
  *                        reject instead.
  * Ownership: param and its private data are copied.

@@ -842,8 +842,16 @@ int iwarp_cm_accept(struct iwarp_cm_id *pub, const struct iwarp_conn_param *para
     pthread_mutex_lock(&ctx->lock);
     quiesce(id);
     int rc = IWARP_ERR_STATE;
-    if (id->state == CM_REQUEST && pub->qp)
+    if (id->state == CM_REQUEST && pub->qp) {
         rc = id->tp->accept(id, param);
+        /* The request is gone (the initiator gave up, its process died): as the kernel's
+         * rdma_accept, whose failure moves the QP to error, the WRs posted to the QP before the
+         * accept complete, flushed; no transport will ever carry it. */
+        if (rc != 0 && id->state == CM_CLOSED) {
+            iwarp_core_eng_set_error(iwarp_api_qp(pub->qp)->eng);
+            pub->qp->state = IWARP_QPS_ERR;
+        }
+    }
     iwarp_api_unlock(ctx);
     return rc;
 }

@@ -204,7 +204,8 @@ static uint16_t ctx_streams(const struct iwarp_ctx *ctx)
 /* Test hooks from the environment (docs/environment.md), read only by builds with
  * IWARP_TEST_HOOKS (Debug, sanitizers, fuzz; never Release): IWARP_SCTP_FAULT=
  * "seed,drop_ppm,dup_ppm,delay_ppm,delay_ms" (loss, duplication and reordering below usrsctp)
- * and IWARP_SCTP_RTO_MS="min,initial,max" (usrsctp's retransmission timers, process-wide). */
+ * IWARP_SCTP_RTO_MS="min,initial,max" (usrsctp's retransmission timers, process-wide)
+ * and IWARP_SCTP_HB_MS (the heartbeat interval). */
 static void env_test_hooks(struct iwarp_llp_sctp_ep_cfg *cfg)
 {
 #if defined(IWARP_TEST_HOOKS)
@@ -220,6 +221,10 @@ static void env_test_hooks(struct iwarp_llp_sctp_ep_cfg *cfg)
     unsigned lo, init, hi;
     if (r && sscanf(r, "%u,%u,%u", &lo, &init, &hi) == 3)
         iwarp_llp_sctp_set_test_timers(lo, init, hi);
+    const char *hb = secure_getenv("IWARP_SCTP_HB_MS");
+    unsigned hb_ms;
+    if (hb && sscanf(hb, "%u", &hb_ms) == 1)
+        iwarp_llp_sctp_set_test_heartbeat(hb_ms);
 #else
     (void)cfg;
 #endif

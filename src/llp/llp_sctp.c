@@ -204,6 +204,7 @@ static struct {
     unsigned n_ep;
     bool stack_up;
     uint32_t rto_min, rto_init, rto_max;
+    uint32_t hb_ms; /* heartbeat interval (test hook; 0: usrsctp's) */
 
     struct iwarp_llp_sctp_ep *eps;
     uint64_t now_ns, timer_last;
@@ -503,6 +504,7 @@ static void apply_sysctls(void)
         uint32_t tick = G.rto_min / 4;
         G.tick_ms = tick < 1 ? 1 : tick > 10 ? 10 : tick;
     }
+    usrsctp_sysctl_set_sctp_heartbeat_interval_default(G.hb_ms ? G.hb_ms : 30000);
 }
 
 void iwarp_llp_sctp_set_test_timers(uint32_t rto_min_ms, uint32_t rto_initial_ms,
@@ -522,6 +524,15 @@ void iwarp_llp_sctp_set_test_timers(uint32_t rto_min_ms, uint32_t rto_initial_ms
         }
         apply_sysctls();
     }
+    lock_leave();
+}
+
+void iwarp_llp_sctp_set_test_heartbeat(uint32_t hb_ms)
+{
+    lock_enter(NULL);
+    G.hb_ms = hb_ms;
+    if (G.stack_up)
+        apply_sysctls();
     lock_leave();
 }
 

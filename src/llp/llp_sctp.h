@@ -195,6 +195,14 @@ typedef void (*iwarp_llp_sctp_accept_fn)(void *user, struct iwarp_llp_sctp_assoc
 void iwarp_llp_sctp_set_test_timers(uint32_t rto_min_ms, uint32_t rto_initial_ms,
                                     uint32_t rto_max_ms);
 
+/*
+ * Test hook, process-wide: the heartbeat interval in ms (usrsctp adds the path's RTO to it).
+ * A peer that dies while the association is idle (nothing to retransmit) is only found by
+ * unanswered heartbeats: assoc_rtx_max + 1 of them. Applied now if the stack is up and after
+ * every init. Zero: usrsctp's default (30 s).
+ */
+void iwarp_llp_sctp_set_test_heartbeat(uint32_t hb_ms);
+
 /* Whether the usrsctp stack is initialised (tests: it is finished once the last endpoint
  * closes). */
 bool iwarp_llp_sctp_stack_active(void);

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "proc_probe.h"
 #include "raw_peer.h"
 #include "stack_pair.h"
 #include "util/crc32c.h"
@@ -314,6 +315,63 @@ TEST(a_disconnect_the_peer_never_answers_ends_with_a_reset_after_the_linger)
     ASSERT_EQ(wc.wr_id, 1);
     ASSERT_EQ(wc.status, IWARP_WC_WR_FLUSH_ERR);
     raw_rig_down(&r);
+}
+
+/* The initiator's process dies after its MPA Request, while the server application decides:
+ * the accept fails (IWARP_ERR_CONN_RESET, no event follows) and, as rdma_accept moves the QP to
+ * error when it fails, the receive posted before the accept completes, flushed. Found by
+ * test_kill_points: without it the receive never completed. */
+TEST(an_accept_after_the_initiator_died_flushes_the_qp)
+{
+    struct sp_side srv;
+    sp_side_init(&srv, IWARP_PROGRESS_CALLER, 16);
+    uint8_t *buf = calloc(1, 4096);
+    struct iwarp_mr *mr = sp_reg(&srv, buf, 4096, 0);
+    struct sockaddr_in a;
+    sp_loopback4(&a, sp_listen(&srv));
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_TRUE(fd >= 0);
+    ASSERT_EQ(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    /* wire-reference §1.8: key "MPA ID Req Frame", flags C (0x40), Rev 1, PD_Length 0 */
+    uint8_t req[20];
+    harness_hex("4D 50 41 20 49 44 20 52 65 71 20 46 72 61 6D 65 | 40 01 00 00", req, sizeof req);
+    ASSERT_EQ(send(fd, req, sizeof req, 0), (ssize_t)sizeof req);
+    struct iwarp_cm_event *ev = sp_expect_event(&srv, NULL, IWARP_CM_EVENT_CONNECT_REQUEST);
+    struct sp_end e = {.id = ev->id};
+    ASSERT_EQ(iwarp_cm_ack_event(ev), 0);
+    struct sp_cfg cfg = {.cap = {.max_send_wr = 4, .max_recv_wr = 4}};
+    sp_create_qp(&srv, &e, &cfg, NULL);
+    ASSERT_EQ(sp_post_recv(e.qp, 1, buf, 4096, mr->lkey), 0);
+    /* the initiator vanishes: its kernel resets the connection */
+    struct sockaddr_in ca;
+    socklen_t cl = sizeof ca;
+    ASSERT_EQ(getsockname(fd, (struct sockaddr *)&ca, &cl), 0);
+    uint16_t cport = ntohs(ca.sin_port);
+    struct linger lg = {.l_onoff = 1, .l_linger = 0};
+    ASSERT_EQ(setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg), 0);
+    close(fd);
+    /* the reset has reached the server's socket (it leaves ESTABLISHED), and the library
+     * (caller progress) has had its chance to see it */
+    struct probe_tcp t;
+    WAIT_UNTIL(!probe_tcp_find(ntohs(a.sin_port), cport, &t) || t.state != PROBE_TCP_ESTABLISHED,
+               SP_WAIT_MS, "the reset at the server's socket");
+    for (int i = 0; i < 5; i++)
+        iwarp_ctx_progress(srv.ctx, 10);
+    struct iwarp_conn_param ap = {.responder_resources = 4, .initiator_depth = 4};
+    ASSERT_EQ(iwarp_cm_accept(e.id, &ap), IWARP_ERR_CONN_RESET);
+    struct iwarp_wc wc;
+    sp_poll_n(&srv, NULL, &wc, 1);
+    ASSERT_EQ(wc.wr_id, 1);
+    ASSERT_EQ(wc.status, IWARP_WC_WR_FLUSH_ERR);
+    struct iwarp_qp_attr qa;
+    ASSERT_EQ(iwarp_query_qp(e.qp, &qa), 0);
+    ASSERT_EQ(qa.qp_state, IWARP_QPS_ERR);
+    ASSERT_TRUE(sp_try_event(&srv) == NULL);
+    sp_expect_no_wc(&srv, NULL);
+    sp_end_destroy(&e);
+    ASSERT_EQ(iwarp_dereg_mr(mr), 0);
+    sp_side_fini(&srv);
+    free(buf);
 }
 
 /* ---- remote access errors between two libiwarp peers -------------------------------------- */

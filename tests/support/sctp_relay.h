@@ -14,6 +14,11 @@
  * packets can go on unchanged (no checksum to redo): the server receives them from the relay's
  * second socket, the client its answers from 127.0.0.2.
  *
+ * A cut (sctp_relay_cut_arm): after `skip` matching packets one way, the relay forwards the next
+ * one and then black-holes both directions, so the receiver holds part of a DDP message for good:
+ * SR_CUT_PARTIAL (a packet with a DDP segment that is not its message's last, RFC 5041 §4.2 L=0)
+ * or SR_CUT_READ_RESP (the same, of an RDMA Read Response, RFC 5040 §4.5).
+ *
  * One thread, started by sctp_relay_start and ended by sctp_relay_stop. Counters are read
  * under the relay's lock (sctp_relay_snapshot).
  */
@@ -73,7 +78,12 @@ struct sr_assoc {
     uint8_t used[SR_MAX_STREAMS / 8u];
 };
 
+enum { SR_CUT_NONE, SR_CUT_PARTIAL, SR_CUT_READ_RESP };
+
 struct sctp_relay {
+    int cut_mode; /* SR_CUT_*: armed (under the lock) */
+    bool cut_c2s, cut_done;
+    uint32_t cut_skip;
     int front, back; /* client-facing (127.0.0.2:port), server-facing (connected) */
     int stop[2];
     pthread_t thread;
@@ -170,6 +180,27 @@ static inline void sr_inspect(struct sctp_relay *r, bool c2s, const uint8_t *p, 
     }
 }
 
+/* Whether an SCTP packet carries a DDP segment chunk (PPID 16, RFC 5043 §5.2.2: DDP-SSN, then the
+ * segment) the cut mode looks for. */
+static inline bool sr_cut_match(int mode, const uint8_t *p, size_t n)
+{
+    size_t at = 12;
+    while (at + 4 <= n) {
+        uint8_t type = p[at];
+        uint16_t len = sr_be16(p + at + 2);
+        if (len < 4 || at + len > n)
+            return false;
+        if (type == SR_DATA && len >= 20 && sr_be32(p + at + 12) == 16u) {
+            uint8_t ddp = p[at + 18], rdmap = p[at + 19];
+            bool last = ddp & 0x40u, tagged = ddp & 0x80u;
+            if (!last && (mode == SR_CUT_PARTIAL || (tagged && (rdmap & 0x0Fu) == 0x2u)))
+                return true;
+        }
+        at += ((size_t)len + 3u) & ~(size_t)3u;
+    }
+    return false;
+}
+
 static inline uint64_t sr_hash(const uint8_t *p, size_t n)
 {
     uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
@@ -228,6 +259,17 @@ static inline void *sr_main(void *arg)
                     d->dropped++;
                 else
                     sr_inspect(r, c2s, r->buf, (size_t)n);
+                if (!drop && r->cut_mode && r->cut_c2s == c2s &&
+                    sr_cut_match(r->cut_mode, r->buf, (size_t)n)) {
+                    if (r->cut_skip)
+                        r->cut_skip--;
+                    else {
+                        /* this one goes; nothing after it, either way */
+                        r->cut_mode = SR_CUT_NONE;
+                        r->cut_done = true;
+                        r->drop_c2s = r->drop_s2c = true;
+                    }
+                }
                 struct sockaddr_in to = r->client;
                 bool can = !drop && (c2s || r->have_client);
                 pthread_mutex_unlock(&r->lock);
@@ -290,6 +332,26 @@ static inline void sctp_relay_drop(struct sctp_relay *r, bool c2s, bool s2c)
     r->drop_c2s = c2s;
     r->drop_s2c = s2c;
     pthread_mutex_unlock(&r->lock);
+}
+
+/* Arm a cut (SR_CUT_*) of the client-to-server (c2s) or server-to-client direction after skip
+ * matching packets. */
+static inline void sctp_relay_cut_arm(struct sctp_relay *r, int mode, bool c2s, uint32_t skip)
+{
+    pthread_mutex_lock(&r->lock);
+    r->cut_mode = mode;
+    r->cut_c2s = c2s;
+    r->cut_skip = skip;
+    r->cut_done = false;
+    pthread_mutex_unlock(&r->lock);
+}
+
+static inline bool sctp_relay_cut_done(struct sctp_relay *r)
+{
+    pthread_mutex_lock(&r->lock);
+    bool done = r->cut_done;
+    pthread_mutex_unlock(&r->lock);
+    return done;
 }
 
 /* A consistent copy of the counters (out must not be r). */
