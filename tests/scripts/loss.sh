@@ -195,6 +195,9 @@ for rate in $RATES; do
             problems=$(
                 [ $crc_rc = 0 ] || printf '    client exit %s:\n%s\n' "$crc_rc" "$(tail -n 5 "$out.client" | sed 's/^/      /')"
                 [ $srv_rc = 0 ] || printf '    server exit %s:\n%s\n' "$srv_rc" "$(tail -n 5 "$out.server" | sed 's/^/      /')"
+                # the failing check's own line, which the library's later log lines may push out
+                # of the tails above
+                grep -h 'FAIL:' "$out.client" "$out.server" | sed 's/^/    /'
                 grep -q '^client: .* no Terminate$' "$out.client" || echo "    no client summary line"
                 grep -q '^server: .* no Terminate$' "$out.server" || echo "    no server summary line"
                 [ "$s_over" = 0 ] && [ "$c_over" = 0 ] ||

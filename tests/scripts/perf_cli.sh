@@ -198,6 +198,7 @@ bad "cannot resolve" no-such-host.invalid
 
 # 8. --server and HOST in two processes: the client learns everything over the connection
 port=$((20000 + RANDOM % 12000)) # below the ephemeral range (32768-)
+rm -f "$TMP/srv" # a stale file would satisfy the wait below before the new server truncates it
 "$IWARP" perf --server -p $port >"$TMP/srv" 2>&1 &
 srv=$!
 if wait_for -p $srv 10 "the server to listen" grep -qs listening "$TMP/srv" 2>"$TMP/err" &&
@@ -214,6 +215,7 @@ fi
 for tr in tcp sctp; do
   for peer in 127.0.0.1 "-6 ::1"; do
     port=$((20000 + RANDOM % 12000))
+    rm -f "$TMP/srv" # a stale file would satisfy the wait below before the new server truncates it
     "$IWARP" perf --server -p $port --transport $tr >"$TMP/srv" 2>&1 &
     srv=$!
     # shellcheck disable=SC2086
@@ -285,6 +287,7 @@ assert d["buffers"] == "per-operation", d
 EOF
 then ok "sctp: read --sctp-mtu 9000 --qps 2 --json"; else fail "sctp: read --json: $(cat "$TMP/err")"; fi
 port=$((port + 1))
+rm -f "$TMP/srv" # a stale file would satisfy the wait below before the new server truncates it
 "$IWARP" perf --server --transport sctp -p $port >"$TMP/srv" 2>&1 &
 srv=$!
 if wait_for -p $srv 10 "the SCTP server to listen" grep -qs listening "$TMP/srv" 2>"$TMP/err" &&
