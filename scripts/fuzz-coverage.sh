@@ -31,8 +31,9 @@ if [ ${#targets[@]} -eq 0 ]; then
 fi
 profdata=$(command -v llvm-profdata-14 || command -v llvm-profdata || true)
 cov=$(command -v llvm-cov-14 || command -v llvm-cov || true)
-[ -n "$profdata" ] && [ -n "$cov" ] || {
-  echo "fuzz-coverage: llvm-profdata-14/llvm-cov-14 missing: scripts/install-deps.sh (llvm-14)" >&2; exit 2; }
+if [ -z "$profdata" ] || [ -z "$cov" ]; then
+  echo "fuzz-coverage: llvm-profdata-14/llvm-cov-14 missing: scripts/install-deps.sh (llvm-14)" >&2; exit 2
+fi
 
 dir=build/coverage
 if [ "$build" = 1 ]; then
@@ -55,7 +56,7 @@ done
 
 sources=()
 for layer in wire mpa ddp session core; do
-  for f in src/$layer/*.c; do sources+=("$PWD/$f"); done
+  for f in src/"$layer"/*.c; do sources+=("$PWD/$f"); done
 done
 "$cov" export -summary-only -instr-profile="$dir/fuzz.profdata" "${objects[@]}" "${sources[@]}" \
   >"$dir/summary.json"

@@ -179,6 +179,6 @@ tail -n +2 "$budget" | while IFS=$'\t' read -r t n s e f _; do
   fi
   printf '%-16s %5s %8s %12s %8s  %s\n' "$t" "$n" "$s" "$e" "$f" "$st"
 done
-echo "fuzz-long: corpora $(du -sh fuzz/corpus | cut -f1) in fuzz/corpus"
+echo "fuzz-long: corpora $(du -sh --apparent-size fuzz/corpus | cut -f1) in $(find fuzz/corpus -type f | wc -l) files in fuzz/corpus"
 nfound=$(awk -F'\t' '$7 != "-"' "$work/results" | wc -l)
 [ "$nfound" = 0 ] || { echo "fuzz-long: $nfound target(s) with a finding" >&2; exit 1; }
