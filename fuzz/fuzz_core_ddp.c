@@ -43,6 +43,7 @@
 #define NQ    3u
 #define RQ    4u
 #define PD    5u
+#define IOVA  0x10000u /* the MR's IOVA: what SGEs and TOs name */
 
 static uint8_t arena[GUARD + MRLEN + GUARD];
 static struct iwarp_mem_table T;
@@ -75,7 +76,7 @@ static void setup(void)
     seed = 0x9E3779B9u;
     FUZZ_CHECK(iwarp_mem_table_init(&T, E, 8, rng, &seed) == 0);
     struct iwarp_mem_range r = {.addr = (uint64_t)(uintptr_t)(arena + GUARD),
-                                .iova = 0x10000,
+                                .iova = IOVA,
                                 .length = MRLEN,
                                 .access =
                                     IWARP_MEM_ACCESS_LOCAL_WRITE | IWARP_MEM_ACCESS_REMOTE_WRITE};
@@ -147,8 +148,8 @@ static int post_send(bool tagged, const uint8_t **p, size_t *n)
     uint16_t to = tagged ? (uint16_t)(fuzz_take(p, n) << 8 | fuzz_take(p, n)) : 0;
     uint32_t key = (fl & 4) ? mr ^ 0x100u : mr;
     struct iwarp_sge sg[2] = {
-        {(uint64_t)(uintptr_t)(arena + GUARD + off % MRLEN), len, key},
-        {(uint64_t)(uintptr_t)(arena + GUARD + (off / 2) % MRLEN), len / 2, mr},
+        {IOVA + off % MRLEN, len, key},
+        {IOVA + (off / 2) % MRLEN, len / 2, mr},
     };
     static const uint8_t rsv[IWARP_CORE_DDP_RSVDULP_LEN] = {1, 2, 3, 4, 5};
     struct iwarp_core_ddp_send s = {.wr_id = next_wr++,
@@ -158,7 +159,7 @@ static int post_send(bool tagged, const uint8_t **p, size_t *n)
                                     .tagged = tagged,
                                     .qn = qn,
                                     .stag = mr ^ (uint32_t)(fl >> 5),
-                                    .to = (fl & 16) ? UINT64_MAX - to : 0x10000u + to,
+                                    .to = (fl & 16) ? UINT64_MAX - to : IOVA + to,
                                     .rsvdulp = (fl & 8) ? rsv : NULL};
     return iwarp_core_ddp_post_send(&D, &s);
 }
@@ -251,7 +252,7 @@ static int tx_op(uint8_t op, const uint8_t **p, size_t *n)
     }
     if (what == 1) {
         struct iwarp_mem_range r = {.addr = (uint64_t)(uintptr_t)(arena + GUARD),
-                                    .iova = 0x10000,
+                                    .iova = IOVA,
                                     .length = MRLEN,
                                     .access = IWARP_MEM_ACCESS_LOCAL_WRITE |
                                               IWARP_MEM_ACCESS_REMOTE_WRITE};
@@ -312,7 +313,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             seg[0] = (uint8_t)(0x81 | ((choice & 1) ? 0x40 : 0));
             seg[1] = choice;
             iwarp_store_be32(seg + 2, (choice & 2) ? mr : mr ^ 0x100u);
-            iwarp_store_be64(seg + 6, 0x10000u + to % (MRLEN + 64));
+            iwarp_store_be64(seg + 6, IOVA + to % (MRLEN + 64));
             memset(seg + 14, 0xA7, len);
             rc = (choice & 4) ? iwarp_core_eng_rx_segment(&D.eng, seg, 14u + len)
                               : two_phase(seg, 14u + len);
@@ -320,7 +321,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             uint8_t qn = fuzz_take(&p, &n) % NQ;
             uint16_t off = (uint16_t)(fuzz_take(&p, &n) << 8 | fuzz_take(&p, &n));
             uint8_t len = fuzz_take(&p, &n);
-            struct iwarp_sge s = {(uint64_t)(uintptr_t)(arena + GUARD + off % MRLEN), len, mr};
+            struct iwarp_sge s = {IOVA + off % MRLEN, len, mr}; /* SGEs name the IOVA */
             struct iwarp_recv_wr w = {.wr_id = off, .sg_list = &s, .num_sge = 1};
             rc = iwarp_core_ddp_post_recv(&D, qn, &w);
         }
