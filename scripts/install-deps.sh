@@ -13,10 +13,11 @@ set -euo pipefail
 # abi-dumper, abi-compliance-checker: the ABI check (scripts/abi-check.sh, docs/abi.md).
 # pandoc: the man pages (man/*.md, cmake/Man.cmake); man-db: the install check reads them.
 # debhelper, dpkg-dev, fakeroot, lintian: the Debian packages (debian/, tests/scripts/deb_check.sh).
+# llvm-14: llvm-profdata-14 and llvm-cov-14 for the fuzz corpora's coverage (scripts/fuzz-coverage.sh).
 build_pkgs=(gcc cmake ninja-build pkg-config libisal-dev libpcap-dev libusrsctp-dev libibverbs-dev
             librdmacm-dev pandoc)
-test_pkgs=(clang libclang-rt-14-dev clang-format-14 tshark python3 git rdmacm-utils perftest
-           ibverbs-utils libfabric-bin iproute2 nftables abi-dumper abi-compliance-checker man-db
+test_pkgs=(clang libclang-rt-14-dev llvm-14 clang-format-14 tshark python3 git rdmacm-utils
+           perftest ibverbs-utils libfabric-bin iproute2 nftables abi-dumper abi-compliance-checker man-db
            debhelper dpkg-dev fakeroot lintian)
 
 pkgs=("${build_pkgs[@]}")
