@@ -36,6 +36,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -119,6 +120,7 @@ struct sample {
     uint64_t conns, rounds, octets, errors;
     long rss_kib, hwm_kib, fds;
     long heap_kib; /* malloc's octets in use (mallinfo2: arenas + mmapped), all threads */
+    long lib_allocs, lib_kib; /* the library's live allocations (both contexts' mem hooks) */
     double load1;
     double cpu_self, cpu_other; /* since the previous sample, in CPUs (2.0: two CPUs busy) */
 };
@@ -143,7 +145,7 @@ static struct {
     double t0;
     struct sample *samples;
     uint32_t n_samples;
-    long fds_start;
+    long fds_start, fds_end;             /* fds_end: after the teardown, -1 before */
     double last_t, last_busy, last_self; /* at the previous sample */
 } g;
 
@@ -288,12 +290,61 @@ static double load1(void)
     return l;
 }
 
+/* ---- the library's allocations ------------------------------------------------------- */
+
+/* Both contexts allocate through these hooks (iwarp_ctx_attr.mem), which count what is live:
+ * a leak inside the library shows here as a count that grows between samples taken in the
+ * same state, whatever malloc does with its free memory. Each block carries its size in a
+ * 16-octet header (which keeps malloc's alignment). Called from the progress threads too. */
+static atomic_long lib_allocs, lib_bytes;
+
+enum { HOOK_HDR = 16 };
+
+static void *hook_account(uint8_t *p, size_t size)
+{
+    if (!p)
+        return NULL;
+    memcpy(p, &size, sizeof size);
+    atomic_fetch_add_explicit(&lib_allocs, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&lib_bytes, (long)size, memory_order_relaxed);
+    return p + HOOK_HDR;
+}
+
+static void *hook_malloc(size_t size, void *user)
+{
+    (void)user;
+    return size > SIZE_MAX - HOOK_HDR ? NULL : hook_account(malloc(size + HOOK_HDR), size);
+}
+
+static void *hook_calloc(size_t n, size_t size, void *user)
+{
+    (void)user;
+    if (size && n > (SIZE_MAX - HOOK_HDR) / size)
+        return NULL;
+    return hook_account(calloc(1, n * size + HOOK_HDR), n * size);
+}
+
+static void hook_free(void *ptr, void *user)
+{
+    (void)user;
+    uint8_t *p = (uint8_t *)ptr - HOOK_HDR;
+    size_t size;
+    memcpy(&size, p, sizeof size);
+    atomic_fetch_sub_explicit(&lib_allocs, 1, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&lib_bytes, (long)size, memory_order_relaxed);
+    free(p);
+}
+
+static const struct iwarp_mem_hooks counting_hooks = {
+    .malloc_fn = hook_malloc, .calloc_fn = hook_calloc, .free_fn = hook_free};
+
 /* ---- sides and pairs ------------------------------------------------------------------ */
 
 static void side_init(struct side *s)
 {
     struct iwarp_ctx_attr a;
     iwarp_ctx_attr_default(&a);
+    a.mem = &counting_hooks;
     CHECK(iwarp_ctx_create(&a, &s->ctx));
     CHECK(iwarp_cm_create_channel(s->ctx, &s->ch));
     (void)fcntl(s->ch->fd, F_SETFL, fcntl(s->ch->fd, F_GETFL) | O_NONBLOCK);
@@ -814,6 +865,8 @@ static void take_sample(void)
                        .hwm_kib = status_kib("VmHWM"),
                        .fds = count_fds(),
                        .heap_kib = heap_in_use_kib(),
+                       .lib_allocs = atomic_load(&lib_allocs),
+                       .lib_kib = atomic_load(&lib_bytes) / 1024,
                        .load1 = load1()};
     double busy, self;
     cpu_times(&busy, &self);
@@ -826,9 +879,10 @@ static void take_sample(void)
     g.last_t = s.t, g.last_busy = busy, g.last_self = self;
     if (g.n_samples < MAX_SAMPLES)
         g.samples[g.n_samples++] = s;
-    printf("%.1f,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%ld,%ld,%ld,%ld,%" PRIu64 ",%.2f,%.2f,%.2f\n",
-           s.t, s.conns, s.rounds, s.octets, s.rss_kib, s.hwm_kib, s.heap_kib, s.fds, s.errors,
-           s.load1, s.cpu_self, s.cpu_other);
+    printf("%.1f,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%ld,%ld,%ld,%ld,%ld,%ld,%" PRIu64
+           ",%.2f,%.2f,%.2f\n",
+           s.t, s.conns, s.rounds, s.octets, s.rss_kib, s.hwm_kib, s.heap_kib, s.lib_allocs,
+           s.lib_kib, s.fds, s.errors, s.load1, s.cpu_self, s.cpu_other);
     fflush(stdout);
 }
 
@@ -836,10 +890,12 @@ struct verdict {
     bool ok, rss_ok, fds_ok, enough;
     double warm, q1_end, q4_start;
     long rss_base, rss_end, rss_bound, rss_growth, fds_base, fds_min, fds_max;
+    long lib_min, lib_max, lib_kib_min, lib_kib_max, heap_first, heap_last;
+    bool lib_ok;
     uint32_t n_post;
     uint64_t conns_between;
     double slope_b_per_conn;
-    char text[1024];
+    char text[1536];
 };
 
 static struct verdict g_v;
@@ -869,6 +925,10 @@ static void judge(void)
     v->rss_end = -1;
     v->fds_base = g.samples[first].fds;
     v->fds_min = v->fds_max = v->fds_base;
+    v->lib_min = v->lib_max = g.samples[first].lib_allocs;
+    v->lib_kib_min = v->lib_kib_max = g.samples[first].lib_kib;
+    v->heap_first = g.samples[first].heap_kib;
+    v->heap_last = g.samples[g.n_samples - 1].heap_kib;
     uint64_t c1 = 0, c4 = 0;
     double sx = 0, sy = 0, sxx = 0, sxy = 0;
     for (uint32_t i = first; i < g.n_samples; i++) {
@@ -885,6 +945,10 @@ static void judge(void)
                 c4 = s->conns;
         }
         v->fds_min = s->fds < v->fds_min ? s->fds : v->fds_min;
+        v->lib_min = s->lib_allocs < v->lib_min ? s->lib_allocs : v->lib_min;
+        v->lib_max = s->lib_allocs > v->lib_max ? s->lib_allocs : v->lib_max;
+        v->lib_kib_min = s->lib_kib < v->lib_kib_min ? s->lib_kib : v->lib_kib_min;
+        v->lib_kib_max = s->lib_kib > v->lib_kib_max ? s->lib_kib : v->lib_kib_max;
         v->fds_max = s->fds > v->fds_max ? s->fds : v->fds_max;
         double x = (double)s->conns, y = (double)s->rss_kib * 1024;
         sx += x, sy += y, sxx += x * x, sxy += x * y;
@@ -896,7 +960,8 @@ static void judge(void)
     v->rss_growth = v->rss_end - v->rss_base;
     v->rss_ok = v->rss_growth <= v->rss_bound;
     v->fds_ok = v->fds_min == v->fds_max;
-    v->ok = v->fds_ok && (v->rss_ok || !g.judge_rss);
+    v->lib_ok = v->lib_min == v->lib_max && v->lib_kib_min == v->lib_kib_max;
+    v->ok = v->fds_ok && v->lib_ok && (v->rss_ok || !g.judge_rss);
     int o = snprintf(
         v->text, sizeof v->text,
         "RSS %s: after the warm-up (%.0f s) the first quarter's maximum is %ld KiB, the last "
@@ -905,9 +970,14 @@ static void judge(void)
         v->rss_ok ? "flat" : "GREW", v->warm, v->rss_base, v->rss_end, v->rss_growth, v->rss_bound,
         g.judge_rss ? "" : " (not judged: --no-judge-rss)", v->slope_b_per_conn,
         v->conns_between ? (double)v->rss_bound * 1024 / (double)v->conns_between : 0.0);
+    o += snprintf(v->text + o, sizeof v->text - (size_t)o,
+                  "fds %s: %ld..%ld over the %u samples after the warm-up (all at %u pairs up)\n",
+                  v->fds_ok ? "flat" : "CHANGED", v->fds_min, v->fds_max, v->n_post, g.qps);
     snprintf(v->text + o, sizeof v->text - (size_t)o,
-             "fds %s: %ld..%ld over the %u samples after the warm-up (all at %u pairs up)",
-             v->fds_ok ? "flat" : "CHANGED", v->fds_min, v->fds_max, v->n_post, g.qps);
+             "library allocations %s: %ld..%ld blocks, %ld..%ld KiB live; malloc's octets in use "
+             "%ld KiB after the warm-up, %ld KiB at the end",
+             v->lib_ok ? "flat" : "CHANGED", v->lib_min, v->lib_max, v->lib_kib_min, v->lib_kib_max,
+             v->heap_first, v->heap_last);
 }
 
 static void write_json(const char *verdict, const char *why)
@@ -930,27 +1000,30 @@ static void write_json(const char *verdict, const char *why)
         fprintf(f,
                 "    {\"t_s\": %.1f, \"connections\": %" PRIu64 ", \"rounds\": %" PRIu64
                 ", \"octets\": %" PRIu64 ", \"vmrss_kib\": %ld, \"vmhwm_kib\": %ld, "
-                "\"heap_kib\": %ld, \"fds\": %ld, \"errors\": %" PRIu64
-                ", \"load1\": %.2f, \"cpu_self\": %.2f, "
+                "\"heap_kib\": %ld, \"lib_allocs\": %ld, \"lib_kib\": %ld, \"fds\": %ld, "
+                "\"errors\": %" PRIu64 ", \"load1\": %.2f, \"cpu_self\": %.2f, "
                 "\"cpu_other\": %.2f}%s\n",
-                s->t, s->conns, s->rounds, s->octets, s->rss_kib, s->hwm_kib, s->heap_kib, s->fds,
-                s->errors, s->load1, s->cpu_self, s->cpu_other, i + 1 < g.n_samples ? "," : "");
+                s->t, s->conns, s->rounds, s->octets, s->rss_kib, s->hwm_kib, s->heap_kib,
+                s->lib_allocs, s->lib_kib, s->fds, s->errors, s->load1, s->cpu_self, s->cpu_other,
+                i + 1 < g.n_samples ? "," : "");
     }
     fprintf(f,
             "  ],\n  \"totals\": {\"connections\": %" PRIu64 ", \"rounds\": %" PRIu64
             ", \"octets\": %" PRIu64 ", \"wrs\": %" PRIu64 ", \"errors\": %" PRIu64
             ", \"fds_before\": %ld, \"fds_after\": %ld},\n",
-            g.conns, g.rounds, g.octets, g.wrs, g.errors, g.fds_start, count_fds());
+            g.conns, g.rounds, g.octets, g.wrs, g.errors, g.fds_start, g.fds_end);
     const struct verdict *v = &g_v;
     fprintf(
         f,
         "  \"judgement\": {\"rss_base_kib\": %ld, \"rss_end_kib\": %ld, \"rss_growth_kib\": "
         "%ld, \"rss_bound_kib\": %ld, \"rss_flat\": %s, \"rss_judged\": %s, \"slope_b_per_conn\": "
-        "%.1f, \"fds_min\": %ld, \"fds_max\": %ld, \"fds_flat\": %s, \"samples_after_warmup\": "
-        "%u},\n",
+        "%.1f, \"fds_min\": %ld, \"fds_max\": %ld, \"fds_flat\": %s, \"lib_allocs_min\": %ld, "
+        "\"lib_allocs_max\": %ld, \"lib_kib_min\": %ld, \"lib_kib_max\": %ld, \"lib_flat\": %s, "
+        "\"heap_kib_first\": %ld, \"heap_kib_last\": %ld, \"samples_after_warmup\": %u},\n",
         v->rss_base, v->rss_end, v->rss_growth, v->rss_bound, v->rss_ok ? "true" : "false",
         g.judge_rss ? "true" : "false", v->slope_b_per_conn, v->fds_min, v->fds_max,
-        v->fds_ok ? "true" : "false", v->n_post);
+        v->fds_ok ? "true" : "false", v->lib_min, v->lib_max, v->lib_kib_min, v->lib_kib_max,
+        v->lib_ok ? "true" : "false", v->heap_first, v->heap_last, v->n_post);
     fprintf(f, "  \"verdict\": \"%s\",\n  \"why\": \"", verdict);
     for (const char *c = why; *c; c++)
         if (*c == '"' || *c == '\\')
@@ -1072,6 +1145,7 @@ int main(int argc, char **argv)
             g.warmup = g.duration / 2;
     }
     g.rng = g.seed;
+    g.fds_end = -1;
     raise_fd_limit();
     g.fds_start = count_fds();
     g.samples = calloc(MAX_SAMPLES, sizeof *g.samples);
@@ -1102,7 +1176,8 @@ int main(int argc, char **argv)
     printf("# bench_soak: %u QP pairs, batches of %u, %.0f s, samples every %.0f s, warm-up "
            "%.0f s, one process, progress threads, CRC on, messages of 1..%u octets\n",
            g.qps, g.batch, g.duration, g.interval, g.warmup, g.max_len);
-    printf("t_s,connections,rounds,octets,vmrss_kib,vmhwm_kib,heap_kib,fds,errors,load1,cpu_self,"
+    printf("t_s,connections,rounds,octets,vmrss_kib,vmhwm_kib,heap_kib,lib_allocs,lib_kib,fds,"
+           "errors,load1,cpu_self,"
            "cpu_other\n");
     fflush(stdout);
 
@@ -1123,7 +1198,7 @@ int main(int argc, char **argv)
         }
     }
     teardown();
-    long fds_end = count_fds();
+    long fds_end = g.fds_end = count_fds();
     judge();
     bool ok = g_v.enough && g_v.ok && fds_end == g.fds_start;
     printf("# %" PRIu64 " connections, %" PRIu64 " rounds, %" PRIu64 " WRs, %.3f GB moved in "
@@ -1136,7 +1211,7 @@ int main(int argc, char **argv)
         printf("# %.*s\n", len, l);
         l += len + (nl != NULL);
     }
-    char why[1200];
+    char why[1700];
     snprintf(why, sizeof why, "%s%s", g_v.text,
              fds_end == g.fds_start ? "" : "; descriptors left after teardown");
     printf("# verdict: %s\n", ok ? "PASS (flat after warm-up)" : "FAIL");

@@ -13,12 +13,13 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$ROOT/build/release
 args=(--duration 3600 --qps 1000 --interval 10)
 out=""
+more=()
 while [ $# -gt 0 ]; do
     case "$1" in
     --quick) args=(--duration 120 --qps 1000 --interval 5); shift ;;
     --out) out=$2; shift 2 ;;
     -h | --help) sed -n '3,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) break ;;
+    *) more+=("$1"); shift ;;
     esac
 done
 if [ ! -f "$BUILD/CMakeCache.txt" ]; then
@@ -29,8 +30,8 @@ if [ -z "$out" ]; then
     mkdir -p "$BUILD/soak"
     out=$BUILD/soak/soak-$(date -u +%Y%m%d-%H%M%S)
 fi
-echo "soak: ${args[*]} $*; samples in $out.csv, the run in $out.json" >&2
+echo "soak: ${args[*]} ${more[*]}; samples in $out.csv, the run in $out.json" >&2
 set +e
-"$BUILD/bench/bench_soak" "${args[@]}" "$@" --json "$out.json" | tee "$out.csv"
+"$BUILD/bench/bench_soak" "${args[@]}" "${more[@]}" --json "$out.json" | tee "$out.csv"
 rc=${PIPESTATUS[0]}
 exit "$rc"
