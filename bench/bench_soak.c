@@ -147,6 +147,8 @@ static struct {
     uint32_t n_samples;
     long fds_start, fds_end;             /* fds_end: after the teardown, -1 before */
     double last_t, last_busy, last_self; /* at the previous sample */
+    uint32_t *order, order_pos;          /* the batches' order of the pairs, and where it is */
+    double t_replaced;                   /* when every pair had been replaced once (-1: not yet) */
 } g;
 
 #define NO_SLOT UINT32_MAX
@@ -837,17 +839,27 @@ static bool all_running(void)
     return g.batch_left == 0 && g.connecting == 0 && g.q_len == 0;
 }
 
-/* Pick K distinct running pairs at random; their next round is their last. */
+/* The next K pairs of a random order of all of them (a new order when it is used up, so each
+ * cycle replaces every pair once); their next round is their last. */
 static void pick_batch(void)
 {
-    uint32_t k = g.batch < g.qps ? g.batch : g.qps;
-    for (uint32_t n = 0; n < k;) {
-        struct pair *p = &g.pairs[rng_next() % g.qps];
-        if (p->in_batch)
-            continue;
+    if (g.order_pos == g.qps || g.order_pos == 0) {
+        if (g.order_pos == g.qps && g.t_replaced < 0) {
+            g.t_replaced = bench_now_s() - g.t0;
+            printf("# every pair replaced at least once at %.1f s\n", g.t_replaced);
+        }
+        for (uint32_t i = g.qps - 1; i > 0; i--) {
+            uint32_t j = (uint32_t)(rng_next() % (i + 1)), t = g.order[i];
+            g.order[i] = g.order[j];
+            g.order[j] = t;
+        }
+        g.order_pos = 0;
+    }
+    uint32_t k = g.batch < g.qps - g.order_pos ? g.batch : g.qps - g.order_pos;
+    for (uint32_t n = 0; n < k; n++) {
+        struct pair *p = &g.pairs[g.order[g.order_pos++]];
         p->in_batch = true;
         p->retire = true;
-        n++;
     }
     g.batch_left = k;
 }
@@ -900,14 +912,22 @@ struct verdict {
 
 static struct verdict g_v;
 
-/* Flat after warm-up: of the samples after the warm-up, RSS's minimum over the last quarter
- * may exceed its maximum over the first quarter by at most max(2 MiB, 2 %), and every such
- * sample shows the same count of descriptors (all are taken with all N pairs connected). */
+/* Flat after warm-up (--warmup, and every pair replaced once): of the samples after it, RSS's
+ * minimum over the last quarter may exceed its maximum over the first quarter by at most max(2 MiB,
+ * 2 %), and every such sample shows the same count of descriptors (all are taken with all N pairs
+ * connected). */
 static void judge(void)
 {
     struct verdict *v = &g_v;
     memset(v, 0, sizeof *v);
-    v->warm = g.warmup;
+    /* the warm-up ends at --warmup, and not before every pair has been replaced once: only
+     * then is each pair's memory in the state it keeps (freed and allocated again) */
+    v->warm = g.warmup > g.t_replaced ? g.warmup : g.t_replaced;
+    if (g.t_replaced < 0) {
+        snprintf(v->text, sizeof v->text,
+                 "the warm-up never ended: not every pair was replaced once: no verdict");
+        return;
+    }
     uint32_t first = 0;
     while (first < g.n_samples && g.samples[first].t < v->warm)
         first++;
@@ -1019,11 +1039,13 @@ static void write_json(const char *verdict, const char *why)
         "%ld, \"rss_bound_kib\": %ld, \"rss_flat\": %s, \"rss_judged\": %s, \"slope_b_per_conn\": "
         "%.1f, \"fds_min\": %ld, \"fds_max\": %ld, \"fds_flat\": %s, \"lib_allocs_min\": %ld, "
         "\"lib_allocs_max\": %ld, \"lib_kib_min\": %ld, \"lib_kib_max\": %ld, \"lib_flat\": %s, "
-        "\"heap_kib_first\": %ld, \"heap_kib_last\": %ld, \"samples_after_warmup\": %u},\n",
+        "\"heap_kib_first\": %ld, \"heap_kib_last\": %ld, \"all_replaced_s\": %.1f, "
+        "\"warmup_end_s\": %.1f, \"samples_after_warmup\": %u},\n",
         v->rss_base, v->rss_end, v->rss_growth, v->rss_bound, v->rss_ok ? "true" : "false",
         g.judge_rss ? "true" : "false", v->slope_b_per_conn, v->fds_min, v->fds_max,
         v->fds_ok ? "true" : "false", v->lib_min, v->lib_max, v->lib_kib_min, v->lib_kib_max,
-        v->lib_ok ? "true" : "false", v->heap_first, v->heap_last, v->n_post);
+        v->lib_ok ? "true" : "false", v->heap_first, v->heap_last, g.t_replaced, v->warm,
+        v->n_post);
     fprintf(f, "  \"verdict\": \"%s\",\n  \"why\": \"", verdict);
     for (const char *c = why; *c; c++)
         if (*c == '"' || *c == '\\')
@@ -1145,16 +1167,19 @@ int main(int argc, char **argv)
             g.warmup = g.duration / 2;
     }
     g.rng = g.seed;
+    g.t_replaced = -1;
     g.fds_end = -1;
     raise_fd_limit();
     g.fds_start = count_fds();
     g.samples = calloc(MAX_SAMPLES, sizeof *g.samples);
     g.pairs = calloc(g.qps, sizeof *g.pairs);
-    if (!g.samples || !g.pairs)
+    g.order = calloc(g.qps, sizeof *g.order);
+    if (!g.samples || !g.pairs || !g.order)
         bench_die(PROG, "calloc", 0);
     for (uint32_t i = 0; i < g.qps; i++) {
         struct pair *p = &g.pairs[i];
         p->slot = i;
+        g.order[i] = i;
         p->cli.buf = aligned_alloc(64, (end_len() + 63) / 64 * 64);
         p->srv.buf = aligned_alloc(64, (end_len() + 63) / 64 * 64);
         if (!p->cli.buf || !p->srv.buf)
@@ -1174,7 +1199,8 @@ int main(int argc, char **argv)
     memcpy(&g.dst, &g.listen->local_addr, sizeof g.dst);
 
     printf("# bench_soak: %u QP pairs, batches of %u, %.0f s, samples every %.0f s, warm-up "
-           "%.0f s, one process, progress threads, CRC on, messages of 1..%u octets\n",
+           "%.0f s and every pair replaced once, one process, progress threads, CRC on, messages "
+           "of 1..%u octets\n",
            g.qps, g.batch, g.duration, g.interval, g.warmup, g.max_len);
     printf("t_s,connections,rounds,octets,vmrss_kib,vmhwm_kib,heap_kib,lib_allocs,lib_kib,fds,"
            "errors,load1,cpu_self,"
