@@ -1223,20 +1223,23 @@ int main(int argc, char **argv)
                 next_sample += g.interval;
         }
     }
-    teardown();
-    long fds_end = g.fds_end = count_fds();
+    /* judged before the teardown, so that a teardown that fails (an MR or QP left over) still
+     * shows how the samples went */
     judge();
-    bool ok = g_v.enough && g_v.ok && fds_end == g.fds_start;
-    printf("# %" PRIu64 " connections, %" PRIu64 " rounds, %" PRIu64 " WRs, %.3f GB moved in "
-           "%.0f s, %" PRIu64 " errors; descriptors before %ld, after teardown %ld\n",
-           g.conns, g.rounds, g.wrs, (double)g.octets / 1e9, bench_now_s() - g.t0, g.errors,
-           g.fds_start, fds_end);
     for (const char *l = g_v.text; *l;) {
         const char *nl = strchr(l, '\n');
         int len = nl ? (int)(nl - l) : (int)strlen(l);
         printf("# %.*s\n", len, l);
         l += len + (nl != NULL);
     }
+    fflush(stdout);
+    teardown();
+    long fds_end = g.fds_end = count_fds();
+    bool ok = g_v.enough && g_v.ok && fds_end == g.fds_start;
+    printf("# %" PRIu64 " connections, %" PRIu64 " rounds, %" PRIu64 " WRs, %.3f GB moved in "
+           "%.0f s, %" PRIu64 " errors; descriptors before %ld, after teardown %ld\n",
+           g.conns, g.rounds, g.wrs, (double)g.octets / 1e9, bench_now_s() - g.t0, g.errors,
+           g.fds_start, fds_end);
     char why[1700];
     snprintf(why, sizeof why, "%s%s", g_v.text,
              fds_end == g.fds_start ? "" : "; descriptors left after teardown");
