@@ -139,13 +139,20 @@ static bool in_mr(const struct iovec *v)
     return b >= lo && v->iov_len <= MRLEN && b - lo <= MRLEN - v->iov_len;
 }
 
+/* Two octets of the input, big-endian (the first taken first: one order for every compiler). */
+static uint16_t take16(const uint8_t **p, size_t *n)
+{
+    uint16_t hi = fuzz_take(p, n);
+    return (uint16_t)(hi << 8 | fuzz_take(p, n));
+}
+
 /* Post a send (ops 0xF0, 0xF1). */
 static int post_send(bool tagged, const uint8_t **p, size_t *n)
 {
-    uint8_t qn = tagged ? 0 : fuzz_take(p, n) % 66, fl = fuzz_take(p, n);
-    uint16_t off = (uint16_t)(fuzz_take(p, n) << 8 | fuzz_take(p, n));
+    uint8_t qn = tagged ? 0 : (uint8_t)(fuzz_take(p, n) % 66), fl = fuzz_take(p, n);
+    uint16_t off = take16(p, n);
     uint32_t len = fuzz_take(p, n) * 8u;
-    uint16_t to = tagged ? (uint16_t)(fuzz_take(p, n) << 8 | fuzz_take(p, n)) : 0;
+    uint16_t to = tagged ? take16(p, n) : 0;
     uint32_t key = (fl & 4) ? mr ^ 0x100u : mr;
     struct iwarp_sge sg[2] = {
         {IOVA + off % MRLEN, len, key},
