@@ -8,6 +8,7 @@
 #   IWARP_LOG=info:FILE writes the connection lines of both contexts to FILE, nothing to stderr.
 set -uo pipefail
 IWARP=${1:?usage: perf_stats.sh IWARP}
+. "$(dirname "$0")/../support/optional.sh"
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 fails=0
@@ -44,7 +45,8 @@ else
 fi
 
 # 2. --json --stats: the document alone on stdout, the counters on stderr
-if "$IWARP" perf --op write -s 4096 -n 20 --json --stats >"$TMP/json" 2>"$TMP/err" &&
+if ! have "--json --stats (python3 reads the JSON)" python3; then :
+elif "$IWARP" perf --op write -s 4096 -n 20 --json --stats >"$TMP/json" 2>"$TMP/err" &&
    python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$TMP/json" &&
    [[ $(grep -c 'stats: qps 1;' "$TMP/err") == 2 ]]; then
   ok "--json --stats: JSON on stdout, both endpoints' counters on stderr"
@@ -71,6 +73,7 @@ fi
 
 if ((fails)); then
   echo "$fails failure(s)"
-  exit 1
+else
+  echo "all ok"
 fi
-echo "all ok"
+optional_exit "$fails"
