@@ -156,6 +156,7 @@ static struct {
 static void write_json(const char *verdict, const char *why);
 
 /* End the run: print why, keep the samples taken so far in the JSON file. */
+static void fail(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 static void fail(const char *fmt, ...)
 {
     char why[512];
@@ -787,7 +788,9 @@ static void step(void)
         return;
     CHECK(iwarp_req_notify_cq(g.srv.cq, 0));
     CHECK(iwarp_req_notify_cq(g.cli.cq, 0));
-    if (poll_side(&g.srv, true) | poll_side(&g.cli, false))
+    bool srv_any = poll_side(&g.srv, true); /* both sides polled, whatever the first found */
+    bool cli_any = poll_side(&g.cli, false);
+    if (srv_any || cli_any)
         return;
     struct pollfd pf[4] = {{.fd = g.srv.ch->fd, .events = POLLIN},
                            {.fd = g.cli.ch->fd, .events = POLLIN},
