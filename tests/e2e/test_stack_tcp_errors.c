@@ -328,14 +328,10 @@ TEST(an_accept_after_the_initiator_died_flushes_the_qp)
     sp_side_init(&srv, IWARP_PROGRESS_CALLER, 16);
     uint8_t *buf = calloc(1, 4096);
     struct iwarp_mr *mr = sp_reg(&srv, buf, 4096, 0);
-    struct sockaddr_in a;
-    sp_loopback4(&a, sp_listen(&srv));
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    ASSERT_TRUE(fd >= 0);
-    ASSERT_EQ(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
-    /* wire-reference §1.8: key "MPA ID Req Frame", flags C (0x40), Rev 1, PD_Length 0 */
-    uint8_t req[20];
-    harness_hex("4D 50 41 20 49 44 20 52 65 71 20 46 72 61 6D 65 | 40 01 00 00", req, sizeof req);
+    uint16_t port = sp_listen(&srv);
+    int fd = raw_connect(port);
+    uint8_t req[RAW_MPA_REQUEST_LEN];
+    harness_hex(RAW_MPA_REQUEST, req, sizeof req);
     ASSERT_EQ(send(fd, req, sizeof req, 0), (ssize_t)sizeof req);
     struct iwarp_cm_event *ev = sp_expect_event(&srv, NULL, IWARP_CM_EVENT_CONNECT_REQUEST);
     struct sp_end e = {.id = ev->id};
@@ -389,13 +385,7 @@ static void duo_down(struct duo *d)
     struct iwarp_async_event ae;
     ASSERT_EQ(iwarp_get_async_event(d->cli.ctx, &ae), IWARP_ERR_BUSY);
     ASSERT_EQ(iwarp_get_async_event(d->srv.ctx, &ae), IWARP_ERR_BUSY);
-    sp_destroy_pairs(&d->p, 1);
-    ASSERT_EQ(iwarp_dereg_mr(d->smr), 0);
-    ASSERT_EQ(iwarp_dereg_mr(d->cmr), 0);
-    sp_side_fini(&d->cli);
-    sp_side_fini(&d->srv);
-    free(d->sbuf);
-    free(d->cbuf);
+    duo_free(d);
 }
 
 /* Both sides' async events for one Terminate: sent by the server, received by the client. */
