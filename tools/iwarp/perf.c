@@ -71,13 +71,14 @@ static void *loop_server_main(void *arg)
 
 static int run_server(const struct perf_opts *o)
 {
-    struct perf_server s = {.busy = o->busy_poll,
-                            .crc = o->crc,
-                            .crc_given = o->crc_given,
-                            .sctp = o->sctp,
-                            .sctp_mtu = o->sctp_mtu,
-                            .tx_batch = o->tx_batch,
-                            .trace = o->trace};
+    const struct perf_server fresh = {.busy = o->busy_poll,
+                                      .crc = o->crc,
+                                      .crc_given = o->crc_given,
+                                      .sctp = o->sctp,
+                                      .sctp_mtu = o->sctp_mtu,
+                                      .tx_batch = o->tx_batch,
+                                      .trace = o->trace};
+    struct perf_server s = fresh;
     /* ::, which takes IPv4 clients too (the CM listens dual-stack there); 0.0.0.0 where the
      * system has no IPv6 */
     struct sockaddr_storage ss;
@@ -86,13 +87,7 @@ static int run_server(const struct perf_opts *o)
     int rc = perf_server_listen(&s, (const struct sockaddr *)&ss);
     if (rc < 0 && !o->ipv6) {
         perf_server_close(&s);
-        s = (struct perf_server){.busy = o->busy_poll,
-                                 .crc = o->crc,
-                                 .crc_given = o->crc_given,
-                                 .sctp = o->sctp,
-                                 .sctp_mtu = o->sctp_mtu,
-                                 .tx_batch = o->tx_batch,
-                                 .trace = o->trace};
+        s = fresh;
         any_addr(&ss, false, false, port);
         rc = perf_server_listen(&s, (const struct sockaddr *)&ss);
     }
