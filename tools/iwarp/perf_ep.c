@@ -5,6 +5,8 @@
  * channel while the context's progress thread moves data.
  */
 #define _POSIX_C_SOURCE 200809L
+#include <netdb.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -273,6 +275,23 @@ int perf_ep_cm_event(struct perf_ep *e, enum iwarp_cm_event_type want, struct iw
     rc = (*ev)->status < 0 ? (*ev)->status : IWARP_ERR_STATE;
     iwarp_cm_ack_event(*ev);
     return rc;
+}
+
+/*
+ * Resolve host (an address or a host name; v6: IPv6 only, else either family) and port into
+ * out, the first address getaddrinfo gives. Returns 0, or -1 when it gives none (no message).
+ */
+int perf_resolve(const char *host, uint16_t port, bool v6, struct sockaddr_storage *out)
+{
+    struct addrinfo hints = {.ai_family = v6 ? AF_INET6 : AF_UNSPEC, .ai_socktype = SOCK_STREAM},
+                    *res;
+    char ps[8];
+    snprintf(ps, sizeof ps, "%u", port);
+    if (getaddrinfo(host, ps, &hints, &res) != 0 || !res)
+        return -1;
+    memcpy(out, res->ai_addr, res->ai_addrlen);
+    freeaddrinfo(res);
+    return 0;
 }
 
 /* Record "what: error" in e->err unless an earlier failure is there already; returns rc. */

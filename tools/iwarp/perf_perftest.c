@@ -69,7 +69,6 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <inttypes.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
@@ -718,18 +717,6 @@ static void teardown(struct pt *t)
     free(t->samples);
 }
 
-static int resolve(const char *host, uint16_t port, struct sockaddr_storage *out)
-{
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res;
-    char ps[8];
-    snprintf(ps, sizeof ps, "%u", port);
-    if (getaddrinfo(host, ps, &hints, &res) != 0 || !res)
-        return -1;
-    memcpy(out, res->ai_addr, res->ai_addrlen);
-    freeaddrinfo(res);
-    return 0;
-}
-
 static int run(struct pt *t, const struct perf_opts *o)
 {
     struct perf_ep *e = &t->e;
@@ -752,7 +739,7 @@ static int run(struct pt *t, const struct perf_opts *o)
         if ((rc = accept_id(t, PT_COMM, PT_MSG_SLOTS, -1)) < 0)
             return rc;
     } else {
-        if (resolve(o->host, port, &peer) < 0)
+        if (perf_resolve(o->host, port, false, &peer) < 0)
             return perf_ep_fail(e, IWARP_ERR_INVAL, "cannot resolve the host");
         if ((rc = connect_id(t, PT_COMM, (const struct sockaddr *)&peer)) < 0)
             return rc;
