@@ -305,19 +305,7 @@ static int connect_id(struct pt *t, uint32_t q, const struct sockaddr *peer)
             sleep_ns(100000000);
         struct iwarp_cm_event *ev;
         e->err[0] = 0;
-        if ((rc = iwarp_cm_create_id(e->cmch, &e->ids[q], NULL, IWARP_PS_TCP)) < 0)
-            return perf_ep_fail(e, rc, "iwarp_cm_create_id");
-        if ((rc = iwarp_cm_resolve_addr(e->ids[q], NULL, peer, 2000)) < 0)
-            return perf_ep_fail(e, rc, "iwarp_cm_resolve_addr");
-        if ((rc = perf_ep_cm_event(e, IWARP_CM_EVENT_ADDR_RESOLVED, &ev, PERF_TIMEOUT_MS)) < 0)
-            return rc;
-        iwarp_cm_ack_event(ev);
-        if ((rc = iwarp_cm_resolve_route(e->ids[q], 2000)) < 0)
-            return perf_ep_fail(e, rc, "iwarp_cm_resolve_route");
-        if ((rc = perf_ep_cm_event(e, IWARP_CM_EVENT_ROUTE_RESOLVED, &ev, PERF_TIMEOUT_MS)) < 0)
-            return rc;
-        iwarp_cm_ack_event(ev);
-        if ((rc = perf_ep_create_qp(e, e->ids[q])) < 0)
+        if ((rc = perf_ep_resolve_qp(e, q, peer, IWARP_PS_TCP)) < 0)
             return rc;
         uint8_t depth = (uint8_t)(q == PT_DATA ? data_depth(t) : 0);
         struct iwarp_conn_param p = {.responder_resources = depth,
