@@ -55,4 +55,38 @@ int iwarp_api_ext_in(const struct iwarp_ctx_attr *log, const char *fn, const cha
 /* Whether an output struct of type `type` whose caller has size octets has room for its base. */
 #define IWARP_API_EXT_ROOM(type, size) ((size) >= IWARP_API_EXT_BASE(type))
 
+/* One comp_mask bit's appended field(s) of an extensible struct: the octets [off, end) they
+ * take. A struct's are listed in the order they were appended (rising offsets). */
+struct iwarp_api_ext_field {
+    size_t off;
+    size_t end;
+    uint32_t bit;
+};
+
+/* The iwarp_api_ext_field of bit for the fields first .. last of struct type `type`, and for
+ * its one field `field`. */
+#define IWARP_API_EXT_FIELDS(type, first, last, bit)                                   \
+    {                                                                                  \
+        offsetof(type, first), offsetof(type, last) + sizeof(((type *)0)->last), (bit) \
+    }
+#define IWARP_API_EXT_FIELD(type, field, bit) IWARP_API_EXT_FIELDS(type, field, field, bit)
+
+/*
+ * Input side: copies into dst, from the caller's struct src (both of the type fields[0..n)
+ * describe), the appended fields whose bit comp_mask (src's, already checked by
+ * iwarp_api_ext_in) has; dst keeps what it holds in the others (their defaults).
+ * Ownership: nothing is kept. Any thread.
+ */
+void iwarp_api_ext_read(void *dst, const void *src, uint32_t comp_mask,
+                        const struct iwarp_api_ext_field *fields, size_t n);
+
+/*
+ * Output side: how many octets of a struct to write to a caller's struct of size octets (at
+ * least its base, base octets): the base and, in order, each of fields[0..n) that fits whole.
+ * Sets *comp_mask to the bits of those fields.
+ * Ownership: nothing is kept. Any thread.
+ */
+size_t iwarp_api_ext_fit(size_t base, size_t size, const struct iwarp_api_ext_field *fields,
+                         size_t n, uint32_t *comp_mask);
+
 #endif

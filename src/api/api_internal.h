@@ -31,8 +31,9 @@
 /* Random words drawn from the rng hook at once. */
 #define IWARP_API_RNG_POOL 256u
 
-/* The transmit batching window without IWARP_CTX_ATTR_TX_BATCH (iwarp_ctx_attr.tx_batch_us). */
-#define IWARP_API_TX_BATCH_NS 50000u
+/* The transmit batching window, in microseconds, without IWARP_CTX_ATTR_TX_BATCH
+ * (iwarp_ctx_attr.tx_batch_us). */
+#define IWARP_API_TX_BATCH_US 50u
 
 /* How long a TCP peer may leave our octets unacknowledged or unread before its connection is
  * dropped, without IWARP_CTX_ATTR_LLP_TIMEOUT (iwarp_ctx_attr.llp_timeout_ms). */

@@ -109,6 +109,15 @@ void iwarp_ctx_attr_default(struct iwarp_ctx_attr *attr)
     attr->log_level = IWARP_LOG_WARN;
 }
 
+/* iwarp_ctx_attr's appended fields, in order (api_ext.h). */
+static const struct iwarp_api_ext_field ctx_attr_appended[] = {
+    IWARP_API_EXT_FIELD(struct iwarp_ctx_attr, tx_batch_us, IWARP_CTX_ATTR_TX_BATCH),
+    IWARP_API_EXT_FIELD(struct iwarp_ctx_attr, llp_timeout_ms, IWARP_CTX_ATTR_LLP_TIMEOUT),
+    IWARP_API_EXT_FIELD(struct iwarp_ctx_attr, mpa_pending_max, IWARP_CTX_ATTR_MPA_PENDING_MAX),
+    IWARP_API_EXT_FIELD(struct iwarp_ctx_attr, mpa_startup_timeout_ms,
+                        IWARP_CTX_ATTR_MPA_STARTUP_TIMEOUT),
+};
+
 int iwarp_ctx_create(const struct iwarp_ctx_attr *attr, struct iwarp_ctx **out)
 {
     if (!out)
@@ -121,19 +130,14 @@ int iwarp_ctx_create(const struct iwarp_ctx_attr *attr, struct iwarp_ctx **out)
     else
         iwarp_ctx_attr_default(&a);
     int rc = IWARP_API_EXT_IN(&a, iwarp_ctx_attr, &a);
-    /* appended fields: read only when their bit says the caller's struct has them */
-    uint64_t tx_batch_ns = IWARP_API_TX_BATCH_NS;
-    if (rc == 0 && (a.comp_mask & IWARP_CTX_ATTR_TX_BATCH))
-        tx_batch_ns = (uint64_t)attr->tx_batch_us * 1000u;
-    uint32_t llp_timeout_ms = IWARP_API_LLP_TIMEOUT_MS;
-    if (rc == 0 && (a.comp_mask & IWARP_CTX_ATTR_LLP_TIMEOUT))
-        llp_timeout_ms = attr->llp_timeout_ms;
-    uint32_t mpa_pending_max = IWARP_API_MPA_PENDING_MAX;
-    if (rc == 0 && (a.comp_mask & IWARP_CTX_ATTR_MPA_PENDING_MAX))
-        mpa_pending_max = attr->mpa_pending_max;
-    uint32_t startup_ms = IWARP_API_MPA_STARTUP_TIMEOUT_MS;
-    if (rc == 0 && (a.comp_mask & IWARP_CTX_ATTR_MPA_STARTUP_TIMEOUT))
-        startup_ms = attr->mpa_startup_timeout_ms;
+    /* appended fields: their defaults, then the caller's where its bit says its struct has it */
+    a.tx_batch_us = IWARP_API_TX_BATCH_US;
+    a.llp_timeout_ms = IWARP_API_LLP_TIMEOUT_MS;
+    a.mpa_pending_max = IWARP_API_MPA_PENDING_MAX;
+    a.mpa_startup_timeout_ms = IWARP_API_MPA_STARTUP_TIMEOUT_MS;
+    if (rc == 0 && attr)
+        iwarp_api_ext_read(&a, attr, a.comp_mask, ctx_attr_appended,
+                           sizeof ctx_attr_appended / sizeof ctx_attr_appended[0]);
     if (rc == 0 && a.mem)
         rc = IWARP_API_EXT_IN(&a, iwarp_mem_hooks, a.mem);
     if (rc != 0)
@@ -154,10 +158,10 @@ int iwarp_ctx_create(const struct iwarp_ctx_attr *attr, struct iwarp_ctx **out)
         return IWARP_ERR_NOMEM;
     ctx->attr = a;
     iwarp_api_diag_init(ctx); /* IWARP_LOG may install the context's own log writer */
-    ctx->tx_batch_ns = tx_batch_ns;
-    ctx->llp_timeout_ms = llp_timeout_ms;
-    ctx->mpa_pending_max = mpa_pending_max;
-    ctx->mpa_startup_timeout_ns = (uint64_t)startup_ms * 1000000u;
+    ctx->tx_batch_ns = (uint64_t)a.tx_batch_us * 1000u;
+    ctx->llp_timeout_ms = a.llp_timeout_ms;
+    ctx->mpa_pending_max = a.mpa_pending_max;
+    ctx->mpa_startup_timeout_ns = (uint64_t)a.mpa_startup_timeout_ms * 1000000u;
     memcpy(&ctx->mem_hooks, h, IWARP_API_EXT_BASE(struct iwarp_mem_hooks));
     ctx->attr.mem = &ctx->mem_hooks;
     ctx->async_fd = -1;
@@ -276,23 +280,14 @@ int iwarp_query_device_sized(struct iwarp_ctx *ctx, struct iwarp_device_attr *at
         .max_qp_atomic_out = IWARP_CORE_MAX_ORD,
     };
     /* Each appended field that fits whole in the caller's struct, with its bit (api_ext.h). */
-    const struct {
-        size_t end;
-        uint32_t bit;
-    } appended[] = {
-        {offsetof(struct iwarp_device_attr, rdmap_ext_cap) + sizeof a.rdmap_ext_cap,
-         IWARP_DEVICE_ATTR_RDMAP_EXT},
-        {offsetof(struct iwarp_device_attr, atomic_cap) + sizeof a.atomic_cap,
-         IWARP_DEVICE_ATTR_ATOMIC_CAP},
-        {offsetof(struct iwarp_device_attr, max_qp_atomic_out) + sizeof a.max_qp_atomic_out,
-         IWARP_DEVICE_ATTR_MAX_ATOMIC},
+    static const struct iwarp_api_ext_field appended[] = {
+        IWARP_API_EXT_FIELD(struct iwarp_device_attr, rdmap_ext_cap, IWARP_DEVICE_ATTR_RDMAP_EXT),
+        IWARP_API_EXT_FIELD(struct iwarp_device_attr, atomic_cap, IWARP_DEVICE_ATTR_ATOMIC_CAP),
+        IWARP_API_EXT_FIELDS(struct iwarp_device_attr, max_qp_atomic_in, max_qp_atomic_out,
+                             IWARP_DEVICE_ATTR_MAX_ATOMIC),
     };
-    size_t n = IWARP_API_EXT_BASE(struct iwarp_device_attr);
-    for (size_t i = 0; i < sizeof appended / sizeof appended[0] && appended[i].end <= attr_size;
-         i++) {
-        a.comp_mask |= appended[i].bit;
-        n = appended[i].end;
-    }
+    size_t n = iwarp_api_ext_fit(IWARP_API_EXT_BASE(struct iwarp_device_attr), attr_size, appended,
+                                 sizeof appended / sizeof appended[0], &a.comp_mask);
     memcpy(attr, &a, n);
     return 0;
 }

@@ -24,20 +24,15 @@ TEST(a_request_tcp_delivers_6_s_late_is_still_answered)
     sp_side_init(&srv, IWARP_PROGRESS_THREAD, 16);
     uint8_t *buf = calloc(1, 4096);
     struct iwarp_mr *mr = sp_reg(&srv, buf, 4096, 0);
-    struct sockaddr_in a;
-    sp_loopback4(&a, sp_listen(&srv));
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    ASSERT_TRUE(fd >= 0);
-    ASSERT_EQ(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    int fd = raw_connect(sp_listen(&srv));
 
     /* A fixed wait is the point here: the Request is late by this much (the progress thread
      * runs the responder's timer meanwhile). */
     struct timespec late = {.tv_sec = 6};
     while (nanosleep(&late, &late) != 0 && errno == EINTR)
         ;
-    /* wire-reference §1.8: key "MPA ID Req Frame", flags C (0x40), Rev 1, PD_Length 0 */
-    uint8_t req[20];
-    harness_hex("4D 50 41 20 49 44 20 52 65 71 20 46 72 61 6D 65 | 40 01 00 00", req, sizeof req);
+    uint8_t req[RAW_MPA_REQUEST_LEN];
+    harness_hex(RAW_MPA_REQUEST, req, sizeof req);
     ASSERT_EQ(send(fd, req, sizeof req, MSG_NOSIGNAL), (ssize_t)sizeof req);
 
     struct iwarp_cm_event *ev = sp_expect_event(&srv, NULL, IWARP_CM_EVENT_CONNECT_REQUEST);

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "duo.h"
 #include "raw_peer.h"
 #include "stack_pair.h"
 #include "llp/llp_tcp_info.h"
@@ -242,30 +243,11 @@ TEST(tcp_info_retransmissions_read_from_a_tcp_socket)
     close(l);
 }
 
-/* Two libiwarp peers; the client Writes to a bad rkey: the server sends a Terminate, DDP
+/* Two libiwarp peers (duo_up); the client Writes to a bad rkey: the server sends a Terminate, DDP
  * Tagged Buffer / Invalid STag (RFC 5041 §7.2, 1/1/0x00), the client receives it. */
-struct duo {
-    struct sp_side srv, cli;
-    struct sp_pair p;
-    uint8_t *sbuf, *cbuf;
-    struct iwarp_mr *smr, *cmr;
-};
-
 static void bad_rkey_write(struct duo *d)
 {
-    memset(d, 0, sizeof *d);
-    sp_side_init(&d->srv, IWARP_PROGRESS_THREAD, 64);
-    sp_side_init(&d->cli, IWARP_PROGRESS_THREAD, 64);
-    d->sbuf = calloc(1, 65536);
-    d->cbuf = calloc(1, 65536);
-    d->smr = sp_reg(&d->srv, d->sbuf, 65536, 0);
-    d->cmr = sp_reg(&d->cli, d->cbuf, 65536, 0);
-    d->p.srv.mine = (struct sp_advert){.rkey = d->smr->rkey, .addr = (uintptr_t)d->sbuf};
-    struct sp_cfg cfg = {.cap = {.max_send_wr = 16, .max_recv_wr = 16},
-                         .sq_sig_all = 1,
-                         .param = {.responder_resources = 8, .initiator_depth = 8}};
-    sp_connect_pairs(&d->srv, &d->cli, &d->p, 1, &cfg);
-    sp_first_send(&d->srv, &d->cli, &d->p, 1);
+    duo_up(d);
     ASSERT_EQ(sp_post_recv(d->p.srv.qp, 5, d->sbuf, 4096, d->smr->lkey), 0);
     ASSERT_EQ(sp_post(d->p.cli.qp, 1, IWARP_WR_RDMA_WRITE, 0, d->cbuf, 3000, d->cmr->lkey,
                       d->p.cli.peer.addr, d->p.cli.peer.rkey ^ 0x80u),
@@ -280,17 +262,6 @@ static void bad_rkey_write(struct duo *d)
     sp_poll_n(&d->cli, &d->srv, &wc, 1);
     sp_expect_ack(&d->srv, &d->cli, IWARP_CM_EVENT_DISCONNECTED);
     sp_expect_ack(&d->cli, &d->srv, IWARP_CM_EVENT_DISCONNECTED);
-}
-
-static void duo_down(struct duo *d)
-{
-    sp_destroy_pairs(&d->p, 1);
-    ASSERT_EQ(iwarp_dereg_mr(d->smr), 0);
-    ASSERT_EQ(iwarp_dereg_mr(d->cmr), 0);
-    sp_side_fini(&d->cli);
-    sp_side_fini(&d->srv);
-    free(d->sbuf);
-    free(d->cbuf);
 }
 
 TEST(a_terminate_is_counted_by_cause_on_both_sides)
@@ -309,7 +280,7 @@ TEST(a_terminate_is_counted_by_cause_on_both_sides)
     /* the Terminate is a DDP segment too: the server sent it, the client received it */
     ASSERT_EQ_U(s.tx_segments, 1);
     ASSERT_EQ_U(c.rx_segments, 1);
-    duo_down(&d);
+    duo_free(&d);
 }
 
 /* A raw peer's FPDU with a wrong CRC: counted, and answered with an LLP Terminate. */
@@ -357,10 +328,10 @@ TEST(without_iwarp_log_the_library_writes_nothing)
     int saved = stderr_begin();
     struct duo d;
     bad_rkey_write(&d);
-    duo_down(&d);
+    duo_free(&d);
     setenv("IWARP_LOG", "off", 1);
     bad_rkey_write(&d);
-    duo_down(&d);
+    duo_free(&d);
     unsetenv("IWARP_LOG");
     size_t n = stderr_end(saved, out, sizeof out);
     if (n)
@@ -378,7 +349,7 @@ TEST(iwarp_log_to_a_file_has_the_connection_and_the_terminate_with_its_cause)
     int saved = stderr_begin();
     struct duo d;
     bad_rkey_write(&d);
-    duo_down(&d);
+    duo_free(&d);
     unsetenv("IWARP_LOG");
     char err[4096], out[16384];
     ASSERT_EQ(stderr_end(saved, err, sizeof err), 0); /* everything went to the file */
@@ -408,7 +379,7 @@ TEST(iwarp_log_without_a_file_writes_to_stderr_and_takes_a_number)
     int saved = stderr_begin();
     struct duo d;
     bad_rkey_write(&d);
-    duo_down(&d);
+    duo_free(&d);
     unsetenv("IWARP_LOG");
     stderr_end(saved, out, sizeof out);
     ASSERT_EQ(count_lines(out, "info: cm: connection established QP"), 2);
@@ -423,10 +394,10 @@ TEST(a_bad_iwarp_log_is_reported_once_and_ignored)
     setenv("IWARP_LOG", "loud", 1);
     struct duo d;
     bad_rkey_write(&d); /* two contexts: one report */
-    duo_down(&d);
+    duo_free(&d);
     setenv("IWARP_LOG", "info:/nonexistent-dir/iwarp.log", 1);
     bad_rkey_write(&d);
-    duo_down(&d);
+    duo_free(&d);
     unsetenv("IWARP_LOG");
     stderr_end(saved, out, sizeof out);
     ASSERT_EQ(count_lines(out, "\n"), 2);
@@ -482,7 +453,7 @@ TEST(iwarp_stats_prints_the_counters_when_the_context_is_destroyed)
     int saved = stderr_begin();
     struct duo d;
     bad_rkey_write(&d);
-    duo_down(&d);
+    duo_free(&d);
     unsetenv("IWARP_STATS");
     stderr_end(saved, out, sizeof out);
     /* one block per context: the server sent the Terminate, the client received it */

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "duo.h"
 #include "proc_probe.h"
 #include "raw_peer.h"
 #include "stack_pair.h"
@@ -327,14 +328,10 @@ TEST(an_accept_after_the_initiator_died_flushes_the_qp)
     sp_side_init(&srv, IWARP_PROGRESS_CALLER, 16);
     uint8_t *buf = calloc(1, 4096);
     struct iwarp_mr *mr = sp_reg(&srv, buf, 4096, 0);
-    struct sockaddr_in a;
-    sp_loopback4(&a, sp_listen(&srv));
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    ASSERT_TRUE(fd >= 0);
-    ASSERT_EQ(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
-    /* wire-reference §1.8: key "MPA ID Req Frame", flags C (0x40), Rev 1, PD_Length 0 */
-    uint8_t req[20];
-    harness_hex("4D 50 41 20 49 44 20 52 65 71 20 46 72 61 6D 65 | 40 01 00 00", req, sizeof req);
+    uint16_t port = sp_listen(&srv);
+    int fd = raw_connect(port);
+    uint8_t req[RAW_MPA_REQUEST_LEN];
+    harness_hex(RAW_MPA_REQUEST, req, sizeof req);
     ASSERT_EQ(send(fd, req, sizeof req, 0), (ssize_t)sizeof req);
     struct iwarp_cm_event *ev = sp_expect_event(&srv, NULL, IWARP_CM_EVENT_CONNECT_REQUEST);
     struct sp_end e = {.id = ev->id};
@@ -343,18 +340,15 @@ TEST(an_accept_after_the_initiator_died_flushes_the_qp)
     sp_create_qp(&srv, &e, &cfg, NULL);
     ASSERT_EQ(sp_post_recv(e.qp, 1, buf, 4096, mr->lkey), 0);
     /* the initiator vanishes: its kernel resets the connection */
-    struct sockaddr_in ca;
-    socklen_t cl = sizeof ca;
-    ASSERT_EQ(getsockname(fd, (struct sockaddr *)&ca, &cl), 0);
-    uint16_t cport = ntohs(ca.sin_port);
+    uint16_t cport = raw_local_port(fd);
     struct linger lg = {.l_onoff = 1, .l_linger = 0};
     ASSERT_EQ(setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg), 0);
     close(fd);
     /* the reset has reached the server's socket (it leaves ESTABLISHED), and the library
      * (caller progress) has had its chance to see it */
     struct probe_tcp t;
-    WAIT_UNTIL(!probe_tcp_find(ntohs(a.sin_port), cport, &t) || t.state != PROBE_TCP_ESTABLISHED,
-               SP_WAIT_MS, "the reset at the server's socket");
+    WAIT_UNTIL(!probe_tcp_find(port, cport, &t) || t.state != PROBE_TCP_ESTABLISHED, SP_WAIT_MS,
+               "the reset at the server's socket");
     for (int i = 0; i < 5; i++)
         iwarp_ctx_progress(srv.ctx, 10);
     struct iwarp_conn_param ap = {.responder_resources = 4, .initiator_depth = 4};
@@ -376,30 +370,6 @@ TEST(an_accept_after_the_initiator_died_flushes_the_qp)
 
 /* ---- remote access errors between two libiwarp peers -------------------------------------- */
 
-struct duo {
-    struct sp_side srv, cli;
-    struct sp_pair p;
-    uint8_t *sbuf, *cbuf;
-    struct iwarp_mr *smr, *cmr;
-};
-
-static void duo_up(struct duo *d)
-{
-    memset(d, 0, sizeof *d);
-    sp_side_init(&d->srv, IWARP_PROGRESS_THREAD, 64);
-    sp_side_init(&d->cli, IWARP_PROGRESS_THREAD, 64);
-    d->sbuf = calloc(1, 65536);
-    d->cbuf = calloc(1, 65536);
-    d->smr = sp_reg(&d->srv, d->sbuf, 65536, 0);
-    d->cmr = sp_reg(&d->cli, d->cbuf, 65536, 0);
-    d->p.srv.mine = (struct sp_advert){.rkey = d->smr->rkey, .addr = (uintptr_t)d->sbuf};
-    struct sp_cfg cfg = {.cap = {.max_send_wr = 16, .max_recv_wr = 16},
-                         .sq_sig_all = 1,
-                         .param = {.responder_resources = 8, .initiator_depth = 8}};
-    sp_connect_pairs(&d->srv, &d->cli, &d->p, 1, &cfg);
-    sp_first_send(&d->srv, &d->cli, &d->p, 1);
-}
-
 /* After a Terminate both sides close the stream: DISCONNECTED on both, QPs in error. */
 static void duo_down(struct duo *d)
 {
@@ -415,13 +385,7 @@ static void duo_down(struct duo *d)
     struct iwarp_async_event ae;
     ASSERT_EQ(iwarp_get_async_event(d->cli.ctx, &ae), IWARP_ERR_BUSY);
     ASSERT_EQ(iwarp_get_async_event(d->srv.ctx, &ae), IWARP_ERR_BUSY);
-    sp_destroy_pairs(&d->p, 1);
-    ASSERT_EQ(iwarp_dereg_mr(d->smr), 0);
-    ASSERT_EQ(iwarp_dereg_mr(d->cmr), 0);
-    sp_side_fini(&d->cli);
-    sp_side_fini(&d->srv);
-    free(d->sbuf);
-    free(d->cbuf);
+    duo_free(d);
 }
 
 /* Both sides' async events for one Terminate: sent by the server, received by the client. */

@@ -26,6 +26,13 @@ trap 'rm -rf "$TMP"' EXIT
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 ok() { echo "ok: $*"; }
+# start_server ARGS...: `iwarp perf --server ARGS...` in the background, its output in $TMP/srv
+# (wait for its "listening" there), its pid in srv
+start_server() {
+  rm -f "$TMP/srv" # a stale file would satisfy that wait before the new server truncates it
+  "$IWARP" perf --server "$@" >"$TMP/srv" 2>&1 &
+  srv=$!
+}
 
 # 1. every operation, both measures, both completion modes, 2 B .. 8 MiB, every octet checked
 for op in write read send; do
@@ -198,9 +205,7 @@ bad "cannot resolve" no-such-host.invalid
 
 # 8. --server and HOST in two processes: the client learns everything over the connection
 port=$((20000 + RANDOM % 12000)) # below the ephemeral range (32768-)
-rm -f "$TMP/srv" # a stale file would satisfy the wait below before the new server truncates it
-"$IWARP" perf --server -p $port >"$TMP/srv" 2>&1 &
-srv=$!
+start_server -p $port
 if wait_for -p $srv 10 "the server to listen" grep -qs listening "$TMP/srv" 2>"$TMP/err" &&
   "$IWARP" perf 127.0.0.1 -p $port --op send -a -n 2 --verify --compare-tcp --passes 1 \
   >"$TMP/out" 2>"$TMP/err" && wait $srv; then
@@ -215,9 +220,7 @@ fi
 for tr in tcp sctp; do
   for peer in 127.0.0.1 "-6 ::1"; do
     port=$((20000 + RANDOM % 12000))
-    rm -f "$TMP/srv" # a stale file would satisfy the wait below before the new server truncates it
-    "$IWARP" perf --server -p $port --transport $tr >"$TMP/srv" 2>&1 &
-    srv=$!
+    start_server -p $port --transport $tr
     # shellcheck disable=SC2086
     if wait_for -p $srv 10 "the server to listen" grep -qs listening "$TMP/srv" 2>"$TMP/err" &&
       grep -q 'listening on :: (IPv4 and IPv6)' "$TMP/srv" &&
@@ -287,9 +290,7 @@ assert d["buffers"] == "per-operation", d
 EOF
 then ok "sctp: read --sctp-mtu 9000 --qps 2 --json"; else fail "sctp: read --json: $(cat "$TMP/err")"; fi
 port=$((port + 1))
-rm -f "$TMP/srv" # a stale file would satisfy the wait below before the new server truncates it
-"$IWARP" perf --server --transport sctp -p $port >"$TMP/srv" 2>&1 &
-srv=$!
+start_server --transport sctp -p $port
 if wait_for -p $srv 10 "the SCTP server to listen" grep -qs listening "$TMP/srv" 2>"$TMP/err" &&
   "$IWARP" perf 127.0.0.1 -p $port --transport sctp --op write -a -n 2 --verify \
   >"$TMP/out" 2>"$TMP/err" && wait $srv && grep -q 'SCTP over UDP port' "$TMP/srv" &&

@@ -10,7 +10,6 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <inttypes.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -71,13 +70,14 @@ static void *loop_server_main(void *arg)
 
 static int run_server(const struct perf_opts *o)
 {
-    struct perf_server s = {.busy = o->busy_poll,
-                            .crc = o->crc,
-                            .crc_given = o->crc_given,
-                            .sctp = o->sctp,
-                            .sctp_mtu = o->sctp_mtu,
-                            .tx_batch = o->tx_batch,
-                            .trace = o->trace};
+    const struct perf_server fresh = {.busy = o->busy_poll,
+                                      .crc = o->crc,
+                                      .crc_given = o->crc_given,
+                                      .sctp = o->sctp,
+                                      .sctp_mtu = o->sctp_mtu,
+                                      .tx_batch = o->tx_batch,
+                                      .trace = o->trace};
+    struct perf_server s = fresh;
     /* ::, which takes IPv4 clients too (the CM listens dual-stack there); 0.0.0.0 where the
      * system has no IPv6 */
     struct sockaddr_storage ss;
@@ -86,13 +86,7 @@ static int run_server(const struct perf_opts *o)
     int rc = perf_server_listen(&s, (const struct sockaddr *)&ss);
     if (rc < 0 && !o->ipv6) {
         perf_server_close(&s);
-        s = (struct perf_server){.busy = o->busy_poll,
-                                 .crc = o->crc,
-                                 .crc_given = o->crc_given,
-                                 .sctp = o->sctp,
-                                 .sctp_mtu = o->sctp_mtu,
-                                 .tx_batch = o->tx_batch,
-                                 .trace = o->trace};
+        s = fresh;
         any_addr(&ss, false, false, port);
         rc = perf_server_listen(&s, (const struct sockaddr *)&ss);
     }
@@ -111,19 +105,6 @@ static int run_server(const struct perf_opts *o)
     if (o->stats)
         perf_out_stats(stdout, "server", &s.ep);
     return rc < 0 ? 1 : 0;
-}
-
-static int resolve(const char *host, uint16_t port, bool v6, struct sockaddr_storage *out)
-{
-    struct addrinfo hints = {.ai_family = v6 ? AF_INET6 : AF_UNSPEC, .ai_socktype = SOCK_STREAM},
-                    *res;
-    char ps[8];
-    snprintf(ps, sizeof ps, "%u", port);
-    if (getaddrinfo(host, ps, &hints, &res) != 0 || !res)
-        return -1;
-    memcpy(out, res->ai_addr, res->ai_addrlen);
-    freeaddrinfo(res);
-    return 0;
 }
 
 /* CPU seconds per 10^9 octets moved in a bandwidth pass of `streams` QPs (or TCP streams). */
@@ -279,7 +260,7 @@ int iwarp_cli_perf(int argc, char **argv)
     char conn[320];
     if (o.host) {
         uint16_t port = o.port ? o.port : PERF_DEFAULT_PORT;
-        if (resolve(o.host, port, o.ipv6, &peer) < 0) {
+        if (perf_resolve(o.host, port, o.ipv6, &peer) < 0) {
             fprintf(stderr, "iwarp perf: cannot resolve host '%s'\n", o.host);
             return 2;
         }

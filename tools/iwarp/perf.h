@@ -273,7 +273,10 @@ int perf_ep_wait_wc(struct perf_ep *e, struct iwarp_wc *wc, int timeout_ms);
 int perf_ep_recv_ctl(struct perf_ep *e, struct perf_ctl *c, uint32_t *q, int timeout_ms);
 int perf_ep_cm_event(struct perf_ep *e, enum iwarp_cm_event_type want, struct iwarp_cm_event **ev,
                      int timeout_ms);
+int perf_ep_resolve_qp(struct perf_ep *e, uint32_t q, const struct sockaddr *peer,
+                       enum iwarp_port_space ps);
 int perf_ep_fail(struct perf_ep *e, int rc, const char *what);
+int perf_resolve(const char *host, uint16_t port, bool v6, struct sockaddr_storage *out);
 void perf_ep_close(struct perf_ep *e);
 
 /* ---- results and statistics (perf_stats.c) ---------------------------------------------- */

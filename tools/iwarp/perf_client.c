@@ -36,20 +36,8 @@ static int connect_qp(struct perf_client *c, uint32_t q, const struct sockaddr *
 {
     struct perf_ep *e = &c->ep;
     struct iwarp_cm_event *ev;
-    int rc = iwarp_cm_create_id(e->cmch, &e->ids[q], NULL, e->ps);
+    int rc = perf_ep_resolve_qp(e, q, peer, e->ps);
     if (rc < 0)
-        return perf_ep_fail(e, rc, "iwarp_cm_create_id");
-    if ((rc = iwarp_cm_resolve_addr(e->ids[q], NULL, peer, 2000)) < 0)
-        return perf_ep_fail(e, rc, "iwarp_cm_resolve_addr");
-    if ((rc = perf_ep_cm_event(e, IWARP_CM_EVENT_ADDR_RESOLVED, &ev, PERF_TIMEOUT_MS)) < 0)
-        return rc;
-    iwarp_cm_ack_event(ev);
-    if ((rc = iwarp_cm_resolve_route(e->ids[q], 2000)) < 0)
-        return perf_ep_fail(e, rc, "iwarp_cm_resolve_route");
-    if ((rc = perf_ep_cm_event(e, IWARP_CM_EVENT_ROUTE_RESOLVED, &ev, PERF_TIMEOUT_MS)) < 0)
-        return rc;
-    iwarp_cm_ack_event(ev);
-    if ((rc = perf_ep_create_qp(e, e->ids[q])) < 0)
         return rc;
     for (uint32_t k = 0; k < e->lay.rq_depth; k++)
         if ((rc = perf_ep_post_recv(e, q, k)) < 0)

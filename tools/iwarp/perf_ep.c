@@ -5,6 +5,8 @@
  * channel while the context's progress thread moves data.
  */
 #define _POSIX_C_SOURCE 200809L
+#include <netdb.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -256,6 +258,32 @@ int perf_ep_recv_ctl(struct perf_ep *e, struct perf_ctl *c, uint32_t *q, int tim
 }
 
 /*
+ * The active side's steps before iwarp_cm_connect: create CM id e->ids[q] on e's channel in
+ * port space ps, resolve its address (peer) and route, each awaited as its CM event, and
+ * create its QP (perf_ep_create_qp). Returns 0, or a negative IWARP_ERR_* with e->err set; the
+ * id stays in e->ids[q] for perf_ep_close either way.
+ */
+int perf_ep_resolve_qp(struct perf_ep *e, uint32_t q, const struct sockaddr *peer,
+                       enum iwarp_port_space ps)
+{
+    struct iwarp_cm_event *ev;
+    int rc = iwarp_cm_create_id(e->cmch, &e->ids[q], NULL, ps);
+    if (rc < 0)
+        return perf_ep_fail(e, rc, "iwarp_cm_create_id");
+    if ((rc = iwarp_cm_resolve_addr(e->ids[q], NULL, peer, 2000)) < 0)
+        return perf_ep_fail(e, rc, "iwarp_cm_resolve_addr");
+    if ((rc = perf_ep_cm_event(e, IWARP_CM_EVENT_ADDR_RESOLVED, &ev, PERF_TIMEOUT_MS)) < 0)
+        return rc;
+    iwarp_cm_ack_event(ev);
+    if ((rc = iwarp_cm_resolve_route(e->ids[q], 2000)) < 0)
+        return perf_ep_fail(e, rc, "iwarp_cm_resolve_route");
+    if ((rc = perf_ep_cm_event(e, IWARP_CM_EVENT_ROUTE_RESOLVED, &ev, PERF_TIMEOUT_MS)) < 0)
+        return rc;
+    iwarp_cm_ack_event(ev);
+    return perf_ep_create_qp(e, e->ids[q]);
+}
+
+/*
  * Wait up to timeout_ms for the next CM event on e's channel and require type want. Returns 0
  * with *ev (the caller acks it), or a negative IWARP_ERR_* (the unexpected event is acked).
  */
@@ -273,6 +301,23 @@ int perf_ep_cm_event(struct perf_ep *e, enum iwarp_cm_event_type want, struct iw
     rc = (*ev)->status < 0 ? (*ev)->status : IWARP_ERR_STATE;
     iwarp_cm_ack_event(*ev);
     return rc;
+}
+
+/*
+ * Resolve host (an address or a host name; v6: IPv6 only, else either family) and port into
+ * out, the first address getaddrinfo gives. Returns 0, or -1 when it gives none (no message).
+ */
+int perf_resolve(const char *host, uint16_t port, bool v6, struct sockaddr_storage *out)
+{
+    struct addrinfo hints = {.ai_family = v6 ? AF_INET6 : AF_UNSPEC, .ai_socktype = SOCK_STREAM},
+                    *res;
+    char ps[8];
+    snprintf(ps, sizeof ps, "%u", port);
+    if (getaddrinfo(host, ps, &hints, &res) != 0 || !res)
+        return -1;
+    memcpy(out, res->ai_addr, res->ai_addrlen);
+    freeaddrinfo(res);
+    return 0;
 }
 
 /* Record "what: error" in e->err unless an earlier failure is there already; returns rc. */

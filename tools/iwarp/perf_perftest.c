@@ -69,7 +69,6 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <inttypes.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
@@ -306,19 +305,7 @@ static int connect_id(struct pt *t, uint32_t q, const struct sockaddr *peer)
             sleep_ns(100000000);
         struct iwarp_cm_event *ev;
         e->err[0] = 0;
-        if ((rc = iwarp_cm_create_id(e->cmch, &e->ids[q], NULL, IWARP_PS_TCP)) < 0)
-            return perf_ep_fail(e, rc, "iwarp_cm_create_id");
-        if ((rc = iwarp_cm_resolve_addr(e->ids[q], NULL, peer, 2000)) < 0)
-            return perf_ep_fail(e, rc, "iwarp_cm_resolve_addr");
-        if ((rc = perf_ep_cm_event(e, IWARP_CM_EVENT_ADDR_RESOLVED, &ev, PERF_TIMEOUT_MS)) < 0)
-            return rc;
-        iwarp_cm_ack_event(ev);
-        if ((rc = iwarp_cm_resolve_route(e->ids[q], 2000)) < 0)
-            return perf_ep_fail(e, rc, "iwarp_cm_resolve_route");
-        if ((rc = perf_ep_cm_event(e, IWARP_CM_EVENT_ROUTE_RESOLVED, &ev, PERF_TIMEOUT_MS)) < 0)
-            return rc;
-        iwarp_cm_ack_event(ev);
-        if ((rc = perf_ep_create_qp(e, e->ids[q])) < 0)
+        if ((rc = perf_ep_resolve_qp(e, q, peer, IWARP_PS_TCP)) < 0)
             return rc;
         uint8_t depth = (uint8_t)(q == PT_DATA ? data_depth(t) : 0);
         struct iwarp_conn_param p = {.responder_resources = depth,
@@ -718,18 +705,6 @@ static void teardown(struct pt *t)
     free(t->samples);
 }
 
-static int resolve(const char *host, uint16_t port, struct sockaddr_storage *out)
-{
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res;
-    char ps[8];
-    snprintf(ps, sizeof ps, "%u", port);
-    if (getaddrinfo(host, ps, &hints, &res) != 0 || !res)
-        return -1;
-    memcpy(out, res->ai_addr, res->ai_addrlen);
-    freeaddrinfo(res);
-    return 0;
-}
-
 static int run(struct pt *t, const struct perf_opts *o)
 {
     struct perf_ep *e = &t->e;
@@ -752,7 +727,7 @@ static int run(struct pt *t, const struct perf_opts *o)
         if ((rc = accept_id(t, PT_COMM, PT_MSG_SLOTS, -1)) < 0)
             return rc;
     } else {
-        if (resolve(o->host, port, &peer) < 0)
+        if (perf_resolve(o->host, port, false, &peer) < 0)
             return perf_ep_fail(e, IWARP_ERR_INVAL, "cannot resolve the host");
         if ((rc = connect_id(t, PT_COMM, (const struct sockaddr *)&peer)) < 0)
             return rc;
