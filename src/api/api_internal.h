@@ -232,6 +232,10 @@ int iwarp_api_post_chain(struct iwarp_qp *qp, void *wr, uint32_t qn, iwarp_api_p
 
 /* Allocation through the context's hooks (zeroed). NULL on failure. */
 void *iwarp_api_calloc(struct iwarp_ctx *ctx, size_t n, size_t size);
+/* The same, not zeroed: for large buffers whose every octet is written before it is read, so
+ * that pages nobody touches never become resident (a zeroing calloc of a recycled block makes
+ * all of them resident). NULL on failure. */
+void *iwarp_api_malloc(struct iwarp_ctx *ctx, size_t size);
 void iwarp_api_free(struct iwarp_ctx *ctx, void *p);
 
 /* Log through the context's hook (printf-style). */

@@ -254,8 +254,11 @@ static struct tcp_conn *conn_alloc(struct iwarp_ctx *ctx)
     if (!cc)
         return NULL;
     cc->ctx = ctx;
-    cc->bounce = iwarp_api_calloc(ctx, 1, IWARP_LLP_CONN_BOUNCE);
-    cc->txf = iwarp_api_calloc(ctx, IWARP_LLP_CONN_TX_SEGS, sizeof *cc->txf);
+    /* The two large blocks (about 140 KiB) are not zeroed: llp_conn writes every octet before
+     * reading it, so a connection makes resident only the pages its traffic reaches (a
+     * stalled startup: the few its negotiation touches; docs/design.md, "Floods"). */
+    cc->bounce = iwarp_api_malloc(ctx, IWARP_LLP_CONN_BOUNCE);
+    cc->txf = iwarp_api_malloc(ctx, IWARP_LLP_CONN_TX_SEGS * sizeof *cc->txf);
     if (!cc->bounce || !cc->txf) {
         conn_free(cc);
         return NULL;

@@ -15,6 +15,11 @@ void *iwarp_api_calloc(struct iwarp_ctx *ctx, size_t n, size_t size)
     return ctx->mem_hooks.calloc_fn(n, size, ctx->mem_hooks.user);
 }
 
+void *iwarp_api_malloc(struct iwarp_ctx *ctx, size_t size)
+{
+    return ctx->mem_hooks.malloc_fn(size, ctx->mem_hooks.user);
+}
+
 void iwarp_api_free(struct iwarp_ctx *ctx, void *p)
 {
     if (p)

@@ -605,7 +605,10 @@ static void run_cell(struct conn *c, struct end *a, enum op op, uint32_t len, ui
 static void end_init(struct conn *c, struct end *e, bool srv, uint8_t *mem)
 {
     const struct axis *ax = c->ax;
-    sp_side_init_full(&e->side, NULL, srv ? ax->srv_mode : ax->cli_mode, NULL, 0, CQE, ax->comp);
+    /* Poisoned (not zeroed) malloc_fn blocks: every case also shows that the connection's
+     * buffers are written before they are read. */
+    sp_side_init_full(&e->side, NULL, srv ? ax->srv_mode : ax->cli_mode, sp_poison_hooks(), 0, CQE,
+                      ax->comp);
     e->mem = mem;
     e->mr = sp_reg(&e->side, mem, 2u * (size_t)AREA, 0);
     e->markers_rx = srv ? ax->srv_markers : ax->cli_markers;

@@ -157,6 +157,37 @@ static inline void sp_side_init_attr(struct sp_side *s, const struct sp_side *wi
     ASSERT_EQ(iwarp_create_cq(s->ctx, cqe, s, s->comp, 0, &s->cq), 0);
 }
 
+/* Allocation hooks whose malloc_fn fills each block with 0xA5 octets: a context created with
+ * them shows that nothing the library takes from malloc_fn (unlike calloc_fn, not zeroed) is
+ * read before it is written (the connection's large buffers: cm_tcp.c, conn_alloc). */
+static inline void *sp_poison_malloc(size_t size, void *user)
+{
+    (void)user;
+    void *p = malloc(size);
+    if (p)
+        memset(p, 0xA5, size);
+    return p;
+}
+
+static inline void *sp_poison_calloc(size_t n, size_t size, void *user)
+{
+    (void)user;
+    return calloc(n, size);
+}
+
+static inline void sp_poison_free(void *p, void *user)
+{
+    (void)user;
+    free(p);
+}
+
+static inline const struct iwarp_mem_hooks *sp_poison_hooks(void)
+{
+    static const struct iwarp_mem_hooks h = {
+        .malloc_fn = sp_poison_malloc, .calloc_fn = sp_poison_calloc, .free_fn = sp_poison_free};
+    return &h;
+}
+
 /* sp_side_init_attr with a context in mode with mem hooks (NULL: libc) and max_mr (0:
  * default). */
 static inline void sp_side_init_full(struct sp_side *s, const struct sp_side *with,
