@@ -18,6 +18,10 @@
  * stream per SCTP stream), unless iwarp_conn_param.sctp_own_association asks for a new one.
  * The active side shuts an association down once its last session ends; the passive side
  * keeps it until the peer does.
+ *
+ * A peer that stops reading (iwarp_ctx_attr.llp_timeout_ms, docs/design.md "A peer that stops
+ * reading"): an association with data waiting to go out that makes no progress for the limit
+ * is aborted (stall_check), checked from the context's timer source, never while idle.
  */
 #define _GNU_SOURCE 1
 #include <errno.h>
