@@ -157,16 +157,24 @@ struct iwarp_ctx_attr {
      * or this long after the batch began. 0 turns batching off (every post is written at once,
      * one system call each). Without the bit: 50 us. */
     uint32_t tx_batch_us;
-    /* IWARP_CTX_ATTR_LLP_TIMEOUT: over TCP, how long octets we sent may stay unacknowledged,
-     * or unsent because the peer's receive window stays shut (a peer that stopped reading: its
-     * process hangs, or it is in IWARP_PROGRESS_CALLER mode and never calls in), before the
-     * connection is dropped (the socket's TCP_USER_TIMEOUT). The QP then goes to the error
-     * state as for a lost connection: IWARP_EVENT_QP_FATAL, every WR not completed flushed
-     * (IWARP_WC_WR_FLUSH_ERR), DISCONNECTED. The kernel checks at its retransmission or
-     * window-probe times, so the drop comes up to a few hundred milliseconds late. 0: no limit
-     * of libiwarp's (the kernel's retransmission limit alone, about 15 minutes; a peer that
-     * acknowledges but never reads is kept for ever). Without the bit: 60000 ms. DDP over SCTP
-     * has its own bound: usrsctp's association retransmission limit. */
+    /* IWARP_CTX_ATTR_LLP_TIMEOUT: how long a connection may make no progress while data of
+     * ours waits to go out before it is dropped: a peer that stopped reading (its process
+     * hangs, or it is in IWARP_PROGRESS_CALLER mode and never calls in) or vanished. Over TCP:
+     * how long octets we sent may stay unacknowledged, or unsent because the peer's receive
+     * window stays shut (the socket's TCP_USER_TIMEOUT; the kernel checks at its
+     * retransmission or window-probe times, so the drop comes up to a few hundred
+     * milliseconds late). Over SCTP: how long an association with chunks unacknowledged or
+     * held back may go without handing a chunk to SCTP or seeing SCTP's count of
+     * unacknowledged chunks change; it is checked every eighth of the limit from the
+     * context's progress, so the drop comes up to an eighth of the limit late, and the
+     * association is aborted (SCTP ABORT), every QP on it with it. Either way the QP then
+     * goes to the error state as for a lost connection: IWARP_EVENT_QP_FATAL, every WR not
+     * completed flushed (IWARP_WC_WR_FLUSH_ERR), DISCONNECTED. A connection with nothing to
+     * send is never dropped by this limit, however long its peer is silent. 0: no limit of
+     * libiwarp's (TCP: the kernel's retransmission limit alone, about 15 minutes, and a peer
+     * that acknowledges but never reads is kept for ever; SCTP: usrsctp's retransmission
+     * limit alone, 10 retransmissions with a backoff to 60 s, about 6 minutes, and a peer
+     * that acknowledges with a shut window is kept for ever). Without the bit: 60000 ms. */
     uint32_t llp_timeout_ms;
     /* IWARP_CTX_ATTR_MPA_PENDING_MAX: over TCP, how many accepted connections each listener of
      * the context keeps while their MPA Request is incomplete (not yet announced as

@@ -35,8 +35,9 @@
  * (iwarp_ctx_attr.tx_batch_us). */
 #define IWARP_API_TX_BATCH_US 50u
 
-/* How long a TCP peer may leave our octets unacknowledged or unread before its connection is
- * dropped, without IWARP_CTX_ATTR_LLP_TIMEOUT (iwarp_ctx_attr.llp_timeout_ms). */
+/* How long a peer may leave our data unacknowledged or unread before its connection (TCP) or
+ * association (SCTP) is dropped, without IWARP_CTX_ATTR_LLP_TIMEOUT
+ * (iwarp_ctx_attr.llp_timeout_ms). */
 #define IWARP_API_LLP_TIMEOUT_MS 60000u
 
 /* Accepted TCP connections per listener whose MPA Request is incomplete, at most, without
@@ -103,7 +104,9 @@ struct iwarp_ctx {
      * the batching window (iwarp_ctx_attr.tx_batch_us; 0: off) */
     struct iwarp_api_doorbell *doorbells;
     uint64_t tx_batch_ns;
-    uint32_t llp_timeout_ms; /* iwarp_ctx_attr.llp_timeout_ms: each TCP socket's TCP_USER_TIMEOUT */
+    /* iwarp_ctx_attr.llp_timeout_ms: each TCP socket's TCP_USER_TIMEOUT, and cm_sctp's stall
+     * rule for associations (0: none) */
+    uint32_t llp_timeout_ms;
     /* iwarp_ctx_attr.mpa_pending_max (0: none) and .mpa_startup_timeout_ms (in ns; 0: none):
      * the bounds on accepted TCP connections before their MPA Request is complete (cm_tcp.c) */
     uint32_t mpa_pending_max;

@@ -18,6 +18,10 @@
  * stream per SCTP stream), unless iwarp_conn_param.sctp_own_association asks for a new one.
  * The active side shuts an association down once its last session ends; the passive side
  * keeps it until the peer does.
+ *
+ * A peer that stops reading (iwarp_ctx_attr.llp_timeout_ms, docs/design.md "A peer that stops
+ * reading"): an association with data waiting to go out that makes no progress for the limit
+ * is aborted (stall_check), checked from the context's timer source, never while idle.
  */
 #define _GNU_SOURCE 1
 #include <errno.h>
@@ -71,6 +75,16 @@ struct cm_assoc {
     struct sockaddr_storage peer;
     bool passive, own, down, dirty;
     int down_err;
+    /* The stall rule (iwarp_ctx_attr.llp_timeout_ms): while data waits to go out, the
+     * association is checked every llp_timeout_ms / 8 (stall_check; UINT64_MAX: not armed,
+     * nothing waits) and aborted when (handed, SCTP's unacknowledged count) has not moved for
+     * llp_timeout_ms (since progress_at). */
+    uint64_t handed;       /* chunks handed to SCTP, ever */
+    uint64_t stall_check;  /* next check (absolute ns) */
+    uint64_t progress_at;  /* when the last check saw it move */
+    uint64_t seen_handed;  /* what that check saw */
+    uint32_t seen_unacked; /* ... */
+    bool seen;             /* a check has seen it since it was armed */
     struct cm_assoc *next, *next_dirty;
 };
 
@@ -377,6 +391,8 @@ static uint64_t next_deadline(struct cm_sctp_ctx *sc)
         uint64_t a = ca->la_ready ? iwarp_llp_assoc_next_timeout(&ca->la) : UINT64_MAX;
         if (a < t)
             t = a;
+        if (ca->stall_check < t)
+            t = ca->stall_check;
     }
     return t;
 }
@@ -553,6 +569,7 @@ static int assoc_new(struct cm_sctp_ctx *sc, struct cm_sctp_ep *e,
     ca->sc = sc;
     ca->ep = e;
     ca->own = own;
+    ca->stall_check = UINT64_MAX;
     memcpy(&ca->peer, peer, sizeof ca->peer);
     int rc =
         iwarp_llp_sctp_connect(e->ep, (const struct sockaddr *)peer, 0, &assoc_ops, ca, &ca->sa);
@@ -610,8 +627,31 @@ static void open_waiting(struct cm_assoc *ca)
     }
 }
 
+/* The stall rule's check period and limit (ns); 0: the context has no limit. */
+static uint64_t stall_limit_ns(const struct cm_sctp_ctx *sc)
+{
+    return (uint64_t)sc->ctx->llp_timeout_ms * 1000000u;
+}
+
+static uint64_t stall_period_ns(const struct cm_sctp_ctx *sc)
+{
+    uint64_t p = stall_limit_ns(sc) / 8u;
+    return p < 10000000u ? 10000000u : p; /* 10 ms at least */
+}
+
+/* Data goes out or waits to: arm the stall rule unless it is armed (a branch per call: the
+ * data path reads no clock and asks SCTP nothing; the checks do that). */
+static void stall_arm(struct cm_assoc *ca, uint64_t now)
+{
+    if (ca->stall_check != UINT64_MAX || !stall_limit_ns(ca->sc))
+        return;
+    ca->stall_check = now + stall_period_ns(ca->sc);
+    ca->progress_at = now;
+    ca->seen = false;
+}
+
 /* Send what the association has to send. */
-static void flush_tx(struct cm_assoc *ca)
+static void flush_tx(struct cm_assoc *ca, uint64_t now)
 {
     while (!ca->down && ca->sa) {
         const struct iwarp_llp_assoc_chunk *ch = iwarp_llp_assoc_tx_next(&ca->la);
@@ -621,13 +661,69 @@ static void flush_tx(struct cm_assoc *ca)
             iwarp_llp_assoc_unacked(&ca->la, unacked);
             ch = iwarp_llp_assoc_tx_next(&ca->la);
         }
-        if (!ch)
-            break; /* nothing to send, or the cap holds until packets come in */
+        if (!ch) {
+            if (iwarp_llp_assoc_tx_capped(&ca->la))
+                stall_arm(ca, now); /* held back at the cap: waits for the peer's SACKs */
+            break;                  /* nothing to send, or the cap holds until packets come in */
+        }
+        stall_arm(ca, now);
         int rc = iwarp_llp_sctp_send_chunk(ca->sa, ch->sid, ch->ppid, ch->iov, ch->niov);
         if (rc != 0)
             break; /* BUSY: on_writable follows; another error: on_down follows */
         iwarp_llp_assoc_tx_done(&ca->la);
+        ca->handed++;
     }
+}
+
+/* The association is given up while up (the stall rule): ABORT (RFC 4960 §9.1: the peer
+ * discards our queued data and ends the association too), and every session and QP on it ends
+ * as for any lost association (RFC 5043 §11.3: QP_FATAL, every WR flushed, DISCONNECTED). */
+static void assoc_abort(struct cm_assoc *ca, int err)
+{
+    iwarp_llp_sctp_close(ca->sa, true); /* no callback of it runs any more */
+    ca->sa = NULL;
+    ca->down = true;
+    ca->down_err = err;
+    ca->stall_check = UINT64_MAX;
+    if (ca->la_ready)
+        iwarp_llp_assoc_lost(&ca->la, false);
+    mark(ca);
+}
+
+/* The stall rule's check at now (stall_check has come). Nothing waits to go out (all we handed
+ * SCTP is acknowledged, nothing of ours is held back): disarmed, so an idle association is
+ * never dropped. Otherwise progress is a chunk handed to SCTP or a change in SCTP's count of
+ * unacknowledged chunks (a SACK that acknowledges new data frees chunks, RFC 4960 §6.2.1; a
+ * window that opens lets more go out); a peer that acknowledges nothing, or only with a zero
+ * window (RFC 4960 §6.1 rule A: we may then only probe), moves neither. Without progress for
+ * llp_timeout_ms the association is aborted. */
+static void stall_check(struct cm_assoc *ca, uint64_t now)
+{
+    if (ca->down || !ca->sa || !ca->la_ready) {
+        ca->stall_check = UINT64_MAX;
+        return;
+    }
+    uint32_t unacked = iwarp_llp_sctp_unacked(ca->sa);
+    bool ours =
+        ca->la.has_pend || iwarp_llp_assoc_tx_ready(&ca->la) || iwarp_llp_assoc_tx_capped(&ca->la);
+    if (!ours && unacked == 0) {
+        ca->stall_check = UINT64_MAX; /* idle: armed again when data goes out */
+        return;
+    }
+    if (!ca->seen || ca->handed != ca->seen_handed || unacked != ca->seen_unacked) {
+        ca->seen = true;
+        ca->seen_handed = ca->handed;
+        ca->seen_unacked = unacked;
+        ca->progress_at = now;
+    } else if (now - ca->progress_at >= stall_limit_ns(ca->sc)) {
+        iwarp_api_log(ca->sc->ctx, IWARP_LOG_INFO,
+                      "cm: SCTP association aborted: no progress for %u ms with data to send "
+                      "(%u chunks unacknowledged)",
+                      ca->sc->ctx->llp_timeout_ms, unacked);
+        assoc_abort(ca, IWARP_ERR_TIMEDOUT);
+        return;
+    }
+    ca->stall_check = now + stall_period_ns(ca->sc);
 }
 
 /* Service one association (context lock held) at time now. Returns false when freed. */
@@ -646,7 +742,7 @@ static bool assoc_service(struct cm_assoc *ca, uint64_t now)
         }
     }
     for (int round = 0; ca->la_ready && round < 4; round++) {
-        flush_tx(ca);
+        flush_tx(ca, now);
         /* lingers of streams that began ending, deadlines that passed, streams let go of */
         (void)iwarp_llp_assoc_handle_timeout(&ca->la, now);
         bool any = false;
@@ -706,6 +802,8 @@ static void timer_on(struct iwarp_loop_src *src, uint64_t now_ns)
         /* the streams' deadlines: assoc_service() hands them to llp_assoc */
         if (ca->la_ready && iwarp_llp_assoc_next_timeout(&ca->la) <= now_ns)
             mark(ca);
+        if (ca->stall_check <= now_ns)
+            stall_check(ca, now_ns);
     }
     service(sc, now_ns);
     rearm(sc, now_ns);
@@ -744,6 +842,7 @@ static void accept_cb(void *user, struct iwarp_llp_sctp_assoc *a, int err)
     ca->sc = l->ep->sc;
     ca->ep = l->ep;
     ca->sa = a;
+    ca->stall_check = UINT64_MAX;
     ca->passive = true;
     ca->listen_id = lid;
     ca->pending.limit = l->backlog > 0 ? (uint32_t)l->backlog : 1u; /* §6.4 */

@@ -7,7 +7,8 @@
  *  - After iwarp_ctx_attr.llp_timeout_ms the connection is dropped: every WR not completed is
  *    flushed in order, QP_FATAL and DISCONNECTED are reported (TCP_USER_TIMEOUT).
  *  - A peer that pauses for less than that and resumes loses nothing.
- *  - Sockets carry the limit: 60000 ms by default, none when the application asks for 0. */
+ *  - Sockets carry the limit: 60000 ms by default, none when the application asks for 0.
+ * The same over DDP over SCTP: test_stack_sctp_stalled_peer. */
 #define _GNU_SOURCE 1
 #include <dirent.h>
 #include <netinet/tcp.h>
