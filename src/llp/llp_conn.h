@@ -70,9 +70,26 @@ struct iwarp_llp_conn_txf {
     struct iovec iov[IWARP_LLP_CONN_FPDU_IOV];
     uint32_t niov;
     uint32_t wire_len;                   /* octets of this FPDU on the wire */
+    uint32_t stage_span;                 /* octets of the TX staging ring it holds (its payload
+                                            and any gap skipped before it); 0: none */
     struct iwarp_mpa_tx_scratch scratch; /* length field, markers, pad and CRC that iov
                                             points to */
 };
+
+/* The TX staging ring (caller-owned, iwarp_llp_conn_set_tx_stage): with CRC on, a Read
+ * Response's payload is copied here as its CRC is computed, so that the octets sent are those
+ * the CRC covered even if the Data Source changes before sendmsg (docs/design.md, "Read
+ * Responses with CRC on"). Each FPDU's payload is contiguous; the space is taken in framing
+ * order and given back in the same order as FPDUs are written. */
+struct iwarp_llp_conn_tx_stage {
+    uint8_t *buf; /* NULL: no staging (payloads are sent from registered memory) */
+    uint32_t cap;
+    uint32_t head; /* where the next payload goes */
+    uint32_t used; /* octets held by FPDUs not yet written, gaps included */
+};
+
+/* The staging ring's size: two of the largest FPDU payloads (RFC 5044 §3: 64768). */
+#define IWARP_LLP_CONN_TX_STAGE (2u * IWARP_MPA_MULPDU_MAX)
 
 /* The receive side's states; llp_conn_int.h says what each does and when it changes. */
 enum iwarp_llp_conn_rx_state {
@@ -140,7 +157,8 @@ struct iwarp_llp_conn {
     /* TX ring of framed FPDUs */
     struct iwarp_llp_conn_txf *txf; /* caller-owned, IWARP_LLP_CONN_TX_SEGS entries */
     uint32_t txf_head, txf_count;
-    uint32_t txf_off;       /* octets of the head FPDU already written */
+    uint32_t txf_off; /* octets of the head FPDU already written */
+    struct iwarp_llp_conn_tx_stage txs;
     uint64_t first_fpdu_at; /* initiator: earliest time of the first FPDU */
     uint64_t now_ns;        /* last time seen */
     /* Private to llp_conn*.c. */
@@ -172,6 +190,17 @@ struct iwarp_llp_conn {
  */
 int iwarp_llp_conn_init(struct iwarp_llp_conn *c, const struct iwarp_llp_conn_cfg *cfg,
                         uint8_t *bounce, struct iwarp_llp_conn_txf *txf, uint64_t now_ns);
+
+/*
+ * Give the connection a TX staging ring of len octets (at least IWARP_MPA_MULPDU_MAX; normally
+ * IWARP_LLP_CONN_TX_STAGE), after init and before full operation. With CRC on, each Read
+ * Response FPDU's payload is then copied into it in the pass that computes the CRC, and sent
+ * from there; an FPDU is framed only when the ring has room for the largest segment. Without
+ * one (or with CRC off) payloads go straight from registered memory. Ownership: buf is
+ * borrowed for the connection's life; it need not be zeroed. Returns 0, or IWARP_ERR_INVAL
+ * (len too small, or called once FPDUs may have been framed).
+ */
+int iwarp_llp_conn_set_tx_stage(struct iwarp_llp_conn *c, uint8_t *buf, size_t len);
 
 /* Attach the engine that full operation feeds (core_engine.h: an RDMAP QP or a DDP-level
  * stream; NULL detaches), before ESTABLISHED is reached: the initiator at connect, the
