@@ -11,7 +11,9 @@
  *        are wanted; after reading n octets there, call iwarp_llp_conn_rx_ack(n).
  *   TX:  iwarp_llp_conn_tx_iov() fills iovecs with everything ready to send (negotiation
  *        frames, then FPDUs: header and CRC from the connection, payload straight from
- *        registered memory); after writing n octets of them, call iwarp_llp_conn_tx_ack(n).
+ *        registered memory, except a Read Response's with CRC on: copied into the TX staging
+ *        ring in the CRC pass, iwarp_llp_conn_set_tx_stage); after writing n octets of them,
+ *        call iwarp_llp_conn_tx_ack(n).
  *   Time: iwarp_llp_conn_next_timeout() / iwarp_llp_conn_handle_timeout(now).
  *   Events: the state field after each call; on IWARP_LLP_CONN_REQUEST the CM decides
  *        with iwarp_llp_conn_accept()/reject().
