@@ -9,7 +9,8 @@
  * (RFC 5044 §6, §8). Here a server thread rewrites the buffer with memset, value after value,
  * while the client reads it (64 KiB to 1 MiB, several in flight): every Read must complete
  * successfully, every octet read must be one of the values written, and the connection must
- * still carry a Send afterwards.
+ * still carry a Send afterwards. The writer races with the responder's reads of the buffer on
+ * purpose (that is the case under test): the test is not one of the tsan.* runs.
  */
 #define _GNU_SOURCE 1
 #include <pthread.h>
