@@ -66,6 +66,18 @@ static uint8_t *stage_take(struct iwarp_llp_conn *c, uint32_t n, uint32_t *span)
     return s->buf + off;
 }
 
+/* Whether the staging ring can take the payload of the engine's next segment, should it be a
+ * Read Response (the engine decides which comes next; iwarp_core_qp_tx_read_resp_max bounds
+ * it). Otherwise the segment waits until enough FPDUs before it are written: an empty ring
+ * takes any segment, so a Read of any size progresses. */
+static bool stage_fits_next(struct iwarp_llp_conn *c)
+{
+    if (!staging(c) || !c->eng->rdmap)
+        return true; /* a DDP-level stream answers no Reads */
+    uint32_t need = iwarp_core_qp_tx_read_resp_max(c->eng->rdmap, c->max_seg);
+    return need == 0 || stage_room(c) >= need;
+}
+
 /* Frame the segment in slot t as the next FPDU (RFC 5044 §4.1: length, ULPDU in place,
  * markers, pad, CRC). With CRC on and a staging ring, a Read Response's payload is copied
  * into the ring in the pass that computes the CRC, and sent from there: the Data Source may
@@ -171,12 +183,8 @@ static void tx_fill(struct iwarp_llp_conn *c)
                 break; /* cannot happen: the negotiation picked exactly one type */
             c->rtr_pending = false;
             c->rtr_wait = rtr == IWARP_MPA_RTR_READ;
-        } else if (!qp_may_send(c) || (staging(c) && stage_room(c) < c->max_seg) ||
+        } else if (!qp_may_send(c) || !stage_fits_next(c) ||
                    !iwarp_core_eng_tx_next(c->eng, c->max_seg, &t->seg)) {
-            /* With staging, any segment waits until the ring could take the largest: whether
-             * the next is a Read Response is the engine's to decide. The ring is short of that
-             * only with more than one FPDU's payload of Read Responses unwritten before it,
-             * which the socket takes first anyway; an empty ring always has room. */
             break;
         }
         int rc = frame(c, t);

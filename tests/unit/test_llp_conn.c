@@ -25,6 +25,7 @@
 #include "llp/llp_rtr.h"
 #include "mem/mem_region.h"
 #include "util/bytes.h"
+#include "util/copy.h"
 #include "wire/wire_mpa.h"
 #include "wire/wire_segment.h"
 
@@ -608,6 +609,26 @@ TEST(read_source_rewritten_after_framing_is_sent_as_framed_with_crc_on)
     transfer(OP_READ, 4096, 1);
     ASSERT_EQ(P[0].c.state, IWARP_LLP_CONN_ESTABLISHED);
     ASSERT_EQ(P[1].c.txs.used, 0);
+}
+
+TEST(reads_with_crc_on_progress_through_the_staging_ring_at_the_largest_fpdus)
+{
+    /* EMSS 65483: FPDUs of 64768-octet ULPDUs, so the 2 x 64768 staging ring holds two Read
+     * Response payloads at most and the framing waits for it (tx_fill, stage_fits_next). */
+    struct opts o = {.rev = 2, .crc = true, .emss = 65483, .rtr = IWARP_MPA_RTR_WRITE};
+    setup(&o);
+    accept_request();
+    ASSERT_EQ_U(P[1].c.max_seg, IWARP_MPA_MULPDU_MAX);
+    uint64_t copied = iwarp_copied_octets;
+    transfer(OP_READ, 65536, 8); /* each a 64740-octet FPDU and a 796-octet one */
+    transfer(OP_READ, MIB, 1);
+    transfer(OP_READ, 1, 16);
+    /* every Read Response octet was staged: the requester copies each once more */
+    ASSERT_TRUE(iwarp_copied_octets - copied >= 2u * (65536u * 8u + MIB + 16u));
+    ASSERT_EQ(P[0].nerr, 0);
+    ASSERT_EQ(P[1].nerr, 0);
+    ASSERT_EQ_U(P[1].c.txs.used, 0);
+    ASSERT_EQ(P[1].c.state, IWARP_LLP_CONN_ESTABLISHED);
 }
 
 TEST(without_tx_staging_a_rewritten_read_source_fails_the_crc)
