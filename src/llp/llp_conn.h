@@ -197,8 +197,9 @@ int iwarp_llp_conn_init(struct iwarp_llp_conn *c, const struct iwarp_llp_conn_cf
  * Give the connection a TX staging ring of len octets (at least IWARP_MPA_MULPDU_MAX; normally
  * IWARP_LLP_CONN_TX_STAGE), after init and before full operation. With CRC on, each Read
  * Response FPDU's payload is then copied into it in the pass that computes the CRC, and sent
- * from there; an FPDU is framed only when the ring has room for the largest segment. Without
- * one (or with CRC off) payloads go straight from registered memory. Ownership: buf is
+ * from there; the next segment is asked of the engine only when the ring has room for the
+ * most a Read Response segment could then carry (iwarp_core_qp_tx_read_resp_max). Without one
+ * (or with CRC off) payloads go straight from registered memory. Ownership: buf is
  * borrowed for the connection's life; it need not be zeroed. Returns 0, or IWARP_ERR_INVAL
  * (len too small, or called once FPDUs may have been framed).
  */
