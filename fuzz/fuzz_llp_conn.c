@@ -55,6 +55,7 @@ static struct iwarp_core_qp Q;
 static struct iwarp_llp_conn C;
 static uint8_t bounce[IWARP_LLP_CONN_BOUNCE];
 static struct iwarp_llp_conn_txf txf[IWARP_LLP_CONN_TX_SEGS];
+static uint8_t tx_stage[IWARP_LLP_CONN_TX_STAGE]; /* Read Responses with CRC on */
 static uint32_t mr;
 static bool frozen; /* the MR must not change any more (snapshot taken) */
 
@@ -274,6 +275,7 @@ static void setup(uint8_t cfgb, uint32_t seed)
         cc.neg.rtr_pref = (uint8_t)(1u << (rtr - 1u));
     }
     FUZZ_CHECK(iwarp_llp_conn_init(&C, &cc, bounce, txf, 0) == 0);
+    FUZZ_CHECK(iwarp_llp_conn_set_tx_stage(&C, tx_stage, sizeof tx_stage) == 0);
     if (!resp)
         iwarp_llp_conn_attach(&C, &Q.eng);
     /* receives of several sizes before anything arrives */

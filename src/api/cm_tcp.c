@@ -76,6 +76,7 @@ struct tcp_conn {
     bool eng_deferred;
     uint8_t *bounce;
     struct iwarp_llp_conn_txf *txf;
+    uint8_t *tx_stage;              /* IWARP_LLP_CONN_TX_STAGE octets: Read Responses with CRC on */
     struct iwarp_trace_conn *trace; /* the packet trace (holds its sink's reference), or NULL */
     uint8_t *trace_buf;             /* its 2 * IWARP_TRACE_CONN_BUF octets */
     /* active side: the MPA configuration and private data kept from connect() until TCP is
@@ -244,6 +245,7 @@ static void conn_free(struct tcp_conn *cc)
     iwarp_api_free(ctx, cc->trace_buf);
     iwarp_api_free(ctx, cc->bounce);
     iwarp_api_free(ctx, cc->txf);
+    iwarp_api_free(ctx, cc->tx_stage);
     iwarp_api_free(ctx, cc);
 }
 
@@ -254,12 +256,14 @@ static struct tcp_conn *conn_alloc(struct iwarp_ctx *ctx)
     if (!cc)
         return NULL;
     cc->ctx = ctx;
-    /* The two large blocks (about 140 KiB) are not zeroed: llp_conn writes every octet before
-     * reading it, so a connection makes resident only the pages its traffic reaches (a
-     * stalled startup: the few its negotiation touches; docs/design.md, "Floods"). */
+    /* The three large blocks (about 270 KiB) are not zeroed: llp_conn writes every octet
+     * before reading it, so a connection makes resident only the pages its traffic reaches (a
+     * stalled startup: the few its negotiation touches; docs/design.md, "Floods"; the TX
+     * staging ring: none until it answers a Read with CRC on). */
     cc->bounce = iwarp_api_malloc(ctx, IWARP_LLP_CONN_BOUNCE);
     cc->txf = iwarp_api_malloc(ctx, IWARP_LLP_CONN_TX_SEGS * sizeof *cc->txf);
-    if (!cc->bounce || !cc->txf) {
+    cc->tx_stage = iwarp_api_malloc(ctx, IWARP_LLP_CONN_TX_STAGE);
+    if (!cc->bounce || !cc->txf || !cc->tx_stage) {
         conn_free(cc);
         return NULL;
     }
@@ -394,6 +398,8 @@ static int start_initiator(struct tcp_conn *cc, const struct iwarp_llp_conn_cfg 
 {
     struct iwarp_llp_tcp *t = &cc->tcp;
     int rc = iwarp_llp_tcp_start(t, cfg, cc->bounce, cc->txf, now);
+    if (rc == 0)
+        rc = iwarp_llp_conn_set_tx_stage(&t->conn, cc->tx_stage, IWARP_LLP_CONN_TX_STAGE);
     if (rc != 0)
         return rc;
     memcpy(&cc->id->pub.local_addr, &t->local, sizeof t->local);
@@ -850,7 +856,8 @@ static void accept_one(struct tcp_lsn *l, int fd, uint64_t now)
     /* RFC 5044 §7.1.2 rules 8, 10: the Request (and an RTR) within the context's limit */
     cfg.neg.timeout_ns = ctx->mpa_startup_timeout_ns;
     if (!cc || iwarp_llp_tcp_adopt(&cc->tcp, fd) != 0 ||
-        iwarp_llp_tcp_start(&cc->tcp, &cfg, cc->bounce, cc->txf, now) != 0) {
+        iwarp_llp_tcp_start(&cc->tcp, &cfg, cc->bounce, cc->txf, now) != 0 ||
+        iwarp_llp_conn_set_tx_stage(&cc->tcp.conn, cc->tx_stage, IWARP_LLP_CONN_TX_STAGE) != 0) {
         if (!cc)
             close(fd);
         else

@@ -374,6 +374,15 @@ bool iwarp_core_qp_tx_close(const struct iwarp_core_qp *qp);
 /* Whether tx_next may produce something now. */
 bool iwarp_core_qp_tx_pending(const struct iwarp_core_qp *qp);
 
+/*
+ * At most how many payload octets of a Read Response the next iwarp_core_qp_tx_next(max_seg)
+ * can produce: min(max_seg, what is left of the Read Response being sent, or of the oldest one
+ * not yet started); 0 when the next segment surely carries none (the Terminate, an SQ message
+ * under way, no Read to answer). For an LLP that must set room aside for a Read Response's
+ * payload before asking for the segment (llp_conn's TX staging ring). Reads only.
+ */
+uint32_t iwarp_core_qp_tx_read_resp_max(const struct iwarp_core_qp *qp, uint32_t max_seg);
+
 /* Graceful disconnect (RFC 5040 §5.4 orderly close): stop accepting WRs, let posted ones drain,
  * then iwarp_core_qp_tx_close() says close. */
 void iwarp_core_qp_disconnect(struct iwarp_core_qp *qp);

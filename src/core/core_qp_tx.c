@@ -383,6 +383,27 @@ bool iwarp_core_qp_tx_pending(const struct iwarp_core_qp *qp)
     return false;
 }
 
+uint32_t iwarp_core_qp_tx_read_resp_max(const struct iwarp_core_qp *qp, uint32_t max_seg)
+{
+    if (qp->term_pending || !iwarp_core_stream_open(&qp->stream) || qp->tx_src == IWARP_CORE_TX_SQ)
+        return 0;
+    uint32_t left = 0;
+    if (qp->tx_src == IWARP_CORE_TX_IRQ) {
+        left = qp->tx_msg.len - qp->tx_msg.sent;
+    } else {
+        /* pick_message may start the oldest inbound Read not yet started (start_irq) */
+        for (uint32_t i = 0; i < qp->irq_count; i++) {
+            const struct iwarp_core_irqe *r =
+                &qp->irq[iwarp_ring_slot(qp->irq_head, i, IWARP_CORE_MAX_IRD)];
+            if (!r->started) {
+                left = r->atomic ? 0 : r->len;
+                break;
+            }
+        }
+    }
+    return left < max_seg ? left : max_seg;
+}
+
 bool iwarp_core_qp_tx_close(const struct iwarp_core_qp *qp)
 {
     if (qp->stream.tx_unsent || qp->term_pending)

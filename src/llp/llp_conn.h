@@ -11,7 +11,9 @@
  *        are wanted; after reading n octets there, call iwarp_llp_conn_rx_ack(n).
  *   TX:  iwarp_llp_conn_tx_iov() fills iovecs with everything ready to send (negotiation
  *        frames, then FPDUs: header and CRC from the connection, payload straight from
- *        registered memory); after writing n octets of them, call iwarp_llp_conn_tx_ack(n).
+ *        registered memory, except a Read Response's with CRC on: copied into the TX staging
+ *        ring in the CRC pass, iwarp_llp_conn_set_tx_stage); after writing n octets of them,
+ *        call iwarp_llp_conn_tx_ack(n).
  *   Time: iwarp_llp_conn_next_timeout() / iwarp_llp_conn_handle_timeout(now).
  *   Events: the state field after each call; on IWARP_LLP_CONN_REQUEST the CM decides
  *        with iwarp_llp_conn_accept()/reject().
@@ -70,9 +72,26 @@ struct iwarp_llp_conn_txf {
     struct iovec iov[IWARP_LLP_CONN_FPDU_IOV];
     uint32_t niov;
     uint32_t wire_len;                   /* octets of this FPDU on the wire */
+    uint32_t stage_span;                 /* octets of the TX staging ring it holds (its payload
+                                            and any gap skipped before it); 0: none */
     struct iwarp_mpa_tx_scratch scratch; /* length field, markers, pad and CRC that iov
                                             points to */
 };
+
+/* The TX staging ring (caller-owned, iwarp_llp_conn_set_tx_stage): with CRC on, a Read
+ * Response's payload is copied here as its CRC is computed, so that the octets sent are those
+ * the CRC covered even if the Data Source changes before sendmsg (docs/design.md, "Read
+ * Responses with CRC on"). Each FPDU's payload is contiguous; the space is taken in framing
+ * order and given back in the same order as FPDUs are written. */
+struct iwarp_llp_conn_tx_stage {
+    uint8_t *buf; /* NULL: no staging (payloads are sent from registered memory) */
+    uint32_t cap;
+    uint32_t head; /* where the next payload goes */
+    uint32_t used; /* octets held by FPDUs not yet written, gaps included */
+};
+
+/* The staging ring's size: two of the largest FPDU payloads (RFC 5044 §3: 64768). */
+#define IWARP_LLP_CONN_TX_STAGE (2u * IWARP_MPA_MULPDU_MAX)
 
 /* The receive side's states; llp_conn_int.h says what each does and when it changes. */
 enum iwarp_llp_conn_rx_state {
@@ -140,7 +159,8 @@ struct iwarp_llp_conn {
     /* TX ring of framed FPDUs */
     struct iwarp_llp_conn_txf *txf; /* caller-owned, IWARP_LLP_CONN_TX_SEGS entries */
     uint32_t txf_head, txf_count;
-    uint32_t txf_off;       /* octets of the head FPDU already written */
+    uint32_t txf_off; /* octets of the head FPDU already written */
+    struct iwarp_llp_conn_tx_stage txs;
     uint64_t first_fpdu_at; /* initiator: earliest time of the first FPDU */
     uint64_t now_ns;        /* last time seen */
     /* Private to llp_conn*.c. */
@@ -172,6 +192,18 @@ struct iwarp_llp_conn {
  */
 int iwarp_llp_conn_init(struct iwarp_llp_conn *c, const struct iwarp_llp_conn_cfg *cfg,
                         uint8_t *bounce, struct iwarp_llp_conn_txf *txf, uint64_t now_ns);
+
+/*
+ * Give the connection a TX staging ring of len octets (at least IWARP_MPA_MULPDU_MAX; normally
+ * IWARP_LLP_CONN_TX_STAGE), after init and before full operation. With CRC on, each Read
+ * Response FPDU's payload is then copied into it in the pass that computes the CRC, and sent
+ * from there; the next segment is asked of the engine only when the ring has room for the
+ * most a Read Response segment could then carry (iwarp_core_qp_tx_read_resp_max). Without one
+ * (or with CRC off) payloads go straight from registered memory. Ownership: buf is
+ * borrowed for the connection's life; it need not be zeroed. Returns 0, or IWARP_ERR_INVAL
+ * (len too small, or called once FPDUs may have been framed).
+ */
+int iwarp_llp_conn_set_tx_stage(struct iwarp_llp_conn *c, uint8_t *buf, size_t len);
 
 /* Attach the engine that full operation feeds (core_engine.h: an RDMAP QP or a DDP-level
  * stream; NULL detaches), before ESTABLISHED is reached: the initiator at connect, the

@@ -19,8 +19,70 @@ static struct iwarp_llp_conn_txf *txf_slot(struct iwarp_llp_conn *c, uint32_t i)
     return &c->txf[iwarp_ring_slot(c->txf_head, i, IWARP_LLP_CONN_TX_SEGS)];
 }
 
+int iwarp_llp_conn_set_tx_stage(struct iwarp_llp_conn *c, uint8_t *buf, size_t len)
+{
+    if (!buf || len < IWARP_MPA_MULPDU_MAX || len > UINT32_MAX || c->fullop)
+        return IWARP_ERR_INVAL;
+    c->txs = (struct iwarp_llp_conn_tx_stage){.buf = buf, .cap = (uint32_t)len};
+    return 0;
+}
+
+/* Whether Read Response payloads are staged: CRC on and a staging ring given. */
+static bool staging(const struct iwarp_llp_conn *c)
+{
+    return c->tx.crc && c->txs.buf != NULL;
+}
+
+/* The largest payload the staging ring can take now, contiguous. */
+static uint32_t stage_room(struct iwarp_llp_conn *c)
+{
+    struct iwarp_llp_conn_tx_stage *s = &c->txs;
+    if (s->used == 0)
+        s->head = 0; /* empty: start over, the whole ring contiguous */
+    if (s->used == s->cap)
+        return 0;
+    uint32_t tail = (s->head + s->cap - s->used) % s->cap; /* the oldest payload held */
+    if (s->head < tail)
+        return tail - s->head;
+    uint32_t end = s->cap - s->head; /* up to the ring's end, or from its start up to tail */
+    return end > tail ? end : tail;
+}
+
+/* Take n contiguous octets of the staging ring (stage_room() >= n); *span: what the FPDU
+ * gives back when written (n, plus the ring's end skipped to start at 0). */
+static uint8_t *stage_take(struct iwarp_llp_conn *c, uint32_t n, uint32_t *span)
+{
+    struct iwarp_llp_conn_tx_stage *s = &c->txs;
+    if (stage_room(c) < n)
+        return NULL;
+    uint32_t off = s->head;
+    *span = n;
+    if (s->cap - s->head < n) {
+        off = 0; /* the free space is at the ring's start (stage_room) */
+        *span += s->cap - s->head;
+    }
+    s->head = (off + n) % s->cap;
+    s->used += *span;
+    return s->buf + off;
+}
+
+/* Whether the staging ring can take the payload of the engine's next segment, should it be a
+ * Read Response (the engine decides which comes next; iwarp_core_qp_tx_read_resp_max bounds
+ * it). Otherwise the segment waits until enough FPDUs before it are written: an empty ring
+ * takes any segment, so a Read of any size progresses. */
+static bool stage_fits_next(struct iwarp_llp_conn *c)
+{
+    if (!staging(c) || !c->eng->rdmap)
+        return true; /* a DDP-level stream answers no Reads */
+    uint32_t need = iwarp_core_qp_tx_read_resp_max(c->eng->rdmap, c->max_seg);
+    return need == 0 || stage_room(c) >= need;
+}
+
 /* Frame the segment in slot t as the next FPDU (RFC 5044 §4.1: length, ULPDU in place,
- * markers, pad, CRC). */
+ * markers, pad, CRC). With CRC on and a staging ring, a Read Response's payload is copied
+ * into the ring in the pass that computes the CRC, and sent from there: the Data Source may
+ * change before sendmsg copies it (RFC 5040 orders no local write against a remote Read), and
+ * the octets sent must be those the CRC covered (RFC 5044 §6: else the peer Terminates). */
 static int frame(struct iwarp_llp_conn *c, struct iwarp_llp_conn_txf *t)
 {
     struct iovec in[1 + IWARP_CORE_TX_IOV_MAX];
@@ -28,10 +90,25 @@ static int frame(struct iwarp_llp_conn *c, struct iwarp_llp_conn_txf *t)
     in[nin++] = (struct iovec){t->seg.hdr, t->seg.hdr_len};
     for (uint32_t i = 0; i < t->seg.niov && i < IWARP_CORE_TX_IOV_MAX; i++)
         in[nin++] = t->seg.iov[i];
+    t->stage_span = 0;
+    uint8_t *stage = NULL;
+    uint32_t span = 0;
+    if (staging(c) && t->seg.src == IWARP_CORE_TX_IRQ && t->seg.payload_len > 0) {
+        stage = stage_take(c, t->seg.payload_len, &span);
+        if (!stage)
+            return IWARP_ERR_NOSPC; /* tx_fill checked the room: cannot happen */
+    }
     iwarp_ssize n =
-        iwarp_mpa_tx_frame(&c->tx, in, nin, &t->scratch, t->iov, IWARP_LLP_CONN_FPDU_IOV);
-    if (n < 0)
+        iwarp_mpa_tx_frame_staged(&c->tx, in, nin, stage ? 1u : nin, stage, t->seg.payload_len,
+                                  &t->scratch, t->iov, IWARP_LLP_CONN_FPDU_IOV);
+    if (n < 0) {
+        if (stage) { /* give the space back: it was the last taken */
+            c->txs.used -= span;
+            c->txs.head = (c->txs.head + c->txs.cap - span) % c->txs.cap;
+        }
         return (int)n;
+    }
+    t->stage_span = span;
     t->niov = (uint32_t)n;
     uint32_t len = 0;
     for (uint32_t i = 0; i < t->niov; i++)
@@ -106,7 +183,8 @@ static void tx_fill(struct iwarp_llp_conn *c)
                 break; /* cannot happen: the negotiation picked exactly one type */
             c->rtr_pending = false;
             c->rtr_wait = rtr == IWARP_MPA_RTR_READ;
-        } else if (!qp_may_send(c) || !iwarp_core_eng_tx_next(c->eng, c->max_seg, &t->seg)) {
+        } else if (!qp_may_send(c) || !stage_fits_next(c) ||
+                   !iwarp_core_eng_tx_next(c->eng, c->max_seg, &t->seg)) {
             break;
         }
         int rc = frame(c, t);
@@ -177,6 +255,7 @@ void iwarp_llp_conn_tx_ack(struct iwarp_llp_conn *c, size_t n)
         c->txf_off = 0;
         c->txf_head = iwarp_ring_advance(c->txf_head, 1, IWARP_LLP_CONN_TX_SEGS);
         c->txf_count--;
+        c->txs.used -= t->stage_span; /* written: its staged payload's space comes back */
         /* RFC 5044 §7.1.2 rule 4: the initiator's first FPDU is out; the responder may now
          * send, so what arrives is FPDUs. */
         if (iwarp_llp_conn_neg_state(c) == IWARP_MPA_NEG_SEND_FIRST) {

@@ -4,7 +4,12 @@
 
 #include "iwarp/errors.h"
 #include "util/bytes.h"
+#include "util/copy.h"
 #include "util/crc32c.h"
+
+/* Staged octets are copied and CRC'd this many at a time, so the CRC reads the copy while it
+ * is still in L1 (the source read once, the copy twice, both from cache). */
+#define STAGE_CHUNK 8192u
 
 /* One FPDU being laid out: the output iovec list, the running CRC and the stream position. */
 struct emitter {
@@ -53,8 +58,9 @@ static int put_marker(struct emitter *e, uint16_t fpduptr)
 }
 
 /* Emits len octets at p, inserting a marker wherever the stream reaches the 512-octet grid
- * (RFC 5044 §4.3); covered says whether the octets enter the CRC. */
-static int put(struct emitter *e, const uint8_t *p, size_t len, bool covered)
+ * (RFC 5044 §4.3); covered says whether the octets enter the CRC. dst (NULL: none) receives a
+ * copy of the octets, and the FPDU then refers to (and the CRC covers) the copy. */
+static int put(struct emitter *e, const uint8_t *p, size_t len, bool covered, uint8_t *dst)
 {
     while (len > 0) {
         size_t chunk = len;
@@ -69,11 +75,19 @@ static int put(struct emitter *e, const uint8_t *p, size_t len, bool covered)
             if (chunk > to_marker)
                 chunk = to_marker;
         }
-        int rc = append(e, p, chunk);
+        const uint8_t *q = p;
+        if (dst) {
+            if (chunk > STAGE_CHUNK)
+                chunk = STAGE_CHUNK;
+            iwarp_copy(dst, p, chunk);
+            q = dst;
+            dst += chunk;
+        }
+        int rc = append(e, q, chunk);
         if (rc < 0)
             return rc;
         if (covered && e->crc)
-            e->crc_state = iwarp_crc32c_update(e->crc_state, p, chunk);
+            e->crc_state = iwarp_crc32c_update(e->crc_state, q, chunk);
         e->pos += (uint32_t)chunk;
         p += chunk;
         len -= chunk;
@@ -96,16 +110,28 @@ iwarp_ssize iwarp_mpa_tx_frame(struct iwarp_mpa_tx *tx, const struct iovec *ulpd
                                struct iwarp_mpa_tx_scratch *scratch, struct iovec *out,
                                size_t out_cap)
 {
-    size_t ulpdu_len = 0;
+    return iwarp_mpa_tx_frame_staged(tx, ulpdu, nulpdu, nulpdu, NULL, 0, scratch, out, out_cap);
+}
+
+iwarp_ssize iwarp_mpa_tx_frame_staged(struct iwarp_mpa_tx *tx, const struct iovec *ulpdu,
+                                      size_t nulpdu, size_t from, uint8_t *stage, size_t stage_cap,
+                                      struct iwarp_mpa_tx_scratch *scratch, struct iovec *out,
+                                      size_t out_cap)
+{
+    size_t ulpdu_len = 0, staged = 0;
     for (size_t i = 0; i < nulpdu; i++) {
         /* RFC 5044 §3: DDP MUST NOT post a ULPDU larger than 64768 octets. */
         if (ulpdu[i].iov_len > IWARP_MPA_MULPDU_MAX - ulpdu_len)
             return IWARP_ERR_FPDU_LEN;
         ulpdu_len += ulpdu[i].iov_len;
+        if (i >= from)
+            staged += ulpdu[i].iov_len;
     }
     /* RFC 5044 §3: a ULPDU has between one and 64768 octets. */
     if (ulpdu_len == 0)
         return IWARP_ERR_FPDU_LEN;
+    if (staged > 0 && (!stage || staged > stage_cap))
+        return IWARP_ERR_NOSPC;
 
     struct emitter e = {
         .crc = tx->crc,
@@ -128,20 +154,24 @@ iwarp_ssize iwarp_mpa_tx_frame(struct iwarp_mpa_tx *tx, const struct iovec *ulpd
     /* RFC 5044 §4.1: ULPDU_Length counts the ULPDU only (no header, pad, CRC or markers). */
     iwarp_store_be16(scratch->len, (uint16_t)ulpdu_len);
     if (rc == 0)
-        rc = put(&e, scratch->len, IWARP_MPA_LEN_FIELD, true);
-    for (size_t i = 0; i < nulpdu && rc == 0; i++)
-        rc = put(&e, ulpdu[i].iov_base, ulpdu[i].iov_len, true);
+        rc = put(&e, scratch->len, IWARP_MPA_LEN_FIELD, true, NULL);
+    for (size_t i = 0; i < nulpdu && rc == 0; i++) {
+        uint8_t *dst = i >= from ? stage : NULL;
+        rc = put(&e, ulpdu[i].iov_base, ulpdu[i].iov_len, true, dst);
+        if (dst)
+            stage += ulpdu[i].iov_len;
+    }
 
     /* RFC 5044 §4.1: the PAD (zeros on send) makes the FPDU a multiple of 4 octets. */
     uint32_t pad = iwarp_mpa_pad_len((uint32_t)ulpdu_len);
     memset(scratch->trailer, 0, sizeof scratch->trailer);
     if (rc == 0)
-        rc = put(&e, scratch->trailer, pad, true);
+        rc = put(&e, scratch->trailer, pad, true, NULL);
     /* A marker right after the PAD is emitted here, inside put(), and is CRC-covered by this
      * FPDU (RFC 5044 §4.4 rule 1); the CRC field itself is 4-aligned and never split. */
     uint8_t *crc_field = scratch->trailer + pad;
     if (rc == 0)
-        rc = put(&e, crc_field, IWARP_MPA_CRC_LEN, false);
+        rc = put(&e, crc_field, IWARP_MPA_CRC_LEN, false, NULL);
     if (rc < 0)
         return rc;
 

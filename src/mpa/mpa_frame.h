@@ -109,6 +109,26 @@ iwarp_ssize iwarp_mpa_tx_frame(struct iwarp_mpa_tx *tx, const struct iovec *ulpd
                                size_t out_cap);
 
 /*
+ * iwarp_mpa_tx_frame(), with the ULPDU's iovecs from index from on (the payload) copied into
+ * stage as they are framed: each piece is copied (util/copy.h, counted) and the CRC is computed
+ * over the copy while it is hot in cache, so the source is read once, and the FPDU's iovecs
+ * refer to the copy. The octets sent are then exactly the octets the CRC covered, whatever
+ * happens to the source afterwards (a Read Response's Data Source, which its application may
+ * rewrite at any time: RFC 5040 orders no local write against a remote Read).
+ *
+ * from: the first ulpdu index to stage (nulpdu or more: none; then stage may be NULL).
+ * stage/stage_cap: where the staged octets go, contiguous, in ULPDU order.
+ * Ownership: out[] points into scratch, into the caller's unstaged ULPDU buffers and into
+ *   stage; all must stay valid (and stage unchanged) until the FPDU has been fully written.
+ * Returns as iwarp_mpa_tx_frame(), and IWARP_ERR_NOSPC when the staged octets exceed
+ *   stage_cap. With CRC off the copy is made all the same (the caller decides when to stage).
+ */
+iwarp_ssize iwarp_mpa_tx_frame_staged(struct iwarp_mpa_tx *tx, const struct iovec *ulpdu,
+                                      size_t nulpdu, size_t from, uint8_t *stage, size_t stage_cap,
+                                      struct iwarp_mpa_tx_scratch *scratch, struct iovec *out,
+                                      size_t out_cap);
+
+/*
  * The largest ULPDU for an FPDU that fits an empty TCP segment of emss octets (RFC 5044 §4.5):
  * EMSS - (6 + 4 * ceil(EMSS / 512) + EMSS mod 4) with markers, EMSS - (6 + EMSS mod 4) without,
  * kept within 128..64768 (RFC 5044 §3, §4.5). Examples: EMSS 1448 -> 1442; 1460 -> 1454 (1442

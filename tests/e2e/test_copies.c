@@ -11,6 +11,9 @@
  *    window behind a payload's end);
  *  - MPA/TCP, CRC on, a large Write: one copy (staged, verified, then placed), plus at most the
  *    same bound for the staging moves;
+ *  - MPA/TCP, CRC on, a large Read: two, the one above at the requester and one at the
+ *    responder, whose Read Response payload is copied into its TX staging ring in the pass that
+ *    computes the CRC (llp_conn_tx.c: the Data Source may change before sendmsg);
  *  - an inline 64-octet Send: two (into the send queue at post; the small FPDU is read ahead
  *    and placed from there), CRC on or off; with CRC off the headers read ahead may be moved
  *    once to the start of the staging area (18 octets: 0.28 per payload octet at 64);
@@ -118,6 +121,8 @@ TEST(tcp_crc_on_copies_once_after_verifying)
     double bound = COPY_BOUND * (FPDUS_MIN + 1.0) / BIG;
     expect_between("TCP, CRC on, 1 MiB Write", copies_per_octet(&r, IWARP_WR_RDMA_WRITE, BIG, 0), 1,
                    1 + bound);
+    expect_between("TCP, CRC on, 1 MiB Read", copies_per_octet(&r, IWARP_WR_RDMA_READ, BIG, 0), 2,
+                   2 + bound);
     expect_between("TCP, CRC on, inline 64 B Send",
                    copies_per_octet(&r, IWARP_WR_SEND, SMALL, IWARP_SEND_INLINE), 2, 2);
     sp_rig_down(&r);

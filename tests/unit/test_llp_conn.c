@@ -25,6 +25,7 @@
 #include "llp/llp_rtr.h"
 #include "mem/mem_region.h"
 #include "util/bytes.h"
+#include "util/copy.h"
 #include "wire/wire_mpa.h"
 #include "wire/wire_segment.h"
 
@@ -51,6 +52,7 @@ struct peer {
     struct iwarp_llp_conn c;
     uint8_t bounce[IWARP_LLP_CONN_BOUNCE];
     struct iwarp_llp_conn_txf txf[IWARP_LLP_CONN_TX_SEGS];
+    uint8_t tx_stage[IWARP_LLP_CONN_TX_STAGE];
     uint8_t *mem;
     uint32_t key;
     int last_type;       /* the last error event's type */
@@ -63,6 +65,7 @@ static struct peer P[2]; /* 0: initiator, 1: responder */
 static uint8_t MEM[2][MEM_SIZE];
 static uint8_t PIPES[2][PIPE_CAP];
 static struct iwarp_llp_mem M;
+static bool NO_TX_STAGE; /* setup() gives the connections no TX staging ring */
 
 /* Connection options. */
 struct opts {
@@ -155,6 +158,8 @@ static void setup(const struct opts *o)
     }
     ASSERT_EQ(iwarp_llp_conn_init(&P[0].c, &ci, P[0].bounce, P[0].txf, 0), 0);
     ASSERT_EQ(iwarp_llp_conn_init(&P[1].c, &cr, P[1].bounce, P[1].txf, 0), 0);
+    for (unsigned i = 0; i < 2 && !NO_TX_STAGE; i++)
+        ASSERT_EQ(iwarp_llp_conn_set_tx_stage(&P[i].c, P[i].tx_stage, sizeof P[i].tx_stage), 0);
     iwarp_llp_conn_attach(&P[0].c, &P[0].qp.eng);
     ASSERT_EQ(iwarp_llp_mem_init(&M, &P[0].c, &P[1].c, PIPES[0], PIPES[1], PIPE_CAP, 77), 0);
 }
@@ -563,6 +568,79 @@ TEST(corrupted_octet_with_crc_gets_the_llp_terminate)
     struct iwarp_wc wc;
     ASSERT_EQ(iwarp_core_cq_poll(&P[1].rcq, &wc, 1), 1);
     ASSERT_NE(wc.status, IWARP_WC_SUCCESS);
+}
+
+/* A Read of RSIZE octets whose Data Source the responder's application rewrites (memset to
+ * 0xEE) once the responder has framed Read Response FPDUs ahead of the pipe, with CRC on. */
+#define RSIZE (256u << 10)
+static void read_while_the_source_changes(void)
+{
+    connect_with(true, true, 0, false);
+    fill(MEM[1] + SRC_OFF, RSIZE, 9);
+    memset(MEM[0] + DST_OFF, 0, RSIZE);
+    post_send(&P[0], IWARP_WR_RDMA_READ, 3, DST_OFF, RSIZE, (uint64_t)(uintptr_t)(MEM[1] + SRC_OFF),
+              P[1].key);
+    for (unsigned i = 0; i < 100 && P[1].c.txf_count < IWARP_LLP_CONN_TX_SEGS / 2; i++)
+        (void)iwarp_llp_mem_step(&M);
+    ASSERT_TRUE(P[1].c.txf_count >= IWARP_LLP_CONN_TX_SEGS / 2); /* framed, not yet written */
+    memset(MEM[1] + SRC_OFF, 0xEE, RSIZE);
+    pump();
+}
+
+TEST(read_source_rewritten_after_framing_is_sent_as_framed_with_crc_on)
+{
+    /* RFC 5040 orders no local write against a remote Read: the requester may get either
+     * octet, but the CRC must cover what is sent (RFC 5044 §6), so the stream survives. */
+    read_while_the_source_changes();
+    ASSERT_EQ(P[0].nerr, 0);
+    ASSERT_EQ(P[1].nerr, 0);
+    expect_wc(&P[0].scq, 3, RSIZE, false);
+    size_t old = 0;
+    uint8_t *want = MEM[1] + MEM_SIZE - RSIZE; /* the pattern again, out of the way */
+    fill(want, RSIZE, 9);
+    for (size_t i = 0; i < RSIZE; i++) {
+        uint8_t got = MEM[0][DST_OFF + i];
+        ASSERT_TRUE(got == want[i] || got == 0xEE);
+        old += got == want[i] && want[i] != 0xEE;
+    }
+    /* the FPDUs framed before the rewrite carried the old octets, the rest the new */
+    ASSERT_TRUE(old > 0 && old < RSIZE);
+    /* the connection goes on */
+    transfer(OP_READ, 4096, 1);
+    ASSERT_EQ(P[0].c.state, IWARP_LLP_CONN_ESTABLISHED);
+    ASSERT_EQ(P[1].c.txs.used, 0);
+}
+
+TEST(reads_with_crc_on_progress_through_the_staging_ring_at_the_largest_fpdus)
+{
+    /* EMSS 65483: FPDUs of 64768-octet ULPDUs, so the 2 x 64768 staging ring holds two Read
+     * Response payloads at most and the framing waits for it (tx_fill, stage_fits_next). */
+    struct opts o = {.rev = 2, .crc = true, .emss = 65483, .rtr = IWARP_MPA_RTR_WRITE};
+    setup(&o);
+    accept_request();
+    ASSERT_EQ_U(P[1].c.max_seg, IWARP_MPA_MULPDU_MAX);
+    uint64_t copied = iwarp_copied_octets;
+    transfer(OP_READ, 65536, 8); /* each a 64740-octet FPDU and a 796-octet one */
+    transfer(OP_READ, MIB, 1);
+    transfer(OP_READ, 1, 16);
+    /* every Read Response octet was staged: the requester copies each once more */
+    ASSERT_TRUE(iwarp_copied_octets - copied >= 2u * (65536u * 8u + MIB + 16u));
+    ASSERT_EQ(P[0].nerr, 0);
+    ASSERT_EQ(P[1].nerr, 0);
+    ASSERT_EQ_U(P[1].c.txs.used, 0);
+    ASSERT_EQ(P[1].c.state, IWARP_LLP_CONN_ESTABLISHED);
+}
+
+TEST(without_tx_staging_a_rewritten_read_source_fails_the_crc)
+{
+    /* What the staging ring prevents: the CRC computed at framing no longer matches the
+     * octets written, and the requester Terminates with 2/0/0x02 (RFC 5044 §8). */
+    NO_TX_STAGE = true;
+    read_while_the_source_changes();
+    NO_TX_STAGE = false;
+    ASSERT_TRUE(P[0].nerr > 0);
+    ASSERT_EQ_U(P[0].last_cause, 0x020002u);
+    ASSERT_FALSE(P[0].last_from_peer);
 }
 
 TEST(corrupted_rtr_gets_the_responder_qps_llp_terminate)

@@ -2,7 +2,8 @@
 /*
  * MPA transmit framing: RFC 5044 Figures 4-6 and the wire-reference §1.9 CRC vectors as golden
  * bytes, markers at every 4-aligned FPDU position checked against a byte-at-a-time reference,
- * MULPDU (RFC 5044 §4.5), wire sizes, iovec bounds and the error paths.
+ * MULPDU (RFC 5044 §4.5), wire sizes, iovec bounds and the error paths; the staged variant
+ * (a Read Response's payload copied in the CRC pass) against the same reference.
  */
 #include <sys/uio.h>
 
@@ -10,6 +11,7 @@
 #include "iwarp/errors.h"
 #include "mpa/mpa_frame.h"
 #include "util/bytes.h"
+#include "util/copy.h"
 #include "util/crc32c.h"
 
 #define BIG (IWARP_MPA_MULPDU_MAX + 1024u)
@@ -288,6 +290,68 @@ TEST(scatter_gather_in_place)
             ASSERT_EQ(in_place, sizeof whole);
         }
     }
+}
+
+/* iwarp_mpa_tx_frame_staged: the payload iovecs (from index 1) are copied into the stage and
+ * the FPDU refers to the copy (header in place, payload only in the stage), the wire octets
+ * equal the reference whatever the position and markers (a payload over the 8 KiB copy chunk
+ * too), the copy is counted, and rewriting the source afterwards changes nothing sent. */
+TEST(staged_payload_is_framed_from_the_copy)
+{
+    static uint8_t hdr[18], pay1[9000], pay2[333], stage[sizeof pay1 + sizeof pay2];
+    static uint8_t whole[sizeof hdr + sizeof pay1 + sizeof pay2];
+    for (uint32_t pos = 0; pos < 1024; pos += 4) {
+        for (int markers = 0; markers < 2; markers++) {
+            for (size_t i = 0; i < sizeof hdr; i++)
+                hdr[i] = (uint8_t)(i + pos);
+            for (size_t i = 0; i < sizeof pay1; i++)
+                pay1[i] = (uint8_t)(i * 7u + pos);
+            for (size_t i = 0; i < sizeof pay2; i++)
+                pay2[i] = (uint8_t)(i * 11u + 3u);
+            memcpy(whole, hdr, sizeof hdr);
+            memcpy(whole + sizeof hdr, pay1, sizeof pay1);
+            memcpy(whole + sizeof hdr + sizeof pay1, pay2, sizeof pay2);
+            struct iovec in[3] = {{hdr, sizeof hdr}, {pay1, sizeof pay1}, {pay2, sizeof pay2}};
+            struct iwarp_mpa_tx tx;
+            tx_setup(&tx, true, markers != 0, pos);
+            uint64_t copied = iwarp_copied_octets;
+            iwarp_ssize n = iwarp_mpa_tx_frame_staged(&tx, in, 3, 1, stage, sizeof stage,
+                                                      &g_scratch, g_out, IWARP_MPA_TX_IOV_MAX(3));
+            ASSERT_TRUE(n > 0);
+            ASSERT_EQ_U(iwarp_copied_octets - copied, sizeof stage);
+            memset(pay1, 0xEE, sizeof pay1); /* the source changes after framing */
+            memset(pay2, 0xEE, sizeof pay2);
+            size_t w = flatten(g_out, (size_t)n, g_wire);
+            size_t r = ref_fpdu(pos, whole, sizeof whole, true, markers != 0, g_ref);
+            ASSERT_EQ(w, r);
+            ASSERT_MEM_EQ(g_wire, g_ref, r);
+            size_t staged = 0;
+            for (size_t i = 0; i < (size_t)n; i++) {
+                const uint8_t *b = g_out[i].iov_base;
+                ASSERT_FALSE(b >= pay1 && b < pay1 + sizeof pay1);
+                ASSERT_FALSE(b >= pay2 && b < pay2 + sizeof pay2);
+                if (b >= stage && b < stage + sizeof stage) {
+                    ASSERT_TRUE(b + g_out[i].iov_len <= stage + sizeof stage);
+                    staged += g_out[i].iov_len;
+                }
+            }
+            ASSERT_EQ(staged, sizeof stage);
+        }
+    }
+    /* a stage too small, or none, is refused and the framer is unchanged */
+    struct iovec in[2] = {{hdr, sizeof hdr}, {pay2, sizeof pay2}};
+    struct iwarp_mpa_tx tx;
+    tx_setup(&tx, true, false, 0);
+    ASSERT_EQ(iwarp_mpa_tx_frame_staged(&tx, in, 2, 1, stage, sizeof pay2 - 1, &g_scratch, g_out,
+                                        IWARP_MPA_TX_IOV_MAX(2)),
+              IWARP_ERR_NOSPC);
+    ASSERT_EQ(iwarp_mpa_tx_frame_staged(&tx, in, 2, 1, NULL, 0, &g_scratch, g_out,
+                                        IWARP_MPA_TX_IOV_MAX(2)),
+              IWARP_ERR_NOSPC);
+    ASSERT_EQ_U(tx.pos, 0);
+    /* from at or past the end: nothing staged, as iwarp_mpa_tx_frame */
+    ASSERT_TRUE(iwarp_mpa_tx_frame_staged(&tx, in, 2, 2, NULL, 0, &g_scratch, g_out,
+                                          IWARP_MPA_TX_IOV_MAX(2)) > 0);
 }
 
 /* Several FPDUs in a row: the framer tracks the stream position, and the concatenation equals
