@@ -11,6 +11,7 @@
  * Set-up and teardown (socket, connect, accept, close, epoll_ctl ADD/DEL) are outside the probe.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -47,6 +48,9 @@ static const char *const call_names[P_N] = {
 static struct iwarp_ctx *_Atomic watched[MAX_WATCHED];
 static atomic_bool probing;
 static atomic_ulong calls[P_N], held[P_N];
+/* sendmsg calls that found the socket full (EAGAIN, or fewer octets taken than offered): only
+ * then does the library ask for writability (epoll_ctl), so only then must epoll_ctl be seen */
+static atomic_ulong sends_full;
 
 static void probe(enum probe_call c)
 {
@@ -66,7 +70,17 @@ ssize_t __wrap_sendmsg(int fd, const struct msghdr *m, int flags);
 ssize_t __wrap_sendmsg(int fd, const struct msghdr *m, int flags)
 {
     probe(P_SENDMSG);
-    return __real_sendmsg(fd, m, flags);
+    ssize_t w = __real_sendmsg(fd, m, flags);
+    if (atomic_load(&probing)) {
+        int e = errno;
+        size_t want = 0;
+        for (size_t i = 0; i < m->msg_iovlen; i++)
+            want += m->msg_iov[i].iov_len;
+        if (w < 0 ? (e == EAGAIN || e == EWOULDBLOCK) : (size_t)w < want)
+            atomic_fetch_add(&sends_full, 1);
+        errno = e;
+    }
+    return w;
 }
 
 ssize_t __real_recvmsg(int fd, struct msghdr *m, int flags);
@@ -209,6 +223,7 @@ static void rig_up(struct rig *r, enum iwarp_progress_mode cli_mode, bool events
     atomic_store(&watched[1], r->cli.ctx);
     for (int c = 0; c < P_N; c++)
         atomic_store(&calls[c], 0), atomic_store(&held[c], 0);
+    atomic_store(&sends_full, 0);
     atomic_store(&probing, true);
 }
 
@@ -217,6 +232,12 @@ static void rig_up(struct rig *r, enum iwarp_progress_mode cli_mode, bool events
 static void rig_judge_from(struct rig *r, unsigned seen, uint32_t first)
 {
     atomic_store(&probing, false);
+    /* The big Writes usually fill the socket, but a receiver that keeps up (seen once in CI,
+     * on a loaded machine) leaves nothing to wait for: then no epoll_ctl is owed. */
+    unsigned long full = atomic_load(&sends_full);
+    printf("    sendmsg found the socket full %lu times\n", full);
+    if (full == 0)
+        seen &= ~(1u << P_EPOLL_CTL);
     for (int c = 0; c < P_N; c++) {
         unsigned long n = atomic_load(&calls[c]), h = atomic_load(&held[c]);
         printf("    %-16s %8lu calls, %lu with a context lock held\n", call_names[c], n, h);
