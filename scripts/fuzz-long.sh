@@ -14,8 +14,8 @@
 # hand-written seeds (every file not named by a 40-hex SHA-1) are kept as they are; the
 # generated files (SHA-1 names) are re-selected by libFuzzer's -merge=1 from the previous
 # generated files and the scratch corpus, so only those adding coverage beyond the seeds and each
-# other stay. Per target it prints the seconds, executions, executions per second, corpus files
-# before/after and findings; fuzz/budget.tsv (committed) accumulates seconds and executions per
+# other stay. Per target it prints the CPU seconds, executions, executions per second, corpus files
+# before/after and findings; fuzz/budget.tsv (committed) accumulates CPU seconds and executions per
 # target over runs, and the end of the run says which targets have reached the budget of issue 17:
 # 30 minutes or 10 million executions, whichever comes first, with no finding.
 # A finding, once fixed, restarts the count: set the target's row to zero (--reset TARGET...).
@@ -114,11 +114,14 @@ run_one() {
   local limits=()
   [ -z "$secs" ] || limits+=(-max_total_time="$secs")
   [ -z "$execs" ] || limits+=(-runs="$execs")
-  t0=$(date +%s%N)
-  nice -n 19 "$bin/fuzz_$t" "${limits[@]}" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-    -artifact_prefix="build/fuzz/artifacts/long-$t-" "$dir/scratch" "$corpus" >"$log" 2>&1 || rc=$?
-  t1=$(date +%s%N)
-  el=$(( (t1 - t0) / 1000000000 ))
+  # The seconds counted are the fuzzer's CPU seconds (user + system), not the wall clock's: a
+  # run at nice 19 beside other work gets less than the time it lasts, and counts only that.
+  local TIMEFORMAT='%U %S' cpu
+  cpu=$( { time nice -n 19 "$bin/fuzz_$t" "${limits[@]}" -timeout=10 -rss_limit_mb=2048 \
+    -print_final_stats=1 -artifact_prefix="build/fuzz/artifacts/long-$t-" "$dir/scratch" \
+    "$corpus" >"$log" 2>&1 || echo $? >"$dir/rc"; } 2>&1 )
+  [ ! -f "$dir/rc" ] || rc=$(cat "$dir/rc")
+  el=$(echo "$cpu" | awk '{ printf "%d", $1 + $2 + 0.5 }')
   ex=$(stat_of number_of_executed_units "$log")
   # Without final stats (a crash cut them short), the last status line's count.
   [ -n "$ex" ] || ex=$(grep -oE '^#[0-9]+' "$log" | tail -n 1 | tr -d '#' || true)
