@@ -961,6 +961,11 @@ static int run_deadlines(struct ping *p)
         if (now >= s->close_deadline) {
             if (s->close_deadline)
                 fprintf(stderr, "iwarp ping: no DISCONNECTED within %d ms\n", DISCONNECT_MS);
+            /* A session with nothing to wait for (its disconnect failed: a Terminate already
+             * ended the connection) ends at once: first the async event that Terminate queued
+             * with its error completion, which destroying the QP would discard (interop.siw_scen
+             * bad-rkey missed siw's cause when the error completion was handled first). */
+            run_async(p);
             session_end(s);
         } else {
             uint64_t left = s->close_deadline - now;
