@@ -127,8 +127,14 @@ run_one() {
   [ -n "$ex" ] || ex=$(grep -oE '^#[0-9]+' "$log" | tail -n 1 | tr -d '#' || true)
   ex=${ex:-0}
   eps=$(( el > 0 ? ex / el : ex ))
+  local interrupted=0
   if [ "$rc" != 0 ]; then
     finding=$(find build/fuzz/artifacts -maxdepth 1 -name "long-$t-*" -type f | head -n 1)
+    # A run stopped by a signal (libFuzzer exits 72 and says so) found nothing: its time and
+    # executions count, its scratch inputs are not merged.
+    if [ -z "$finding" ] && grep -q 'libFuzzer: run interrupted' "$log"; then
+      interrupted=1; finding="-"
+    fi
     [ -n "$finding" ] || finding="exit $rc, no artifact (log: $log)"
   fi
   if [ "$rc" = 0 ] && [ "$merge" = 1 ]; then
@@ -153,11 +159,12 @@ run_one() {
   budget_add "$t" "$el" "$ex" "$nfind"
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$t" "$el" "$ex" "$eps" "$before" "$after" "$finding" \
     >>"$work/results"
-  printf 'fuzz-long: %-16s %5ss %10s execs %7s/s corpus %s -> %s  finding: %s\n' \
-    "$t" "$el" "$ex" "$eps" "$before" "$after" "$finding"
+  printf 'fuzz-long: %-16s %5ss %10s execs %7s/s corpus %s -> %s  finding: %s%s\n' \
+    "$t" "$el" "$ex" "$eps" "$before" "$after" "$finding" "${interrupted/#1/ (interrupted)}"
+  [ "$interrupted" = 0 ] || echo interrupted >"$work/interrupted"
 }
 
-: >"$work/results"
+: >"$work/results"; rm -f "$work/interrupted"
 echo "fuzz-long: ${#targets[@]} targets, ${secs:+${secs} s}${secs:+${execs:+ or }}${execs:+${execs} executions} each, $jobs at a time"
 running=0
 for t in "${targets[@]}"; do
@@ -185,3 +192,4 @@ done
 echo "fuzz-long: corpora $(du -sh --apparent-size fuzz/corpus | cut -f1) in $(find fuzz/corpus -type f | wc -l) files in fuzz/corpus"
 nfound=$(awk -F'\t' '$7 != "-"' "$work/results" | wc -l)
 [ "$nfound" = 0 ] || { echo "fuzz-long: $nfound target(s) with a finding" >&2; exit 1; }
+[ ! -f "$work/interrupted" ] || { echo "fuzz-long: interrupted" >&2; exit 130; }
