@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Where Tagged DDP Segments are placed, and their match against a solicited sink (RFC 5041 §7.1). */
+/* Where Tagged DDP Segments are placed and whether they match a solicited sink (RFC 5041 §7.1). */
 #include "ddp/ddp_rx_tagged.h"
 
 #include "iwarp/errors.h"

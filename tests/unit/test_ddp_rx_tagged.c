@@ -74,7 +74,7 @@ TEST(tagged_target)
     uint64_t addr = 1;
     ASSERT_EQ(iwarp_ddp_rx_tagged_target(&t, &q, &addr, &c), 0);
     ASSERT_EQ(addr, (uint64_t)(uintptr_t)(mem + 30)); /* the last two octets of the region */
-    q.to = 31; /* one octet past the region */
+    q.to = 31;                                        /* one octet past the region */
     ASSERT_EQ(iwarp_ddp_rx_tagged_target(&t, &q, &addr, &c), IWARP_ERR_MEM_BOUNDS);
     ASSERT_EQ(addr, 0);
     ASSERT_EQ(c.layer, IWARP_TERM_LAYER_DDP);
