@@ -160,7 +160,8 @@ run_one() {
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$t" "$el" "$ex" "$eps" "$before" "$after" "$finding" \
     >>"$work/results"
   printf 'fuzz-long: %-16s %5ss %10s execs %7s/s corpus %s -> %s  finding: %s%s\n' \
-    "$t" "$el" "$ex" "$eps" "$before" "$after" "$finding" "${interrupted/#1/ (interrupted)}"
+    "$t" "$el" "$ex" "$eps" "$before" "$after" "$finding" \
+    "$([ "$interrupted" = 0 ] || echo ' (interrupted)')"
   [ "$interrupted" = 0 ] || echo interrupted >"$work/interrupted"
 }
 

@@ -76,7 +76,8 @@ struct tcp_conn {
     bool eng_deferred;
     uint8_t *bounce;
     struct iwarp_llp_conn_txf *txf;
-    uint8_t *tx_stage;              /* IWARP_LLP_CONN_TX_STAGE octets: Read Responses with CRC on */
+    uint8_t *tx_stage;              /* IWARP_LLP_CONN_TX_STAGE octets, or NULL: only Read
+                                       Responses with CRC on need it (conn_stage_tx) */
     struct iwarp_trace_conn *trace; /* the packet trace (holds its sink's reference), or NULL */
     uint8_t *trace_buf;             /* its 2 * IWARP_TRACE_CONN_BUF octets */
     /* active side: the MPA configuration and private data kept from connect() until TCP is
@@ -256,14 +257,13 @@ static struct tcp_conn *conn_alloc(struct iwarp_ctx *ctx)
     if (!cc)
         return NULL;
     cc->ctx = ctx;
-    /* The three large blocks (about 270 KiB) are not zeroed: llp_conn writes every octet
-     * before reading it, so a connection makes resident only the pages its traffic reaches (a
-     * stalled startup: the few its negotiation touches; docs/design.md, "Floods"; the TX
-     * staging ring: none until it answers a Read with CRC on). */
+    /* The two large blocks (about 141 KiB) are not zeroed: llp_conn writes every octet before
+     * reading it, so a connection makes resident only the pages its traffic reaches (a stalled
+     * startup: the few its negotiation touches; docs/design.md, "Floods"). The TX staging ring
+     * waits for the negotiation's outcome (conn_stage_tx). */
     cc->bounce = iwarp_api_malloc(ctx, IWARP_LLP_CONN_BOUNCE);
     cc->txf = iwarp_api_malloc(ctx, IWARP_LLP_CONN_TX_SEGS * sizeof *cc->txf);
-    cc->tx_stage = iwarp_api_malloc(ctx, IWARP_LLP_CONN_TX_STAGE);
-    if (!cc->bounce || !cc->txf || !cc->tx_stage) {
+    if (!cc->bounce || !cc->txf) {
         conn_free(cc);
         return NULL;
     }
@@ -296,6 +296,26 @@ static struct tcp_conn *conn_alloc(struct iwarp_ctx *ctx)
     cc->src.user = cc;
     cc->doorbell.ring = conn_ring;
     return cc;
+}
+
+/* Give the MPA connection its TX staging ring (127 KiB, not zeroed) if its Read Responses
+ * will need one: CRC on and an IRD above 0 (iwarp_llp_conn_tx_stage_wanted; ans as there).
+ * Connection setup, not the data path. Returns 0, or IWARP_ERR_NOMEM (nothing changed). */
+static int conn_stage_tx(struct tcp_conn *cc, const struct iwarp_mpa_neg_answer *ans)
+{
+    struct iwarp_llp_conn *c = &cc->tcp.conn;
+    if (!iwarp_llp_conn_tx_stage_wanted(c, ans))
+        return 0;
+    uint8_t *stage = iwarp_api_malloc(cc->ctx, IWARP_LLP_CONN_TX_STAGE);
+    if (!stage)
+        return IWARP_ERR_NOMEM;
+    int rc = iwarp_llp_conn_set_tx_stage(c, stage, IWARP_LLP_CONN_TX_STAGE);
+    if (rc != 0) { /* cannot happen: wanted says none is set and no Read Response went */
+        iwarp_api_free(cc->ctx, stage);
+        return rc;
+    }
+    cc->tx_stage = stage;
+    return 0;
 }
 
 /* Register the connection's socket with the loop. */
@@ -398,8 +418,6 @@ static int start_initiator(struct tcp_conn *cc, const struct iwarp_llp_conn_cfg 
 {
     struct iwarp_llp_tcp *t = &cc->tcp;
     int rc = iwarp_llp_tcp_start(t, cfg, cc->bounce, cc->txf, now);
-    if (rc == 0)
-        rc = iwarp_llp_conn_set_tx_stage(&t->conn, cc->tx_stage, IWARP_LLP_CONN_TX_STAGE);
     if (rc != 0)
         return rc;
     memcpy(&cc->id->pub.local_addr, &t->local, sizeof t->local);
@@ -571,10 +589,17 @@ static int update_active_mpa(struct tcp_conn *cc, uint64_t now)
         return 0;
     }
     if (c->state != IWARP_LLP_CONN_FAILED && c->state != IWARP_LLP_CONN_CLOSE && mpa_up(c)) {
-        struct cm_setup s = setup_of(r, false);
-        cc->phase = TC_UP;
-        iwarp_cm_on_established(cc->id, &s);
-        return 1;
+        /* The Reply has settled CRC and our IRD. No Read Request can have been taken yet:
+         * the responder sends nothing before our first FPDU (RFC 5044 §7.1.2 rule 4), and
+         * nothing is read between the Reply and this update (conn_run). */
+        int rc = conn_stage_tx(cc, NULL);
+        if (rc == 0) {
+            struct cm_setup s = setup_of(r, false);
+            cc->phase = TC_UP;
+            iwarp_cm_on_established(cc->id, &s);
+            return 1;
+        }
+        (void)iwarp_llp_conn_fail_locally(c, rc); /* FAILED: reported and closed below */
     }
     if (c->state == IWARP_LLP_CONN_FAILED || c->state == IWARP_LLP_CONN_CLOSE ||
         t->phase == IWARP_LLP_TCP_DONE || t->rx_eof) {
@@ -856,8 +881,7 @@ static void accept_one(struct tcp_lsn *l, int fd, uint64_t now)
     /* RFC 5044 §7.1.2 rules 8, 10: the Request (and an RTR) within the context's limit */
     cfg.neg.timeout_ns = ctx->mpa_startup_timeout_ns;
     if (!cc || iwarp_llp_tcp_adopt(&cc->tcp, fd) != 0 ||
-        iwarp_llp_tcp_start(&cc->tcp, &cfg, cc->bounce, cc->txf, now) != 0 ||
-        iwarp_llp_conn_set_tx_stage(&cc->tcp.conn, cc->tx_stage, IWARP_LLP_CONN_TX_STAGE) != 0) {
+        iwarp_llp_tcp_start(&cc->tcp, &cfg, cc->bounce, cc->txf, now) != 0) {
         if (!cc)
             close(fd);
         else
@@ -1063,7 +1087,11 @@ static int tcp_accept(struct cm_id *id, const struct iwarp_conn_param *param)
         .markers = param && param->markers,
     };
     attach_qp(cc);
-    int rc = iwarp_llp_conn_accept(&t->conn, &ans);
+    /* Before the acceptance, which cannot be undone: a failure leaves the Request to decide
+     * again (the staging ring for the outcome ans negotiates). */
+    int rc = conn_stage_tx(cc, &ans);
+    if (rc == 0)
+        rc = iwarp_llp_conn_accept(&t->conn, &ans);
     if (rc != 0) {
         iwarp_cm_unhook_qp(id);
         return rc;

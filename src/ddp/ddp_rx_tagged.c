@@ -1,11 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Placement of Tagged DDP Segments and their match against a solicited sink (RFC 5041 §7.1). */
+/* Where Tagged DDP Segments are placed and whether they match a solicited sink (RFC 5041 §7.1). */
 #include "ddp/ddp_rx_tagged.h"
 
-#include <string.h>
-
 #include "iwarp/errors.h"
-#include "util/copy.h"
 
 int iwarp_ddp_rx_tagged_target(const struct iwarp_mem_table *t, const struct iwarp_mem_req *r,
                                uint64_t *addr, struct iwarp_term_cause *cause)
@@ -16,20 +13,6 @@ int iwarp_ddp_rx_tagged_target(const struct iwarp_mem_table *t, const struct iwa
     /* RFC 5041 §7.1 checks 1-5 on the Data Sink STag and TO, DDP causes (RFC 5041 §7.2). A
      * zero-length segment passes unchecked (RFC 5041 §5.2) and places nothing. */
     return iwarp_mem_check_tagged(t, r, IWARP_MEM_CAUSE_DDP, addr, cause);
-}
-
-int iwarp_ddp_rx_tagged_place(const struct iwarp_mem_table *t, const struct iwarp_mem_req *r,
-                              const uint8_t *payload, struct iwarp_term_cause *cause)
-{
-    if (t == NULL || r == NULL || (payload == NULL && r->len != 0))
-        return IWARP_ERR_INVAL;
-    uint64_t addr = 0;
-    int rc = iwarp_ddp_rx_tagged_target(t, r, &addr, cause);
-    if (rc != 0)
-        return rc;
-    if (r->len != 0)
-        iwarp_copy((void *)(uintptr_t)addr, payload, (size_t)r->len);
-    return 0;
 }
 
 static int sink_error(struct iwarp_term_cause *cause, uint8_t ecode)

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * DDP receive-side Placement of Tagged DDP Segments (RFC 5041 §5.1, §7.1): the access checks
- * on the Data Sink STag/TO and the copy into local memory, and the match of a tagged segment
- * against the one buffer its message was solicited for (an RDMA Read Response against its
- * RDMA Read Request's Data Sink, RFC 5040 §5.2.2).
+ * on the Data Sink STag/TO that say where a segment's payload goes, and the match of a tagged
+ * segment against the one buffer its message was solicited for (an RDMA Read Response against
+ * its RDMA Read Request's Data Sink, RFC 5040 §5.2.2).
  *
- * Pure and stateless: the caller keeps per-message state (octets received so far) and holds
- * the STag table's lock across the check and the copy. Nothing is written to memory unless
- * every check passed, so after an error nothing of the segment has been placed (RFC 5041 §7.1:
- * DDP "MUST NOT place" a segment that fails the checks).
+ * Pure and stateless: the caller keeps per-message state (octets received so far), places the
+ * payload itself (straight from the socket) once the checks passed, and holds the STag table's
+ * lock across the check and the placement (RFC 5041 §7.1: DDP "MUST NOT place" a segment that
+ * fails the checks).
  */
 #ifndef IWARP_DDP_DDP_RX_TAGGED_H
 #define IWARP_DDP_DDP_RX_TAGGED_H
@@ -22,30 +22,20 @@
 
 /*
  * Check one tagged access (RFC 5041 §7.1 checks 1-5 through iwarp_mem_check_tagged() with
- * DDP causes, Layer 1 EType 1) and copy the payload to the memory the STag names.
- *   t:       the STag table.
- *   r:       the access: Data Sink STag, TO of the first payload octet, r->len = len, the
- *            rights the placement needs (REMOTE_WRITE for an RDMA Write, LOCAL_WRITE for a Read
- *            Response into the local sink), the stream's PD and QP.
- *   payload: r->len octets (may be NULL when r->len is 0).
- *   cause:   on a failed check, the Terminate cause (1/1/0x00..0x03); may be NULL.
- * Ownership: nothing is kept; the payload is copied.
- * Returns 0 (placed; a zero-length segment is neither checked nor placed, RFC 5041 §5.2), the
- * mem error of the failed check (IWARP_ERR_STAG_INVALID, _STAG_NOT_ASSOC, _MEM_ACCESS,
- * _MEM_TO_WRAP, _MEM_BOUNDS; nothing placed), or IWARP_ERR_INVAL for NULL t or r, or NULL
- * payload with a non-zero length (no cause).
- */
-int iwarp_ddp_rx_tagged_place(const struct iwarp_mem_table *t, const struct iwarp_mem_req *r,
-                              const uint8_t *payload, struct iwarp_term_cause *cause);
-
-/*
- * The checks of iwarp_ddp_rx_tagged_place() without the copy: where the payload goes. For
- * zero-copy placement, where the caller receives the payload straight into that memory.
- *   t, r, cause: as for iwarp_ddp_rx_tagged_place().
- *   addr:   on success, the local address of the octet at r->to (0 when r->len is 0); the
- *           r->len octets from there are inside the buffer the STag names.
+ * DDP causes, Layer 1 EType 1) and say where its payload goes: the caller receives the payload
+ * straight into that memory (zero-copy placement), after this check and never before, so a
+ * segment that fails it places nothing (RFC 5041 §7.1: DDP "MUST NOT place" it).
+ *   t:      the STag table.
+ *   r:      the access: Data Sink STag, TO of the first payload octet, r->len, the rights the
+ *           placement needs (REMOTE_WRITE for an RDMA Write, LOCAL_WRITE for a Read Response
+ *           into the local sink), the stream's PD and QP.
+ *   addr:   on success, the local address of the octet at r->to (0 when r->len is 0: a
+ *           zero-length segment is neither checked nor placed, RFC 5041 §5.2); the r->len
+ *           octets from there are inside the buffer the STag names.
+ *   cause:  on a failed check, the Terminate cause (1/1/0x00..0x03); may be NULL.
  * Ownership: nothing is kept; addr is valid while the STag stays registered.
- * Returns what iwarp_ddp_rx_tagged_place() returns (IWARP_ERR_INVAL for NULL t, r or addr).
+ * Returns 0, the mem error of the failed check (IWARP_ERR_STAG_INVALID, _STAG_NOT_ASSOC,
+ * _MEM_ACCESS, _MEM_TO_WRAP, _MEM_BOUNDS), or IWARP_ERR_INVAL for NULL t, r or addr.
  */
 int iwarp_ddp_rx_tagged_target(const struct iwarp_mem_table *t, const struct iwarp_mem_req *r,
                                uint64_t *addr, struct iwarp_term_cause *cause);

@@ -61,8 +61,14 @@ int iwarp_llp_conn_neg_failed(struct iwarp_llp_conn *c)
     return r->err;
 }
 
-/* Enter full operation on the QP with the negotiated IRD/ORD (RFC 6581 §9.1); 0x3FFF leaves
- * them to the ULP: the configured values. */
+/* The IRD or ORD the QP starts with: the negotiated one, or when there was none (0x3FFF, RFC
+ * 6581 §9.1: left to the ULP) the configured one. */
+static uint32_t ird_ord_in_use(uint16_t negotiated, uint16_t configured)
+{
+    return negotiated != NONE ? negotiated : configured;
+}
+
+/* Enter full operation on the QP with the negotiated IRD/ORD (RFC 6581 §9.1). */
 static int start_qp(struct iwarp_llp_conn *c)
 {
     const struct iwarp_mpa_neg_result *r = iwarp_mpa_neg_result(&c->neg);
@@ -72,8 +78,8 @@ static int start_qp(struct iwarp_llp_conn *c)
         iwarp_llp_conn_rx_stop(c);
         return IWARP_ERR_STATE;
     }
-    uint32_t ird = r->ird != NONE ? r->ird : c->cfg.neg.ird;
-    uint32_t ord = r->ord != NONE ? r->ord : c->cfg.neg.ord;
+    uint32_t ird = ird_ord_in_use(r->ird, c->cfg.neg.ird);
+    uint32_t ord = ird_ord_in_use(r->ord, c->cfg.neg.ord);
     int rc = iwarp_core_eng_start(c->eng, ird, ord);
     if (rc != 0) {
         c->state = IWARP_LLP_CONN_FAILED;
@@ -98,20 +104,24 @@ int iwarp_llp_conn_started_failed(struct iwarp_llp_conn *c, int err)
     return err;
 }
 
+int iwarp_llp_conn_fail_locally(struct iwarp_llp_conn *c, int err)
+{
+    /* RFC 6581 §9.3: a local error without its own code is reported to the peer with TERM
+     * 2/0/0x05 before the connection is reset; in full operation the Terminate FPDU may go
+     * (the connection frames it, whether an engine runs or not). */
+    struct iwarp_term_cause cause = {IWARP_TERM_LAYER_LLP, IWARP_TERM_LLP_ETYPE_MPA,
+                                     IWARP_TERM_MPA_CATASTROPHIC};
+    iwarp_llp_conn_terminate(c, err, cause, NULL, 0);
+    return err;
+}
+
 int iwarp_llp_conn_initiator_established(struct iwarp_llp_conn *c, uint64_t now_ns)
 {
     const struct iwarp_mpa_neg_result *r = iwarp_mpa_neg_result(&c->neg);
     enter_fullop(c);
     int rc = start_qp(c);
-    if (rc != 0) {
-        /* RFC 6581 §9.3: a local error without its own code is reported to the peer with
-         * TERM 2/0/0x05 before the connection is reset; after the Reply we are in full
-         * operation, so the Terminate FPDU may go (the connection frames it: no engine). */
-        struct iwarp_term_cause cause = {IWARP_TERM_LAYER_LLP, IWARP_TERM_LLP_ETYPE_MPA,
-                                         IWARP_TERM_MPA_CATASTROPHIC};
-        iwarp_llp_conn_terminate(c, rc, cause, NULL, 0);
-        return rc;
-    }
+    if (rc != 0) /* after the Reply we are in full operation */
+        return iwarp_llp_conn_fail_locally(c, rc);
     /* RFC 6581 §5, §9.2: the negotiated RTR is our first FPDU. */
     c->rtr_pending = r->rtr != 0;
     /* siw race (docs/design.md): our first FPDU waits first_fpdu_delay_ns after the Reply. */
@@ -172,6 +182,23 @@ int iwarp_llp_conn_accept(struct iwarp_llp_conn *c, const struct iwarp_mpa_neg_a
     c->tx_hold = true;
     iwarp_llp_conn_rx_begin(c);
     return 0;
+}
+
+bool iwarp_llp_conn_tx_stage_wanted(const struct iwarp_llp_conn *c,
+                                    const struct iwarp_mpa_neg_answer *ans)
+{
+    if (c->txs.buf || !c->eng || !c->eng->rdmap)
+        return false; /* given already; a DDP-level stream answers no Reads */
+    if (!ans)
+        return c->started && c->tx.crc && c->eng->rdmap->ird > 0;
+    struct iwarp_mpa_neg_result r;
+    if (c->state != IWARP_LLP_CONN_REQUEST || iwarp_mpa_neg_accept_outcome(&c->neg, ans, &r) != 0)
+        return false; /* accept() would fail: nothing to prepare */
+    /* the configured IRD as iwarp_llp_conn_accept() leaves it for start_qp() */
+    uint16_t configured = ans->ird != NONE ? ans->ird : c->cfg.neg.ird;
+    /* RFC 5040 §5.2.2, §7.2: with IRD 0 queue 1 holds no buffer, so a Read Request is
+     * Terminated (RFC 5041 §7.2: 1/2/0x02) and never answered */
+    return r.crc && ird_ord_in_use(r.ird, configured) > 0;
 }
 
 int iwarp_llp_conn_reject(struct iwarp_llp_conn *c, const struct iwarp_mpa_neg_answer *ans)

@@ -172,6 +172,8 @@ struct iwarp_llp_conn {
     bool term_queued; /* a Terminate built by the connection is queued; nothing follows it */
     bool tx_hold;     /* responder: the QP runs but sends nothing before the initiator's first
                          FPDU has arrived (RFC 5044 §7.1.2 rule 4) */
+    bool resp_framed; /* a Read or Atomic Response was framed: too late to give a TX staging
+                         ring (iwarp_llp_conn_set_tx_stage) */
     struct iwarp_llp_conn_recv recv;
     /* Counters (read-only outside llp_conn*.c): ULPDU octets received with CRC off placed by
      * the transport straight into their destination, or copied there from the read-ahead
@@ -195,15 +197,39 @@ int iwarp_llp_conn_init(struct iwarp_llp_conn *c, const struct iwarp_llp_conn_cf
 
 /*
  * Give the connection a TX staging ring of len octets (at least IWARP_MPA_MULPDU_MAX; normally
- * IWARP_LLP_CONN_TX_STAGE), after init and before full operation. With CRC on, each Read
- * Response FPDU's payload is then copied into it in the pass that computes the CRC, and sent
- * from there; the next segment is asked of the engine only when the ring has room for the
- * most a Read Response segment could then carry (iwarp_core_qp_tx_read_resp_max). Without one
- * (or with CRC off) payloads go straight from registered memory. Ownership: buf is
+ * IWARP_LLP_CONN_TX_STAGE), once, after init and before the first Read Response is framed: at
+ * the latest when the negotiation has settled (iwarp_llp_conn_tx_stage_wanted). With CRC on,
+ * each Read Response FPDU's payload is then copied into it in the pass that computes the CRC,
+ * and sent from there; the next segment is asked of the engine only when the ring has room for
+ * the most a Read Response segment could then carry (iwarp_core_qp_tx_read_resp_max). Without
+ * one (or with CRC off) payloads go straight from registered memory. Ownership: buf is
  * borrowed for the connection's life; it need not be zeroed. Returns 0, or IWARP_ERR_INVAL
- * (len too small, or called once FPDUs may have been framed).
+ * (len too small, a ring already given, or a Read or Atomic Response already framed).
  */
 int iwarp_llp_conn_set_tx_stage(struct iwarp_llp_conn *c, uint8_t *buf, size_t len);
+
+/*
+ * Whether this connection's Read Responses will need a TX staging ring and it has none: CRC
+ * on, an RDMAP engine attached (a DDP-level stream answers no Reads), and an IRD above 0 (with
+ * IRD 0 a Read Request finds no buffer and is Terminated, never answered). ans: the responder
+ * in REQUEST, about to accept with ans: the outcome the acceptance would negotiate
+ * (iwarp_mpa_neg_accept_outcome), so that a failure to provide the ring can still fail the
+ * acceptance with nothing changed. NULL: the negotiation has settled (the engine started: the
+ * initiator once the Reply is in, the responder after accept); before that, false. A
+ * connection setup (not the data path) then allocates the ring and gives it with
+ * iwarp_llp_conn_set_tx_stage.
+ */
+bool iwarp_llp_conn_tx_stage_wanted(const struct iwarp_llp_conn *c,
+                                    const struct iwarp_mpa_neg_answer *ans);
+
+/*
+ * A local error in full operation that has no code of its own (e.g. the CM found no memory for
+ * the connection's TX staging ring once the Reply was in): RFC 6581 §9.3, the Terminate
+ * 2/0/0x05 goes out before the connection is reset. The connection is FAILED with err (close
+ * the transport once the Terminate is written); the engine learns of the end when the
+ * transport closes (iwarp_llp_conn_closed). Returns err.
+ */
+int iwarp_llp_conn_fail_locally(struct iwarp_llp_conn *c, int err);
 
 /* Attach the engine that full operation feeds (core_engine.h: an RDMAP QP or a DDP-level
  * stream; NULL detaches), before ESTABLISHED is reached: the initiator at connect, the

@@ -21,7 +21,9 @@ static struct iwarp_llp_conn_txf *txf_slot(struct iwarp_llp_conn *c, uint32_t i)
 
 int iwarp_llp_conn_set_tx_stage(struct iwarp_llp_conn *c, uint8_t *buf, size_t len)
 {
-    if (!buf || len < IWARP_MPA_MULPDU_MAX || len > UINT32_MAX || c->fullop)
+    /* One ring, in place before the first Read Response: one framed without it went from
+     * registered memory, and the ring's accounting starts empty. */
+    if (!buf || len < IWARP_MPA_MULPDU_MAX || len > UINT32_MAX || c->txs.buf || c->resp_framed)
         return IWARP_ERR_INVAL;
     c->txs = (struct iwarp_llp_conn_tx_stage){.buf = buf, .cap = (uint32_t)len};
     return 0;
@@ -109,6 +111,7 @@ static int frame(struct iwarp_llp_conn *c, struct iwarp_llp_conn_txf *t)
         return (int)n;
     }
     t->stage_span = span;
+    c->resp_framed = c->resp_framed || t->seg.src == IWARP_CORE_TX_IRQ;
     t->niov = (uint32_t)n;
     uint32_t len = 0;
     for (uint32_t i = 0; i < t->niov; i++)

@@ -435,28 +435,26 @@ iwarp_ssize iwarp_mpa_neg_rx(struct iwarp_mpa_neg *neg, const uint8_t *data, siz
     return (iwarp_ssize)used;
 }
 
-int iwarp_mpa_neg_accept(struct iwarp_mpa_neg *neg, const struct iwarp_mpa_neg_answer *ans,
-                         uint64_t now_ns)
+/* Responder: whether accept(neg, ans) may go: 0, or the error it returns. */
+static int accept_check(const struct iwarp_mpa_neg *neg, const struct iwarp_mpa_neg_answer *ans)
 {
     if (!neg || !ans)
         return IWARP_ERR_INVAL;
     if (neg->state != IWARP_MPA_NEG_REQUEST)
         return IWARP_ERR_STATE;
-    int rc = check_answer(neg, ans);
-    if (rc != 0)
-        return rc;
-    struct iwarp_mpa_neg_result *r = &neg->res;
+    return check_answer(neg, ans);
+}
+
+/* Responder: what accepting with ans (checked) negotiates. r holds the result of the Request
+ * and gets the answer's settings; *ird_sent, *ord_sent: the IRD/ORD the Reply's word carries. */
+static void accept_outcome(const struct iwarp_mpa_neg *neg, const struct iwarp_mpa_neg_answer *ans,
+                           struct iwarp_mpa_neg_result *r, uint16_t *ird_sent, uint16_t *ord_sent)
+{
     /* The ULP's per-connection choices (RFC 5044 §7.1.1): C=1 turns CRC on for both
      * directions; M=1 asks the initiator to insert markers in what we receive. */
-    if (ans->crc) {
-        neg->cfg.crc = true;
-        r->crc = true;
-    }
-    if (ans->markers) {
-        neg->cfg.markers = true;
-        r->markers_rx = true;
-    }
-    uint16_t ird = NONE, ord = NONE; /* sent in the word */
+    r->crc = r->crc || ans->crc;
+    r->markers_rx = r->markers_rx || ans->markers;
+    *ird_sent = *ord_sent = NONE;
     if (neg->req_s) {
         /* RFC 6581 §9.1 (shared with DDP over SCTP): 0x3FFF handling, ORD at most the
          * initiator IRD, IRD 0 -> 1 for a Read RTR. */
@@ -465,9 +463,36 @@ int iwarp_mpa_neg_accept(struct iwarp_mpa_neg *neg, const struct iwarp_mpa_neg_a
                               (r->rtr & IWARP_MPA_RTR_READ) != 0, &a);
         r->ird = a.ird;
         r->ord = a.ord;
-        ird = a.ird_sent;
-        ord = a.ord_sent;
+        *ird_sent = a.ird_sent;
+        *ord_sent = a.ord_sent;
     }
+}
+
+int iwarp_mpa_neg_accept_outcome(const struct iwarp_mpa_neg *neg,
+                                 const struct iwarp_mpa_neg_answer *ans,
+                                 struct iwarp_mpa_neg_result *out)
+{
+    int rc = out ? accept_check(neg, ans) : IWARP_ERR_INVAL;
+    if (rc != 0)
+        return rc;
+    *out = neg->res;
+    uint16_t ird_sent, ord_sent;
+    accept_outcome(neg, ans, out, &ird_sent, &ord_sent);
+    return 0;
+}
+
+int iwarp_mpa_neg_accept(struct iwarp_mpa_neg *neg, const struct iwarp_mpa_neg_answer *ans,
+                         uint64_t now_ns)
+{
+    int rc = accept_check(neg, ans);
+    if (rc != 0)
+        return rc;
+    struct iwarp_mpa_neg_result *r = &neg->res;
+    uint16_t ird, ord; /* sent in the word */
+    accept_outcome(neg, ans, r, &ird, &ord);
+    /* the Reply's C and M bits (queue_reply) */
+    neg->cfg.crc = neg->cfg.crc || ans->crc;
+    neg->cfg.markers = neg->cfg.markers || ans->markers;
     queue_reply(neg, false, ird, ord, ans);
     /* RFC 5044 §7.1.2 rule 4: nothing from us before the initiator's first FPDU; RFC 6581
      * §9.2: with an RTR we are established only when it arrives, under the startup timer

@@ -187,6 +187,17 @@ int iwarp_mpa_neg_accept(struct iwarp_mpa_neg *neg, const struct iwarp_mpa_neg_a
                          uint64_t now_ns);
 
 /*
+ * Responder, in REQUEST: what accept(neg, ans) would negotiate, the machine unchanged: *out is
+ * the result accept() would leave (crc, markers_rx, ird, ord with the answer applied), so that
+ * the layer above can prepare what the outcome needs before it commits to it.
+ * Returns 0; IWARP_ERR_STATE outside REQUEST; IWARP_ERR_INVAL for bad ans values (accept()
+ * would fail alike). Ownership: out->peer_pd points into neg, as result()'s does.
+ */
+int iwarp_mpa_neg_accept_outcome(const struct iwarp_mpa_neg *neg,
+                                 const struct iwarp_mpa_neg_answer *ans,
+                                 struct iwarp_mpa_neg_result *out);
+
+/*
  * Responder, in REQUEST: rejects (R=1, RFC 5044 §7.1.2 rule 2), with ans->pd and, for an
  * enhanced Request, ans->ird/ord in the word (RFC 6581 §9.1: e.g. the ORD the ULP needs).
  * Moves to REJECTED (action EXIT). ans may be NULL (no private data, IRD/ORD 0x3FFF).

@@ -13,6 +13,10 @@
  * disturb the first. The client disconnects the first, both see DISCONNECTED, and everything is
  * destroyed in order.
  *
+ * Over TCP the scenario runs a third time with CRC on (both contexts' connections then also
+ * allocate their TX staging rings once the MPA negotiation has settled: the server's before it
+ * accepts, the client's when the Reply is in; CRC off, none: each run counts them).
+ *
  * A first run counts the allocations each side's hooks are asked for (A per side). Then, for
  * each side and each N in 1..A+2 (a run may ask for one more than the first), the scenario runs
  * again with that side's Nth allocation failing
@@ -56,6 +60,7 @@
 #include <unistd.h>
 
 #include "iwarp/ddp.h"
+#include "llp/llp_conn.h"
 #include "stack_pair.h"
 
 #define BUFSZ   4096u
@@ -77,6 +82,7 @@ struct fhooks {
     atomic_long served; /* allocation requests so far (failed ones included) */
     atomic_long live;   /* served and not yet freed */
     atomic_long failed; /* requests failed on purpose */
+    atomic_long stages; /* requests for a TX staging ring (IWARP_LLP_CONN_TX_STAGE octets) */
     long fail_at;       /* 0: none; else the request number that fails */
     bool fail_from;     /* and every one after it */
 };
@@ -90,9 +96,11 @@ void __sanitizer_print_stack_trace(void);
 #define FH_STACK() ((void)0)
 #endif
 
-static bool fh_fail(struct fhooks *h)
+static bool fh_fail(struct fhooks *h, size_t size)
 {
     long n = atomic_fetch_add(&h->served, 1) + 1;
+    if (size == IWARP_LLP_CONN_TX_STAGE)
+        atomic_fetch_add(&h->stages, 1);
     if (h->fail_at && (n == h->fail_at || (h->fail_from && n > h->fail_at))) {
         atomic_fetch_add(&h->failed, 1);
         if (fh_verbose) {
@@ -107,7 +115,7 @@ static bool fh_fail(struct fhooks *h)
 static void *fh_malloc(size_t n, void *user)
 {
     struct fhooks *h = user;
-    if (fh_fail(h))
+    if (fh_fail(h, n))
         return NULL;
     void *p = malloc(n ? n : 1);
     if (p)
@@ -118,7 +126,7 @@ static void *fh_malloc(size_t n, void *user)
 static void *fh_calloc(size_t k, size_t n, void *user)
 {
     struct fhooks *h = user;
-    if (fh_fail(h))
+    if (fh_fail(h, k * n))
         return NULL;
     void *p = calloc(k ? k : 1, n ? n : 1);
     if (p)
@@ -326,6 +334,8 @@ static bool create_qp(struct world *w, struct side *s, struct iwarp_cm_id *id, b
     return CREATE(w, s, "iwarp_cm_create_qp", iwarp_cm_create_qp(id, s->pd, &qa), id->qp);
 }
 
+static bool run_crc; /* the runs ask for CRC (TCP: MPA's C=1 from both sides) */
+
 static struct iwarp_conn_param conn_param(const struct side *s)
 {
     static struct sp_advert adv[2];
@@ -333,6 +343,7 @@ static struct iwarp_conn_param conn_param(const struct side *s)
     *a = advert_of(s);
     return (struct iwarp_conn_param){.private_data = a,
                                      .private_data_len = sizeof *a,
+                                     .crc = run_crc,
                                      .responder_resources = 4,
                                      .initiator_depth = 4,
                                      /* SCTP: an INIT dropped for want of memory is lost,
@@ -758,6 +769,7 @@ static void expect_up(struct world *w, bool up, const char *which)
 struct outcome {
     long served[2];      /* allocations each side's hooks were asked for */
     long failed[2];      /* of which failed on purpose */
+    long stages[2];      /* of which for TX staging rings */
     int rc;              /* the first failure seen (0: the scenario went through) */
     bool established;    /* the connection came up */
     bool async;          /* the client learnt of the failure from an event */
@@ -818,6 +830,7 @@ static void run(enum iwarp_port_space ps, int side, long fail_at, bool from, boo
     for (int i = 0; i < 2; i++) {
         out->served[i] = atomic_load(&w.s[i].h.served);
         out->failed[i] = atomic_load(&w.s[i].h.failed);
+        out->stages[i] = atomic_load(&w.s[i].h.stages);
         free(w.s[i].buf);
     }
     int fds_after = count_fds();
@@ -957,8 +970,13 @@ static void fail_every(enum iwarp_port_space ps, const char *label)
     ASSERT_TRUE(run_forked(ps, -1, 0, false, &base));
     ASSERT_TRUE(base.established);
     ASSERT_EQ(base.rc, 0);
-    printf("%s: allocations through the hooks: server %ld, client %ld\n", label, base.served[0],
-           base.served[1]);
+    printf("%s: allocations through the hooks: server %ld, client %ld (TX staging rings: %ld, "
+           "%ld)\n",
+           label, base.served[0], base.served[1], base.stages[0], base.stages[1]);
+    /* one ring a connection (two connections) on each side with CRC on over TCP, else none */
+    long stages = run_crc && ps == IWARP_PS_TCP ? 2 : 0;
+    ASSERT_EQ(base.stages[0], stages);
+    ASSERT_EQ(base.stages[1], stages);
     long tried = 0, bad = 0, est = 0, async = 0, sync = 0, recovered = 0;
     for (int side = 0; side < 2; side++) {
         for (int from = 0; from < 2; from++) {
@@ -1008,6 +1026,15 @@ TEST(alloc_failures_tcp_traced)
     fail_every(IWARP_PS_TCP, "tcp, traced");
     run_trace = NULL;
     unlink(path);
+}
+
+/* The same with CRC on: each connection's TX staging ring comes from the hooks too, once the
+ * negotiation has settled (the server's before its accept, the client's at the Reply). */
+TEST(alloc_failures_tcp_crc)
+{
+    run_crc = true;
+    fail_every(IWARP_PS_TCP, "tcp, CRC on");
+    run_crc = false;
 }
 
 #ifdef IWARP_HAVE_SCTP /* built with usrsctp */

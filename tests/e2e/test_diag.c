@@ -192,12 +192,7 @@ TEST(counters_match_n_sends_of_s_bytes_each_way_and_survive_the_qp)
     ASSERT_EQ_U(sc.tx_bytes, N_SENDS * S_BYTES);
     ASSERT_EQ_U(sc.flushed_wrs, 3);
     ASSERT_EQ_U(ctx_stats(r.cli.ctx).tx_segments, 1 + N_SENDS);
-    ASSERT_EQ(iwarp_dereg_mr(r.smr), 0);
-    ASSERT_EQ(iwarp_dereg_mr(r.cmr), 0);
-    sp_side_fini(&r.cli);
-    sp_side_fini(&r.srv);
-    free(r.sbuf);
-    free(r.cbuf);
+    sp_rig_release(&r);
 }
 
 TEST(query_stats_rejects_null_and_short_structs)

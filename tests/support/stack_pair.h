@@ -630,16 +630,23 @@ static inline void sp_rig_connect(struct sp_rig *r, size_t len, const struct sp_
     sp_first_send(&r->srv, &r->cli, &r->pair, 1);
 }
 
-static inline void sp_rig_down(struct sp_rig *r)
+/* What is left of r once its pair is destroyed (sp_destroy_pairs): the MRs, the sides and the
+ * buffers. For a test that ends the connection its own way (a drop, a reset). */
+static inline void sp_rig_release(struct sp_rig *r)
 {
-    sp_disconnect_pairs(&r->srv, &r->cli, &r->pair, 1, true);
-    sp_destroy_pairs(&r->pair, 1);
     ASSERT_EQ(iwarp_dereg_mr(r->smr), 0);
     ASSERT_EQ(iwarp_dereg_mr(r->cmr), 0);
     sp_side_fini(&r->cli);
     sp_side_fini(&r->srv);
     free(r->sbuf);
     free(r->cbuf);
+}
+
+static inline void sp_rig_down(struct sp_rig *r)
+{
+    sp_disconnect_pairs(&r->srv, &r->cli, &r->pair, 1, true);
+    sp_destroy_pairs(&r->pair, 1);
+    sp_rig_release(r);
 }
 
 /* Nothing more on s's CQ right now (after driving both sides for a moment). The 20 ms this

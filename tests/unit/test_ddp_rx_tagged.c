@@ -55,7 +55,7 @@ TEST(sink_match)
     ASSERT_EQ(c.ecode, IWARP_TERM_DDP_T_TO_WRAP);
 }
 
-TEST(tagged_place)
+TEST(tagged_target)
 {
     static struct iwarp_mem_table t;
     static struct iwarp_mem_entry e[8];
@@ -69,28 +69,26 @@ TEST(tagged_place)
                                     IWARP_MEM_ACCESS_LOCAL_WRITE | IWARP_MEM_ACCESS_REMOTE_WRITE};
     uint32_t stag;
     ASSERT_EQ(iwarp_mem_reg_mr(&t, 1, &r, &stag), 0);
-    uint8_t want[64] = {0};
     struct iwarp_mem_req q = {stag, 30, 2, IWARP_MEM_ACCESS_REMOTE_WRITE, 1, 0};
     struct iwarp_term_cause c = {0};
-    ASSERT_EQ(iwarp_ddp_rx_tagged_place(&t, &q, (const uint8_t *)"xy", &c), 0);
-    want[30] = 'x';
-    want[31] = 'y';
-    ASSERT_MEM_EQ(mem, want, 64);
-    q.to = 31; /* one octet past the region: nothing placed */
-    ASSERT_EQ(iwarp_ddp_rx_tagged_place(&t, &q, (const uint8_t *)"ab", &c), IWARP_ERR_MEM_BOUNDS);
+    uint64_t addr = 1;
+    ASSERT_EQ(iwarp_ddp_rx_tagged_target(&t, &q, &addr, &c), 0);
+    ASSERT_EQ(addr, (uint64_t)(uintptr_t)(mem + 30)); /* the last two octets of the region */
+    q.to = 31;                                        /* one octet past the region */
+    ASSERT_EQ(iwarp_ddp_rx_tagged_target(&t, &q, &addr, &c), IWARP_ERR_MEM_BOUNDS);
+    ASSERT_EQ(addr, 0);
     ASSERT_EQ(c.layer, IWARP_TERM_LAYER_DDP);
     ASSERT_EQ(c.etype, IWARP_TERM_DDP_ETYPE_TAGGED);
     ASSERT_EQ(c.ecode, IWARP_TERM_DDP_T_BASE_BOUNDS);
-    ASSERT_MEM_EQ(mem, want, 64);
     q.need = IWARP_MEM_ACCESS_REMOTE_READ; /* rights: Invalid STag (no DDP access code) */
     q.to = 0;
-    ASSERT_EQ(iwarp_ddp_rx_tagged_place(&t, &q, (const uint8_t *)"ab", &c), IWARP_ERR_MEM_ACCESS);
+    ASSERT_EQ(iwarp_ddp_rx_tagged_target(&t, &q, &addr, &c), IWARP_ERR_MEM_ACCESS);
     ASSERT_EQ(c.ecode, IWARP_TERM_DDP_T_INVALID_STAG);
-    ASSERT_MEM_EQ(mem, want, 64);
     q = (struct iwarp_mem_req){0, 0, 0, IWARP_MEM_ACCESS_REMOTE_WRITE, 1, 0};
-    ASSERT_EQ(iwarp_ddp_rx_tagged_place(&t, &q, NULL, &c), 0); /* zero length: unchecked */
-    q.len = 1;
-    ASSERT_EQ(iwarp_ddp_rx_tagged_place(&t, &q, NULL, &c), IWARP_ERR_INVAL);
-    ASSERT_EQ(iwarp_ddp_rx_tagged_place(NULL, &q, mem, &c), IWARP_ERR_INVAL);
-    ASSERT_EQ(iwarp_ddp_rx_tagged_place(&t, NULL, mem, &c), IWARP_ERR_INVAL);
+    addr = 1;
+    ASSERT_EQ(iwarp_ddp_rx_tagged_target(&t, &q, &addr, &c), 0); /* zero length: unchecked */
+    ASSERT_EQ(addr, 0);
+    ASSERT_EQ(iwarp_ddp_rx_tagged_target(NULL, &q, &addr, &c), IWARP_ERR_INVAL);
+    ASSERT_EQ(iwarp_ddp_rx_tagged_target(&t, NULL, &addr, &c), IWARP_ERR_INVAL);
+    ASSERT_EQ(iwarp_ddp_rx_tagged_target(&t, &q, NULL, &c), IWARP_ERR_INVAL);
 }

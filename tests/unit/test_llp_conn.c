@@ -78,6 +78,7 @@ struct opts {
     uint64_t delay; /* first FPDU delay */
     uint64_t tmo_i; /* initiator timeout (0: none) */
     uint64_t tmo_r; /* responder timeout (0: none) */
+    bool ird0_i;    /* the initiator offers IRD 0 (else the default, 16) */
 };
 
 static void on_event(void *user, struct iwarp_core_qp *qp, int type, uint32_t cause, bool peer)
@@ -148,6 +149,8 @@ static void setup(const struct opts *o)
     ci.neg.markers = o->mark_i;
     cr.neg.markers = o->mark_r;
     ci.neg.timeout_ns = o->tmo_i;
+    if (o->ird0_i)
+        ci.neg.ird = 0;
     cr.neg.timeout_ns = o->tmo_r;
     cr.neg.revision = 2;
     cr.neg.rtr = IWARP_MPA_RTR_ALL;
@@ -641,6 +644,132 @@ TEST(without_tx_staging_a_rewritten_read_source_fails_the_crc)
     ASSERT_TRUE(P[0].nerr > 0);
     ASSERT_EQ_U(P[0].last_cause, 0x020002u);
     ASSERT_FALSE(P[0].last_from_peer);
+}
+
+TEST(a_tx_stage_is_wanted_with_crc_on_and_an_ird_to_answer_reads_with)
+{
+    /* CRC from either side's C=1 (RFC 5044 §7.1.1); the IRD the QP starts with (RFC 6581
+     * §9.1: the answer's, 0 raised to 1 for a Read RTR; 0x3FFF: the configured 16) */
+    static const struct {
+        bool crc_i, crc_ans;
+        uint16_t ird;
+        uint8_t rtr;
+        bool ird0_i;
+        bool srv, cli; /* wanted on the responder, the initiator */
+    } cases[] = {
+        {false, false, 4, 0, false, false, false},
+        {true, false, 4, 0, false, true, true},
+        {false, true, 4, 0, false, true, true},
+        {true, false, 0, 0, false, false, true},
+        {true, false, 0, IWARP_MPA_RTR_READ, false, true, true},
+        /* Write preferred, but the initiator offers every type: Read raises the IRD too */
+        {true, false, 0, IWARP_MPA_RTR_WRITE, false, true, true},
+        {true, false, 0x3FFF, 0, false, true, true},
+        {true, false, 4, 0, true, true, false},
+    };
+    NO_TX_STAGE = true; /* as the CM: none until the outcome says */
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct opts o = {
+            .rev = 2, .crc = cases[i].crc_i, .rtr = cases[i].rtr, .ird0_i = cases[i].ird0_i};
+        setup(&o);
+        pump();
+        ASSERT_EQ(P[1].c.state, IWARP_LLP_CONN_REQUEST);
+        struct iwarp_mpa_neg_answer a = {.ird = cases[i].ird, .ord = 4, .crc = cases[i].crc_ans};
+        ASSERT_FALSE(iwarp_llp_conn_tx_stage_wanted(&P[1].c, &a)); /* no engine yet */
+        iwarp_llp_conn_attach(&P[1].c, &P[1].qp.eng);
+        ASSERT_FALSE(iwarp_llp_conn_tx_stage_wanted(&P[1].c, NULL)); /* not settled yet */
+        ASSERT_EQ(iwarp_llp_conn_tx_stage_wanted(&P[1].c, &a), cases[i].srv);
+        ASSERT_EQ(iwarp_llp_conn_accept(&P[1].c, &a), 0);
+        ASSERT_EQ(iwarp_llp_conn_tx_stage_wanted(&P[1].c, NULL), cases[i].srv);
+        pump();
+        ASSERT_EQ(P[0].c.state, IWARP_LLP_CONN_ESTABLISHED);
+        ASSERT_EQ(iwarp_llp_conn_tx_stage_wanted(&P[0].c, NULL), cases[i].cli);
+    }
+    NO_TX_STAGE = false;
+}
+
+TEST(a_tx_stage_given_in_full_operation_stages_every_read_response)
+{
+    /* The CM gives the ring once the negotiation has settled, before any Read Response; once
+     * a Read Response has been framed from registered memory it is too late, and a ring is
+     * given only once. */
+    NO_TX_STAGE = true;
+    connect_with(true, false, 0, false);
+    NO_TX_STAGE = false;
+    ASSERT_TRUE(iwarp_llp_conn_tx_stage_wanted(&P[1].c, NULL));
+    ASSERT_EQ(iwarp_llp_conn_set_tx_stage(&P[1].c, P[1].tx_stage, sizeof P[1].tx_stage), 0);
+    ASSERT_FALSE(iwarp_llp_conn_tx_stage_wanted(&P[1].c, NULL));
+    ASSERT_EQ(iwarp_llp_conn_set_tx_stage(&P[1].c, P[1].tx_stage, sizeof P[1].tx_stage),
+              IWARP_ERR_INVAL);
+    uint64_t copied = iwarp_copied_octets;
+    transfer(OP_READ, 65536, 3);
+    /* staged: one copy at the responder, one more at the requester (CRC on) */
+    ASSERT_TRUE(iwarp_copied_octets - copied >= 2u * 3u * 65536u);
+    ASSERT_EQ_U(P[1].c.txs.used, 0);
+    /* the initiator has none: it answers a Read from registered memory, then refuses one */
+    ASSERT_TRUE(iwarp_llp_conn_tx_stage_wanted(&P[0].c, NULL));
+    fill(MEM[0] + SRC_OFF, 4096, 77);
+    post_send(&P[1], IWARP_WR_RDMA_READ, 5, DST_OFF, 4096, (uint64_t)(uintptr_t)(MEM[0] + SRC_OFF),
+              P[0].key);
+    pump();
+    expect_wc(&P[1].scq, 5, 4096, false);
+    ASSERT_MEM_EQ(MEM[1] + DST_OFF, MEM[0] + SRC_OFF, 4096);
+    ASSERT_EQ(iwarp_llp_conn_set_tx_stage(&P[0].c, P[0].tx_stage, sizeof P[0].tx_stage),
+              IWARP_ERR_INVAL);
+    ASSERT_EQ(P[0].nerr + P[1].nerr, 0);
+}
+
+TEST(a_read_request_to_ird_0_is_terminated_before_any_read_response)
+{
+    /* RFC 5040 §5.2.2, §7.2; RFC 5041 §7.2: accepted with IRD 0, the responder holds no
+     * queue-1 buffer, so the Read Request is Terminated with 1/2/0x02 and never answered; with
+     * CRC on no staging ring was wanted, and none is needed. Rev 1: no IRD/ORD negotiation, so
+     * the initiator's ORD (its configured 16) lets the Read go. */
+    NO_TX_STAGE = true;
+    struct opts o = {.rev = 1, .crc = true};
+    setup(&o);
+    NO_TX_STAGE = false;
+    pump();
+    ASSERT_EQ(P[1].c.state, IWARP_LLP_CONN_REQUEST);
+    iwarp_llp_conn_attach(&P[1].c, &P[1].qp.eng);
+    struct iwarp_mpa_neg_answer a = {.ird = 0, .ord = 4};
+    ASSERT_FALSE(iwarp_llp_conn_tx_stage_wanted(&P[1].c, &a));
+    ASSERT_EQ(iwarp_llp_conn_accept(&P[1].c, &a), 0);
+    pump();
+    ASSERT_EQ(P[0].c.state, IWARP_LLP_CONN_ESTABLISHED);
+    ASSERT_EQ_U(P[1].qp.ird, 0);
+    ASSERT_TRUE(P[0].qp.ord > 0);
+    fill(MEM[1] + SRC_OFF, 4096, 5);
+    post_send(&P[0], IWARP_WR_RDMA_READ, 9, DST_OFF, 4096, (uint64_t)(uintptr_t)(MEM[1] + SRC_OFF),
+              P[1].key);
+    pump();
+    ASSERT_FALSE(P[1].c.resp_framed);
+    ASSERT_TRUE(P[1].c.txs.buf == NULL);
+    ASSERT_EQ_U(P[1].qp.irq_count, 0);
+    ASSERT_EQ(P[1].nerr, 1);
+    ASSERT_EQ_U(P[1].last_cause, 0x010202u);
+    ASSERT_FALSE(P[1].last_from_peer);
+    ASSERT_TRUE(P[0].nerr > 0);
+    ASSERT_EQ_U(P[0].last_cause, 0x010202u);
+    ASSERT_TRUE(P[0].last_from_peer);
+    struct iwarp_wc wc;
+    ASSERT_EQ(iwarp_core_cq_poll(&P[0].scq, &wc, 1), 1);
+    ASSERT_EQ_U(wc.wr_id, 9);
+    ASSERT_NE(wc.status, IWARP_WC_SUCCESS);
+}
+
+TEST(a_local_failure_in_full_operation_sends_2_0_5)
+{
+    /* RFC 6581 §9.3: e.g. the CM found no memory for the staging ring once the Reply was in:
+     * the Terminate goes out before the connection is reset. */
+    connect_with(true, false, 0, false);
+    ASSERT_EQ(iwarp_llp_conn_fail_locally(&P[0].c, IWARP_ERR_NOMEM), IWARP_ERR_NOMEM);
+    ASSERT_EQ(P[0].c.state, IWARP_LLP_CONN_FAILED);
+    ASSERT_EQ(P[0].c.err, IWARP_ERR_NOMEM);
+    pump();
+    ASSERT_TRUE(P[1].nerr > 0);
+    ASSERT_EQ_U(P[1].last_cause, 0x020005u);
+    ASSERT_TRUE(P[1].last_from_peer);
 }
 
 TEST(corrupted_rtr_gets_the_responder_qps_llp_terminate)

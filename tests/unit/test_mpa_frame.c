@@ -90,6 +90,57 @@ static size_t ref_fpdu(uint32_t pos, const uint8_t *ulpdu, size_t len, bool crc,
     return n;
 }
 
+/* The w octets in g_wire are the reference FPDU (ref_fpdu) of ulpdu at stream position pos. */
+static void expect_ref(size_t w, uint32_t pos, const uint8_t *ulpdu, size_t len, bool crc,
+                       bool markers)
+{
+    size_t r = ref_fpdu(pos, ulpdu, len, crc, markers, g_ref);
+    ASSERT_EQ(w, r);
+    ASSERT_MEM_EQ(g_wire, g_ref, r);
+}
+
+/* Framing ulpdu at stream position pos gives exactly the elen octets of expect, and the
+ * framer's position moves past them. */
+static void expect_framed(bool crc, bool markers, uint32_t pos, const uint8_t *ulpdu, size_t len,
+                          const uint8_t *expect, size_t elen)
+{
+    struct iwarp_mpa_tx tx;
+    tx_setup(&tx, crc, markers, pos);
+    ASSERT_EQ(frame_one(&tx, ulpdu, len), elen);
+    ASSERT_MEM_EQ(g_wire, expect, elen);
+    ASSERT_EQ(tx.pos, (uint32_t)(pos + elen));
+}
+
+/* The octets of the first n iovecs of g_out that lie in [base, base + size); none may cross
+ * its edges. */
+static size_t octets_in(size_t n, const void *base, size_t size)
+{
+    const uint8_t *lo = base, *hi = lo + size;
+    size_t in = 0;
+    for (size_t i = 0; i < n; i++) {
+        const uint8_t *b = g_out[i].iov_base, *e = b + g_out[i].iov_len;
+        if (b >= hi || e <= lo)
+            continue;
+        ASSERT_TRUE(b >= lo && e <= hi);
+        in += g_out[i].iov_len;
+    }
+    return in;
+}
+
+/* Fills the pieces of a ULPDU (n iovecs) with a pattern of seed and copies them in order to
+ * whole (the ULPDU contiguous, for ref_fpdu). */
+static void fill_pieces(const struct iovec *in, size_t n, uint32_t seed, uint8_t *whole)
+{
+    size_t at = 0;
+    for (size_t k = 0; k < n; k++) {
+        uint8_t *b = in[k].iov_base;
+        for (size_t i = 0; i < in[k].iov_len; i++)
+            b[i] = (uint8_t)(i * (4u * k + 3u) + k + seed);
+        memcpy(whole + at, b, in[k].iov_len);
+        at += in[k].iov_len;
+    }
+}
+
 static const char fig5_ulpdu[] = "4143 00000000 00000000 00000001 00000000"
                                  "000000000000000000000000000000000000000000000000";
 
@@ -103,12 +154,8 @@ TEST(rfc5044_figure5_golden)
                               expect, sizeof expect);
     ASSERT_EQ(ulen, 42);
     ASSERT_EQ(elen, 0x34);
-    struct iwarp_mpa_tx tx;
-    tx_setup(&tx, true, true, 0);
     ASSERT_EQ(iwarp_mpa_fpdu_wire_len(0, 42, true), 0x34);
-    ASSERT_EQ(frame_one(&tx, ulpdu, ulen), elen);
-    ASSERT_MEM_EQ(g_wire, expect, elen);
-    ASSERT_EQ(tx.pos, 0x34);
+    expect_framed(true, true, 0, ulpdu, ulen, expect, elen);
 }
 
 /* RFC 5044 §4.4 Figure 6: the second FPDU, after a 492-octet first one; the marker at 0x200
@@ -125,12 +172,10 @@ TEST(rfc5044_figure6_golden)
     ASSERT_EQ(elen, 0x220 - 0x1ec);
 
     /* Directly at stream position 0x1ec ... */
-    struct iwarp_mpa_tx tx;
-    tx_setup(&tx, true, true, 0x1ec);
-    ASSERT_EQ(frame_one(&tx, ulpdu, ulen), elen);
-    ASSERT_MEM_EQ(g_wire, expect, elen);
+    expect_framed(true, true, 0x1ec, ulpdu, ulen, expect, elen);
 
     /* ... and after a first FPDU of 492 octets on the wire: marker 4 + 2 + 482 + CRC 4. */
+    struct iwarp_mpa_tx tx;
     tx_setup(&tx, true, true, 0);
     static uint8_t first[482];
     ASSERT_EQ(iwarp_mpa_fpdu_wire_len(0, sizeof first, true), 492);
@@ -150,11 +195,8 @@ TEST(rfc5044_figure4_golden)
     size_t elen = harness_hex("0010 a0a1 a2a3 a4a5 a6a7 a8a9 | 0000 000c | aaab acad aeaf | 0000 |"
                               "00000000",
                               expect, sizeof expect);
-    struct iwarp_mpa_tx tx;
-    tx_setup(&tx, false, true, 500);
-    ASSERT_EQ(frame_one(&tx, ulpdu, sizeof ulpdu), elen);
-    ASSERT_MEM_EQ(g_wire, expect, elen);
-    ASSERT_EQ(tx.pos, 528);
+    ASSERT_EQ(elen, 528 - 500);
+    expect_framed(false, true, 500, ulpdu, sizeof ulpdu, expect, elen);
 }
 
 /* wire-reference §1.9 CRC vectors, framed without markers: ULPDU_Length .. PAD then the CRC
@@ -174,11 +216,9 @@ TEST(crc_vectors_golden)
         uint8_t ulpdu[64], expect[64];
         size_t ulen = harness_hex(v[i].ulpdu, ulpdu, sizeof ulpdu);
         size_t elen = harness_hex(v[i].wire, expect, sizeof expect);
-        struct iwarp_mpa_tx tx;
-        tx_setup(&tx, true, false, 0);
-        ASSERT_EQ(frame_one(&tx, ulpdu, ulen), elen);
-        ASSERT_MEM_EQ(g_wire, expect, elen);
+        expect_framed(true, false, 0, ulpdu, ulen, expect, elen);
         /* CRC off: the field is present and zero (RFC 5044 §4.1). */
+        struct iwarp_mpa_tx tx;
         tx_setup(&tx, false, false, 0);
         ASSERT_EQ(frame_one(&tx, ulpdu, ulen), elen);
         ASSERT_MEM_EQ(g_wire, expect, elen - 4);
@@ -221,9 +261,7 @@ TEST(markers_every_position)
                 struct iwarp_mpa_tx tx;
                 tx_setup(&tx, crc != 0, true, pos);
                 size_t w = frame_one(&tx, g_ulpdu, len);
-                size_t r = ref_fpdu(pos, g_ulpdu, len, crc != 0, true, g_ref);
-                ASSERT_EQ(w, r);
-                ASSERT_MEM_EQ(g_wire, g_ref, r);
+                expect_ref(w, pos, g_ulpdu, len, crc != 0, true);
                 ASSERT_EQ(w, iwarp_mpa_fpdu_wire_len(pos, len, true));
                 ASSERT_EQ(tx.pos, pos + w);
             }
@@ -240,11 +278,8 @@ TEST(marker_before_crc)
     size_t elen = harness_hex("0005 0102030405 00 | 0000 0008 | 00000000", expect, sizeof expect);
     uint32_t crc = iwarp_crc32c(expect, elen - 4);
     iwarp_store_le32(expect + elen - 4, crc);
-    struct iwarp_mpa_tx tx;
-    tx_setup(&tx, true, true, 504);
-    ASSERT_EQ(frame_one(&tx, ulpdu, sizeof ulpdu), elen);
-    ASSERT_MEM_EQ(g_wire, expect, elen);
-    ASSERT_EQ(tx.pos, 520);
+    ASSERT_EQ(elen, 520 - 504);
+    expect_framed(true, true, 504, ulpdu, sizeof ulpdu, expect, elen);
 }
 
 /* A ULPDU given as several iovecs (header, empty entry, payload pieces) is referenced in place:
@@ -252,17 +287,9 @@ TEST(marker_before_crc)
 TEST(scatter_gather_in_place)
 {
     static uint8_t hdr[18], pay1[700], pay2[333];
-    for (size_t i = 0; i < sizeof hdr; i++)
-        hdr[i] = (uint8_t)i;
-    for (size_t i = 0; i < sizeof pay1; i++)
-        pay1[i] = (uint8_t)(i * 7u);
-    for (size_t i = 0; i < sizeof pay2; i++)
-        pay2[i] = (uint8_t)(i * 11u + 3u);
     uint8_t whole[sizeof hdr + sizeof pay1 + sizeof pay2];
-    memcpy(whole, hdr, sizeof hdr);
-    memcpy(whole + sizeof hdr, pay1, sizeof pay1);
-    memcpy(whole + sizeof hdr + sizeof pay1, pay2, sizeof pay2);
     struct iovec in[4] = {{hdr, sizeof hdr}, {pay1, 0}, {pay1, sizeof pay1}, {pay2, sizeof pay2}};
+    fill_pieces(in, 4, 0, whole);
     for (uint32_t pos = 0; pos < 512; pos += 4) {
         for (int markers = 0; markers < 2; markers++) {
             struct iwarp_mpa_tx tx;
@@ -271,23 +298,14 @@ TEST(scatter_gather_in_place)
                 iwarp_mpa_tx_frame(&tx, in, 4, &g_scratch, g_out, IWARP_MPA_TX_IOV_MAX(4));
             ASSERT_TRUE(n > 0);
             size_t w = flatten(g_out, (size_t)n, g_wire);
-            size_t r = ref_fpdu(pos, whole, sizeof whole, true, markers != 0, g_ref);
-            ASSERT_EQ(w, r);
-            ASSERT_MEM_EQ(g_wire, g_ref, r);
-            size_t in_place = 0;
-            for (size_t i = 0; i < (size_t)n; i++) {
-                const uint8_t *b = g_out[i].iov_base;
-                const uint8_t *s = (const uint8_t *)&g_scratch;
-                if (b >= s && b < s + sizeof g_scratch) {
-                    ASSERT_TRUE(b + g_out[i].iov_len <= s + sizeof g_scratch);
-                    continue;
-                }
-                ASSERT_TRUE((b >= hdr && b + g_out[i].iov_len <= hdr + sizeof hdr) ||
-                            (b >= pay1 && b + g_out[i].iov_len <= pay1 + sizeof pay1) ||
-                            (b >= pay2 && b + g_out[i].iov_len <= pay2 + sizeof pay2));
-                in_place += g_out[i].iov_len;
-            }
+            expect_ref(w, pos, whole, sizeof whole, true, markers != 0);
+            /* the ULPDU from the caller's pieces, the rest (length, markers, pad, CRC) from
+             * the scratch */
+            size_t in_place = octets_in((size_t)n, hdr, sizeof hdr) +
+                              octets_in((size_t)n, pay1, sizeof pay1) +
+                              octets_in((size_t)n, pay2, sizeof pay2);
             ASSERT_EQ(in_place, sizeof whole);
+            ASSERT_EQ(in_place + octets_in((size_t)n, &g_scratch, sizeof g_scratch), w);
         }
     }
 }
@@ -302,16 +320,8 @@ TEST(staged_payload_is_framed_from_the_copy)
     static uint8_t whole[sizeof hdr + sizeof pay1 + sizeof pay2];
     for (uint32_t pos = 0; pos < 1024; pos += 4) {
         for (int markers = 0; markers < 2; markers++) {
-            for (size_t i = 0; i < sizeof hdr; i++)
-                hdr[i] = (uint8_t)(i + pos);
-            for (size_t i = 0; i < sizeof pay1; i++)
-                pay1[i] = (uint8_t)(i * 7u + pos);
-            for (size_t i = 0; i < sizeof pay2; i++)
-                pay2[i] = (uint8_t)(i * 11u + 3u);
-            memcpy(whole, hdr, sizeof hdr);
-            memcpy(whole + sizeof hdr, pay1, sizeof pay1);
-            memcpy(whole + sizeof hdr + sizeof pay1, pay2, sizeof pay2);
             struct iovec in[3] = {{hdr, sizeof hdr}, {pay1, sizeof pay1}, {pay2, sizeof pay2}};
+            fill_pieces(in, 3, pos, whole);
             struct iwarp_mpa_tx tx;
             tx_setup(&tx, true, markers != 0, pos);
             uint64_t copied = iwarp_copied_octets;
@@ -322,20 +332,12 @@ TEST(staged_payload_is_framed_from_the_copy)
             memset(pay1, 0xEE, sizeof pay1); /* the source changes after framing */
             memset(pay2, 0xEE, sizeof pay2);
             size_t w = flatten(g_out, (size_t)n, g_wire);
-            size_t r = ref_fpdu(pos, whole, sizeof whole, true, markers != 0, g_ref);
-            ASSERT_EQ(w, r);
-            ASSERT_MEM_EQ(g_wire, g_ref, r);
-            size_t staged = 0;
-            for (size_t i = 0; i < (size_t)n; i++) {
-                const uint8_t *b = g_out[i].iov_base;
-                ASSERT_FALSE(b >= pay1 && b < pay1 + sizeof pay1);
-                ASSERT_FALSE(b >= pay2 && b < pay2 + sizeof pay2);
-                if (b >= stage && b < stage + sizeof stage) {
-                    ASSERT_TRUE(b + g_out[i].iov_len <= stage + sizeof stage);
-                    staged += g_out[i].iov_len;
-                }
-            }
-            ASSERT_EQ(staged, sizeof stage);
+            expect_ref(w, pos, whole, sizeof whole, true, markers != 0);
+            /* the header in place, the payload only from the stage */
+            ASSERT_EQ(octets_in((size_t)n, hdr, sizeof hdr), sizeof hdr);
+            ASSERT_EQ(octets_in((size_t)n, pay1, sizeof pay1), 0);
+            ASSERT_EQ(octets_in((size_t)n, pay2, sizeof pay2), 0);
+            ASSERT_EQ(octets_in((size_t)n, stage, sizeof stage), sizeof stage);
         }
     }
     /* a stage too small, or none, is refused and the framer is unchanged */
@@ -367,9 +369,7 @@ TEST(stream_position_tracking)
             for (uint32_t i = 0; i < lens[k]; i++)
                 g_ulpdu[i] = (uint8_t)(i ^ k);
             size_t w = frame_one(&tx, g_ulpdu, lens[k]);
-            size_t r = ref_fpdu(pos, g_ulpdu, lens[k], true, markers != 0, g_ref);
-            ASSERT_EQ(w, r);
-            ASSERT_MEM_EQ(g_wire, g_ref, r);
+            expect_ref(w, pos, g_ulpdu, lens[k], true, markers != 0);
             pos += (uint32_t)w;
             ASSERT_EQ(tx.pos, pos);
         }
@@ -389,8 +389,7 @@ TEST(stream_position_wraps)
     ASSERT_EQ(w, 2 + 1000 + 2 + 4 + 4 * 2);
     uint8_t m[4] = {0, 0, 0x01, 0x00};
     ASSERT_MEM_EQ(g_wire + 0x100, m, 4);
-    size_t r = ref_fpdu(pos, g_ulpdu, 1000, true, true, g_ref);
-    ASSERT_MEM_EQ(g_wire, g_ref, r);
+    expect_ref(w, pos, g_ulpdu, 1000, true, true);
 }
 
 /* The largest ULPDU at every 4-aligned position needs at most IWARP_MPA_TX_MAX_MARKERS markers,

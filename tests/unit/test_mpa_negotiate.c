@@ -59,6 +59,23 @@ static void expect_fail(const struct iwarp_mpa_neg *n, int err, enum iwarp_mpa_a
 
 static const struct iwarp_mpa_neg_answer ans16 = {.ird = 16, .ord = 16};
 
+/* accept_outcome() with a, the responder in REQUEST: what accept() will negotiate, the machine
+ * left as it was (state, result, nothing to send). */
+static struct iwarp_mpa_neg_result outcome_of(const struct iwarp_mpa_neg *n,
+                                              const struct iwarp_mpa_neg_answer *a)
+{
+    const struct iwarp_mpa_neg_result *r = iwarp_mpa_neg_result(n);
+    struct iwarp_mpa_neg_result before = *r, o;
+    ASSERT_EQ(iwarp_mpa_neg_accept_outcome(n, a, &o), 0);
+    ASSERT_EQ(iwarp_mpa_neg_state(n), IWARP_MPA_NEG_REQUEST);
+    ASSERT_EQ(iwarp_mpa_neg_tx_pending(n), 0);
+    ASSERT_EQ(r->crc, before.crc);
+    ASSERT_EQ(r->markers_rx, before.markers_rx);
+    ASSERT_EQ(r->ird, before.ird);
+    ASSERT_EQ(r->ord, before.ord);
+    return o;
+}
+
 /* ---- configuration ---- */
 
 TEST(init_rejects_bad_cfg)
@@ -203,6 +220,9 @@ TEST(responder_accept_chooses_crc_and_markers)
     struct iwarp_mpa_neg_answer a = ans16;
     a.crc = true;
     a.markers = true;
+    struct iwarp_mpa_neg_result o = outcome_of(&n, &a);
+    ASSERT_TRUE(o.crc);
+    ASSERT_TRUE(o.markers_rx);
     ASSERT_EQ(iwarp_mpa_neg_accept(&n, &a, 2), 0);
     /* Reply: M|C|S = 0xD0, Rev 2, IRD 16, ORD 1. */
     uint8_t got[600], want[64];
@@ -406,6 +426,10 @@ TEST(responder_ird_ord_rules)
         snprintf(hex, sizeof hex, "%s 10 02 0004 %s", REQ_KEY, cases[i].word);
         ASSERT_EQ(feed_hex(&n, hex), 24);
         struct iwarp_mpa_neg_answer a = {.ird = cases[i].a_ird, .ord = cases[i].a_ord};
+        struct iwarp_mpa_neg_result o = outcome_of(&n, &a); /* known before accepting */
+        ASSERT_EQ(o.ird, cases[i].ird);
+        ASSERT_EQ(o.ord, cases[i].ord);
+        ASSERT_FALSE(o.crc);
         ASSERT_EQ(iwarp_mpa_neg_accept(&n, &a, 0), 0);
         uint8_t got[600], want[64];
         snprintf(hex, sizeof hex, "%s 10 02 0004 %s", REP_KEY, cases[i].reply_word);
@@ -450,19 +474,24 @@ TEST(responder_answer_validation)
 {
     struct iwarp_mpa_neg n;
     struct iwarp_mpa_neg_cfg c = cfg_of(IWARP_MPA_RESPONDER);
+    struct iwarp_mpa_neg_result o;
     start(&n, &c);
     ASSERT_EQ(iwarp_mpa_neg_accept(&n, &ans16, 0), IWARP_ERR_STATE);
+    ASSERT_EQ(iwarp_mpa_neg_accept_outcome(&n, &ans16, &o), IWARP_ERR_STATE);
     ASSERT_EQ(iwarp_mpa_neg_reject(&n, NULL), IWARP_ERR_STATE);
     ASSERT_EQ(feed_hex(&n, REQ_KEY "10 02 0004 0001 0001"), 24);
     static const uint8_t pd[512];
     struct iwarp_mpa_neg_answer a = {.pd = pd, .pd_len = 509}; /* 508 max with the word */
+    ASSERT_EQ(iwarp_mpa_neg_accept_outcome(&n, &a, &o), IWARP_ERR_INVAL); /* as accept() */
     ASSERT_EQ(iwarp_mpa_neg_accept(&n, &a, 0), IWARP_ERR_INVAL);
     ASSERT_EQ(iwarp_mpa_neg_reject(&n, &a), IWARP_ERR_INVAL);
     a = (struct iwarp_mpa_neg_answer){.ird = 0x4000};
+    ASSERT_EQ(iwarp_mpa_neg_accept_outcome(&n, &a, &o), IWARP_ERR_INVAL);
     ASSERT_EQ(iwarp_mpa_neg_accept(&n, &a, 0), IWARP_ERR_INVAL);
     a = (struct iwarp_mpa_neg_answer){.pd_len = 1};
     ASSERT_EQ(iwarp_mpa_neg_accept(&n, &a, 0), IWARP_ERR_INVAL);
     ASSERT_EQ(iwarp_mpa_neg_accept(&n, NULL, 0), IWARP_ERR_INVAL);
+    ASSERT_EQ(iwarp_mpa_neg_accept_outcome(&n, NULL, &o), IWARP_ERR_INVAL);
     a = (struct iwarp_mpa_neg_answer){.pd = pd, .pd_len = 508};
     ASSERT_EQ(iwarp_mpa_neg_accept(&n, &a, 0), 0);
     ASSERT_EQ(iwarp_mpa_neg_tx_pending(&n), 532);
