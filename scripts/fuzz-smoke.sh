@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-2-Clause
-# Runs every libFuzzer target of the fuzz preset for FUZZ_SECONDS (default 30) each, under
+# Runs every libFuzzer target of the fuzz preset for FUZZ_SECONDS (default 15) each, under
 # ASan+UBSan, starting from its committed seed corpus. New inputs go to a scratch directory, never
 # into the repository; a crash leaves its reproducer in build/fuzz/artifacts/ and fails the run.
 #   scripts/fuzz-smoke.sh [TARGET...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-secs=${FUZZ_SECONDS:-30}
+secs=${FUZZ_SECONDS:-15}
 bin=build/fuzz/fuzz
 [ -d "$bin" ] || { echo "fuzz-smoke: $bin missing: cmake --preset fuzz && cmake --build --preset fuzz" >&2; exit 2; }
 targets=("$@")

@@ -6,7 +6,7 @@
 # on generated captures, rping against siw), a release build with an install/consumer check, the
 # ABI check against the committed dumps (abi/), the Debian packages (built in a scratch copy,
 # lintian, the example on the unpacked .debs), a build without ISA-L, and each libFuzzer target
-# for FUZZ_SECONDS (30).
+# for FUZZ_SECONDS (15).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=${JOBS:-$(nproc)}
@@ -66,7 +66,7 @@ cmake -S . -B build/no-isal -G Ninja -DCMAKE_BUILD_TYPE=Debug -DIWARP_WITH_ISAL=
 cmake --build build/no-isal -j "$jobs" --target test_crc32c
 build/no-isal/tests/test_crc32c | tail -n 2
 
-step "fuzz smoke (${FUZZ_SECONDS:-30} s per target, clang + libFuzzer + ASan + UBSan)"
+step "fuzz smoke (${FUZZ_SECONDS:-15} s per target, clang + libFuzzer + ASan + UBSan)"
 cmake --preset fuzz >/dev/null
 cmake --build --preset fuzz -j "$jobs"
 scripts/fuzz-smoke.sh
