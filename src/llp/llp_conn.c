@@ -63,7 +63,7 @@ int iwarp_llp_conn_neg_failed(struct iwarp_llp_conn *c)
 
 /* The IRD or ORD the QP starts with: the negotiated one, or when there was none (0x3FFF, RFC
  * 6581 §9.1: left to the ULP) the configured one. */
-static uint32_t ird_ord_in_use(uint16_t negotiated, uint16_t configured)
+static uint16_t ird_ord_in_use(uint16_t negotiated, uint16_t configured)
 {
     return negotiated != NONE ? negotiated : configured;
 }
@@ -194,8 +194,9 @@ bool iwarp_llp_conn_tx_stage_wanted(const struct iwarp_llp_conn *c,
     struct iwarp_mpa_neg_result r;
     if (c->state != IWARP_LLP_CONN_REQUEST || iwarp_mpa_neg_accept_outcome(&c->neg, ans, &r) != 0)
         return false; /* accept() would fail: nothing to prepare */
-    /* the configured IRD as iwarp_llp_conn_accept() leaves it for start_qp() */
-    uint16_t configured = ans->ird != NONE ? ans->ird : c->cfg.neg.ird;
+    /* the configured IRD as iwarp_llp_conn_accept() leaves it for start_qp(): the answer's
+     * unless it left IRD to the configuration */
+    uint16_t configured = ird_ord_in_use(ans->ird, c->cfg.neg.ird);
     /* RFC 5040 §5.2.2, §7.2: with IRD 0 queue 1 holds no buffer, so a Read Request is
      * Terminated (RFC 5041 §7.2: 1/2/0x02) and never answered */
     return r.crc && ird_ord_in_use(r.ird, configured) > 0;
