@@ -133,7 +133,8 @@ struct iwarp_conn_param {
     /* Connector: hold the first FPDU (the RTR, or the first message) this long after the MPA
      * Reply. 0: none. A workaround for Linux siw 6.1 as responder, whose accept sends the Reply
      * before it installs its socket callbacks, so an FPDU arriving at once can go unnoticed
-     * (250 ms is enough in practice); it costs that much connection set-up time. */
+     * (250 ms is enough in practice); it costs that much connection set-up time. FPDUs the
+     * responder sends meanwhile are taken: without the hold they would have crossed ours. */
     uint16_t first_fpdu_delay_ms;
     /* Connector with markers: when the peer rejects the Request that asks for markers (a
      * responder that cannot insert them has no other way to refuse, RFC 5044 §7.1.2; Linux siw

@@ -127,6 +127,11 @@ int iwarp_llp_conn_initiator_established(struct iwarp_llp_conn *c, uint64_t now_
     /* siw race (docs/design.md): our first FPDU waits first_fpdu_delay_ns after the Reply. */
     uint64_t d = c->cfg.first_fpdu_delay_ns;
     c->first_fpdu_at = d == 0 ? 0 : (d > UINT64_MAX - 1 - now_ns ? UINT64_MAX - 1 : now_ns + d);
+    /* RFC 5044 §7.1.2 rule 4 as the initiator sees it (docs/startup-rules.md): a responder's
+     * FPDU before ours is written fails the connection, but one that crosses ours is taken.
+     * While we hold ours on purpose, what the responder sends would have crossed it: take it. */
+    if (d != 0)
+        iwarp_llp_conn_rx_begin(c);
     return 0;
 }
 

@@ -815,8 +815,9 @@ TEST(stalled_direction_delivers_nothing_until_it_resumes)
 TEST(early_data_from_the_responder_fails_the_initiator)
 {
     /* RFC 5044 §7.1.2 rule 4: the responder sends nothing before the initiator's first FPDU;
-     * octets right after the Reply are refused with 2/0/0x04 and TCP is closed. */
-    struct opts o = {.rev = 2, .crc = true, .delay = 1000};
+     * octets right after the Reply are refused with 2/0/0x04 and TCP is closed. (No RTR, so
+     * the first FPDU is the ULP's, and none is posted.) */
+    struct opts o = {.rev = 2, .crc = true};
     setup(&o);
     pump();
     iwarp_llp_conn_attach(&P[1].c, &P[1].qp.eng);
@@ -1562,11 +1563,11 @@ static void expect_nothing_delivered(struct peer *p)
     ASSERT_FALSE(iwarp_llp_conn_tx_ready(&p->c, 0));
 }
 
-/* Both ends set up, nothing moved; the octets are fed by hand (M is never pumped). */
-static void raw_setup(uint8_t rev, bool crc)
+/* Both ends set up with o, nothing moved; the octets are fed by hand (M is never pumped). */
+static void raw_setup_with(const struct opts *o)
 {
-    struct opts o = {.rev = rev, .crc = crc};
-    setup(&o);
+    uint8_t rev = o->rev;
+    setup(o);
     memset(MEM[0] + DST_OFF, 0, 64);
     memset(MEM[1] + DST_OFF, 0, 64);
     /* The initiator's Request is written (and dropped: the responder is fed by hand). */
@@ -1578,6 +1579,12 @@ static void raw_setup(uint8_t rev, bool crc)
     ASSERT_EQ_U(rl, rev == 2 ? 24u : 20u);
     iwarp_llp_conn_tx_ack(&P[0].c, rl);
     ASSERT_FALSE(iwarp_llp_conn_tx_ready(&P[0].c, 0));
+}
+
+static void raw_setup(uint8_t rev, bool crc)
+{
+    struct opts o = {.rev = rev, .crc = crc};
+    raw_setup_with(&o);
 }
 
 TEST(startup_request_and_fpdu_in_one_segment_is_closed_unread)
@@ -1660,6 +1667,24 @@ TEST(startup_reply_and_responder_fpdu_in_one_segment_fails_the_initiator)
     ASSERT_EQ(P[0].c.state, IWARP_LLP_CONN_FAILED);
     ASSERT_EQ(P[0].c.err, IWARP_ERR_MPA_EARLY_DATA);
     expect_nothing_delivered(&P[0]);
+}
+
+TEST(startup_responder_fpdu_while_the_first_fpdu_is_held_is_taken)
+{
+    /* The same FPDU while our first one is held by first_fpdu_delay_ns (siw's race): without
+     * the hold ours would already be out and the two would cross, which rule 4 cannot tell
+     * from a responder that waited. It is delivered; ours still waits out the hold. */
+    struct opts o = {.rev = 1, .crc = true, .delay = 5000};
+    raw_setup_with(&o);
+    uint8_t buf[RAW_MAX];
+    size_t n = raw_frame_and_fpdu(buf, RAW_REP_KEY "40 01 0000", &P[0]);
+    ASSERT_EQ(raw_feed(&P[0].c, buf, n), n);
+    ASSERT_EQ(P[0].c.state, IWARP_LLP_CONN_ESTABLISHED);
+    ASSERT_EQ_U(P[0].c.rx_fpdus, 1);
+    uint8_t want[64];
+    fill(want, sizeof want, 99);
+    ASSERT_MEM_EQ(P[0].mem + DST_OFF, want, sizeof want);
+    ASSERT_FALSE(iwarp_llp_conn_tx_ready(&P[0].c, 4999));
 }
 
 TEST(startup_bad_reply_then_fpdu_closes_and_delivers_nothing)
