@@ -146,7 +146,11 @@ static void set_timerfd(struct iwarp_loop *l, uint64_t want)
 
 void iwarp_loop_wake_locked(struct iwarp_loop *l)
 {
-    l->wake_pending = true;
+    /* Only a thread inside epoll_wait needs the wake fd. One that waits later looks first, in
+     * the hold of the lock that counts it in n_waiting; a follower sleeps only while a blocker
+     * is counted there; and the thread calling this, which dispatches, looks again after it. */
+    if (l->n_waiting > 0)
+        l->wake_pending = true;
 }
 
 /*
