@@ -279,6 +279,11 @@ static void flush(struct iwarp_llp_tcp *t, uint64_t now_ns)
                 t->tx_blocked = true; /* the send buffer is full */
                 break;
             }
+            /* All of it went: framing again only pays when more may be ready (a full ring,
+             * posts made while the lock was let go); tx_ready is far cheaper than a tx_iov
+             * that finds nothing. */
+            if (!iwarp_llp_conn_tx_ready(&t->conn, now_ns))
+                break;
             continue;
         }
         if (w < 0 && errno == EINTR)
