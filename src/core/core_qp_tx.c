@@ -376,7 +376,9 @@ bool iwarp_core_qp_tx_pending(const struct iwarp_core_qp *qp)
         const struct iwarp_core_sqe *e = &qp->sq[iwarp_core_sq_slot(qp, qp->stream.sq_next)];
         if ((e->flags & IWARP_SEND_FENCE) && qp->orq_count)
             return false;
-        if (needs_orq(e->opcode) && qp->orq_count >= qp->ord)
+        /* as start_sq: a deregistered head completes in error even while the ORD is full */
+        if (needs_orq(e->opcode) && qp->orq_count >= qp->ord &&
+            iwarp_core_held_usable(&e->held, qp->cfg.mem))
             return false;
         return true;
     }

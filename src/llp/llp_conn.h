@@ -289,6 +289,11 @@ void iwarp_llp_conn_tx_ack(struct iwarp_llp_conn *c, size_t n);
 /* Whether tx_iov would return something now. */
 bool iwarp_llp_conn_tx_ready(struct iwarp_llp_conn *c, uint64_t now_ns);
 
+/* tx_ready, plus what a tx_iov that finds nothing would still do (end the first FPDU's hold
+ * once now_ns reaches it; CLOSE once the QP says so and everything is written), for a caller
+ * that skips tx_iov when this returns false. */
+bool iwarp_llp_conn_tx_check(struct iwarp_llp_conn *c, uint64_t now_ns);
+
 /* Whether the receive side of full operation stands between two FPDUs: no octet of the next
  * one read (RFC 5044 §4.3: before its length field, or before the marker that precedes it) and
  * nothing of a segment pending. For drivers that insert octets into the stream (llp_e2e). */

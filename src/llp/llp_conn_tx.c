@@ -281,3 +281,14 @@ bool iwarp_llp_conn_tx_ready(struct iwarp_llp_conn *c, uint64_t now_ns)
         return true;
     return qp_may_send(c) && iwarp_core_eng_tx_pending(c->eng);
 }
+
+bool iwarp_llp_conn_tx_check(struct iwarp_llp_conn *c, uint64_t now_ns)
+{
+    if (iwarp_llp_conn_tx_ready(c, now_ns))
+        return true;
+    /* what an empty tx_iov does besides: the first FPDU's hold ends, the close is noticed */
+    c->now_ns = now_ns;
+    if (!iwarp_llp_conn_tx_gated(c, now_ns))
+        update_close(c);
+    return false;
+}

@@ -279,6 +279,11 @@ static void flush(struct iwarp_llp_tcp *t, uint64_t now_ns)
                 t->tx_blocked = true; /* the send buffer is full */
                 break;
             }
+            /* All of it went: framing again only pays when more may be ready (a full ring,
+             * posts made while the lock was let go); tx_ready is far cheaper than a tx_iov
+             * that finds nothing. */
+            if (!iwarp_llp_conn_tx_ready(&t->conn, now_ns))
+                break;
             continue;
         }
         if (w < 0 && errno == EINTR)
@@ -409,8 +414,12 @@ void iwarp_llp_tcp_on_readable(struct iwarp_llp_tcp *t, uint64_t now_ns)
         return;
     }
     wait_for_fpdu(t);
-    /* Receiving may have produced output (MPA Reply, Read Responses, a Terminate). */
-    flush(t, now_ns);
+    /* Receiving may have produced output (MPA Reply, Read Responses, a Terminate). Most reads
+     * produce none, and flush would only find that out through an empty tx_iov; it still runs
+     * whenever it would do anything (a batch, a blocked socket, our FIN). */
+    if (iwarp_llp_conn_tx_check(&t->conn, now_ns) || t->tx_batched || t->tx_blocked ||
+        t->fin_wanted || conn_wants_close(t))
+        flush(t, now_ns);
 }
 
 void iwarp_llp_tcp_on_writable(struct iwarp_llp_tcp *t, uint64_t now_ns)
