@@ -155,7 +155,10 @@ struct iwarp_cq {
     struct iwarp_wc *ring;
     struct iwarp_comp_channel *channel;
     void *cq_context;
-    uint32_t n_users;          /* QPs and SRQs using it */
+    uint32_t n_users; /* QPs and SRQs using it */
+    /* the one QP using it (as send CQ, receive CQ or both), else NULL (iwarp_api_cq_use) */
+    struct iwarp_qp_impl *sole_qp;
+    uint32_t direct_polls;     /* busy polls that read sole_qp's connection (iwarp_poll_cq) */
     uint64_t events_delivered; /* get_cq_event */
     uint64_t events_acked;
     bool event_pending;          /* an arm fired and get_cq_event has not taken it */
@@ -190,6 +193,8 @@ struct iwarp_qp_impl;
 /* How a connected QP reaches its transport (set while a transport carries it). */
 struct iwarp_qp_llp {
     void (*kick)(struct iwarp_qp_impl *qp); /* new TX work: send what can be sent now */
+    /* read the connection now (a busy poll, verbs_cq.c), or NULL */
+    void (*poll_rx)(struct iwarp_qp_impl *qp);
     /* abortive close (modify to ERR): when it returns, the transport no longer references the
      * QP and llp is cleared */
     void (*abort)(struct iwarp_qp_impl *qp);
@@ -264,6 +269,13 @@ void iwarp_api_diag_fini(struct iwarp_ctx *ctx, bool print);
 /* Write s as text, two or three lines each starting with prefix, into buf (NUL-terminated,
  * truncated to cap). Returns the length written. For IWARP_STATS and the tools. */
 size_t iwarp_api_stats_str(const struct iwarp_stats *s, const char *prefix, char *buf, size_t cap);
+
+/* q starts using cq (lock held): once as its send CQ, once as its receive CQ (the same CQ
+ * twice is one user). Keeps cq->n_users and cq->sole_qp. */
+void iwarp_api_cq_use(struct iwarp_cq *cq, struct iwarp_qp_impl *q);
+
+/* A QP stops using cq (lock held), once for each iwarp_api_cq_use. */
+void iwarp_api_cq_unuse(struct iwarp_cq *cq);
 
 /* A new QP joins ctx->qps (lock held). */
 void iwarp_api_qp_link(struct iwarp_ctx *ctx, struct iwarp_qp_impl *q);

@@ -347,7 +347,8 @@ static void qp_abort(struct iwarp_qp_impl *q)
 void iwarp_cm_hook_qp(struct cm_id *id)
 {
     struct iwarp_qp_impl *q = iwarp_api_qp(id->pub.qp);
-    q->llp = (struct iwarp_qp_llp){.kick = id->tp->kick, .abort = qp_abort, .retrans = qp_retrans};
+    q->llp = (struct iwarp_qp_llp){
+        .kick = id->tp->kick, .poll_rx = id->tp->poll_rx, .abort = qp_abort, .retrans = qp_retrans};
 }
 
 void iwarp_cm_unhook_qp(struct cm_id *id)

@@ -113,6 +113,9 @@ struct cm_transport {
     void (*quiesce)(struct cm_id *id);
     /* The QP has new work to send (its iwarp_qp_llp.kick). */
     void (*kick)(struct iwarp_qp_impl *q);
+    /* Read the QP's connection now, as if it were readable (its iwarp_qp_llp.poll_rx); NULL:
+     * the transport has no socket of its own to read (usrsctp's upcalls deliver). */
+    void (*poll_rx)(struct iwarp_qp_impl *q);
     /* The connection's retransmission counters (its iwarp_qp_llp.retrans; a statistics query,
      * not the data path); NULL: the transport has none (0). */
     void (*retrans)(struct cm_id *id, uint64_t *bytes, uint64_t *segs);

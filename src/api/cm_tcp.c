@@ -813,6 +813,15 @@ static void tcp_kick(struct iwarp_qp_impl *q)
         conn_set_deadline(cc); /* the batch's */
 }
 
+/* A busy poll of the QP's CQ reads its connection directly (verbs_cq.c). */
+static void tcp_poll_rx(struct iwarp_qp_impl *q)
+{
+    struct cm_id *id = q->cm_id;
+    struct tcp_conn *cc = id ? conn_of(id) : NULL;
+    if (cc && cc->src.registered && cc->phase == TC_UP)
+        conn_run(cc, WORK_RX, iwarp_loop_now());
+}
+
 static void tcp_retrans(struct cm_id *id, uint64_t *bytes, uint64_t *segs)
 {
     struct tcp_conn *cc = conn_of(id);
@@ -1187,6 +1196,7 @@ const struct cm_transport iwarp_cm_tcp = {
     .abort = tcp_abort,
     .quiesce = tcp_quiesce,
     .kick = tcp_kick,
+    .poll_rx = tcp_poll_rx,
     .retrans = tcp_retrans,
     .free = tcp_free,
 };

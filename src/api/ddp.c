@@ -115,8 +115,8 @@ int iwarp_ddp_create_qp(struct iwarp_pd *pd, struct iwarp_ddp_qp_init_attr *attr
     if (rc == 0) {
         iwarp_api_qp_link(ctx, q);
         pd->n_obj++;
-        attr->send_cq->n_users++;
-        attr->recv_cq->n_users++;
+        iwarp_api_cq_use(attr->send_cq, q);
+        iwarp_api_cq_use(attr->recv_cq, q);
     }
     iwarp_api_unlock(ctx);
     if (rc != 0) {

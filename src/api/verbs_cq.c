@@ -203,6 +203,22 @@ int iwarp_destroy_cq(struct iwarp_cq *cq)
     return 0;
 }
 
+void iwarp_api_cq_use(struct iwarp_cq *cq, struct iwarp_qp_impl *q)
+{
+    cq->sole_qp = cq->n_users == 0 || cq->sole_qp == q ? q : NULL;
+    cq->n_users++;
+}
+
+void iwarp_api_cq_unuse(struct iwarp_cq *cq)
+{
+    cq->n_users--;
+    cq->sole_qp = NULL; /* which QP is left is not known: polls go through epoll again */
+}
+
+/* Of the busy polls that read the sole QP's connection directly, every DIRECT_POLL_EPOLL-th
+ * runs the loop instead, for the context's other sockets and its timers. */
+#define DIRECT_POLL_EPOLL 16u
+
 int iwarp_poll_cq(struct iwarp_cq *cq, int num_entries, struct iwarp_wc *wc)
 {
     if (!cq || num_entries < 0 || (num_entries && !wc))
@@ -212,8 +228,13 @@ int iwarp_poll_cq(struct iwarp_cq *cq, int num_entries, struct iwarp_wc *wc)
     if (ctx->doorbells) /* posts waiting in a batch leave now: their completions are wanted */
         iwarp_api_doorbells_ring(ctx);
     if (cq->core.count < (uint32_t)num_entries && ctx->attr.progress == IWARP_PROGRESS_CALLER) {
-        /* nobody else moves data in this mode; epoll_wait runs without the lock */
-        iwarp_loop_run_once_locked(&ctx->loop, 0);
+        /* Nobody else moves data in this mode. A CQ of one connected QP reads that QP's socket
+         * itself: asking epoll_wait first costs more than the read (docs/design.md). */
+        struct iwarp_qp_impl *q = cq->sole_qp;
+        if (q && q->llp.poll_rx && ++cq->direct_polls % DIRECT_POLL_EPOLL != 0)
+            q->llp.poll_rx(q);
+        else
+            iwarp_loop_run_once_locked(&ctx->loop, 0); /* epoll_wait runs without the lock */
     }
     int n = (int)iwarp_core_cq_poll(&cq->core, wc, (uint32_t)num_entries);
     iwarp_api_unlock(ctx);

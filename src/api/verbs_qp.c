@@ -129,8 +129,8 @@ int iwarp_create_qp(struct iwarp_pd *pd, struct iwarp_qp_init_attr *attr, struct
     if (rc == 0) {
         iwarp_api_qp_link(ctx, q);
         pd->n_obj++;
-        attr->send_cq->n_users++;
-        attr->recv_cq->n_users++;
+        iwarp_api_cq_use(attr->send_cq, q);
+        iwarp_api_cq_use(attr->recv_cq, q);
         if (attr->srq)
             attr->srq->n_users++;
     }
@@ -175,8 +175,8 @@ int iwarp_destroy_qp(struct iwarp_qp *qp)
     /* closing its transport may have queued an event for it (QP_FATAL): it goes with the QP */
     iwarp_api_async_drop_qp_locked(ctx, qp);
     qp->pd->n_obj--;
-    qp->send_cq->n_users--;
-    qp->recv_cq->n_users--;
+    iwarp_api_cq_unuse(qp->send_cq);
+    iwarp_api_cq_unuse(qp->recv_cq);
     if (qp->srq)
         qp->srq->n_users--;
     q->free(q);

@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * A busy poll reads the socket itself (docs/design.md "Where a busy-poll one-way goes"): in
+ * caller mode, iwarp_poll_cq on an empty CQ that one connected QP uses reads that QP's
+ * connection directly, and runs the loop (epoll_wait) only every 16th time, for the context's
+ * other sockets and timers. A CQ that more than one QP has used goes through epoll every time.
+ * Counted in real system calls: this test is linked with -Wl,--wrap=epoll_wait,--wrap=recvmsg.
+ * Both contexts run in caller mode on this one thread, so what is counted during one side's
+ * call is that side's.
+ */
+#define _GNU_SOURCE
+#include "stack_pair.h"
+
+#include <sys/epoll.h>
+#include <sys/socket.h>
+
+static unsigned long n_epoll_wait, n_recvmsg;
+
+int __real_epoll_wait(int fd, struct epoll_event *ev, int max, int timeout);
+int __wrap_epoll_wait(int fd, struct epoll_event *ev, int max, int timeout);
+int __wrap_epoll_wait(int fd, struct epoll_event *ev, int max, int timeout)
+{
+    __atomic_add_fetch(&n_epoll_wait, 1, __ATOMIC_RELAXED);
+    return __real_epoll_wait(fd, ev, max, timeout);
+}
+
+ssize_t __real_recvmsg(int fd, struct msghdr *m, int flags);
+ssize_t __wrap_recvmsg(int fd, struct msghdr *m, int flags);
+ssize_t __wrap_recvmsg(int fd, struct msghdr *m, int flags)
+{
+    __atomic_add_fetch(&n_recvmsg, 1, __ATOMIC_RELAXED);
+    return __real_recvmsg(fd, m, flags);
+}
+
+static unsigned long epoll_waits(void)
+{
+    return __atomic_load_n(&n_epoll_wait, __ATOMIC_RELAXED);
+}
+
+static unsigned long recvmsgs(void)
+{
+    return __atomic_load_n(&n_recvmsg, __ATOMIC_RELAXED);
+}
+
+enum { MSG = 64, BUF = 4096, EMPTY_POLLS = 64 };
+
+static void rig_up(struct sp_rig *r)
+{
+    memset(r, 0, sizeof *r);
+    sp_side_init(&r->srv, IWARP_PROGRESS_CALLER, 64);
+    sp_side_init(&r->cli, IWARP_PROGRESS_CALLER, 64);
+    struct sp_cfg cfg = {
+        .cap = {.max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 1, .max_recv_sge = 1},
+        .sq_sig_all = 1,
+        .param = {.crc = true}};
+    sp_rig_connect(r, BUF, &cfg);
+}
+
+/* EMPTY_POLLS polls of the server's CQ with nothing on the way: how many epoll_waits. */
+static unsigned long empty_polls(struct sp_rig *r, unsigned long *reads)
+{
+    unsigned long e0 = epoll_waits(), m0 = recvmsgs();
+    struct iwarp_wc wc;
+    for (int i = 0; i < EMPTY_POLLS; i++)
+        ASSERT_EQ(iwarp_poll_cq(r->srv.cq, 1, &wc), 0);
+    *reads = recvmsgs() - m0;
+    return epoll_waits() - e0;
+}
+
+/* The client Sends MSG octets; the server polls until the receive completes. Returns the
+ * number of polls it took; *waits: epoll_waits among them. */
+static unsigned long send_and_poll(struct sp_rig *r, uint32_t seed, unsigned long *waits)
+{
+    ASSERT_EQ(sp_post_recv(r->pair.srv.qp, seed, r->sbuf, MSG, r->smr->lkey), 0);
+    sp_fill(r->cbuf, MSG, seed);
+    ASSERT_EQ(sp_post(r->pair.cli.qp, seed, IWARP_WR_SEND, 0, r->cbuf, MSG, r->cmr->lkey, 0, 0), 0);
+    /* a poll for no completion writes a batch the Send may have joined, and reads nothing */
+    ASSERT_EQ(iwarp_poll_cq(r->cli.cq, 0, NULL), 0);
+    unsigned long e0 = epoll_waits(), polls = 0;
+    struct iwarp_wc wc;
+    struct deadline dl = deadline_in_ms(SP_WAIT_MS);
+    int n;
+    while ((n = iwarp_poll_cq(r->srv.cq, 1, &wc)) == 0) {
+        polls++;
+        ASSERT_FALSE(deadline_passed(&dl));
+    }
+    *waits = epoll_waits() - e0;
+    ASSERT_EQ(n, 1);
+    ASSERT_EQ(wc.status, IWARP_WC_SUCCESS);
+    ASSERT_EQ_U(wc.wr_id, seed);
+    ASSERT_EQ_U(wc.byte_len, MSG);
+    ASSERT_EQ_U(sp_check(r->sbuf, MSG, seed), MSG);
+    ASSERT_EQ_U(sp_poll_ok(&r->cli, &r->srv, IWARP_WC_SEND).wr_id, seed);
+    return polls + 1;
+}
+
+TEST(a_busy_poll_reads_the_sole_qps_socket_and_asks_epoll_every_16th_time)
+{
+    struct sp_rig r;
+    rig_up(&r);
+    unsigned long reads;
+    unsigned long waits = empty_polls(&r, &reads);
+    /* 64 polls: 60 direct reads (one recvmsg each, nothing there), 4 loop passes */
+    ASSERT_EQ_U(waits, EMPTY_POLLS / 16);
+    ASSERT_EQ_U(reads, EMPTY_POLLS - EMPTY_POLLS / 16);
+    /* and what comes is received through them */
+    for (uint32_t k = 1; k <= 20; k++) {
+        unsigned long polls = send_and_poll(&r, k, &waits);
+        ASSERT_TRUE(waits <= polls / 16 + 1);
+    }
+    sp_rig_down(&r);
+}
+
+TEST(a_cq_that_two_qps_have_used_asks_epoll_every_time)
+{
+    struct sp_rig r;
+    rig_up(&r);
+    struct iwarp_qp_init_attr qa = {.send_cq = r.srv.cq,
+                                    .recv_cq = r.srv.cq,
+                                    .cap = {.max_send_wr = 1, .max_recv_wr = 1},
+                                    .qp_type = IWARP_QPT_RC};
+    struct iwarp_qp *other = NULL;
+    ASSERT_EQ(iwarp_create_qp(r.srv.pd, &qa, &other), 0);
+    unsigned long reads;
+    ASSERT_EQ_U(empty_polls(&r, &reads), EMPTY_POLLS);
+    unsigned long waits;
+    send_and_poll(&r, 1, &waits);
+    ASSERT_EQ(iwarp_destroy_qp(other), 0);
+    /* the CQ does not learn which QP is left: epoll still */
+    ASSERT_EQ_U(empty_polls(&r, &reads), EMPTY_POLLS);
+    send_and_poll(&r, 2, &waits);
+    sp_rig_down(&r);
+}
