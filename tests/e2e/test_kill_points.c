@@ -1017,7 +1017,12 @@ TEST(a_peer_killed_at_any_point_leaves_the_survivor_whole)
     mr_start(&R->mr);
     if (strstr(trs, "tcp"))
         run_transport(R, TR_TCP, env_u32("IWARP_KILL_POINTS", 32));
-#ifdef IWARP_HAVE_SCTP
+#if defined(IWARP_HAVE_SCTP) && !defined(IWARP_TEST_HOOKS)
+    /* the bounds below need usrsctp's timers shortened (IWARP_SCTP_RTO_MS), which only a build
+     * with the test hooks reads (Release has none) */
+    if (strstr(trs, "sctp"))
+        fprintf(stderr, "  sctp: not run: this build has no test hooks (IWARP_TEST_HOOKS)\n");
+#elif defined(IWARP_HAVE_SCTP)
     if (strstr(trs, "sctp")) {
         /* the stack is up once a context has an endpoint: read its limits then */
         struct sp_side probe;
