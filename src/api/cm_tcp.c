@@ -794,14 +794,20 @@ static void conn_on_timer(struct iwarp_loop_src *src, uint64_t now_ns)
 
 /* ---- the transport's ops ------------------------------------------------------------------ */
 
+/* The connection carrying q while its socket is watched, else NULL. */
+static struct tcp_conn *qp_conn(const struct iwarp_qp_impl *q)
+{
+    struct tcp_conn *cc = q->cm_id ? conn_of(q->cm_id) : NULL;
+    return cc && cc->src.registered ? cc : NULL;
+}
+
 /* The QP has new work: write it now from the posting thread (a hop to the progress thread
  * would cost a cross-core wakeup), or let it join the connection's batch (llp_tcp.h): then
  * the next poll of a CQ rings the doorbell, or the batch's deadline passes. */
 static void tcp_kick(struct iwarp_qp_impl *q)
 {
-    struct cm_id *id = q->cm_id;
-    struct tcp_conn *cc = id ? conn_of(id) : NULL;
-    if (!cc || !cc->src.registered)
+    struct tcp_conn *cc = qp_conn(q);
+    if (!cc)
         return;
     uint64_t now = iwarp_loop_now();
     if (iwarp_llp_tcp_post(&cc->tcp, now)) {
@@ -816,9 +822,8 @@ static void tcp_kick(struct iwarp_qp_impl *q)
 /* A busy poll of the QP's CQ reads its connection directly (verbs_cq.c). */
 static void tcp_poll_rx(struct iwarp_qp_impl *q)
 {
-    struct cm_id *id = q->cm_id;
-    struct tcp_conn *cc = id ? conn_of(id) : NULL;
-    if (cc && cc->src.registered && cc->phase == TC_UP)
+    struct tcp_conn *cc = qp_conn(q);
+    if (cc && cc->phase == TC_UP)
         conn_run(cc, WORK_RX, iwarp_loop_now());
 }
 

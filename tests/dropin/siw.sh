@@ -8,11 +8,10 @@
 #     side's result line must show the same size and iteration count
 #   ib_atomic_bw: siw has no RFC 7306 atomics; the drop-in's client must fail cleanly (non-zero
 #     exit within the timeout, no hang), whatever siw's server does. What siw's kernel does: the
-#     drop-in's RTR and its first atomics reach siw in one segment; siw 6.1 as a peer-to-peer
-#     responder tells iw_cm ESTABLISHED only once that first read went without error, so after
-#     its Terminate iw_cm gets a CLOSE for an id still in CONN_RECV and hits BUG() (iwcm.c:969):
-#     the guest kernel is dead. The run is last; once the console shows that BUG the host stops
-#     the guest instead of waiting out its timeout, and reports it ("KNOWN").
+#     drop-in's RTR and its first atomics reach siw in one segment, siw answers with a Terminate,
+#     and siw 6.1's iw_cm then hits BUG() (iwcm.c:969, docs/interop-siw.md): the guest kernel is
+#     dead. The run is last; once the console shows that BUG the host stops the guest instead
+#     of waiting out its timeout, and reports it ("KNOWN").
 #   ib_write_lat-held: h2g ib_write_lat with the drop-in's first FPDU held 1.5 s, so that siw's
 #     server writes first (the PASS line says whether it did)
 #   h2g: the guest's program serves, ours dials 127.0.0.1 through a hostfwd;
@@ -167,6 +166,9 @@ TMPDIR=$W "$VM/run.sh" "${FWD[@]}" --pcap "$W/cap.pcap" --share "$S" 'bash /shar
 VMPID=$!
 KIDS+=("$VMPID")
 await() { wait_for -p "$VMPID" 150 "the guest's ${1##*/}" test -e "$1"; }
+# The guest kernel's BUG line, if its console (kept by run.sh under $W) shows one.
+guest_bug() { cat "$W"/siw-vm.*/console.log 2>/dev/null | grep -m 1 'kernel BUG at'; }
+rc_or_bug() { test -e "$1" || guest_bug >/dev/null; }
 
 i=0
 for r in "${RUNS[@]}"; do
@@ -196,10 +198,8 @@ for r in "${RUNS[@]}"; do
         echo $? >"$S/$n.ours.rc"
     fi
     if [ "$prog" = ib_atomic_bw ]; then # see the header: the guest's kernel may be dead
-        wait_for -p "$VMPID" 150 "the guest's $n.rc (or its kernel's BUG)" \
-            sh -c "test -e '$S/$n.rc' || cat '$W'/siw-vm.*/console.log 2>/dev/null | grep -q 'kernel BUG at'"
-        cat "$W"/siw-vm.*/console.log 2>/dev/null | grep -m 1 'kernel BUG at' >"$S/$n.bug" ||
-            rm -f "$S/$n.bug"
+        wait_for -p "$VMPID" 150 "the guest's $n.rc (or its kernel's BUG)" rc_or_bug "$S/$n.rc"
+        guest_bug >"$S/$n.bug" || rm -f "$S/$n.bug"
         [ -e "$S/$n.bug" ] && pkill -TERM -P "$VMPID" timeout
     else
         await "$S/$n.rc"
