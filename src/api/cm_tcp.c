@@ -737,6 +737,9 @@ static bool conn_update(struct tcp_conn *cc, uint64_t now)
 /* Do work (enum tcp_work) on cc as the owner of its I/O at now, then conn_update; if another
  * thread owns it, leave the work to that one and return at once. The owner does what others
  * left meanwhile before it lets go. */
+/* How many connections this thread is running (conn_run) at the moment. */
+static _Thread_local unsigned conn_runs_here;
+
 static void conn_run(struct tcp_conn *cc, unsigned work, uint64_t now)
 {
     if (cc->io_busy) {
@@ -745,6 +748,7 @@ static void conn_run(struct tcp_conn *cc, unsigned work, uint64_t now)
     }
     struct iwarp_ctx *ctx = cc->ctx;
     cc->io_busy = true;
+    conn_runs_here++;
     for (;;) {
         /* a close past its limit is reset here (the end is reported next) */
         if (work & WORK_TIMER)
@@ -763,6 +767,7 @@ static void conn_run(struct tcp_conn *cc, unsigned work, uint64_t now)
         if (work & WORK_TX)
             iwarp_llp_tcp_on_writable(&cc->tcp, now);
         if (!conn_update(cc, now)) {
+            conn_runs_here--;
             iwarp_api_io_idle(ctx); /* freed: who waits for it looks again */
             return;
         }
@@ -773,17 +778,28 @@ static void conn_run(struct tcp_conn *cc, unsigned work, uint64_t now)
         now = iwarp_loop_now();
     }
     cc->io_busy = false;
+    conn_runs_here--;
     iwarp_api_io_idle(ctx);
 }
 
 static void conn_on_io(struct iwarp_loop_src *src, uint32_t events, uint64_t now_ns)
 {
+    struct tcp_conn *cc = src->user;
     unsigned work = 0;
     if (events & (EPOLLIN | EPOLLERR | EPOLLHUP | EPOLLRDHUP))
         work |= WORK_RX;
     if (events & (EPOLLOUT | EPOLLERR | EPOLLHUP))
         work |= WORK_TX;
-    conn_run(src->user, work, now_ns);
+    bool owned = conn_owned(cc); /* then conn_run only leaves the work to the owner */
+    conn_run(cc, work, now_ns);
+    /* Another thread owns the connection's I/O (a post writing, a busy poll or a waiter
+     * reading): it does this work too (io_again). The readiness stays until it has, and epoll
+     * is level-triggered: back in epoll_wait now, this thread would be told of it again and
+     * again, spinning beside the owner (on its core, if they share one). It waits for an owner
+     * to finish instead (any connection's: it then merely looks again). Not a thread that owns
+     * a connection itself (its own conn_run would never end). cc may be freed meanwhile. */
+    if (owned && conn_runs_here == 0)
+        iwarp_api_io_wait(cc->ctx);
 }
 
 static void conn_on_timer(struct iwarp_loop_src *src, uint64_t now_ns)
