@@ -39,7 +39,7 @@ cmake --preset asan-ubsan >/dev/null
 cmake --build --preset asan-ubsan -j "$jobs"
 ctest --preset asan-ubsan -j "$jobs"
 
-step "ThreadSanitizer: threads posting/polling one QP and CQ with the progress thread; CM; loop; event waits; lock holds; SCTP matrix; atomics contention; the multi-threaded example client"
+step "ThreadSanitizer: threads posting/polling one QP and CQ with the progress thread; CM; loop; event waits; lock holds; owned I/O waits; SCTP matrix; atomics contention; the multi-threaded example client"
 cmake --preset tsan >/dev/null
 cmake --build --preset tsan -j "$jobs" --target test_stack_threads test_stack_many_qps test_cm test_loop test_stack_matrix test_cq_event_wait test_lock_holds test_owned_io_wait test_stack_rdmap_ext mt_client event_server
 ctest --preset tsan -R '^(tsan\.(stack_threads|stack_matrix_sctp|stack_rdmap_ext_contention|example_mt_client)|unit\.test_loop|e2e\.test_(cm|stack_many_qps|cq_event_wait|lock_holds|owned_io_wait))$'
