@@ -1144,6 +1144,16 @@ static void sctp_kick(struct iwarp_qp_impl *q)
     rearm(sc, now);
 }
 
+/* A busy poll of the QP's CQ reads its association's endpoint directly (verbs_cq.c), as its
+ * readiness would: the epoll_wait that would report it costs about what the read does. */
+static void sctp_poll_rx(struct iwarp_qp_impl *q)
+{
+    struct cm_id *id = q->cm_id;
+    struct cm_sctp_link *lk = id ? link_of(id) : NULL;
+    if (lk && lk->ca && lk->ca->ep)
+        ep_on_io(&lk->ca->ep->src, EPOLLIN, iwarp_loop_now());
+}
+
 static void sctp_free(struct cm_id *id, bool live)
 {
     (void)live; /* a session still on a stream ends with our Terminate either way */
@@ -1181,6 +1191,7 @@ const struct cm_transport iwarp_cm_sctp = {
     .disconnect = sctp_disconnect,
     .abort = sctp_abort,
     .kick = sctp_kick,
+    .poll_rx = sctp_poll_rx,
     .free = sctp_free,
     .ctx_fini = sctp_ctx_fini,
 };

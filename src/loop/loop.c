@@ -124,11 +124,12 @@ static void heap_remove(struct iwarp_loop *l, struct iwarp_loop_src *s)
 
 /* Whether the timerfd must change so that a thread in epoll_wait wakes for the first deadline
  * (lock held); then *want is that deadline. Only a change costs a system call, and only while
- * a thread waits (one about to wait counts). */
+ * a thread may sleep there (one about to counts): a busy poll's epoll_wait(0) returns at once,
+ * and the expired timers run after it anyway (dispatch). */
 static bool timer_stale(const struct iwarp_loop *l, uint64_t *want)
 {
     *want = l->heap_len ? l->heap[0]->deadline : UINT64_MAX;
-    return l->n_waiting > 0 && *want != l->timer_armed;
+    return l->n_blocking > 0 && *want != l->timer_armed;
 }
 
 /* Set the timerfd to want (without the lock). */
@@ -146,10 +147,11 @@ static void set_timerfd(struct iwarp_loop *l, uint64_t want)
 
 void iwarp_loop_wake_locked(struct iwarp_loop *l)
 {
-    /* Only a thread inside epoll_wait needs the wake fd. One that waits later looks first, in
-     * the hold of the lock that counts it in n_waiting; a follower sleeps only while a blocker
-     * is counted there; and the thread calling this, which dispatches, looks again after it. */
-    if (l->n_waiting > 0)
+    /* Only a thread that may sleep in epoll_wait needs the wake fd. One that waits later looks
+     * first, in the hold of the lock that counts it in n_blocking; a follower sleeps only while
+     * a blocker is counted there; and the thread calling this, which dispatches, looks again
+     * after it. */
+    if (l->n_blocking > 0)
         l->wake_pending = true;
 }
 
@@ -525,6 +527,7 @@ static int run_once_held(struct iwarp_loop *l, int timeout_ms, bool thread)
     }
     struct epoll_event ev[LOOP_BATCH];
     l->n_waiting++;
+    l->n_blocking += timeout_ms != 0;
     uint64_t since = l->n_gone;
     iwarp_loop_unlock(l); /* sets the timerfd for the first deadline, if that changed */
 
@@ -536,6 +539,7 @@ static int run_once_held(struct iwarp_loop *l, int timeout_ms, bool thread)
 
     pthread_mutex_lock(l->lock);
     l->n_waiting--;
+    l->n_blocking -= timeout_ms != 0;
     if (fired) { /* a one-shot timer: it has fired */
         l->timer_armed = UINT64_MAX;
         l->timer_fires++;

@@ -57,8 +57,10 @@ struct iwarp_loop {
      * while there are any, the progress thread stands aside on `parked` */
     uint32_t n_helpers;
     pthread_cond_t parked;
-    uint32_t n_waiting; /* threads inside epoll_wait: the progress thread, application threads
-                           progressing in caller mode */
+    uint32_t n_waiting;  /* threads inside epoll_wait: the progress thread, application threads
+                            progressing in caller mode */
+    uint32_t n_blocking; /* of those, the ones that may sleep there (a timeout other than 0):
+                            only they need the timerfd set and the wake fd written */
     /* Application threads that wait in the loop (timeout not 0): one of them, the blocker, waits
      * in epoll_wait; the others follow on `followers` until it leaves (follow_gen counts its
      * departures). A single wake fd wakes a single waiter: with two application threads in

@@ -4,9 +4,10 @@
  * caller mode, iwarp_poll_cq on an empty CQ that one connected QP uses reads that QP's
  * connection directly, and runs the loop (epoll_wait) only every 16th time, for the context's
  * other sockets and timers. A CQ that more than one QP has used goes through epoll every time.
- * Counted in real system calls: this test is linked with -Wl,--wrap=epoll_wait,--wrap=recvmsg.
- * Both contexts run in caller mode on this one thread, so what is counted during one side's
- * call is that side's.
+ * Over SCTP the direct read is of the association's endpoint (its UDP socket, recvfrom).
+ * Counted in real system calls: this test is linked with
+ * -Wl,--wrap=epoll_wait,--wrap=recvmsg,--wrap=recvfrom. Both contexts run in caller mode on
+ * this one thread, so what is counted during one side's call is that side's.
  */
 #define _GNU_SOURCE
 #include "stack_pair.h"
@@ -32,6 +33,17 @@ ssize_t __wrap_recvmsg(int fd, struct msghdr *m, int flags)
     return __real_recvmsg(fd, m, flags);
 }
 
+ssize_t __real_recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *from,
+                        socklen_t *fromlen);
+ssize_t __wrap_recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *from,
+                        socklen_t *fromlen);
+ssize_t __wrap_recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *from,
+                        socklen_t *fromlen)
+{
+    __atomic_add_fetch(&n_recvmsg, 1, __ATOMIC_RELAXED); /* a read, as recvmsg */
+    return __real_recvfrom(fd, buf, len, flags, from, fromlen);
+}
+
 static unsigned long epoll_waits(void)
 {
     return __atomic_load_n(&n_epoll_wait, __ATOMIC_RELAXED);
@@ -44,7 +56,7 @@ static unsigned long recvmsgs(void)
 
 enum { MSG = 64, BUF = 4096, EMPTY_POLLS = 64 };
 
-static void rig_up(struct sp_rig *r)
+static void rig_up_ps(struct sp_rig *r, enum iwarp_port_space ps)
 {
     memset(r, 0, sizeof *r);
     sp_side_init(&r->srv, IWARP_PROGRESS_CALLER, 64);
@@ -52,8 +64,14 @@ static void rig_up(struct sp_rig *r)
     struct sp_cfg cfg = {
         .cap = {.max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 1, .max_recv_sge = 1},
         .sq_sig_all = 1,
-        .param = {.crc = true}};
+        .param = {.crc = ps == IWARP_PS_TCP},
+        .ps = ps};
     sp_rig_connect(r, BUF, &cfg);
+}
+
+static void rig_up(struct sp_rig *r)
+{
+    rig_up_ps(r, IWARP_PS_TCP);
 }
 
 /* EMPTY_POLLS polls of the server's CQ with nothing on the way: how many epoll_waits. */
@@ -104,6 +122,22 @@ TEST(a_busy_poll_reads_the_sole_qps_socket_and_asks_epoll_every_16th_time)
     ASSERT_EQ_U(waits, EMPTY_POLLS / 16);
     ASSERT_EQ_U(reads, EMPTY_POLLS - EMPTY_POLLS / 16);
     /* and what comes is received through them */
+    for (uint32_t k = 1; k <= 20; k++) {
+        unsigned long polls = send_and_poll(&r, k, &waits);
+        ASSERT_TRUE(waits <= polls / 16 + 1);
+    }
+    sp_rig_down(&r);
+}
+
+TEST(over_sctp_a_busy_poll_reads_the_associations_endpoint)
+{
+    struct sp_rig r;
+    rig_up_ps(&r, IWARP_PS_SCTP);
+    unsigned long reads;
+    unsigned long waits = empty_polls(&r, &reads);
+    /* one recvfrom per direct read: nothing there */
+    ASSERT_EQ_U(waits, EMPTY_POLLS / 16);
+    ASSERT_EQ_U(reads, EMPTY_POLLS - EMPTY_POLLS / 16);
     for (uint32_t k = 1; k <= 20; k++) {
         unsigned long polls = send_and_poll(&r, k, &waits);
         ASSERT_TRUE(waits <= polls / 16 + 1);
