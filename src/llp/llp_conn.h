@@ -185,7 +185,10 @@ struct iwarp_llp_conn {
     uint64_t rx_reads, rx_split_reads, rx_fpdus;
 };
 
-#define IWARP_LLP_CONN_BOUNCE (IWARP_MPA_MULPDU_MAX + 16u)
+/* Read-ahead past the current FPDU's ULPDU when no backlog of small FPDUs was seen
+ * (llp_conn_int.h); the bounce buffer has room for it behind the largest ULPDU too. */
+#define IWARP_LLP_CONN_RA_SMALL 1024u
+#define IWARP_LLP_CONN_BOUNCE   (IWARP_MPA_MULPDU_MAX + 16u + IWARP_LLP_CONN_RA_SMALL)
 
 /*
  * Initialise a connection for role cfg->neg.role at time now_ns. bounce (IWARP_LLP_CONN_BOUNCE

@@ -4,10 +4,10 @@
  * time and close; llp_conn_rx.c: receive; llp_conn_tx.c: framing and transmit). Not used
  * outside src/llp.
  *
- * The bounce buffer (IWARP_LLP_CONN_BOUNCE = 64768 + 16 octets, caller-owned), cut into the
- * regions of struct iwarp_llp_conn_bounce:
+ * The bounce buffer (IWARP_LLP_CONN_BOUNCE = 64768 + 16 + 1024 octets, caller-owned), cut into
+ * the regions of struct iwarp_llp_conn_bounce:
  *
- *   0                                              64236          64768       64784
+ *   0                                              64236          64768       65808
  *   |<---------------------------- stage ---------------------------->|         |
  *   |<-- fpdu.staged -->|<---------------- read-ahead window ------------------>| end
  *   |<- neg_in (532) ->|                           |<- neg_out (532)->|<scratch>|
@@ -23,7 +23,10 @@
  *            FPDU before our whole Reply arrived, so this only ever stalls a peer that breaks
  *            RFC 5044 §7.1.2 rule 4);
  *   scratch  full operation, exact reads: a marker inside a large ULPDU; once receive
- *            stopped, every octet still read (and dropped).
+ *            stopped, every octet still read (and dropped). Its 1,040 octets are also what
+ *            the window keeps behind the largest ULPDU: its PAD and CRC and RA_SMALL more, so
+ *            that the small FPDU that often follows a full one (a 64 KiB message is FPDUs of
+ *            64754 and 782 payload octets at loopback's EMSS) comes in the same read.
  *
  * Where each read goes (llp_conn_rx.c, fpdu_land): a read either READS AHEAD into the window,
  * so that one recv() brings in the rest of the current FPDU and any number of following ones,

@@ -22,8 +22,7 @@
 
 /* Exact reads only while more than this many ULPDU octets are still to come. */
 #define COPY_MAX 2048u
-/* Read-ahead past the current FPDU's ULPDU when no backlog of small FPDUs was seen. */
-#define RA_SMALL 1024u
+#define RA_SMALL IWARP_LLP_CONN_RA_SMALL
 
 /* The next FPDU starts from nothing staged, in the staging area. */
 static void fpdu_reset(struct iwarp_llp_conn *c)

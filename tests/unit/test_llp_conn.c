@@ -1245,14 +1245,15 @@ static uint8_t STREAM[1u << 17];
 /* Frame k Writes of each octets to the responder at DST_OFF + i * each (payload from fill with
  * seed + i; L = last on the final one, L set on the others unless open) with the initiator's
  * own framer, so CRC and markers continue its stream; appended to STREAM[*len]. */
-static void frame_writes(size_t *len, unsigned k, uint32_t each, uint32_t seed, bool last)
+static void frame_writes_at(size_t *len, unsigned k, uint32_t each, uint32_t seed, bool last,
+                            size_t off)
 {
-    static uint8_t hdr[64], pay[4096];
+    static uint8_t hdr[64], pay[IWARP_MPA_MULPDU_MAX];
     for (unsigned i = 0; i < k; i++) {
         struct iwarp_wire_msg m = {.opcode = IWARP_RDMAP_OP_WRITE,
                                    .last = last || i + 1 < k,
                                    .stag = P[1].key,
-                                   .to = (uint64_t)(uintptr_t)(MEM[1] + DST_OFF + i * each)};
+                                   .to = (uint64_t)(uintptr_t)(MEM[1] + DST_OFF + off + i * each)};
         iwarp_ssize h = iwarp_wire_segment_encode_hdr(hdr, sizeof hdr, &m);
         ASSERT_TRUE(h > 0 && each <= sizeof pay);
         fill(pay, each, seed + i);
@@ -1269,14 +1270,24 @@ static void frame_writes(size_t *len, unsigned k, uint32_t each, uint32_t seed, 
     }
 }
 
-/* What frame_writes(k, each, seed) placed is in the responder's memory. */
-static void expect_writes(unsigned k, uint32_t each, uint32_t seed)
+static void frame_writes(size_t *len, unsigned k, uint32_t each, uint32_t seed, bool last)
 {
-    static uint8_t want[4096];
+    frame_writes_at(len, k, each, seed, last, 0);
+}
+
+/* What frame_writes(k, each, seed) placed is in the responder's memory. */
+static void expect_writes_at(unsigned k, uint32_t each, uint32_t seed, size_t off)
+{
+    static uint8_t want[IWARP_MPA_MULPDU_MAX];
     for (unsigned i = 0; i < k; i++) {
         fill(want, each, seed + i);
-        ASSERT_MEM_EQ(MEM[1] + DST_OFF + i * each, want, each);
+        ASSERT_MEM_EQ(MEM[1] + DST_OFF + off + i * each, want, each);
     }
+}
+
+static void expect_writes(unsigned k, uint32_t each, uint32_t seed)
+{
+    expect_writes_at(k, each, seed, 0);
 }
 
 /* Feed STREAM[0, n) to the responder in reads of at most piece octets (0: as much as rx_buf
@@ -1358,6 +1369,22 @@ TEST(many_small_fpdus_arrive_in_one_read)
             ASSERT_EQ_U(P[1].c.rx_copied_octets, 300u * 64u);
         }
     }
+}
+
+TEST(the_largest_fpdu_and_a_small_one_behind_it_arrive_in_one_read)
+{
+    /* With CRC on a ULPDU is staged whole and read through the read-ahead window; the bounce
+     * buffer keeps RA_SMALL behind even the largest ULPDU, so a 64 KiB Write at loopback's
+     * EMSS (FPDUs of 64754 and 782 payload octets) needs one read after the first window. */
+    quiet_pair(true, false);
+    const uint32_t big = IWARP_MPA_MULPDU_MAX - IWARP_DDP_TAGGED_HDR_LEN, small = 65536 - big;
+    size_t n = 0;
+    frame_writes_at(&n, 1, big, 60, false, 0);
+    frame_writes_at(&n, 1, small, 61, true, big);
+    ASSERT_EQ(feed_stream(n, 0), 2); /* the 1 KiB window at a boundary, then the rest */
+    expect_writes_at(1, big, 60, 0);
+    expect_writes_at(1, small, 61, big);
+    ASSERT_EQ(P[1].nerr, 0);
 }
 
 TEST(fpdu_straddling_the_read_ahead_end_at_every_octet)
