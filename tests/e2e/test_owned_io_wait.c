@@ -22,7 +22,7 @@
 
 enum { MSG = 64, BUF = 4096, STALL_MS = 200 };
 
-static pthread_t poster, sender;   /* the test's thread; the client's sending thread */
+static pthread_t poster, sender;  /* the test's thread; the client's sending thread */
 static int stall_armed, in_stall; /* atomics */
 static unsigned long others_waits;
 
@@ -91,9 +91,8 @@ TEST(readiness_of_a_connection_another_thread_owns_is_waited_out_not_spun_on)
     sender = t;
     __atomic_store_n(&stall_armed, 1, __ATOMIC_RELEASE);
     sp_fill(rig.sbuf + MSG, MSG, 8);
-    ASSERT_EQ(sp_post(rig.pair.srv.qp, 8, IWARP_WR_SEND, 0, rig.sbuf + MSG, MSG, rig.smr->lkey,
-                      0, 0),
-              0);
+    ASSERT_EQ(
+        sp_post(rig.pair.srv.qp, 8, IWARP_WR_SEND, 0, rig.sbuf + MSG, MSG, rig.smr->lkey, 0, 0), 0);
     void *rc = NULL;
     ASSERT_EQ(pthread_join(t, &rc), 0);
     ASSERT_TRUE(rc == NULL);
