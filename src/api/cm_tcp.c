@@ -734,12 +734,12 @@ static bool conn_update(struct tcp_conn *cc, uint64_t now)
     return true;
 }
 
-/* Do work (enum tcp_work) on cc as the owner of its I/O at now, then conn_update; if another
- * thread owns it, leave the work to that one and return at once. The owner does what others
- * left meanwhile before it lets go. */
 /* How many connections this thread is running (conn_run) at the moment. */
 static _Thread_local unsigned conn_runs_here;
 
+/* Do work (enum tcp_work) on cc as the owner of its I/O at now, then conn_update; if another
+ * thread owns it, leave the work to that one and return at once. The owner does what others
+ * left meanwhile before it lets go. */
 static void conn_run(struct tcp_conn *cc, unsigned work, uint64_t now)
 {
     if (cc->io_busy) {
