@@ -6,8 +6,8 @@
  * other sockets and timers. A CQ that more than one QP has used goes through epoll every time.
  * Over SCTP the direct read is of the association's endpoint (its UDP socket, recvfrom).
  * Counted in real system calls: this test is linked with
- * -Wl,--wrap=epoll_wait,--wrap=recvmsg,--wrap=recvfrom. Both contexts run in caller mode on
- * this one thread, so what is counted during one side's call is that side's.
+ * -Wl,--wrap=epoll_wait,--wrap=recvmsg,--wrap=recv,--wrap=recvfrom. Both contexts run in caller
+ * mode on this one thread, so what is counted during one side's call is that side's.
  */
 #define _GNU_SOURCE
 #include "stack_pair.h"
@@ -31,6 +31,14 @@ ssize_t __wrap_recvmsg(int fd, struct msghdr *m, int flags)
 {
     __atomic_add_fetch(&n_recvmsg, 1, __ATOMIC_RELAXED);
     return __real_recvmsg(fd, m, flags);
+}
+
+ssize_t __real_recv(int fd, void *b, size_t n, int flags);
+ssize_t __wrap_recv(int fd, void *b, size_t n, int flags);
+ssize_t __wrap_recv(int fd, void *b, size_t n, int flags)
+{
+    __atomic_add_fetch(&n_recvmsg, 1, __ATOMIC_RELAXED); /* a read into one buffer, as recvmsg */
+    return __real_recv(fd, b, n, flags);
 }
 
 ssize_t __real_recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *from,

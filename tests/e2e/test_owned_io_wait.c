@@ -10,7 +10,7 @@
  * STALL_MS; meanwhile a second thread has the client Send to the server, so the server's socket
  * is readable for the rest of the stall and its progress thread is told so. Counted: the
  * epoll_wait calls of threads other than these two during the stall (the client runs in caller
- * mode: no thread of its own). Linked with -Wl,--wrap=sendmsg,--wrap=epoll_wait.
+ * mode: no thread of its own). Linked with -Wl,--wrap=sendmsg,--wrap=send,--wrap=epoll_wait.
  */
 #define _GNU_SOURCE
 #include "stack_pair.h"
@@ -32,9 +32,8 @@ static bool is_test_thread(void)
     return pthread_equal(self, poster) || pthread_equal(self, sender);
 }
 
-ssize_t __real_sendmsg(int fd, const struct msghdr *m, int flags);
-ssize_t __wrap_sendmsg(int fd, const struct msghdr *m, int flags);
-ssize_t __wrap_sendmsg(int fd, const struct msghdr *m, int flags)
+/* The poster's first write once armed is stalled (sendmsg, or send for a small write). */
+static void maybe_stall(void)
 {
     if (pthread_equal(pthread_self(), poster) &&
         __atomic_exchange_n(&stall_armed, 0, __ATOMIC_ACQ_REL)) {
@@ -42,7 +41,22 @@ ssize_t __wrap_sendmsg(int fd, const struct msghdr *m, int flags)
         usleep(STALL_MS * 1000);
         __atomic_store_n(&in_stall, 0, __ATOMIC_RELEASE);
     }
+}
+
+ssize_t __real_sendmsg(int fd, const struct msghdr *m, int flags);
+ssize_t __wrap_sendmsg(int fd, const struct msghdr *m, int flags);
+ssize_t __wrap_sendmsg(int fd, const struct msghdr *m, int flags)
+{
+    maybe_stall();
     return __real_sendmsg(fd, m, flags);
+}
+
+ssize_t __real_send(int fd, const void *b, size_t n, int flags);
+ssize_t __wrap_send(int fd, const void *b, size_t n, int flags);
+ssize_t __wrap_send(int fd, const void *b, size_t n, int flags)
+{
+    maybe_stall();
+    return __real_send(fd, b, n, flags);
 }
 
 int __real_epoll_wait(int fd, struct epoll_event *ev, int max, int timeout);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Transmit batching over TCP (iwarp_ctx_attr.tx_batch_us; docs/design.md "Batching small
- * posts"), counted in real system calls: this test is linked with -Wl,--wrap=sendmsg, so every
- * sendmsg the library makes passes through the counter below. Both contexts run in caller
+ * posts"), counted in real system calls: this test is linked with -Wl,--wrap=sendmsg,--wrap=send,
+ * so every write the library makes passes through the counter below (a small one is a send:
+ * llp_tcp.c tcp_write; both are counted as "sendmsg" here). Both contexts run in caller
  * mode, driven by this one thread, so a call counted during one of the client's calls is the
  * client's own.
  *  - A post on an idle connection leaves at once: one sendmsg inside iwarp_post_send.
@@ -20,7 +21,7 @@
 
 #include <sys/socket.h>
 
-static unsigned long n_sendmsg;
+static unsigned long n_sendmsg; /* writes: sendmsg, or send for a small one */
 
 ssize_t __real_sendmsg(int fd, const struct msghdr *m, int flags);
 ssize_t __wrap_sendmsg(int fd, const struct msghdr *m, int flags);
@@ -28,6 +29,14 @@ ssize_t __wrap_sendmsg(int fd, const struct msghdr *m, int flags)
 {
     __atomic_add_fetch(&n_sendmsg, 1, __ATOMIC_RELAXED);
     return __real_sendmsg(fd, m, flags);
+}
+
+ssize_t __real_send(int fd, const void *b, size_t n, int flags);
+ssize_t __wrap_send(int fd, const void *b, size_t n, int flags);
+ssize_t __wrap_send(int fd, const void *b, size_t n, int flags)
+{
+    __atomic_add_fetch(&n_sendmsg, 1, __ATOMIC_RELAXED);
+    return __real_send(fd, b, n, flags);
 }
 
 static unsigned long sendmsgs(void)

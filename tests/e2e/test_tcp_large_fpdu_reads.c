@@ -2,9 +2,9 @@
 /*
  * A large FPDU that arrives in pieces is read in one piece once its rest has come (llp_tcp.c:
  * wait_for_fpdu sets SO_RCVLOWAT to what the FPDU still needs), counted in real system calls:
- * this test is linked with -Wl,--wrap=recvmsg. A raw TCP peer (raw_peer.h, CRC on) writes one
- * RDMA Write FPDU in four pieces to a libiwarp server in caller mode, which the test drives
- * between the pieces: the first piece is read, the two in the middle wake nothing, the last
+ * this test is linked with -Wl,--wrap=recvmsg,--wrap=recv. A raw TCP peer (raw_peer.h, CRC on)
+ * writes one RDMA Write FPDU in four pieces to a libiwarp server in caller mode, which the test
+ * drives between the pieces: the first piece is read, the two in the middle wake nothing, the last
  * one is read with everything the middle ones brought, CRC included, in one read (with CRC on
  * the ULPDU is staged whole and read through the read-ahead window: llp_conn_rx.c fpdu_land).
  * The data lands, a Send behind it completes, and the mark is back to 1 for what follows (a
@@ -28,6 +28,14 @@ ssize_t __wrap_recvmsg(int fd, struct msghdr *m, int flags)
 {
     __atomic_add_fetch(&n_recvmsg, 1, __ATOMIC_RELAXED);
     return __real_recvmsg(fd, m, flags);
+}
+
+ssize_t __real_recv(int fd, void *b, size_t n, int flags);
+ssize_t __wrap_recv(int fd, void *b, size_t n, int flags);
+ssize_t __wrap_recv(int fd, void *b, size_t n, int flags)
+{
+    __atomic_add_fetch(&n_recvmsg, 1, __ATOMIC_RELAXED); /* a read into one buffer, as recvmsg */
+    return __real_recv(fd, b, n, flags);
 }
 
 enum { BUF = 65536, AT = 8192, PAYLOAD = 20000 };
