@@ -31,4 +31,15 @@ static inline uint32_t fuzz_rng_next(uint32_t *s)
     return *s >> 8;
 }
 
+/* A xorshift generator with the shape iwarp_mem_table_init wants for STag keys (ctx: its
+ * uint32_t state, not 0); also used for piece sizes and the like. */
+static inline uint32_t fuzz_xorshift(void *ctx)
+{
+    uint32_t *s = ctx;
+    *s ^= *s << 13;
+    *s ^= *s >> 17;
+    *s ^= *s << 5;
+    return *s;
+}
+
 #endif

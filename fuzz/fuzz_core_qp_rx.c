@@ -54,15 +54,6 @@ static struct iwarp_core_qp Q;
 static uint32_t mr, ro_mr;
 static uint8_t snapshot[MRLEN];
 
-static uint32_t rng(void *ctx)
-{
-    uint32_t *s = ctx;
-    *s ^= *s << 13;
-    *s ^= *s >> 17;
-    *s ^= *s << 5;
-    return *s;
-}
-
 static uint64_t mr_va(uint32_t off)
 {
     return (uint64_t)(uintptr_t)(arena + GUARD + off % MRLEN);
@@ -202,7 +193,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         arena[GUARD + MRLEN + i] = (uint8_t)(0xC3 ^ i);
     }
     memset(arena + GUARD, 0, MRLEN);
-    if (iwarp_mem_table_init(&T, E, 8, rng, &seed) != 0)
+    if (iwarp_mem_table_init(&T, E, 8, fuzz_xorshift, &seed) != 0)
         return 0;
     struct iwarp_mem_range r = {.addr = mr_va(0),
                                 .iova = mr_va(0),

@@ -124,15 +124,6 @@ static void guards_intact(void)
     }
 }
 
-static uint32_t rng(void *ctx)
-{
-    uint32_t *s = ctx;
-    *s ^= *s << 13;
-    *s ^= *s >> 17;
-    *s ^= *s << 5;
-    return *s;
-}
-
 static struct qpe *qp_fresh(uint16_t sid)
 {
     struct qpe *e = &Q[sid];
@@ -295,7 +286,7 @@ static void send_some(uint32_t n, uint32_t *r)
             break;
         FUZZ_CHECK(ready);
         check_out(c);
-        if ((rng(r) & 3u) == 0) {
+        if ((fuzz_xorshift(r) & 3u) == 0) {
             /* a full send buffer: the same chunk again */
             const struct iwarp_llp_assoc_chunk *again = iwarp_llp_assoc_tx_next(&A);
             FUZZ_CHECK(again == c && again->len == c->len);
@@ -486,7 +477,7 @@ static void op_owner(const uint8_t **d, size_t *n, uint32_t *r)
             release(sid);
         break;
     case 7:
-        iwarp_llp_assoc_unacked(&A, rng(r) % 4u ? 0u : 40000u);
+        iwarp_llp_assoc_unacked(&A, fuzz_xorshift(r) % 4u ? 0u : 40000u);
         break;
     case 8:
     case 9:
@@ -521,7 +512,7 @@ static void setup(uint8_t cfgb)
     }
     memset(mr_base(), 0xEE, MRLEN);
     mem_seed = 0x1234567u;
-    FUZZ_CHECK(iwarp_mem_table_init(&T, E, 8, rng, &mem_seed) == 0);
+    FUZZ_CHECK(iwarp_mem_table_init(&T, E, 8, fuzz_xorshift, &mem_seed) == 0);
     struct iwarp_mem_range mrr = {.addr = (uintptr_t)mr_base(),
                                   .iova = (uintptr_t)mr_base(),
                                   .length = MRLEN,

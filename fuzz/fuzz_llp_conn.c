@@ -68,15 +68,6 @@ static struct {
     uint8_t ulpdu[IWARP_MPA_MULPDU_MAX];
 } out;
 
-static uint32_t rng(void *ctx)
-{
-    uint32_t *s = ctx;
-    *s ^= *s << 13;
-    *s ^= *s >> 17;
-    *s ^= *s << 5;
-    return *s;
-}
-
 static uint8_t *mr_base(void)
 {
     return arena + GUARD;
@@ -199,7 +190,7 @@ static void drain_tx(uint64_t now, bool part, uint32_t *r)
         size_t total = 0;
         for (uint32_t i = 0; i < k; i++)
             total += iov[i].iov_len;
-        size_t take = part ? 1u + rng(r) % total : total;
+        size_t take = part ? 1u + fuzz_xorshift(r) % total : total;
         size_t left = take;
         for (uint32_t i = 0; i < k && left; i++) {
             size_t l = iov[i].iov_len < left ? iov[i].iov_len : left;
@@ -236,7 +227,7 @@ static void setup(uint8_t cfgb, uint32_t seed)
     memset(mr_base(), 0xEE, MRLEN);
     frozen = false;
     memset(&out, 0, sizeof out);
-    (void)iwarp_mem_table_init(&T, E, 8, rng, &rs);
+    (void)iwarp_mem_table_init(&T, E, 8, fuzz_xorshift, &rs);
     struct iwarp_mem_range mrr = {.addr = (uintptr_t)mr_base(),
                                   .iova = (uintptr_t)mr_base(),
                                   .length = MRLEN,
@@ -305,7 +296,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     bool reads_posted = false;
     drain_tx(now, false, &ra); /* the initiator's Request */
     while (size) {
-        size_t piece = 1u + rng(&rs) % max_piece;
+        size_t piece = 1u + fuzz_xorshift(&rs) % max_piece;
         if (piece > size)
             piece = size;
         while (piece) {
@@ -317,8 +308,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             FUZZ_CHECK(len >= 1);
             FUZZ_CHECK(rx_target_ok(buf, len));
             size_t k = piece < len ? piece : len;
-            if ((rng(&ra) & 7u) == 0 && k > 1)
-                k = 1u + rng(&ra) % k; /* a short read */
+            if ((fuzz_xorshift(&ra) & 7u) == 0 && k > 1)
+                k = 1u + fuzz_xorshift(&ra) % k; /* a short read */
             memcpy(buf, data, k);
             data += k;
             size -= k;
@@ -331,7 +322,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (piece) /* nothing may be read now: the rest of the input is not looked at */
             break;
         now += 1000;
-        uint32_t a = rng(&ra);
+        uint32_t a = fuzz_xorshift(&ra);
         if (C.state == IWARP_LLP_CONN_ESTABLISHED && !reads_posted) {
             /* outstanding Reads whose Responses the peer may send (sinks at 32K, 48K) */
             post_read(32768, 5000);
@@ -341,9 +332,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (a & 1u)
             drain_tx(now, (a & 6u) == 0, &ra);
         if ((a & 0x70u) == 0x10u)
-            post_recv(rng(&ra), rng(&ra) % 9000u);
+            post_recv(fuzz_xorshift(&ra), fuzz_xorshift(&ra) % 9000u);
         if ((a & 0x70u) == 0x20u)
-            post_read(rng(&ra), rng(&ra) % 9000u);
+            post_read(fuzz_xorshift(&ra), fuzz_xorshift(&ra) % 9000u);
         guards_intact();
         check_frozen();
     }

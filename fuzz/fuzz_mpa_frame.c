@@ -4,9 +4,13 @@
  * then deframed in random pieces, come back identical with the CRC checked.
  * Input: flags(1) stream_pos(4) seed(1), then per FPDU: length(2) cut(1) cut(1); the ULPDU
  * contents come from a PRNG seeded by the input.
- *   flags bit 0: CRC, bit 1: markers.
+ *   flags bit 0: CRC, bit 1: markers, bit 2: staged (iwarp_mpa_tx_frame_staged, the iovecs
+ *   from a point chosen by the cuts on copied into a staging buffer).
  * Also checks the framer's own promises: iovec count within IWARP_MPA_TX_IOV_MAX, no empty
- * iovec, wire size equal to iwarp_mpa_fpdu_wire_len(), stream position tracking.
+ * iovec, wire size equal to iwarp_mpa_fpdu_wire_len(), stream position tracking; staged, that
+ * the stage holds the staged octets and that the FPDU no longer reads its source there: the
+ * source is overwritten before the FPDU is gathered, and what arrives is still the ULPDU the
+ * CRC covered.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -23,6 +27,7 @@
 static uint8_t g_ulpdu[MAX_FPDUS * IWARP_MPA_MULPDU_MAX];
 static uint8_t g_wire[MAX_FPDUS * 65536u];
 static uint8_t g_back[MAX_FPDUS * IWARP_MPA_MULPDU_MAX];
+static uint8_t g_src[IWARP_MPA_MULPDU_MAX], g_stage[IWARP_MPA_MULPDU_MAX];
 static struct iwarp_mpa_tx_scratch g_scratch;
 static struct iovec g_out[IWARP_MPA_TX_IOV_MAX(3)];
 
@@ -30,7 +35,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 6)
         return 0;
-    bool crc = data[0] & 1u, markers = (data[0] & 2u) != 0;
+    bool crc = data[0] & 1u, markers = (data[0] & 2u) != 0, staged = (data[0] & 4u) != 0;
     uint32_t pos0 =
         ((uint32_t)data[1] << 24 | (uint32_t)data[2] << 16 | (uint32_t)data[3] << 8 | data[4]) &
         ~3u;
@@ -55,11 +60,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             c1 = c2;
             c2 = t;
         }
-        struct iovec in[3] = {{u, c1}, {u + c1, c2 - c1}, {u + c2, len - c2}};
+        memcpy(g_src, u, len); /* the source, which a staged FPDU must not read once framed */
+        struct iovec in[3] = {{g_src, c1}, {g_src + c1, c2 - c1}, {g_src + c2, len - c2}};
+        size_t from = staged ? (data[2] ^ data[3]) % 3u : 3u, at = from == 0   ? 0
+                                                                   : from == 1 ? c1
+                                                                               : c2;
         uint32_t start = tx.pos;
         fpdu_pos[n] = start + (markers && start % 512u == 0 ? 4u : 0u);
-        iwarp_ssize m = iwarp_mpa_tx_frame(&tx, in, 3, &g_scratch, g_out, IWARP_MPA_TX_IOV_MAX(3));
+        iwarp_ssize m = iwarp_mpa_tx_frame_staged(&tx, in, 3, from, staged ? g_stage : NULL,
+                                                  staged ? sizeof g_stage : 0, &g_scratch, g_out,
+                                                  IWARP_MPA_TX_IOV_MAX(3));
         FUZZ_CHECK(m > 0 && (size_t)m <= IWARP_MPA_TX_IOV_MAX(3));
+        if (staged) {
+            FUZZ_CHECK(memcmp(g_stage, u + at, len - at) == 0);
+            memset(g_src + at, 0xA5, len - at);
+        }
         size_t w = 0;
         for (size_t i = 0; i < (size_t)m; i++) {
             FUZZ_CHECK(g_out[i].iov_len > 0);
