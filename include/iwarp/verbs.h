@@ -152,8 +152,9 @@ struct iwarp_ctx_attr {
     /* IWARP_CTX_ATTR_TX_BATCH: transmit batching of small posts over TCP, in microseconds. A
      * post leaves at once when its connection has written nothing for this long, or when the
      * peer has sent something since the connection's last write (an answer: request-response
-     * exchanges never wait); any other post joins a batch, written as one system call when 16
-     * posts wait, when the application next polls, waits on or progresses a CQ of the context,
+     * exchanges never wait); any other post joins a batch, written (in writes of up to 16
+     * FPDUs, back to back) when 64 posts wait, when the application next polls, waits on or
+     * progresses a CQ of the context,
      * or this long after the batch began. 0 turns batching off (every post is written at once,
      * one system call each). Without the bit: 50 us. */
     uint32_t tx_batch_us;

@@ -9,7 +9,8 @@
  *  - A post on an idle connection leaves at once: one sendmsg inside iwarp_post_send.
  *  - Posts that follow a recent write wait: no sendmsg while they are posted, then the next
  *    iwarp_poll_cq writes them all in one sendmsg, and every one completes and lands in order.
- *  - The 16th waiting post (as many FPDUs as one write describes) writes the batch by itself.
+ *  - The 64th waiting post (IWARP_LLP_TCP_BATCH_MAX) writes the batch by itself, in writes of
+ *    up to 16 FPDUs (IWARP_LLP_CONN_TX_SEGS, the TX ring) back to back.
  *  - A post after the peer has answered (sent something since our last write) leaves at once,
  *    however recent that write: a request-response exchange never waits in a batch.
  *  - A chain of WRs in one iwarp_post_send is one sendmsg.
@@ -17,6 +18,7 @@
  *  - tx_batch_us = 0 turns batching off: one sendmsg per post.
  */
 #define _GNU_SOURCE
+#include "llp/llp_tcp.h"
 #include "stack_pair.h"
 
 #include <sys/socket.h>
@@ -44,7 +46,7 @@ static unsigned long sendmsgs(void)
     return __atomic_load_n(&n_sendmsg, __ATOMIC_RELAXED);
 }
 
-enum { MSG = 64, SLOTS = 64, BUF = MSG * SLOTS };
+enum { MSG = 64, SLOTS = IWARP_LLP_TCP_BATCH_MAX + 16, BUF = MSG * SLOTS };
 
 /* A connected pair; the client batches with a window of batch_us (UINT32_MAX: the default). */
 static void rig_up(struct sp_rig *r, enum iwarp_progress_mode cli_mode, uint32_t batch_us)
@@ -140,15 +142,17 @@ TEST(a_full_batch_leaves_without_a_poll)
     rig_up(&r, IWARP_PROGRESS_CALLER, 100000);
     go_idle(&r, 150);
     unsigned long c0 = sendmsgs();
+    enum { B = IWARP_LLP_TCP_BATCH_MAX, RING = IWARP_LLP_CONN_TX_SEGS };
     ASSERT_EQ(post_write(&r, 0), 0); /* at once */
-    for (uint32_t k = 1; k < 16; k++)
+    for (uint32_t k = 1; k < B; k++)
         ASSERT_EQ(post_write(&r, k), 0);
-    ASSERT_EQ(sendmsgs() - c0, 1ul); /* 15 wait */
-    ASSERT_EQ(post_write(&r, 16), 0);
-    ASSERT_EQ(sendmsgs() - c0, 2ul); /* the 16th waiting post writes all 16 */
-    struct iwarp_wc wc[17];
-    sp_poll_n(&r.cli, &r.srv, wc, 17);
-    expect_landed(&r, 0, 17);
+    ASSERT_EQ(sendmsgs() - c0, 1ul); /* B - 1 wait */
+    ASSERT_EQ(post_write(&r, B), 0);
+    /* the B-th waiting post writes all B, RING FPDUs per write */
+    ASSERT_EQ(sendmsgs() - c0, 1ul + B / RING);
+    struct iwarp_wc wc[B + 1];
+    sp_poll_n(&r.cli, &r.srv, wc, B + 1);
+    expect_landed(&r, 0, B + 1);
     sp_rig_down(&r);
 }
 
