@@ -504,7 +504,7 @@ static void *pump_writes(void *arg)
         ASSERT_TRUE(k >= 0);
         for (int i = 0; i < k; i++) {
             if (wc[i].status == IWARP_WC_SUCCESS)
-                p->ok++;
+                __atomic_add_fetch(&p->ok, 1, __ATOMIC_RELAXED); /* the test's thread looks */
             else if (wc[i].status == IWARP_WC_WR_FLUSH_ERR)
                 p->flushed++;
             else
@@ -529,6 +529,8 @@ TEST(a_qp_put_in_error_while_another_thread_moves_its_octets)
     pthread_t th;
     ASSERT_EQ(pthread_create(&th, NULL, pump_writes, &p), 0);
     deadline_pause_us(30000);
+    /* at least one Write done first (a loaded machine may not have got there in 30 ms) */
+    WAIT_UNTIL(__atomic_load_n(&p.ok, __ATOMIC_RELAXED) > 0, SP_WAIT_MS, "a Write completed");
     atomic_store(&probing, false); /* the abort is the control path (epoll_ctl DEL, close) */
     ASSERT_EQ(iwarp_modify_qp_err(r.pairs[0].cli.qp), 0);
     atomic_store(&p.stop, true);
