@@ -49,7 +49,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint32_t lens[MAX_FPDUS], fpdu_pos[MAX_FPDUS];
     size_t n = 0, ulen = 0, wlen = 0;
     for (; n < MAX_FPDUS && size >= 4; n++, data += 4, size -= 4) {
-        uint32_t len = 1u + ((uint32_t)data[0] << 8 | data[1]) % IWARP_MPA_MULPDU_MAX;
+        uint32_t len = 1u + ((uint32_t)data[0] << 8 | data[1]) %
+                                (markers ? IWARP_MPA_MARKED_ULPDU_MAX : IWARP_MPA_MULPDU_MAX);
         uint8_t *u = g_ulpdu + ulen;
         for (uint32_t i = 0; i < len; i++)
             u[i] = (uint8_t)fuzz_rng_next(&seed);

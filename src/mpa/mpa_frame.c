@@ -127,8 +127,9 @@ iwarp_ssize iwarp_mpa_tx_frame_staged(struct iwarp_mpa_tx *tx, const struct iove
         if (i >= from)
             staged += ulpdu[i].iov_len;
     }
-    /* RFC 5044 §3: a ULPDU has between one and 64768 octets. */
-    if (ulpdu_len == 0)
+    /* RFC 5044 §3: a ULPDU has between one and 64768 octets; §4.5: MULPDU is a maximum, and
+     * ours with markers is IWARP_MPA_MARKED_ULPDU_MAX (the room for markers, mpa_frame.h). */
+    if (ulpdu_len == 0 || (tx->markers && ulpdu_len > IWARP_MPA_MARKED_ULPDU_MAX))
         return IWARP_ERR_FPDU_LEN;
     if (staged > 0 && (!stage || staged > stage_cap))
         return IWARP_ERR_NOSPC;
@@ -195,7 +196,9 @@ uint32_t iwarp_mpa_mulpdu(uint32_t emss, bool markers)
     if (mulpdu < (int64_t)IWARP_MPA_MULPDU_MIN)
         return IWARP_MPA_MULPDU_MIN;
     if (mulpdu > (int64_t)IWARP_MPA_MULPDU_MAX)
-        return IWARP_MPA_MULPDU_MAX;
+        mulpdu = IWARP_MPA_MULPDU_MAX;
+    if (markers && mulpdu > (int64_t)IWARP_MPA_MARKED_ULPDU_MAX)
+        mulpdu = IWARP_MPA_MARKED_ULPDU_MAX; /* within the markers we have room for */
     return (uint32_t)mulpdu;
 }
 

@@ -45,11 +45,17 @@
 #define IWARP_MPA_FPDUPTR_MASK 0xFFFCu
 
 /*
- * The most markers one FPDU can contain: an FPDU with a 64768-octet ULPDU spans at most
- * 2 + 64768 + 2 (pad) + 4 (CRC) + 4 * 128 = 65288 octets, which holds at most 128 marker slots
- * (one of them possibly right before its ULPDU_Length). Checked by test_mpa_frame.
+ * The most markers an FPDU we frame contains (RFC 5044 §4.3), counting one right before its
+ * ULPDU_Length. An implementation MAY adjust MULPDU (§4.5) and need not take a ULPDU over it
+ * (§3): with markers on, ours is at most IWARP_MPA_MARKED_ULPDU_MAX octets, the largest that holds
+ * no more than this many markers wherever it starts, so that the iovecs and scratch of a
+ * marker-bearing FPDU, which every TX slot of a connection has room for, stay small (an FPDU of
+ * 64768 octets could hold 128: 4,572 octets of room per slot, for markers almost no connection
+ * uses). 18 keep a jumbo frame's MULPDU whole (EMSS 8948: 8870 octets); only loopback-sized
+ * segments are cut. Both checked by test_mpa_frame.
  */
-#define IWARP_MPA_TX_MAX_MARKERS 128u
+#define IWARP_MPA_TX_MAX_MARKERS   18u
+#define IWARP_MPA_MARKED_ULPDU_MAX 9138u
 
 /*
  * Upper bound on the iovecs iwarp_mpa_tx_frame() produces for a ULPDU given as n iovecs: the
@@ -100,7 +106,8 @@ int iwarp_mpa_tx_init(struct iwarp_mpa_tx *tx, const struct iwarp_mpa_tx_cfg *cf
  *   valid and unchanged until the FPDU has been handed to the LLP (fully written). Nothing is
  *   kept by the framer.
  * Returns the number of iovecs written to out (> 0), or
- *   IWARP_ERR_FPDU_LEN: the ULPDU is empty or over 64768 octets (RFC 5044 §3);
+ *   IWARP_ERR_FPDU_LEN: the ULPDU is empty or over 64768 octets (RFC 5044 §3), or with
+ *                       markers over IWARP_MPA_MARKED_ULPDU_MAX;
  *   IWARP_ERR_NOSPC: out_cap is too small.
  * On error the framer is unchanged (the FPDU was not framed) and may be used again.
  */
@@ -131,8 +138,9 @@ iwarp_ssize iwarp_mpa_tx_frame_staged(struct iwarp_mpa_tx *tx, const struct iove
 /*
  * The largest ULPDU for an FPDU that fits an empty TCP segment of emss octets (RFC 5044 §4.5):
  * EMSS - (6 + 4 * ceil(EMSS / 512) + EMSS mod 4) with markers, EMSS - (6 + EMSS mod 4) without,
- * kept within 128..64768 (RFC 5044 §3, §4.5). Examples: EMSS 1448 -> 1442; 1460 -> 1454 (1442
- * with markers); 65483 -> 64768.
+ * kept within 128..64768 (RFC 5044 §3, §4.5), and with markers within
+ * IWARP_MPA_MARKED_ULPDU_MAX. Examples: EMSS 1448 -> 1442; 1460 -> 1454 (1442 with markers);
+ * 65483 -> 64768 (9138 with markers).
  */
 uint32_t iwarp_mpa_mulpdu(uint32_t emss, bool markers);
 

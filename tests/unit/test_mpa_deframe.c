@@ -11,6 +11,7 @@
 #include "iwarp/errors.h"
 #include "mpa/mpa_deframe.h"
 #include "mpa/mpa_frame.h"
+#include "mpa_ref.h"
 #include "util/bytes.h"
 #include "util/crc32c.h"
 
@@ -101,31 +102,23 @@ static void deframe(struct iwarp_mpa_rx *rx, const uint8_t *s, size_t len, int h
     }
 }
 
-/* Builds a stream of FPDUs with the framer (itself pinned by golden bytes in test_mpa_frame);
- * the ULPDUs go to g_expect. Returns the stream length. */
+/* Builds a stream of FPDUs with the reference framer (mpa_ref.h, against which test_mpa_frame
+ * pins ours; it also frames what ours refuses, FPDUs of up to 64768 octets with markers, as a
+ * peer may send them); the ULPDUs go to g_expect. Returns the stream length. */
 static size_t build_stream(bool crc, bool markers, uint32_t pos, const uint32_t *lens, size_t n,
                            uint32_t seed, uint32_t *fpdu_pos)
 {
-    static struct iwarp_mpa_tx_scratch scratch;
-    static struct iovec out[IWARP_MPA_TX_IOV_MAX(1)];
-    struct iwarp_mpa_tx tx;
-    struct iwarp_mpa_tx_cfg cfg = {.crc = crc, .markers = markers, .stream_pos = pos};
-    ASSERT_EQ(iwarp_mpa_tx_init(&tx, &cfg), 0);
     size_t slen = 0, elen = 0;
     for (size_t k = 0; k < n; k++) {
         for (uint32_t i = 0; i < lens[k]; i++)
             g_expect[elen + i] = (uint8_t)rng_next(&seed);
-        uint32_t start = tx.pos;
         /* ULPDU_Length sits after a marker that falls right at the FPDU's start. */
-        fpdu_pos[k] = start + (markers && start % 512 == 0 ? 4u : 0u);
-        struct iovec in = {g_expect + elen, lens[k]};
-        iwarp_ssize m = iwarp_mpa_tx_frame(&tx, &in, 1, &scratch, out, IWARP_MPA_TX_IOV_MAX(1));
-        ASSERT_TRUE(m > 0);
-        for (size_t i = 0; i < (size_t)m; i++) {
-            ASSERT_TRUE(slen + out[i].iov_len <= STREAM_MAX);
-            memcpy(g_stream + slen, out[i].iov_base, out[i].iov_len);
-            slen += out[i].iov_len;
-        }
+        fpdu_pos[k] = pos + (markers && pos % 512 == 0 ? 4u : 0u);
+        ASSERT_TRUE(slen + iwarp_mpa_fpdu_wire_len(pos, lens[k], markers) <= STREAM_MAX);
+        size_t w = ref_fpdu(pos, g_expect + elen, lens[k], crc, markers, g_stream + slen);
+        ASSERT_EQ(w, iwarp_mpa_fpdu_wire_len(pos, lens[k], markers));
+        slen += w;
+        pos += (uint32_t)w;
         elen += lens[k];
     }
     return slen;

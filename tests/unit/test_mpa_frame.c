@@ -10,6 +10,7 @@
 #include "harness.h"
 #include "iwarp/errors.h"
 #include "mpa/mpa_frame.h"
+#include "mpa_ref.h"
 #include "util/bytes.h"
 #include "util/copy.h"
 #include "util/crc32c.h"
@@ -47,47 +48,6 @@ static size_t frame_one(struct iwarp_mpa_tx *tx, const uint8_t *ulpdu, size_t le
     iwarp_ssize n = iwarp_mpa_tx_frame(tx, &in, 1, &g_scratch, g_out, IWARP_MPA_TX_IOV_MAX(1));
     ASSERT_TRUE(n > 0);
     return flatten(g_out, (size_t)n, g_wire);
-}
-
-/*
- * A deliberately naive reference, octet by octet, straight from RFC 5044 §4.1-§4.4: a marker at
- * every stream position that is a multiple of 512 (FPDUPTR 0 before the ULPDU_Length, else the
- * distance from it), zero PAD, CRC32C over everything before the CRC field.
- */
-static size_t ref_fpdu(uint32_t pos, const uint8_t *ulpdu, size_t len, bool crc, bool markers,
-                       uint8_t *out)
-{
-    size_t n = 0;
-    uint32_t hdr_pos = pos;
-    if (markers && pos % 512 == 0) {
-        memset(out, 0, 4);
-        n = 4;
-        pos += 4;
-        hdr_pos = pos;
-    }
-    size_t body = 2 + len + (4 - (2 + len) % 4) % 4 + 4;
-    for (size_t i = 0; i < body; i++) {
-        if (markers && pos % 512 == 0) {
-            uint32_t ptr = pos - hdr_pos;
-            out[n++] = 0;
-            out[n++] = 0;
-            out[n++] = (uint8_t)(ptr >> 8);
-            out[n++] = (uint8_t)ptr;
-            pos += 4;
-        }
-        uint8_t b = 0;
-        if (i == 0)
-            b = (uint8_t)(len >> 8);
-        else if (i == 1)
-            b = (uint8_t)len;
-        else if (i < 2 + len)
-            b = ulpdu[i - 2];
-        out[n++] = b;
-        pos++;
-    }
-    if (crc)
-        iwarp_store_le32(out + n - 4, iwarp_crc32c(out, n - 4));
-    return n;
 }
 
 /* The w octets in g_wire are the reference FPDU (ref_fpdu) of ulpdu at stream position pos. */
@@ -316,7 +276,7 @@ TEST(scatter_gather_in_place)
  * too), the copy is counted, and rewriting the source afterwards changes nothing sent. */
 TEST(staged_payload_is_framed_from_the_copy)
 {
-    static uint8_t hdr[18], pay1[9000], pay2[333], stage[sizeof pay1 + sizeof pay2];
+    static uint8_t hdr[18], pay1[8700], pay2[333], stage[sizeof pay1 + sizeof pay2];
     static uint8_t whole[sizeof hdr + sizeof pay1 + sizeof pay2];
     for (uint32_t pos = 0; pos < 1024; pos += 4) {
         for (int markers = 0; markers < 2; markers++) {
@@ -392,39 +352,52 @@ TEST(stream_position_wraps)
     expect_ref(w, pos, g_ulpdu, 1000, true, true);
 }
 
-/* The largest ULPDU at every 4-aligned position needs at most IWARP_MPA_TX_MAX_MARKERS markers,
- * and some position needs exactly that many: the scratch size is tight. */
+/* Markers in an FPDU of ulpdu_len octets starting at stream position pos. */
+static uint32_t markers_in(uint32_t pos, uint32_t ulpdu_len)
+{
+    uint32_t w = iwarp_mpa_fpdu_wire_len(pos, ulpdu_len, true);
+    return (w - (IWARP_MPA_FPDU_OVERHEAD + ulpdu_len + iwarp_mpa_pad_len(ulpdu_len))) / 4;
+}
+
+/* With markers, the largest ULPDU we frame (IWARP_MPA_MARKED_ULPDU_MAX) needs at most
+ * IWARP_MPA_TX_MAX_MARKERS markers at every 4-aligned position, and some position needs exactly
+ * that many: the room is tight; one octet more would need one marker more somewhere, and is
+ * refused. */
 TEST(max_ulpdu_marker_bound)
 {
     for (uint32_t i = 0; i < IWARP_MPA_MULPDU_MAX; i++)
         g_ulpdu[i] = (uint8_t)(i * 13u);
-    uint32_t most = 0;
+    uint32_t most = 0, most_over = 0;
     for (uint32_t pos = 0; pos < 512; pos += 4) {
-        uint32_t w = iwarp_mpa_fpdu_wire_len(pos, IWARP_MPA_MULPDU_MAX, true);
-        uint32_t m = (w - (2 + IWARP_MPA_MULPDU_MAX + 2 + 4)) / 4;
+        uint32_t m = markers_in(pos, IWARP_MPA_MARKED_ULPDU_MAX);
         ASSERT_TRUE(m <= IWARP_MPA_TX_MAX_MARKERS);
-        if (m > most)
-            most = m;
-        ASSERT_TRUE(w <= 65535); /* every FPDUPTR fits its 16 bits */
+        most = m > most ? m : most;
+        m = markers_in(pos, IWARP_MPA_MARKED_ULPDU_MAX + 1u);
+        most_over = m > most_over ? m : most_over;
+        ASSERT_TRUE(iwarp_mpa_fpdu_wire_len(pos, IWARP_MPA_MULPDU_MAX, true) <= 65535);
     }
     ASSERT_EQ(most, IWARP_MPA_TX_MAX_MARKERS);
+    ASSERT_EQ(most_over, IWARP_MPA_TX_MAX_MARKERS + 1u);
     for (uint32_t pos = 0; pos < 512; pos += 4 * 17) {
         struct iwarp_mpa_tx tx;
         tx_setup(&tx, true, true, pos);
-        struct iovec in = {g_ulpdu, IWARP_MPA_MULPDU_MAX};
+        struct iovec in = {g_ulpdu, IWARP_MPA_MARKED_ULPDU_MAX};
         iwarp_ssize n = iwarp_mpa_tx_frame(&tx, &in, 1, &g_scratch, g_out, IWARP_MPA_TX_IOV_MAX(1));
         ASSERT_TRUE(n > 0 && (size_t)n <= IWARP_MPA_TX_IOV_MAX(1));
         size_t w = flatten(g_out, (size_t)n, g_wire);
-        size_t r = ref_fpdu(pos, g_ulpdu, IWARP_MPA_MULPDU_MAX, true, true, g_ref);
+        size_t r = ref_fpdu(pos, g_ulpdu, IWARP_MPA_MARKED_ULPDU_MAX, true, true, g_ref);
         ASSERT_EQ(w, r);
         ASSERT_MEM_EQ(g_wire, g_ref, r);
+        in.iov_len++;
+        ASSERT_EQ(iwarp_mpa_tx_frame(&tx, &in, 1, &g_scratch, g_out, IWARP_MPA_TX_IOV_MAX(1)),
+                  IWARP_ERR_FPDU_LEN);
     }
 }
 
 TEST(bad_lengths)
 {
     struct iwarp_mpa_tx tx;
-    tx_setup(&tx, true, true, 0);
+    tx_setup(&tx, true, false, 0); /* with markers the bound is lower (max_ulpdu_marker_bound) */
     struct iovec in[2] = {{g_ulpdu, 0}, {g_ulpdu, 0}};
     /* RFC 5044 §3: 1..64768 octets. */
     ASSERT_EQ(iwarp_mpa_tx_frame(&tx, in, 2, &g_scratch, g_out, 8), IWARP_ERR_FPDU_LEN);
@@ -478,7 +451,8 @@ TEST(mulpdu_values)
     ASSERT_EQ(iwarp_mpa_mulpdu(1460, true), 1442); /* 1460 - (6 + 4*3 + 0) */
     ASSERT_EQ(iwarp_mpa_mulpdu(1448, true), 1430); /* 1448 - (6 + 4*3 + 0) */
     ASSERT_EQ(iwarp_mpa_mulpdu(65483, false), 64768);
-    ASSERT_EQ(iwarp_mpa_mulpdu(65483, true), 64768);
+    ASSERT_EQ(iwarp_mpa_mulpdu(65483, true), IWARP_MPA_MARKED_ULPDU_MAX);
+    ASSERT_EQ(iwarp_mpa_mulpdu(8948, true), 8870);  /* a jumbo frame's: 8948 - (6 + 4*18) */
     ASSERT_EQ(iwarp_mpa_mulpdu(512, true), 502);    /* 512 - (6 + 4*1 + 0) */
     ASSERT_EQ(iwarp_mpa_mulpdu(513, true), 498);    /* 513 - (6 + 4*2 + 1) */
     ASSERT_EQ(iwarp_mpa_mulpdu(1023, false), 1014); /* 1023 - (6 + 3) */
@@ -487,7 +461,7 @@ TEST(mulpdu_values)
     ASSERT_EQ(iwarp_mpa_mulpdu(100, false), 128);
     ASSERT_EQ(iwarp_mpa_mulpdu(134, false), 128);
     ASSERT_EQ(iwarp_mpa_mulpdu(136, false), 130);
-    ASSERT_EQ(iwarp_mpa_mulpdu(UINT32_MAX, true), 64768);
+    ASSERT_EQ(iwarp_mpa_mulpdu(UINT32_MAX, true), IWARP_MPA_MARKED_ULPDU_MAX);
 }
 
 /* RFC 5044 §4.5's purpose: an FPDU with a MULPDU-sized ULPDU fits in EMSS octets wherever it
@@ -497,7 +471,8 @@ TEST(mulpdu_fits_emss)
     for (uint32_t emss = 134; emss <= 66000; emss += (emss < 4096 ? 1u : 97u)) {
         for (int markers = 0; markers < 2; markers++) {
             uint32_t m = iwarp_mpa_mulpdu(emss, markers != 0);
-            if (m == IWARP_MPA_MULPDU_MIN || m == IWARP_MPA_MULPDU_MAX)
+            if (m == IWARP_MPA_MULPDU_MIN || m == IWARP_MPA_MULPDU_MAX ||
+                (markers && m == IWARP_MPA_MARKED_ULPDU_MAX))
                 continue;
             for (uint32_t pos = 0; pos < 512; pos += 4) {
                 ASSERT_TRUE(iwarp_mpa_fpdu_wire_len(pos, m, markers != 0) <= emss);
