@@ -40,7 +40,7 @@
  * writes of up to 16 FPDUs, back to back, which a sleeping peer takes in about one wakeup; a
  * batch of 16 cost a wakeup per 16 posts (docs/design.md: 64 B Writes in event mode 1.7-1.9x
  * faster at 64). */
-#define IWARP_LLP_TCP_BATCH_MAX 64u
+#define IWARP_LLP_TCP_BATCH_MAX (4u * IWARP_LLP_CONN_TX_SEGS)
 
 /* Interest bits returned by iwarp_llp_tcp_interest(). */
 #define IWARP_LLP_TCP_WANT_READ  1u

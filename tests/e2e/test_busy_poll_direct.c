@@ -120,8 +120,8 @@ static unsigned long send_and_poll(struct sp_rig *r, uint32_t seed, unsigned lon
     return polls + 1;
 }
 
-/* A CQ of one QP over ps: 64 empty polls are 60 direct reads (one recvmsg, or recvfrom over
- * SCTP, each: nothing there) and 4 loop passes; and what comes is received through them. */
+/* A CQ of one QP over ps: 64 empty polls are 60 direct reads (one recv, or recvfrom over SCTP,
+ * each: nothing there) and 4 loop passes; and what comes is received through them. */
 static void direct_reads(enum iwarp_port_space ps)
 {
     struct sp_rig r;

@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "mpa/mpa_frame.h"
 #include "stack_pair.h"
 #include "util/copy.h"
 #include "wire/wire.h"
@@ -37,7 +38,7 @@ enum { BIG = 1u << 20, SMALL = 64 };
 #define COPY_BOUND 3072.0
 /* A small FPDU gathered whole for one send, per payload octet (llp_tcp.c tcp_write). */
 #define SMALL_GATHER \
-    ((double)(IWARP_MPA_LEN_FIELD + IWARP_DDP_UNTAGGED_HDR_LEN + SMALL + IWARP_MPA_CRC_LEN) / SMALL)
+    ((double)iwarp_mpa_fpdu_wire_len(0, IWARP_DDP_UNTAGGED_HDR_LEN + SMALL, false) / SMALL)
 /* Loopback's MSS gives FPDUs of up to 64768 ULPDU octets (RFC 5044 §3): at least this many
  * FPDUs carry BIG octets. */
 #define FPDUS_MIN (BIG / 64768.0)
