@@ -5,7 +5,7 @@
 #   --qps, --mpa-rev 1, --no-crc, -D; --json parses; --units si|perftest (MB = 10^6 or 2^20,
 #   checked against the run's own message rate, and named in the header with the completion
 #   mode); --plot writes well-formed SVG;
-#   --compare-tcp prints a ratio per size; bad arguments exit 2 with a message; --help;
+#   --compare-tcp prints a ratio per size (with --qps, against a TCP stream per QP); bad arguments exit 2 with a message; --help;
 #   --transport sctp (DDP over SCTP, RFC 5043): Write bandwidth, Send and Write latency and Read
 #   with --sctp-mtu 9000 and 2 QPs in loopback, and a whole sweep --server / HOST, all with
 #   --verify; its refusals of the MPA options, --compare-tcp and --perftest;
@@ -149,6 +149,18 @@ if "$IWARP" perf --op send -s 64K -n 100 --compare-tcp --passes 3 >"$TMP/out" 2>
 else
   fail "--compare-tcp: $(cat "$TMP/err")"
 fi
+# a stream per QP (the server's octet count must match the client's, or the run fails), by
+# iterations and by time (streams end with different counts), spinning and blocking
+for args in "-s 4K -n 300 --qps 8 --busy-poll" "-s 16K -D 0.3 --qps 5"; do
+  # shellcheck disable=SC2086
+  if "$IWARP" perf --op write $args --compare-tcp --passes 2 >"$TMP/out" 2>"$TMP/err"; then
+    grep -q 'a stream per QP' "$TMP/out" &&
+      awk '/^ [0-9]+ +[0-9]+ /{ if ($NF + 0 > 0) found = 1 } END { exit !found }' "$TMP/out" &&
+      ok "--compare-tcp $args" || { fail "--compare-tcp $args: no ratio"; cat "$TMP/out"; }
+  else
+    fail "--compare-tcp $args: $(cat "$TMP/err")"
+  fi
+done
 "$IWARP" perf --lat --busy-poll -s 64 -n 200 --compare-tcp --passes 2 >"$TMP/out" 2>"$TMP/err" &&
   grep -q 'TCP t_typical' "$TMP/out" && ok "--compare-tcp latency" ||
   fail "--compare-tcp --lat: $(cat "$TMP/err")"

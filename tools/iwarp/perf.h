@@ -282,9 +282,10 @@ void perf_ep_close(struct perf_ep *e);
 /* ---- results and statistics (perf_stats.c) ---------------------------------------------- */
 
 struct perf_bw {
-    double peak, avg; /* octets per second */
-    double mpps;      /* million messages per second */
-    uint64_t iters;
+    double peak, avg;    /* octets per second */
+    double mpps;         /* million messages per second */
+    uint64_t iters;      /* per QP (or stream) */
+    uint64_t octets;     /* moved in all */
     double cpu_s_per_gb; /* this process's CPU seconds per 10^9 octets (both sides in loopback) */
 };
 struct perf_lat {
@@ -380,10 +381,12 @@ void perf_server_close(struct perf_server *s);
 /* ---- plain TCP baseline (perf_tcp.c) ------------------------------------------------------ */
 
 int perf_tcp_listen(const struct sockaddr_storage *local, int *fd, uint16_t *port);
-int perf_tcp_serve(int lfd, bool lat, uint32_t size, bool busy, uint8_t *buf, uint64_t *bytes);
+int perf_tcp_serve(int lfd, bool lat, uint32_t size, bool busy, uint8_t *buf,
+                   const struct perf_layout *lay, uint64_t *bytes);
 int perf_tcp_connect(const struct sockaddr_storage *peer, uint16_t port, bool lat, int *fd);
-int perf_tcp_bw(int fd, uint32_t size, uint64_t iters, double duration, bool busy,
-                const uint8_t *buf, struct perf_bw *out, struct perf_progress *pr);
+int perf_tcp_bw(const int *fds, uint32_t n, uint32_t size, uint64_t iters, double duration,
+                bool busy, const uint8_t *buf, const struct perf_layout *lay, struct perf_bw *out,
+                struct perf_progress *pr);
 int perf_tcp_lat(int fd, uint32_t size, uint64_t iters, double duration, bool busy, uint8_t *buf,
                  double *samples, size_t max_samples, struct perf_lat *out,
                  struct perf_progress *pr);

@@ -16,6 +16,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "perf.h"
 
@@ -349,6 +350,7 @@ int perf_client_bw(struct perf_client *c, uint32_t size, struct perf_bw *out, ui
     out->peak = m.peak > out->avg ? m.peak : out->avg;
     out->mpps = (double)n / dt / 1e6;
     out->iters = n / c->p.nqps;
+    out->octets = n * size;
     *bad = r.bad + res.c;
     return 0;
 }
@@ -505,21 +507,27 @@ int perf_client_tcp(struct perf_client *c, bool lat, uint32_t size, struct perf_
     int rc = start_phase(c, lat ? PERF_PH_TCP_LAT : PERF_PH_TCP_BW, size, iters, &ready);
     if (rc < 0)
         return rc;
-    int fd;
-    if ((rc = perf_tcp_connect(&c->peer, (uint16_t)ready.a, lat, &fd)) < 0)
-        return perf_ep_fail(e, rc, "TCP baseline connect");
+    uint32_t n = lat ? 1 : c->p.nqps; /* bandwidth: a stream per QP */
+    int fds[PERF_MAX_QPS];
+    for (uint32_t q = 0; q < n; q++) {
+        if ((rc = perf_tcp_connect(&c->peer, (uint16_t)ready.a, lat, &fds[q])) < 0) {
+            while (q--)
+                close(fds[q]);
+            return perf_ep_fail(e, rc, "TCP baseline connect");
+        }
+    }
     bool busy = c->o->busy_poll;
-    uint8_t *buf = e->buf; /* the data region holds at least the largest size */
+    uint8_t *buf = e->buf; /* the data region holds at least the largest size per QP */
     if (lat)
-        rc = perf_tcp_lat(fd, size, iters, c->o->duration, busy, buf, c->samples, c->max_samples,
-                          lt, &c->progress);
+        rc = perf_tcp_lat(fds[0], size, iters, c->o->duration, busy, buf, c->samples,
+                          c->max_samples, lt, &c->progress);
     else
-        rc = perf_tcp_bw(fd, size, iters, c->o->duration, busy, buf, bw, &c->progress);
+        rc = perf_tcp_bw(fds, n, size, iters, c->o->duration, busy, buf, &e->lay, bw, &c->progress);
     if (rc < 0)
         return perf_ep_fail(e, rc, "TCP baseline");
     if ((rc = expect_ctl(c, PERF_CTL_RESULT, &res)) < 0)
         return rc;
-    if (res.status || (!lat && res.b != bw->iters * size))
+    if (res.status || (!lat && res.b != bw->octets))
         return perf_ep_fail(e, IWARP_ERR_IO, "the server's side of the TCP baseline");
     return 0;
 }

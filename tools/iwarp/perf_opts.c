@@ -123,8 +123,9 @@ static const struct cli_opt rows[] = {
              "figures then include the checking"},
     {CLI_OPTION(CLI_FLAG, "compare-tcp", 0, NULL), AT(compare_tcp),
      .help = "also run, with the same sizes, iterations, pinning and polling,\n"
-             "plain TCP (bandwidth: one stream of writes of the message size;\n"
-             "latency: a TCP_NODELAY ping-pong) and print the ratio"},
+             "plain TCP (bandwidth: one stream of writes of the message size per\n"
+             "QP, each from and into its QP's buffer, more than one driven by\n"
+             "epoll; latency: a TCP_NODELAY ping-pong) and print the ratio"},
     {CLI_OPTION(CLI_UINT, "passes", 0, "N"), AT(passes), CLI_RANGE(1, PERF_MAX_PASSES),
      .err = "--passes must be {min} .. {max}, not '{arg}'",
      .help = "passes per size; figures are medians (default 1, 5 with\n"

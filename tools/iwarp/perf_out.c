@@ -71,7 +71,8 @@ void perf_out_header(FILE *f, const struct perf_report *r)
                 : "1 MB = 10^6 octets (perftest: 2^20, --units perftest)",
             !o->compare_tcp ? ""
             : o->lat        ? "; TCP = plain TCP (NODELAY ping-pong), same run"
-                            : "; TCP = plain TCP (one stream, Nagle on), same run");
+            : o->qps == 1   ? "; TCP = plain TCP (one stream, Nagle on), same run"
+                            : "; TCP = plain TCP (a stream per QP, Nagle on), same run");
     fprintf(f, RULE);
     if (o->lat)
         fprintf(f, " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    "

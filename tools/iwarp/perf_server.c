@@ -283,7 +283,8 @@ static int run_tcp(struct perf_server *s, const struct perf_ctl *c, struct perf_
         close(lfd);
         return rc;
     }
-    rc = perf_tcp_serve(lfd, c->kind == PERF_PH_TCP_LAT, c->size, s->busy, e->buf, &res->b);
+    rc =
+        perf_tcp_serve(lfd, c->kind == PERF_PH_TCP_LAT, c->size, s->busy, e->buf, &e->lay, &res->b);
     close(lfd);
     res->status = rc < 0;
     return 0;
