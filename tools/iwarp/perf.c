@@ -107,11 +107,10 @@ static int run_server(const struct perf_opts *o)
     return rc < 0 ? 1 : 0;
 }
 
-/* CPU seconds per 10^9 octets moved in a bandwidth pass of `streams` QPs (or TCP streams). */
-static double per_gb(double cpu_s, const struct perf_bw *b, uint32_t size, uint32_t streams)
+/* CPU seconds per 10^9 octets moved in a bandwidth pass (all its QPs or TCP streams). */
+static double per_gb(double cpu_s, const struct perf_bw *b)
 {
-    double octets = (double)b->iters * size * streams;
-    return octets > 0 ? cpu_s / (octets / 1e9) : 0;
+    return b->octets ? cpu_s / ((double)b->octets / 1e9) : 0;
 }
 
 /* Run every pass of one size; fills row. Returns 0 or a negative IWARP_ERR_*. */
@@ -135,7 +134,7 @@ static int run_size(struct perf_client *c, const struct perf_opts *o, uint32_t s
         int rc =
             o->lat ? perf_client_lat(c, size, &lt[p], &bad) : perf_client_bw(c, size, &bw[p], &bad);
         if (!o->lat)
-            bw[p].cpu_s_per_gb = per_gb(perf_cpu_s() - cpu0, &bw[p], size, o->qps);
+            bw[p].cpu_s_per_gb = per_gb(perf_cpu_s() - cpu0, &bw[p]);
         perf_progress_end(&c->progress);
         if (rc < 0)
             return rc;
@@ -147,7 +146,7 @@ static int run_size(struct perf_client *c, const struct perf_opts *o, uint32_t s
         cpu0 = perf_cpu_s();
         rc = perf_client_tcp(c, o->lat, size, &tbw[p], &tlt[p]);
         if (!o->lat)
-            tbw[p].cpu_s_per_gb = per_gb(perf_cpu_s() - cpu0, &tbw[p], size, 1);
+            tbw[p].cpu_s_per_gb = per_gb(perf_cpu_s() - cpu0, &tbw[p]);
         perf_progress_end(&c->progress);
         if (rc < 0)
             return rc;
