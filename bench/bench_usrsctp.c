@@ -3,8 +3,10 @@
  * DDP-over-SCTP baseline: raw usrsctp 0.9.5 in no-threads AF_CONN mode over UDP on 127.0.0.1,
  * set up exactly as src/llp/llp_sctp.c sets it up (same socket options, path MTU, receive
  * callback, 4 MiB UDP receive buffers), next to the same traffic through llp_sctp itself and
- * through the whole of libiwarp (verbs and CM over IWARP_PS_SCTP), in one invocation
- * (several passes, the three alternating, medians, ratios whose two sides come from one run).
+ * through the whole of libiwarp (verbs and CM over IWARP_PS_SCTP), and raw usrsctp once more
+ * with its CRC32c offloaded to ISA-L as llp_sctp runs it ("raw/ISA-L": what the library gains
+ * by that, a raw user could gain too), in one invocation (several passes, the four
+ * alternating, medians, ratios whose two sides come from one run).
  *
  * One process, ONE thread pinned to CPU 0 drives both endpoints, busy-polling (non-blocking
  * recvfrom on both UDP sockets, then the timers): that is how libiwarp runs SCTP, one progress
@@ -49,6 +51,8 @@
 #include "bench_util.h"
 #include "iwarp/iwarp.h"
 #include "llp/llp_sctp.h"
+#include "util/bytes.h"
+#include "wire/wire_sctp.h"
 
 enum { MAX_PASSES = 32, MAX_LAT = 200000, WRITE = 65536, PPID_DDP = 16, LAT_PAYLOAD = 64 };
 /* What a 64-octet Send puts in one SCTP message: DDP-SSN (RFC 5043 §5.2.2), the untagged DDP
@@ -120,11 +124,17 @@ struct rep {
 
 static struct rep R[2];
 static uint64_t raw_timer_last;
+/* "raw usrsctp, ISA-L CRC": usrsctp's CRC32c offloaded and done here with ISA-L, as
+ * llp_sctp does it (the same packets, the same checks); otherwise usrsctp's own. */
+static bool raw_isal;
 
 static int raw_output(void *addr, void *buf, size_t len, uint8_t tos, uint8_t set_df)
 {
     (void)tos, (void)set_df;
     struct rep *r = addr;
+    if (raw_isal)
+        iwarp_store_le32((uint8_t *)buf + IWARP_SCTP_CHECKSUM_OFF,
+                         iwarp_sctp_packet_crc32c(buf, len));
     (void)sendto(r->fd, buf, len, 0, (struct sockaddr *)&r->peer->local, sizeof r->peer->local);
     return 0;
 }
@@ -181,6 +191,8 @@ static void raw_pump(void)
             ssize_t n = recv(R[s].fd, buf, sizeof buf, MSG_DONTWAIT);
             if (n <= 0)
                 break;
+            if (raw_isal && !iwarp_sctp_crc_ok(buf, (size_t)n))
+                continue;
             usrsctp_conninput(&R[s], buf, (size_t)n, 0);
         }
     }
@@ -213,6 +225,8 @@ static int raw_send(int side, const void *buf, size_t len)
 static void raw_open(void)
 {
     usrsctp_init_nothreads(0, raw_output, NULL);
+    if (raw_isal)
+        usrsctp_enable_crc32c_offload();
     memset(R, 0, sizeof R);
     for (int s = 0; s < 2; s++) {
         R[s].side = s;
@@ -625,7 +639,20 @@ struct transport {
     int (*send)(int side, const void *buf, size_t len);
 };
 
+static void raw_isal_open(void)
+{
+    raw_isal = true;
+    raw_open();
+}
+
+static void raw_isal_close(void)
+{
+    raw_close();
+    raw_isal = false;
+}
+
 static const struct transport T_raw = {raw_open, raw_close, raw_pump, raw_send};
+static const struct transport T_raw_isal = {raw_isal_open, raw_isal_close, raw_pump, raw_send};
 static const struct transport T_llp = {llp_open, llp_close, llp_pump, llp_send};
 
 static uint8_t payload[65536];
@@ -697,22 +724,25 @@ static double lat_pass(const struct transport *t, int iters, double *samples)
     return bench_median(samples, iters);
 }
 
+/* The systems, in the order a pass runs them. */
+enum { RAW, RAW_ISAL, LLP, IWARP, NSYS };
+
 /* Medians of the passes of one test: wall clock, CPU-time based (bandwidth), and the median
- * of the per-pass ratios to raw usrsctp. */
+ * of the per-pass ratios to raw usrsctp (and libiwarp's to raw usrsctp with ISA-L's CRC). */
 struct column {
-    double v[MAX_PASSES], cpu[MAX_PASSES], ratio[MAX_PASSES];
+    double v[MAX_PASSES], cpu[MAX_PASSES], ratio[MAX_PASSES], ratio_isal[MAX_PASSES];
 };
 
 static void print_row(const char *test, unsigned size, const char *unit, int passes,
                       struct column *c, bool cpu)
 {
-    static const char *const names[3] = {"raw usrsctp", "llp_sctp", "libiwarp"};
-    double m[3], mc[3];
-    for (int t = 0; t < 3; t++) {
+    static const char *const names[NSYS] = {"raw usrsctp", "raw/ISA-L", "llp_sctp", "libiwarp"};
+    double m[NSYS], mc[NSYS];
+    for (int t = 0; t < NSYS; t++) {
         m[t] = bench_median(c[t].v, passes);
         mc[t] = bench_median(c[t].cpu, passes);
     }
-    for (int t = 0; t < 3; t++) {
+    for (int t = 0; t < NSYS; t++) {
         if (m[t] == 0)
             continue;
         printf("%-9s %6u  %-12s %9.2f %s", test, size, names[t], m[t], unit);
@@ -723,6 +753,9 @@ static void print_row(const char *test, unsigned size, const char *unit, int pas
             if (cpu)
                 printf("  cpu ratio %.3f", mc[t] / mc[0]);
         }
+        if (t == IWARP && m[RAW_ISAL] > 0)
+            printf("  to raw/ISA-L %.3f (per pass %.3f)", m[t] / m[RAW_ISAL],
+                   bench_median(c[t].ratio_isal, passes));
         printf("\n");
     }
 }
@@ -800,33 +833,34 @@ int main(int argc, char **argv)
            "messages %u octets (a %u-octet Send); %d passes x %d ms, alternating; medians\n",
            opt_mtu, max_msg + opt_headroom, seg, (WRITE + seg - 1) / seg, ack_every, 2 * ack_every,
            (unsigned)LAT_MSG, (unsigned)LAT_PAYLOAD, passes, ms);
-    static struct column bw[3], lat[3]; /* raw, llp_sctp, libiwarp */
-    const bool on[3] = {with_raw, with_llp, with_iw};
+    static struct column bw[NSYS], lat[NSYS];
+    const bool on[NSYS] = {with_raw, with_raw, with_llp, with_iw};
+    const struct transport *const T[NSYS] = {&T_raw, &T_raw_isal, &T_llp, NULL};
     for (int p = 0; p < passes; p++) {
         double secs = ms / 1000.0;
-        for (int t = 0; do_bw && t < 3; t++) {
+        for (int t = 0; do_bw && t < NSYS; t++) {
             if (on[t])
-                bw[t].v[p] = t == 0   ? bw_pass(&T_raw, secs, ack_every, &bw[t].cpu[p])
-                             : t == 1 ? bw_pass(&T_llp, secs, ack_every, &bw[t].cpu[p])
-                                      : iw_bw_pass(secs, 2 * ack_every, &bw[t].cpu[p]);
-            if (with_raw)
-                bw[t].ratio[p] = bw[t].v[p] / bw[0].v[p];
+                bw[t].v[p] = t == IWARP ? iw_bw_pass(secs, 2 * ack_every, &bw[t].cpu[p])
+                                        : bw_pass(T[t], secs, ack_every, &bw[t].cpu[p]);
         }
-        for (int t = 0; do_lat && t < 3; t++) {
+        for (int t = 0; do_lat && t < NSYS; t++) {
             if (on[t])
-                lat[t].v[p] = t == 0   ? lat_pass(&T_raw, lat_iters, samples)
-                              : t == 1 ? lat_pass(&T_llp, lat_iters, samples)
-                                       : iw_lat_pass(lat_iters, samples);
-            if (with_raw)
-                lat[t].ratio[p] = lat[t].v[p] / lat[0].v[p];
+                lat[t].v[p] = t == IWARP ? iw_lat_pass(lat_iters, samples)
+                                         : lat_pass(T[t], lat_iters, samples);
+        }
+        for (int t = 0; with_raw && t < NSYS; t++) {
+            bw[t].ratio[p] = bw[RAW].v[p] > 0 ? bw[t].v[p] / bw[RAW].v[p] : 0;
+            lat[t].ratio[p] = lat[RAW].v[p] > 0 ? lat[t].v[p] / lat[RAW].v[p] : 0;
+            bw[t].ratio_isal[p] = bw[RAW_ISAL].v[p] > 0 ? bw[t].v[p] / bw[RAW_ISAL].v[p] : 0;
+            lat[t].ratio_isal[p] = lat[RAW_ISAL].v[p] > 0 ? lat[t].v[p] / lat[RAW_ISAL].v[p] : 0;
         }
         printf("pass %-2d", p + 1);
         if (do_bw)
-            printf("  write_bw %d: raw %7.1f  llp_sctp %7.1f  libiwarp %7.1f MB/s", WRITE,
-                   bw[0].v[p], bw[1].v[p], bw[2].v[p]);
+            printf("  write_bw %d: raw %7.1f  raw/ISA-L %7.1f  llp_sctp %7.1f  libiwarp %7.1f MB/s",
+                   WRITE, bw[RAW].v[p], bw[RAW_ISAL].v[p], bw[LLP].v[p], bw[IWARP].v[p]);
         if (do_lat)
-            printf("  send_lat %d: raw %6.2f  llp_sctp %6.2f  libiwarp %6.2f us", LAT_PAYLOAD,
-                   lat[0].v[p], lat[1].v[p], lat[2].v[p]);
+            printf("  send_lat %d: raw %6.2f  raw/ISA-L %6.2f  llp_sctp %6.2f  libiwarp %6.2f us",
+                   LAT_PAYLOAD, lat[RAW].v[p], lat[RAW_ISAL].v[p], lat[LLP].v[p], lat[IWARP].v[p]);
         printf("\n");
         fflush(stdout);
     }
@@ -835,7 +869,8 @@ int main(int argc, char **argv)
     if (do_lat)
         print_row("send_lat", LAT_PAYLOAD, "us  ", passes, lat, false);
     printf("# medians of %d passes; ratio = libiwarp (or llp_sctp) / raw usrsctp: > 1 is faster "
-           "for bandwidth, slower for latency. MB/cpu-s: write payload per second of the "
+           "for bandwidth, slower for latency. raw/ISA-L: raw usrsctp with its CRC32c offloaded "
+           "to ISA-L, as llp_sctp runs it. MB/cpu-s: write payload per second of the "
            "thread's CPU time (robust when the machine is shared).\n",
            passes);
     free(samples);

@@ -217,7 +217,8 @@ static uint16_t ctx_streams(const struct iwarp_ctx *ctx)
 
 /* Test hooks from the environment (docs/environment.md), read only by builds with
  * IWARP_TEST_HOOKS (Debug, sanitizers, fuzz; never Release): IWARP_SCTP_FAULT=
- * "seed,drop_ppm,dup_ppm,delay_ppm,delay_ms" (loss, duplication and reordering below usrsctp)
+ * "seed,drop_ppm,dup_ppm,delay_ppm,delay_ms[,corrupt_ppm]" (loss, duplication, reordering and
+ * corruption below usrsctp)
  * IWARP_SCTP_RTO_MS="min,initial,max" (usrsctp's retransmission timers, process-wide)
  * and IWARP_SCTP_HB_MS (the heartbeat interval). */
 static void env_test_hooks(struct iwarp_llp_sctp_ep_cfg *cfg)
@@ -226,10 +227,14 @@ static void env_test_hooks(struct iwarp_llp_sctp_ep_cfg *cfg)
     const char *f = secure_getenv("IWARP_SCTP_FAULT");
     if (f && *f) {
         unsigned long long seed = 0;
-        unsigned drop = 0, dup = 0, delay = 0, ms = 0;
-        if (sscanf(f, "%llu,%u,%u,%u,%u", &seed, &drop, &dup, &delay, &ms) >= 2)
-            cfg->fault = (struct iwarp_llp_sctp_fault){
-                .seed = seed, .drop_ppm = drop, .dup_ppm = dup, .delay_ppm = delay, .delay_ms = ms};
+        unsigned drop = 0, dup = 0, delay = 0, ms = 0, corrupt = 0;
+        if (sscanf(f, "%llu,%u,%u,%u,%u,%u", &seed, &drop, &dup, &delay, &ms, &corrupt) >= 2)
+            cfg->fault = (struct iwarp_llp_sctp_fault){.seed = seed,
+                                                       .drop_ppm = drop,
+                                                       .dup_ppm = dup,
+                                                       .delay_ppm = delay,
+                                                       .delay_ms = ms,
+                                                       .corrupt_ppm = corrupt};
     }
     const char *r = secure_getenv("IWARP_SCTP_RTO_MS");
     unsigned lo, init, hi;

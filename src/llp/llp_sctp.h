@@ -9,7 +9,9 @@
  *
  * Structure:
  * - One process-wide usrsctp stack, initialised with usrsctp_init_nothreads() when the first
- *   endpoint opens and finished (bounded, deterministic) when the last one closes.
+ *   endpoint opens and finished (bounded, deterministic) when the last one closes. Its CRC32c
+ *   is offloaded to us: the packets this file sends get theirs from ISA-L, and a packet that
+ *   arrives with a wrong one is discarded here (RFC 9260 §6.8) before usrsctp sees it.
  * - An endpoint = one non-blocking UDP socket (bound to the given address, 127.0.0.1:0 by
  *   default) + one registered AF_CONN address per remote UDP address it talks to (a "path";
  *   usrsctp hands that address to the output function, so it names the datagram's
@@ -118,12 +120,14 @@ struct iwarp_llp_sctp_listener;
 /*
  * Fault injection on an endpoint's outgoing packets, reproducible from the seed (each endpoint
  * has its own generator). Probabilities in parts per million, drawn per packet in this order:
- * drop; else duplicate (sent twice); else delay by delay_ms (later packets overtake it).
+ * drop; else duplicate (sent twice); else delay by delay_ms (later packets overtake it); else
+ * corrupt (one bit flipped after the checksum is computed: the peer must discard it).
  */
 struct iwarp_llp_sctp_fault {
     uint64_t seed; /* 0: no fault injection */
     uint32_t drop_ppm, dup_ppm, delay_ppm;
     uint32_t delay_ms;
+    uint32_t corrupt_ppm;
 };
 
 /* Packet capture hook: each datagram payload (an SCTP packet) as it leaves (after fault
@@ -154,9 +158,10 @@ struct iwarp_llp_sctp_ep_cfg {
 
 struct iwarp_llp_sctp_stats {
     uint64_t pkts_out, bytes_out, pkts_in, bytes_in;
-    uint64_t fault_dropped, fault_duplicated, fault_delayed;
+    uint64_t fault_dropped, fault_duplicated, fault_delayed, fault_corrupted;
     uint64_t udp_errors;                   /* sendto failures (the packet is lost) */
     uint64_t rx_dropped;                   /* datagrams not fed to the stack (short, foreign) */
+    uint64_t rx_bad_crc;                   /* packets discarded for their CRC32c (§6.8) */
     uint64_t tx_gathered, tx_gather_bytes; /* sends copied into the gather buffer */
     uint64_t rx_reassembled;               /* messages that came in pieces (copied together) */
     uint64_t send_failed, remote_errors;   /* SEND_FAILED / REMOTE_ERROR notifications */

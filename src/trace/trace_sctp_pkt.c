@@ -6,7 +6,6 @@
 
 #include "iwarp/errors.h"
 #include "util/bytes.h"
-#include "util/crc32c.h"
 
 /* RFC 9260 §3.2: chunks (and §3.2.1 parameters) are padded to a multiple of 4 octets. */
 static size_t pad4(size_t n)
@@ -25,18 +24,6 @@ int iwarp_sctp_common_decode(const uint8_t *p, size_t len, struct iwarp_sctp_com
     out->vtag = iwarp_load_be32(p + 4);
     out->checksum = iwarp_load_le32(p + 8); /* RFC 9260 Appendix A: reflected CRC32c */
     return 0;
-}
-
-bool iwarp_sctp_crc_ok(const uint8_t *p, size_t len)
-{
-    if (!p || len < IWARP_SCTP_COMMON_HDR_LEN)
-        return false;
-    /* RFC 9260 §6.8: CRC32c over the whole packet with the checksum field taken as zero */
-    static const uint8_t zero[4];
-    uint32_t c = iwarp_crc32c_update(IWARP_CRC32C_INIT, p, 8);
-    c = iwarp_crc32c_update(c, zero, 4);
-    c = iwarp_crc32c_update(c, p + 12, len - 12);
-    return iwarp_crc32c_final(c) == iwarp_load_le32(p + 8);
 }
 
 void iwarp_sctp_chunks_init(struct iwarp_sctp_chunk_iter *it, const uint8_t *p, size_t len)

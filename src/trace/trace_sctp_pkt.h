@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "wire/wire_sctp.h" /* the common header's length, its CRC32c */
+
 /* Chunk types (RFC 9260 §3.2, RFC 8260 I-DATA). */
 enum iwarp_sctp_chunk_type {
     IWARP_SCTP_CHUNK_DATA = 0,
@@ -26,7 +28,6 @@ enum iwarp_sctp_chunk_type {
     IWARP_SCTP_CHUNK_I_DATA = 64,
 };
 
-#define IWARP_SCTP_COMMON_HDR_LEN   12u     /* RFC 9260 §3.1 */
 #define IWARP_SCTP_CHUNK_HDR_LEN    4u      /* type, flags, length (RFC 9260 §3.2) */
 #define IWARP_SCTP_DATA_HDR_LEN     16u     /* chunk header + TSN, SID, SSN, PPID (§3.3.1) */
 #define IWARP_SCTP_INIT_FIXED_LEN   20u     /* chunk header + 16 octets of fixed fields (§3.3.2) */
@@ -87,10 +88,6 @@ struct iwarp_sctp_init {
  * Returns 0, IWARP_ERR_SHORT (fewer than 12 octets), IWARP_ERR_INVAL (NULL).
  */
 int iwarp_sctp_common_decode(const uint8_t *p, size_t len, struct iwarp_sctp_common *out);
-
-/* Whether the packet's CRC32c (RFC 9260 §6.8, computed with the field as zero) matches the
- * value in its common header. False for fewer than 12 octets. */
-bool iwarp_sctp_crc_ok(const uint8_t *p, size_t len);
 
 /* Prepares a walk over the chunk area p[0..len) (a packet's octets after the common header). */
 void iwarp_sctp_chunks_init(struct iwarp_sctp_chunk_iter *it, const uint8_t *p, size_t len);

@@ -6,6 +6,7 @@
 
 #include "iwarp/errors.h"
 #include "util/bytes.h"
+#include "util/crc32c.h"
 #include "wire/wire_ddp.h"
 
 bool iwarp_sctp_fc_known(uint16_t fc)
@@ -148,4 +149,20 @@ int iwarp_sctp_streams_check(uint16_t inbound, uint16_t outbound)
     if (inbound != outbound || inbound == 0)
         return IWARP_ERR_SCTP_STREAMS;
     return 0;
+}
+
+uint32_t iwarp_sctp_packet_crc32c(const uint8_t *p, size_t len)
+{
+    static const uint8_t zero[4];
+    uint32_t c = iwarp_crc32c_update(IWARP_CRC32C_INIT, p, IWARP_SCTP_CHECKSUM_OFF);
+    c = iwarp_crc32c_update(c, zero, sizeof zero);
+    c = iwarp_crc32c_update(c, p + IWARP_SCTP_COMMON_HDR_LEN, len - IWARP_SCTP_COMMON_HDR_LEN);
+    return iwarp_crc32c_final(c);
+}
+
+bool iwarp_sctp_crc_ok(const uint8_t *p, size_t len)
+{
+    if (!p || len < IWARP_SCTP_COMMON_HDR_LEN)
+        return false;
+    return iwarp_sctp_packet_crc32c(p, len) == iwarp_load_le32(p + IWARP_SCTP_CHECKSUM_OFF);
 }

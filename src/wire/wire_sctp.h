@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * DDP over SCTP chunk payloads (RFC 5043 §5.2, RFC 6581 §7): pure codecs, no state, no
- * allocation. The PPID, adaptation and function code constants are in wire/wire.h.
+ * DDP over SCTP chunk payloads (RFC 5043 §5.2, RFC 6581 §7), and the SCTP packet's CRC32c:
+ * pure codecs, no state, no allocation. The PPID, adaptation and function code constants are in
+ * wire/wire.h.
  *
  *   DDP Segment chunk (PPID 16, §5.2.2):          DDP-SSN(16) | DDP segment (RFC 5041)
  *   DDP Stream Session Control (PPID 17, §5.2.3): DDP-SSN(16) | Function Code(16) | Private Data
@@ -115,5 +116,21 @@ int iwarp_sctp_adaptation_check(bool present, uint32_t indication);
 
 /* Checks §8: equal, non-zero inbound and outbound stream counts, else IWARP_ERR_SCTP_STREAMS. */
 int iwarp_sctp_streams_check(uint16_t inbound, uint16_t outbound);
+
+/* ---- the SCTP packet's checksum ------------------------------------------------------------ */
+
+#define IWARP_SCTP_COMMON_HDR_LEN 12u /* RFC 9260 §3.1 */
+#define IWARP_SCTP_CHECKSUM_OFF   8u  /* the common header's Checksum field */
+
+/*
+ * The CRC32c of the SCTP packet p[0..len) (len >= 12), computed with its Checksum field taken
+ * as zero (RFC 9260 §6.8); it belongs in the field least significant octet first
+ * (iwarp_store_le32: RFC 9260 Appendix A's reflected CRC32c).
+ */
+uint32_t iwarp_sctp_packet_crc32c(const uint8_t *p, size_t len);
+
+/* Whether the packet's CRC32c matches the value in its common header. False for fewer than 12
+ * octets. */
+bool iwarp_sctp_crc_ok(const uint8_t *p, size_t len);
 
 #endif

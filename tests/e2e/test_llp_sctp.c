@@ -11,7 +11,9 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <sys/socket.h>
+#include <string.h>
 #include <time.h>
+#include <usrsctp.h>
 
 #include "harness.h"
 #include "iwarp/errors.h"
@@ -469,8 +471,22 @@ TEST(chunks_of_various_sizes_on_several_streams)
 
 struct cap {
     uint64_t out, in;
+    uint64_t bad_crc_out, bad_crc_in;
     bool bad;
 };
+
+/* Whether pkt's CRC32c (RFC 4960 §6.8) is right, by usrsctp's own code: llp_sctp computes
+ * and checks it with ISA-L (usrsctp's offloaded), so this is an independent judge. */
+static bool crc32c_right(const uint8_t *pkt, size_t len)
+{
+    static uint8_t copy[65536];
+    if (len < 12 || len > sizeof copy)
+        return false;
+    memcpy(copy, pkt, len);
+    memset(copy + 8, 0, 4);
+    uint32_t want = usrsctp_crc32c(copy, len); /* as the field holds it in memory */
+    return memcmp(pkt + 8, &want, 4) == 0;
+}
 
 static void capture(void *user, int dir, const struct sockaddr *local, const struct sockaddr *peer,
                     const uint8_t *pkt, size_t len, uint64_t now)
@@ -479,12 +495,14 @@ static void capture(void *user, int dir, const struct sockaddr *local, const str
     (void)now;
     if (!local || !peer || len < 12 || local->sa_family != AF_INET)
         c->bad = true;
-    /* RFC 4960 §3: the common header's verification tag; the ports are ours */
-    (void)pkt;
-    if (dir == IWARP_LLP_SCTP_PKT_OUT)
+    bool right = crc32c_right(pkt, len);
+    if (dir == IWARP_LLP_SCTP_PKT_OUT) {
         c->out++;
-    else
+        c->bad_crc_out += !right;
+    } else {
         c->in++;
+        c->bad_crc_in += !right;
+    }
 }
 
 TEST(fault_injection_2000_chunks_arrive_exactly_once)
@@ -496,7 +514,8 @@ TEST(fault_injection_2000_chunks_arrive_exactly_once)
                                                  .drop_ppm = 30000,
                                                  .dup_ppm = 20000,
                                                  .delay_ppm = 30000,
-                                                 .delay_ms = 7}};
+                                                 .delay_ms = 7,
+                                                 .corrupt_ppm = 20000}};
     struct iwarp_llp_sctp_ep_cfg cc = sc;
     cc.fault.seed = 0xfeedface;
     cc.capture = capture;
@@ -536,18 +555,26 @@ TEST(fault_injection_2000_chunks_arrive_exactly_once)
     /* the faults really happened, in both directions */
     ASSERT_TRUE(cs.fault_dropped > 0 && cs.fault_duplicated > 0 && cs.fault_delayed > 0);
     ASSERT_TRUE(ss.fault_dropped > 0 && ss.fault_duplicated > 0);
+    ASSERT_TRUE(cs.fault_corrupted > 0 && ss.fault_corrupted > 0);
     /* the capture saw what left (drops never, duplicates twice) and what came in */
     ASSERT_FALSE(cap.bad);
     ASSERT_EQ(cap.out, cs.pkts_out);
     ASSERT_EQ(cap.in, cs.pkts_in - cs.rx_dropped);
+    /* every packet left with its CRC32c right but those corrupted on purpose (a CRC catches
+     * every one-bit error), and every corrupted one that came in was discarded, not fed to
+     * usrsctp (whose own check is off): RFC 4960 §6.8 */
+    ASSERT_EQ_U(cap.bad_crc_out, cs.fault_corrupted);
+    ASSERT_EQ_U(cap.bad_crc_in, cs.rx_bad_crc);
+    ASSERT_TRUE(cs.rx_bad_crc > 0 && cs.rx_bad_crc <= ss.fault_corrupted);
+    ASSERT_TRUE(ss.rx_bad_crc > 0 && ss.rx_bad_crc <= cs.fault_corrupted);
     ASSERT_TRUE(s->out_of_order > 0); /* unordered delivery around losses and delays */
     if (busy)
         ASSERT_TRUE(pr.cli.writable > 0);
     fprintf(stderr,
-            "  fault: client drop %" PRIu64 " dup %" PRIu64 " delay %" PRIu64
-            ", server drop %" PRIu64 "; out of order %u, busy %d\n",
-            cs.fault_dropped, cs.fault_duplicated, cs.fault_delayed, ss.fault_dropped,
-            s->out_of_order, busy);
+            "  fault: client drop %" PRIu64 " dup %" PRIu64 " delay %" PRIu64 " corrupt %" PRIu64
+            ", server drop %" PRIu64 " corrupt %" PRIu64 "; out of order %u, busy %d\n",
+            cs.fault_dropped, cs.fault_duplicated, cs.fault_delayed, cs.fault_corrupted,
+            ss.fault_dropped, ss.fault_corrupted, s->out_of_order, busy);
     pair_close(&pr);
 }
 

@@ -53,10 +53,12 @@ static double secs_since(uint64_t t0)
     return (double)(sp_now_ms() - t0) / 1000.0;
 }
 
-static void fault_env(uint64_t seed, uint32_t drop, uint32_t dup, uint32_t delay, uint32_t ms)
+static void fault_env(uint64_t seed, uint32_t drop, uint32_t dup, uint32_t delay, uint32_t ms,
+                      uint32_t corrupt)
 {
-    char f[96];
-    snprintf(f, sizeof f, "%llu,%u,%u,%u,%u", (unsigned long long)seed, drop, dup, delay, ms);
+    char f[112];
+    snprintf(f, sizeof f, "%llu,%u,%u,%u,%u,%u", (unsigned long long)seed, drop, dup, delay, ms,
+             corrupt);
     ASSERT_EQ(setenv("IWARP_SCTP_FAULT", f, 1), 0);
     ASSERT_EQ(setenv("IWARP_SCTP_RTO_MS", RTO_MS, 1), 0);
 }
@@ -66,6 +68,7 @@ static void fault_env(uint64_t seed, uint32_t drop, uint32_t dup, uint32_t delay
 struct fault_run {
     uint64_t seed;
     uint32_t drop_ppm, dup_ppm, delay_ppm, delay_ms;
+    uint32_t corrupt_ppm; /* one bit flipped after the checksum */
 };
 
 /* What a run leaves to compare: the duplicate positions each way. */
@@ -77,7 +80,7 @@ struct fingerprint {
 static void data_run(const struct fault_run *f, struct fingerprint *fp)
 {
     uint64_t t0 = sp_now_ms();
-    fault_env(f->seed, f->drop_ppm, f->dup_ppm, f->delay_ppm, f->delay_ms);
+    fault_env(f->seed, f->drop_ppm, f->dup_ppm, f->delay_ppm, f->delay_ms, f->corrupt_ppm);
     struct sp_side srv, cli;
     sp_side_init(&srv, IWARP_PROGRESS_THREAD, (int)N_SENDS + 64);
     sp_side_init(&cli, IWARP_PROGRESS_CALLER, (int)N_SENDS + 64);
@@ -167,18 +170,23 @@ static void data_run(const struct fault_run *f, struct fingerprint *fp)
     static struct sr_dir c2s, s2c;
     sctp_relay_snapshot(&relay, NULL, NULL, NULL, &c2s, &s2c);
     fprintf(stderr,
-            "  seed %llu: c2s %llu pkts %llu dup %llu late, s2c %llu pkts %llu dup %llu late, "
-            "%.2f s\n",
+            "  seed %llu: c2s %llu pkts %llu dup %llu late %llu bad CRC, s2c %llu pkts %llu dup "
+            "%llu late %llu bad CRC, %.2f s\n",
             (unsigned long long)f->seed, (unsigned long long)c2s.packets,
             (unsigned long long)c2s.dup_data, (unsigned long long)c2s.late_data,
-            (unsigned long long)s2c.packets, (unsigned long long)s2c.dup_data,
-            (unsigned long long)s2c.late_data, secs_since(t0));
+            (unsigned long long)c2s.bad_crc, (unsigned long long)s2c.packets,
+            (unsigned long long)s2c.dup_data, (unsigned long long)s2c.late_data,
+            (unsigned long long)s2c.bad_crc, secs_since(t0));
     if (f->dup_ppm) {
         ASSERT_TRUE(c2s.dup_data > 0 && s2c.dup_data > 0);
         ASSERT_TRUE(c2s.ndup_at > 0 && s2c.ndup_at > 0);
     }
     if (f->drop_ppm || f->delay_ppm)
         ASSERT_TRUE(c2s.late_data + s2c.late_data > 0);
+    if (f->corrupt_ppm)
+        ASSERT_TRUE(c2s.bad_crc > 0 && s2c.bad_crc > 0);
+    else
+        ASSERT_TRUE(c2s.bad_crc == 0 && s2c.bad_crc == 0); /* every checksum we sent is right */
     fp->n[0] = c2s.ndup_at;
     fp->n[1] = s2c.ndup_at;
     memcpy(fp->at[0], c2s.dup_at, sizeof fp->at[0]);
@@ -197,9 +205,11 @@ static void data_run(const struct fault_run *f, struct fingerprint *fp)
 
 TEST(writes_reads_and_sends_arrive_intact_and_in_order_on_a_faulty_path)
 {
-    /* 2% loss, 1% duplication, 2% delayed by 5 ms, each endpoint its own decisions */
-    static const struct fault_run runs[] = {
-        {1, 20000, 10000, 20000, 5}, {2, 20000, 10000, 20000, 5}, {3, 20000, 10000, 20000, 5}};
+    /* 2% loss, 1% duplication, 2% delayed by 5 ms, each endpoint its own decisions; the third
+     * run also corrupts 1% (the receiver must discard them: its SCTP checksum is ours) */
+    static const struct fault_run runs[] = {{1, 20000, 10000, 20000, 5, 0},
+                                            {2, 20000, 10000, 20000, 5, 0},
+                                            {3, 20000, 10000, 20000, 5, 10000}};
     for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
         struct fingerprint fp;
         data_run(&runs[i], &fp);
@@ -225,7 +235,7 @@ static uint32_t common_positions(const struct fingerprint *a, const struct finge
  * (two equal SACKs): so most positions, not all, must agree. */
 TEST(a_seeded_fault_run_is_reproducible)
 {
-    const struct fault_run a = {7, 20000, 10000, 0, 0}, b = {8, 20000, 10000, 0, 0};
+    const struct fault_run a = {7, 20000, 10000, 0, 0, 0}, b = {8, 20000, 10000, 0, 0, 0};
     struct fingerprint fa1, fa2, fb;
     data_run(&a, &fa1);
     data_run(&a, &fa2);

@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "wire/wire_sctp.h"
 
 #define SR_MAX_ASSOC   512u
 #define SR_MAX_STREAMS 256u  /* streams tracked per association */
@@ -56,6 +57,7 @@ enum { SR_DATA = 0, SR_INIT = 1, SR_IDATA = 64 };
 /* What one direction of the relay has seen. */
 struct sr_dir {
     uint64_t packets, dropped;
+    uint64_t bad_crc; /* datagrams whose SCTP CRC32c is wrong (corrupted on purpose) */
     uint64_t data_chunks, dup_data; /* DATA chunks; those whose (vtag, TSN) came before */
     uint64_t late_data;             /* new TSNs below the highest seen: a gap filled later */
     uint64_t tsn_key[SR_TSN_RING];  /* vtag << 32 | TSN, a ring of recent ones */
@@ -153,6 +155,10 @@ static inline void sr_inspect(struct sctp_relay *r, bool c2s, const uint8_t *p, 
     struct sr_dir *d = c2s ? &r->c2s : &r->s2c;
     if (n < 12)
         return;
+    if (!iwarp_sctp_crc_ok(p, n)) {
+        d->bad_crc++; /* the receiver discards it (RFC 9260 §6.8): its chunks never arrived */
+        return;
+    }
     uint32_t vtag = sr_be32(p + 4);
     size_t at = 12;
     while (at + 4 <= n) {
