@@ -5,7 +5,8 @@
  * Input: flags(1) stream_pos(4) seed(1), then per FPDU: length(2) cut(1) cut(1); the ULPDU
  * contents come from a PRNG seeded by the input.
  *   flags bit 0: CRC, bit 1: markers, bit 2: staged (iwarp_mpa_tx_frame_staged, the iovecs
- *   from a point chosen by the cuts on copied into a staging buffer).
+ *   from a point chosen by the cuts on copied into a staging buffer). A small FPDU
+ *   (iwarp_mpa_tx_small) is one iovec, a copy in the scratch, whether staged or not.
  * Also checks the framer's own promises: iovec count within IWARP_MPA_TX_IOV_MAX, no empty
  * iovec, wire size equal to iwarp_mpa_fpdu_wire_len(), stream position tracking; staged, that
  * the stage holds the staged octets and that the FPDU no longer reads its source there: the
@@ -66,13 +67,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         size_t from = staged ? (data[2] ^ data[3]) % 3u : 3u, at = from == 0   ? 0
                                                                    : from == 1 ? c1
                                                                                : c2;
+        bool small = iwarp_mpa_tx_small(&tx, len); /* one copy in the scratch, no stage */
         uint32_t start = tx.pos;
         fpdu_pos[n] = start + (markers && start % 512u == 0 ? 4u : 0u);
         iwarp_ssize m = iwarp_mpa_tx_frame_staged(&tx, in, 3, from, staged ? g_stage : NULL,
                                                   staged ? sizeof g_stage : 0, &g_scratch, g_out,
                                                   IWARP_MPA_TX_IOV_MAX(3));
         FUZZ_CHECK(m > 0 && (size_t)m <= IWARP_MPA_TX_IOV_MAX(3));
-        if (staged) {
+        if (small) {
+            FUZZ_CHECK(m == 1);
+            memset(g_src, 0xA5, len);
+        } else if (staged) {
             FUZZ_CHECK(memcmp(g_stage, u + at, len - at) == 0);
             memset(g_src + at, 0xA5, len - at);
         }

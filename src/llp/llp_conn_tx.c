@@ -95,7 +95,9 @@ static int frame(struct iwarp_llp_conn *c, struct iwarp_llp_conn_txf *t)
     t->stage_span = 0;
     uint8_t *stage = NULL;
     uint32_t span = 0;
-    if (staging(c) && t->seg.src == IWARP_CORE_TX_IRQ && t->seg.payload_len > 0) {
+    /* a small FPDU is a copy in its scratch already (iwarp_mpa_tx_small) */
+    if (staging(c) && t->seg.src == IWARP_CORE_TX_IRQ && t->seg.payload_len > 0 &&
+        !iwarp_mpa_tx_small(&c->tx, t->seg.hdr_len + t->seg.payload_len)) {
         stage = stage_take(c, t->seg.payload_len, &span);
         if (!stage)
             return IWARP_ERR_NOSPC; /* tx_fill checked the room: cannot happen */

@@ -95,6 +95,48 @@ static int put(struct emitter *e, const uint8_t *p, size_t len, bool covered, ui
     return 0;
 }
 
+/* Wire octets of an FPDU without markers: RFC 5044 §4.1 length field, ULPDU, PAD, CRC. */
+static uint32_t plain_fpdu_len(uint32_t ulpdu_len)
+{
+    return IWARP_MPA_LEN_FIELD + ulpdu_len + iwarp_mpa_pad_len(ulpdu_len) + IWARP_MPA_CRC_LEN;
+}
+
+bool iwarp_mpa_tx_small(const struct iwarp_mpa_tx *tx, size_t ulpdu_len)
+{
+    return !tx->markers && ulpdu_len <= IWARP_MPA_TX_SMALL_FPDU &&
+           plain_fpdu_len((uint32_t)ulpdu_len) <= IWARP_MPA_TX_SMALL_FPDU;
+}
+
+/* A small FPDU, whole in scratch->fpdu (iwarp_mpa_tx_small; the caller checked the ULPDU's
+ * length): the same octets as put() would emit without markers, as one iovec. */
+static iwarp_ssize frame_small(struct iwarp_mpa_tx *tx, const struct iovec *ulpdu, size_t nulpdu,
+                               uint32_t ulpdu_len, struct iwarp_mpa_tx_scratch *scratch,
+                               struct iovec *out, size_t out_cap)
+{
+    if (out_cap < 1)
+        return IWARP_ERR_NOSPC;
+    uint8_t *p = scratch->fpdu;
+    /* RFC 5044 §4.1: ULPDU_Length counts the ULPDU only. */
+    iwarp_store_be16(p, (uint16_t)ulpdu_len);
+    size_t at = IWARP_MPA_LEN_FIELD;
+    for (size_t i = 0; i < nulpdu; i++) {
+        iwarp_copy(p + at, ulpdu[i].iov_base, ulpdu[i].iov_len);
+        at += ulpdu[i].iov_len;
+    }
+    /* RFC 5044 §4.1: the PAD (zeros) makes the FPDU a multiple of 4 octets. */
+    uint32_t pad = iwarp_mpa_pad_len(ulpdu_len);
+    memset(p + at, 0, pad);
+    at += pad;
+    /* RFC 5044 §4.4: the CRC covers length, ULPDU and PAD, stored least-significant octet
+     * first; §4.1: with CRC off the field is zeros (as siw sends). */
+    uint32_t crc = tx->crc ? iwarp_crc32c(p, at) : 0;
+    iwarp_store_le32(p + at, crc);
+    at += IWARP_MPA_CRC_LEN;
+    out[0] = (struct iovec){.iov_base = p, .iov_len = at};
+    tx->pos += (uint32_t)at;
+    return 1;
+}
+
 int iwarp_mpa_tx_init(struct iwarp_mpa_tx *tx, const struct iwarp_mpa_tx_cfg *cfg)
 {
     /* RFC 5044 §4.3: FPDUs and markers are multiples of 4 octets from the first marker on. */
@@ -131,6 +173,8 @@ iwarp_ssize iwarp_mpa_tx_frame_staged(struct iwarp_mpa_tx *tx, const struct iove
      * ours with markers is IWARP_MPA_MARKED_ULPDU_MAX (the room for markers, mpa_frame.h). */
     if (ulpdu_len == 0 || (tx->markers && ulpdu_len > IWARP_MPA_MARKED_ULPDU_MAX))
         return IWARP_ERR_FPDU_LEN;
+    if (iwarp_mpa_tx_small(tx, ulpdu_len))
+        return frame_small(tx, ulpdu, nulpdu, (uint32_t)ulpdu_len, scratch, out, out_cap);
     if (staged > 0 && (!stage || staged > stage_cap))
         return IWARP_ERR_NOSPC;
 

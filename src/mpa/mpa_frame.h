@@ -80,10 +80,20 @@ struct iwarp_mpa_tx {
     uint32_t pos; /* stream position of the next FPDU's first octet */
 };
 
+/*
+ * A small FPDU (without markers, at most this many octets on the wire) is laid out whole in its
+ * scratch: ULPDU_Length, the ULPDU copied, PAD and CRC, computed in one pass, as one iovec. For
+ * a 64 B Send that is one copy and one CRC call instead of four pieces (each a CRC call) that the
+ * LLP would gather into one buffer for its write anyway (docs/design.md, "One buffer for small
+ * FPDUs"). 256 octets: a ULPDU of up to 250, which covers perftest's inline sizes.
+ */
+#define IWARP_MPA_TX_SMALL_FPDU 256u
+
 /* Framer-owned octets of one FPDU; the iovecs of that FPDU point into it. */
 struct iwarp_mpa_tx_scratch {
-    uint8_t len[IWARP_MPA_LEN_FIELD];                                /* ULPDU_Length, BE */
-    uint8_t trailer[3 + IWARP_MPA_CRC_LEN];                          /* PAD (zeros) then CRC */
+    uint8_t fpdu[IWARP_MPA_TX_SMALL_FPDU];  /* a small FPDU, whole (iwarp_mpa_tx_small) */
+    uint8_t len[IWARP_MPA_LEN_FIELD];       /* ULPDU_Length, BE */
+    uint8_t trailer[3 + IWARP_MPA_CRC_LEN]; /* PAD (zeros) then CRC */
     uint8_t markers[IWARP_MPA_TX_MAX_MARKERS][IWARP_MPA_MARKER_LEN]; /* in stream order */
 };
 
@@ -134,6 +144,13 @@ iwarp_ssize iwarp_mpa_tx_frame_staged(struct iwarp_mpa_tx *tx, const struct iove
                                       size_t nulpdu, size_t from, uint8_t *stage, size_t stage_cap,
                                       struct iwarp_mpa_tx_scratch *scratch, struct iovec *out,
                                       size_t out_cap);
+
+/*
+ * Whether a ULPDU of ulpdu_len octets makes a small FPDU (IWARP_MPA_TX_SMALL_FPDU): framed as
+ * one iovec into its scratch, a copy of the whole ULPDU that the CRC covered. Such an FPDU
+ * uses no stage (iwarp_mpa_tx_frame_staged ignores it): its scratch is the staged copy.
+ */
+bool iwarp_mpa_tx_small(const struct iwarp_mpa_tx *tx, size_t ulpdu_len);
 
 /*
  * The largest ULPDU for an FPDU that fits an empty TCP segment of emss octets (RFC 5044 §4.5):

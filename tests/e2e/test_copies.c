@@ -15,10 +15,10 @@
  *    responder, whose Read Response payload is copied into its TX staging ring in the pass that
  *    computes the CRC (llp_conn_tx.c: the Data Source may change before sendmsg);
  *  - an inline 64-octet Send: two (into the send queue at post; the small FPDU is read ahead
- *    and placed from there), plus its whole FPDU gathered into one buffer for one send
- *    (llp_tcp.c tcp_write: 88 octets, 1.375 per payload octet at 64), CRC on or off; with CRC
- *    off the headers read ahead may be moved once to the start of the staging area (18
- *    octets: 0.28 per payload octet at 64);
+ *    and placed from there), plus its ULPDU copied into the FPDU the framer lays out whole
+ *    for one send (mpa_frame.c frame_small: 82 octets, 1.28 per payload octet at 64), CRC on
+ *    or off; with CRC off the headers read ahead may be moved once to the start of the
+ *    staging area (18 octets: 0.28 per payload octet at 64);
  *  - DDP over SCTP, a large Write: two (gathered into one buffer for usrsctp_sendv; placed from
  *    usrsctp's receive buffer), plus a reassembly bound for a message usrsctp hands over in
  *    parts.
@@ -35,13 +35,13 @@
 enum { BIG = 1u << 20, SMALL = 64 };
 /* llp_conn_rx.c: ULPDU octets read exactly below COPY_MAX (2048) plus the RA_SMALL (1024)
  * window read ahead behind a directly placed payload. */
-#define COPY_BOUND 3072.0
-/* A small FPDU gathered whole for one send, per payload octet (llp_tcp.c tcp_write). */
-#define SMALL_GATHER \
-    ((double)iwarp_mpa_fpdu_wire_len(0, IWARP_DDP_UNTAGGED_HDR_LEN + SMALL, false) / SMALL)
+#define COPY_BOUND   3072.0
+/* A small FPDU's ULPDU (header and payload) copied whole into its scratch by the framer, per
+ * payload octet (mpa_frame.c frame_small): one send, nothing gathered. */
+#define SMALL_FRAMED ((double)(IWARP_DDP_UNTAGGED_HDR_LEN + SMALL) / SMALL)
 /* Loopback's MSS gives FPDUs of up to 64768 ULPDU octets (RFC 5044 §3): at least this many
  * FPDUs carry BIG octets. */
-#define FPDUS_MIN (BIG / 64768.0)
+#define FPDUS_MIN    (BIG / 64768.0)
 
 static void rig_up(struct sp_rig *r, enum iwarp_port_space ps, bool crc)
 {
@@ -115,8 +115,8 @@ TEST(tcp_crc_off_places_large_messages_without_copying_them)
     expect_between("TCP, CRC off, 1 MiB Send", copies_per_octet(&r, IWARP_WR_SEND, BIG, 0), 0,
                    bound);
     expect_between("TCP, CRC off, inline 64 B Send",
-                   copies_per_octet(&r, IWARP_WR_SEND, SMALL, IWARP_SEND_INLINE), 2 + SMALL_GATHER,
-                   2 + SMALL_GATHER + (double)IWARP_DDP_UNTAGGED_HDR_LEN / SMALL);
+                   copies_per_octet(&r, IWARP_WR_SEND, SMALL, IWARP_SEND_INLINE), 2 + SMALL_FRAMED,
+                   2 + SMALL_FRAMED + (double)IWARP_DDP_UNTAGGED_HDR_LEN / SMALL);
     sp_rig_down(&r);
 }
 
@@ -130,8 +130,8 @@ TEST(tcp_crc_on_copies_once_after_verifying)
     expect_between("TCP, CRC on, 1 MiB Read", copies_per_octet(&r, IWARP_WR_RDMA_READ, BIG, 0), 2,
                    2 + bound);
     expect_between("TCP, CRC on, inline 64 B Send",
-                   copies_per_octet(&r, IWARP_WR_SEND, SMALL, IWARP_SEND_INLINE), 2 + SMALL_GATHER,
-                   2 + SMALL_GATHER);
+                   copies_per_octet(&r, IWARP_WR_SEND, SMALL, IWARP_SEND_INLINE), 2 + SMALL_FRAMED,
+                   2 + SMALL_FRAMED);
     sp_rig_down(&r);
 }
 

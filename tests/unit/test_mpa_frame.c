@@ -316,6 +316,49 @@ TEST(staged_payload_is_framed_from_the_copy)
                                           IWARP_MPA_TX_IOV_MAX(2)) > 0);
 }
 
+/* A small FPDU (iwarp_mpa_tx_small: no markers, at most IWARP_MPA_TX_SMALL_FPDU octets) is one
+ * iovec in the scratch, equal to the reference, with its ULPDU copied (counted) so that
+ * rewriting the source changes nothing sent; it ignores a stage. One octet more, or markers,
+ * and the FPDU refers to the caller's pieces again. */
+TEST(small_fpdus_are_one_copy_in_the_scratch)
+{
+    static uint8_t hdr[18], pay[300], stage[sizeof pay];
+    static uint8_t whole[sizeof hdr + sizeof pay];
+    const uint32_t largest = IWARP_MPA_TX_SMALL_FPDU - IWARP_MPA_FPDU_OVERHEAD;
+    for (uint32_t len = 1; len <= largest + 1; len++) {
+        for (int crc = 0; crc < 2; crc++) {
+            uint32_t plen = len > sizeof hdr ? len - (uint32_t)sizeof hdr : 0;
+            struct iovec in[2] = {{hdr, len - plen}, {pay, plen}};
+            fill_pieces(in, 2, len, whole);
+            struct iwarp_mpa_tx tx;
+            tx_setup(&tx, crc != 0, false, 4 * len);
+            bool small = iwarp_mpa_tx_small(&tx, len);
+            ASSERT_EQ(small, len <= largest);
+            uint64_t copied = iwarp_copied_octets;
+            iwarp_ssize n = iwarp_mpa_tx_frame_staged(&tx, in, 2, 1, stage, sizeof stage,
+                                                      &g_scratch, g_out, IWARP_MPA_TX_IOV_MAX(2));
+            ASSERT_TRUE(n > 0);
+            /* the source changes after framing (the general framer sends the header in place) */
+            if (small)
+                memset(hdr, 0xEE, sizeof hdr);
+            memset(pay, 0xEE, sizeof pay);
+            size_t w = flatten(g_out, (size_t)n, g_wire);
+            expect_ref(w, 4 * len, whole, len, crc != 0, false);
+            ASSERT_EQ(tx.pos, 4 * len + (uint32_t)w);
+            if (small) {
+                ASSERT_EQ(n, 1);
+                ASSERT_EQ(octets_in(1, g_scratch.fpdu, sizeof g_scratch.fpdu), w);
+                ASSERT_EQ_U(iwarp_copied_octets - copied, len);
+            } else { /* the header in place, the payload from the stage */
+                ASSERT_EQ(octets_in((size_t)n, stage, sizeof stage), plen);
+            }
+        }
+    }
+    struct iwarp_mpa_tx tx;
+    tx_setup(&tx, true, true, 0);
+    ASSERT_FALSE(iwarp_mpa_tx_small(&tx, 1)); /* markers: the general framer places them */
+}
+
 /* Several FPDUs in a row: the framer tracks the stream position, and the concatenation equals
  * the reference FPDUs laid end to end. */
 TEST(stream_position_tracking)
