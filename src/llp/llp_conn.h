@@ -253,6 +253,10 @@ int iwarp_llp_conn_reject(struct iwarp_llp_conn *c, const struct iwarp_mpa_neg_a
  * rules 2, 3: IWARP_ERR_MPA_EARLY_DATA, close), so those octets are never taken as FPDUs. */
 uint8_t *iwarp_llp_conn_rx_buf(struct iwarp_llp_conn *c, size_t *len);
 
+/* Whether rx_buf would give a place to read now (len >= 1), without working out where: what
+ * a transport's readiness interest needs after every pass. */
+bool iwarp_llp_conn_rx_wanted(struct iwarp_llp_conn *c);
+
 /* n octets were read into the buffer rx_buf gave. Runs the negotiation or the deframer and
  * the QP engine. Returns 0 or a negative error (the state then says what to do). */
 int iwarp_llp_conn_rx_ack(struct iwarp_llp_conn *c, size_t n, uint64_t now_ns);

@@ -215,6 +215,21 @@ uint8_t *iwarp_llp_conn_rx_buf(struct iwarp_llp_conn *c, size_t *len)
     }
 }
 
+bool iwarp_llp_conn_rx_wanted(struct iwarp_llp_conn *c)
+{
+    if (iwarp_llp_conn_finished(c))
+        return false;
+    if (c->recv.state == IWARP_LLP_CONN_RX_DEAD)
+        return true; /* read on to see the end (rx_buf) */
+    if (c->recv.state == IWARP_LLP_CONN_RX_NEG) {
+        size_t len;
+        return iwarp_llp_conn_rx_buf(c, &len) && len > 0;
+    }
+    /* fpdu_land: a healthy deframer always wants at least one octet (a marker, the rest of
+     * a ULPDU_Length, ULPDU or trailer) */
+    return !iwarp_llp_conn_neg_out_pending(c) && !iwarp_mpa_rx_failed(&c->rx);
+}
+
 uint32_t iwarp_llp_conn_rx_bufs(struct iwarp_llp_conn *c, struct iovec iov[2])
 {
     size_t len = 0;

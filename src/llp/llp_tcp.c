@@ -474,8 +474,7 @@ uint32_t iwarp_llp_tcp_interest(struct iwarp_llp_tcp *t)
     if (t->phase != IWARP_LLP_TCP_OPEN || !t->conn_ready)
         return 0;
     uint32_t want = 0;
-    size_t len = 0;
-    if (!t->rx_eof && iwarp_llp_conn_rx_buf(&t->conn, &len) && len > 0)
+    if (!t->rx_eof && iwarp_llp_conn_rx_wanted(&t->conn))
         want |= IWARP_LLP_TCP_WANT_READ;
     else if (!t->rx_eof && t->fin_sent)
         want |= IWARP_LLP_TCP_WANT_READ; /* wait for the peer's FIN */

@@ -142,6 +142,12 @@ int iwarp_mpa_rx_init(struct iwarp_mpa_rx *rx, const struct iwarp_mpa_rx_cfg *cf
 iwarp_ssize iwarp_mpa_rx_feed(struct iwarp_mpa_rx *rx, const uint8_t *data, size_t len,
                               struct iwarp_mpa_rx_ev *ev);
 
+/* Whether the deframer has failed (sticky): it wants nothing more (iwarp_mpa_rx_want). */
+static inline bool iwarp_mpa_rx_failed(const struct iwarp_mpa_rx *rx)
+{
+    return rx->err != 0;
+}
+
 /*
  * Says what the deframer expects next: want->len octets of want->part (>= 1 unless failed).
  * Feeding exactly that many octets is consumed by one iwarp_mpa_rx_feed() call, which reports
