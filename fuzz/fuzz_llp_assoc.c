@@ -214,6 +214,11 @@ static void answer(uint16_t sid, bool accept)
 
 static void owner_events(void)
 {
+    /* the scans of the streams stop at streams_end: all FREE from there on, without events */
+    uint16_t end = iwarp_llp_assoc_streams_end(&A);
+    FUZZ_CHECK(end <= NS && (end == 0 || ST[end - 1].state != IWARP_LLP_ASSOC_FREE));
+    for (uint16_t sid = end; sid < NS; sid++)
+        FUZZ_CHECK(ST[sid].state == IWARP_LLP_ASSOC_FREE && ST[sid].events == 0);
     for (uint16_t sid = 0; sid < NS; sid++) {
         if (detached[sid] && !ST[sid].detached)
             released(sid, false); /* llp_assoc released it (and a new session may have begun) */

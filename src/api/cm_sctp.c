@@ -751,7 +751,7 @@ static bool assoc_service(struct cm_assoc *ca, uint64_t now)
         /* lingers of streams that began ending, deadlines that passed, streams let go of */
         (void)iwarp_llp_assoc_handle_timeout(&ca->la, now);
         bool any = false;
-        for (uint16_t sid = 0; sid < ca->nstreams; sid++) {
+        for (uint16_t sid = 0; sid < iwarp_llp_assoc_streams_end(&ca->la); sid++) {
             uint32_t ev = iwarp_llp_assoc_take_events(&ca->la, sid);
             if (ev) {
                 any = true;

@@ -42,6 +42,17 @@ static void stream_reset(struct iwarp_llp_assoc *a, uint16_t sid)
         give_back(a, c.ptr);
     stream_clear(st);
     (void)iwarp_sess_ssn_rx_reset(&st->ssn_rx);
+    while (a->hi > 0 && a->st[a->hi - 1].state == IWARP_LLP_ASSOC_FREE)
+        a->hi--;
+}
+
+/* A free stream gets a session: the scans of the streams reach it (a->hi). */
+static void stream_open(struct iwarp_llp_assoc *a, struct iwarp_llp_assoc_stream *st)
+{
+    uint16_t sid = (uint16_t)(st - a->st);
+    st->state = IWARP_LLP_ASSOC_SESSION;
+    if (sid >= a->hi)
+        a->hi = (uint16_t)(sid + 1u);
 }
 
 /* Whether the owner's in-flight cap holds chunks back now. */
@@ -65,7 +76,7 @@ static void reap(struct iwarp_llp_assoc *a)
     if (!a->reap)
         return;
     a->reap = false;
-    for (uint16_t i = 0; i < a->cfg.nstreams; i++)
+    for (uint16_t i = 0; i < a->hi; i++)
         if (releasable(a, i))
             iwarp_llp_assoc_release(a, i);
 }
@@ -95,16 +106,16 @@ int iwarp_llp_assoc_init(struct iwarp_llp_assoc *a, const struct iwarp_llp_assoc
 
 int iwarp_llp_assoc_free_stream(const struct iwarp_llp_assoc *a)
 {
-    for (uint16_t i = 0; i < a->cfg.nstreams; i++)
+    for (uint16_t i = 0; i < a->hi; i++)
         if (a->st[i].state == IWARP_LLP_ASSOC_FREE)
             return i;
-    return -1;
+    return a->hi < a->cfg.nstreams ? a->hi : -1; /* every stream from hi on is FREE */
 }
 
 uint32_t iwarp_llp_assoc_in_use(const struct iwarp_llp_assoc *a)
 {
     uint32_t n = 0;
-    for (uint16_t i = 0; i < a->cfg.nstreams; i++)
+    for (uint16_t i = 0; i < a->hi; i++)
         n += a->st[i].state != IWARP_LLP_ASSOC_FREE;
     return n;
 }
@@ -252,7 +263,7 @@ int iwarp_llp_assoc_open(struct iwarp_llp_assoc *a, uint16_t sid, const struct i
     int rc = iwarp_sess_ctl_init(&st->ctl, cfg);
     if (rc != 0)
         return rc;
-    st->state = IWARP_LLP_ASSOC_SESSION;
+    stream_open(a, st);
     st->eng = eng;
     st->ird = ird;
     st->ord = ord;
@@ -422,7 +433,7 @@ static int open_passive(struct iwarp_llp_assoc *a, struct iwarp_llp_assoc_stream
 {
     int rc = iwarp_sess_ctl_init(&st->ctl, &a->cfg.passive_sess);
     if (rc == 0)
-        st->state = IWARP_LLP_ASSOC_SESSION;
+        stream_open(a, st);
     return rc;
 }
 
@@ -583,10 +594,10 @@ static bool produce_stream(struct iwarp_llp_assoc *a, uint16_t sid)
 /* Produce the next chunk of the streams, round robin, into a->pend. */
 static void produce(struct iwarp_llp_assoc *a)
 {
-    for (uint16_t i = 0; i < a->cfg.nstreams; i++) {
-        uint16_t sid = (uint16_t)((a->rr + i) % a->cfg.nstreams);
+    for (uint16_t i = 0; i < a->hi; i++) {
+        uint16_t sid = (uint16_t)((a->rr + i) % a->hi);
         if (produce_stream(a, sid)) {
-            a->rr = (uint16_t)((sid + 1u) % a->cfg.nstreams);
+            a->rr = (uint16_t)(sid + 1u); /* taken modulo hi, which may have changed by then */
             a->has_pend = true;
             return;
         }
@@ -634,7 +645,7 @@ bool iwarp_llp_assoc_tx_ready(const struct iwarp_llp_assoc *a)
         return false;
     if (a->has_pend)
         return true;
-    for (uint16_t i = 0; i < a->cfg.nstreams; i++) {
+    for (uint16_t i = 0; i < a->hi; i++) {
         const struct iwarp_llp_assoc_stream *st = &a->st[i];
         if (st->state != IWARP_LLP_ASSOC_SESSION && st->state != IWARP_LLP_ASSOC_ENDING)
             continue;
@@ -649,7 +660,7 @@ bool iwarp_llp_assoc_tx_ready(const struct iwarp_llp_assoc *a)
 
 void iwarp_llp_assoc_unacked(struct iwarp_llp_assoc *a, uint32_t unacked)
 {
-    for (uint16_t i = 0; i < a->cfg.nstreams; i++) {
+    for (uint16_t i = 0; i < a->hi; i++) {
         struct iwarp_sess_ssn_tx *tx = &a->st[i].ssn_tx;
         if (tx->unacked > unacked)
             iwarp_sess_ssn_tx_acked(tx, tx->unacked - unacked);
@@ -683,7 +694,7 @@ static void stamp(const struct iwarp_llp_assoc *a, struct iwarp_llp_assoc_stream
 uint64_t iwarp_llp_assoc_next_timeout(const struct iwarp_llp_assoc *a)
 {
     uint64_t t = UINT64_MAX;
-    for (uint16_t i = 0; i < a->cfg.nstreams; i++) {
+    for (uint16_t i = 0; i < a->hi; i++) {
         const struct iwarp_llp_assoc_stream *st = &a->st[i];
         if (st->state == IWARP_LLP_ASSOC_FREE || st->state == IWARP_LLP_ASSOC_OVER || st->expired)
             continue;
@@ -701,7 +712,7 @@ uint64_t iwarp_llp_assoc_next_timeout(const struct iwarp_llp_assoc *a)
 bool iwarp_llp_assoc_handle_timeout(struct iwarp_llp_assoc *a, uint64_t now_ns)
 {
     bool reported = false;
-    for (uint16_t i = 0; i < a->cfg.nstreams; i++) {
+    for (uint16_t i = 0; i < a->hi; i++) {
         struct iwarp_llp_assoc_stream *st = &a->st[i];
         if (st->state == IWARP_LLP_ASSOC_FREE || st->state == IWARP_LLP_ASSOC_OVER || st->expired)
             continue; /* an OVER stream's CLOSED is its end; an expired one's TIMEDOUT */
@@ -735,7 +746,7 @@ void iwarp_llp_assoc_lost(struct iwarp_llp_assoc *a, bool graceful)
         return;
     a->lost = true;
     a->has_pend = false;
-    for (uint16_t i = 0; i < a->cfg.nstreams; i++) {
+    for (uint16_t i = 0; i < a->hi; i++) {
         struct iwarp_llp_assoc_stream *st = &a->st[i];
         if (st->state == IWARP_LLP_ASSOC_FREE)
             continue;

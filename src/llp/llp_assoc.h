@@ -142,6 +142,7 @@ struct iwarp_llp_assoc {
     struct iwarp_llp_assoc_chunk pend; /* produced, not yet sent */
     bool has_pend;
     uint16_t rr; /* next stream to serve (round robin) */
+    uint16_t hi; /* streams from hi on are FREE: every scan of the streams stops there */
     bool lost;
     bool reap;           /* a detached stream may have become free to release */
     uint32_t inflight;   /* chunks unacknowledged at most: SCTP's count (unacked()) plus the
@@ -254,5 +255,12 @@ uint32_t iwarp_llp_assoc_take_events(struct iwarp_llp_assoc *a, uint16_t sid);
 
 /* Streams with a session (not FREE). */
 uint32_t iwarp_llp_assoc_in_use(const struct iwarp_llp_assoc *a);
+
+/* One past the highest stream that is not FREE (0: none): streams from here on have no
+ * session and no events, so a scan of the streams may stop here. */
+static inline uint16_t iwarp_llp_assoc_streams_end(const struct iwarp_llp_assoc *a)
+{
+    return a->hi;
+}
 
 #endif

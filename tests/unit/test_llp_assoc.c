@@ -356,8 +356,23 @@ static uint32_t rnd(void)
     return harness_xorshift32(&RNG);
 }
 
+/* llp_assoc's scans stop at iwarp_llp_assoc_streams_end: every stream from there on is FREE
+ * with no events, and the one before it is not FREE. */
+static void expect_streams_end(unsigned s)
+{
+    const struct iwarp_llp_assoc *a = &S[s].a;
+    uint16_t end = iwarp_llp_assoc_streams_end(a);
+    ASSERT_TRUE(end <= NS);
+    for (uint16_t i = end; i < NS; i++) {
+        ASSERT_EQ(a->st[i].state, IWARP_LLP_ASSOC_FREE);
+        ASSERT_EQ_U(a->st[i].events, 0u);
+    }
+    ASSERT_TRUE(end == 0 || a->st[end - 1].state != IWARP_LLP_ASSOC_FREE);
+}
+
 static void collect(unsigned s)
 {
+    expect_streams_end(s);
     for (uint16_t i = 0; i < NS; i++)
         S[s].ev[i] |= iwarp_llp_assoc_take_events(&S[s].a, i);
 }
@@ -521,6 +536,8 @@ static void pump(void)
 {
     for (unsigned round = 0;; round++) {
         ASSERT_TRUE(round < PUMP_MAX);
+        expect_streams_end(SIDE_A);
+        expect_streams_end(SIDE_B);
         unsigned moved = ship(SIDE_A) + ship(SIDE_B);
         moved += deliver(SIDE_A) + deliver(SIDE_B);
         if (!moved)
@@ -681,6 +698,43 @@ static struct wchunk ctl_chunk(uint16_t sid, uint16_t ssn, uint16_t fc)
 }
 
 /* ---- session setup ----------------------------------------------------------------------- */
+
+/* The streams' scans stop past the highest stream with a session (streams_end), which follows
+ * opens and releases in any order; free_stream still finds the lowest free one. */
+TEST(stream_scans_end_past_the_highest_stream_in_use)
+{
+    world(0, 1400, 4, false);
+    struct iwarp_llp_assoc *a = &S[SIDE_A].a;
+    struct iwarp_sess_cfg c = active_cfg(false);
+    ASSERT_EQ(iwarp_llp_assoc_streams_end(a), 0);
+    ASSERT_EQ(iwarp_llp_assoc_open(a, 2, &c, eng_qp(qp_new(SIDE_A, 0)), 16, 16, NULL), 0);
+    ASSERT_EQ(iwarp_llp_assoc_streams_end(a), 3);
+    ASSERT_EQ(iwarp_llp_assoc_free_stream(a), 0);
+    ASSERT_EQ(iwarp_llp_assoc_open(a, 0, &c, eng_qp(qp_new(SIDE_A, 1)), 16, 16, NULL), 0);
+    ASSERT_EQ(iwarp_llp_assoc_open(a, 1, &c, eng_qp(qp_new(SIDE_A, 2)), 16, 16, NULL), 0);
+    ASSERT_EQ(iwarp_llp_assoc_free_stream(a), 3); /* past the end */
+    ASSERT_EQ(iwarp_llp_assoc_streams_end(a), 3);
+    expect_streams_end(SIDE_A);
+    iwarp_llp_assoc_release(a, 2); /* withdrawn before any chunk went out */
+    ASSERT_EQ(iwarp_llp_assoc_streams_end(a), 2);
+    iwarp_llp_assoc_release(a, 0);
+    ASSERT_EQ(iwarp_llp_assoc_streams_end(a), 2); /* stream 1 still has its session */
+    ASSERT_EQ(iwarp_llp_assoc_free_stream(a), 0);
+    iwarp_llp_assoc_release(a, 1);
+    ASSERT_EQ(iwarp_llp_assoc_streams_end(a), 0);
+    ASSERT_EQ_U(iwarp_llp_assoc_in_use(a), 0u);
+    /* sessions on every stream from the last down: served round robin, each Initiate once */
+    for (uint16_t i = NS; i-- > 0;)
+        ASSERT_EQ(iwarp_llp_assoc_open(a, i, &c, eng_qp(qp_new(SIDE_A, i)), 16, 16, NULL), 0);
+    ASSERT_EQ(iwarp_llp_assoc_free_stream(a), -1);
+    for (uint16_t i = 0; i < NS; i++) {
+        const struct iwarp_llp_assoc_chunk *ch = iwarp_llp_assoc_tx_next(a);
+        ASSERT_TRUE(ch != NULL);
+        ASSERT_EQ(ch->sid, i);
+        iwarp_llp_assoc_tx_done(a);
+    }
+    ASSERT_TRUE(iwarp_llp_assoc_tx_next(a) == NULL); /* all wait for their answers */
+}
 
 TEST(enhanced_session_starts_engines_with_negotiated_ird_ord)
 {
