@@ -257,7 +257,7 @@ static struct tcp_conn *conn_alloc(struct iwarp_ctx *ctx)
     if (!cc)
         return NULL;
     cc->ctx = ctx;
-    /* The two large blocks (about 141 KiB) are not zeroed: llp_conn writes every octet before
+    /* The two large blocks (about 84 KiB) are not zeroed: llp_conn writes every octet before
      * reading it, so a connection makes resident only the pages its traffic reaches (a stalled
      * startup: the few its negotiation touches; docs/design.md, "Floods"). The TX staging ring
      * waits for the negotiation's outcome (conn_stage_tx). */
