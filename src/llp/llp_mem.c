@@ -183,16 +183,20 @@ size_t iwarp_llp_mem_step(struct iwarp_llp_mem *m)
     return moved;
 }
 
+bool iwarp_llp_mem_pump_once(struct iwarp_llp_mem *m)
+{
+    /* A step that counts a stall down moves nothing from that pipe: only a step that started
+     * with no stall in either pipe and moved nothing means quiescence. */
+    bool stalled = m->pipe[0].stall > 0 || m->pipe[1].stall > 0;
+    return iwarp_llp_mem_step(m) > 0 || stalled;
+}
+
 uint32_t iwarp_llp_mem_pump(struct iwarp_llp_mem *m, uint32_t max_steps)
 {
     uint32_t steps = 0;
     while (steps < max_steps) {
-        /* A step that counts a stall down moves nothing from that pipe: only a step that
-         * started with no stall in either pipe and moved nothing means quiescence. */
-        bool stalled = m->pipe[0].stall > 0 || m->pipe[1].stall > 0;
-        size_t moved = iwarp_llp_mem_step(m);
         steps++;
-        if (moved == 0 && !stalled)
+        if (!iwarp_llp_mem_pump_once(m))
             break;
     }
     return steps;

@@ -88,4 +88,8 @@ size_t iwarp_llp_mem_step(struct iwarp_llp_mem *m);
  */
 uint32_t iwarp_llp_mem_pump(struct iwarp_llp_mem *m, uint32_t max_steps);
 
+/* One step of iwarp_llp_mem_pump: false once it is quiescent (the step moved nothing and no
+ * stall was counting down), for a caller that looks at the ends between steps. */
+bool iwarp_llp_mem_pump_once(struct iwarp_llp_mem *m);
+
 #endif

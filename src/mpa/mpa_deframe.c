@@ -215,7 +215,7 @@ size_t iwarp_mpa_rx_want(const struct iwarp_mpa_rx *rx, struct iwarp_mpa_rx_want
 {
     memset(want, 0, sizeof *want);
     want->part = (enum iwarp_mpa_rx_part)rx->part;
-    if (rx->err != 0) {
+    if (iwarp_mpa_rx_failed(rx)) {
         want->part = IWARP_MPA_RX_PART_FAILED;
         return 0;
     }

@@ -95,16 +95,10 @@ static int put(struct emitter *e, const uint8_t *p, size_t len, bool covered, ui
     return 0;
 }
 
-/* Wire octets of an FPDU without markers: RFC 5044 §4.1 length field, ULPDU, PAD, CRC. */
-static uint32_t plain_fpdu_len(uint32_t ulpdu_len)
-{
-    return IWARP_MPA_LEN_FIELD + ulpdu_len + iwarp_mpa_pad_len(ulpdu_len) + IWARP_MPA_CRC_LEN;
-}
-
 bool iwarp_mpa_tx_small(const struct iwarp_mpa_tx *tx, size_t ulpdu_len)
 {
     return !tx->markers && ulpdu_len <= IWARP_MPA_TX_SMALL_FPDU &&
-           plain_fpdu_len((uint32_t)ulpdu_len) <= IWARP_MPA_TX_SMALL_FPDU;
+           iwarp_mpa_fpdu_wire_len(tx->pos, (uint32_t)ulpdu_len, false) <= IWARP_MPA_TX_SMALL_FPDU;
 }
 
 /* A small FPDU, whole in scratch->fpdu (iwarp_mpa_tx_small; the caller checked the ULPDU's

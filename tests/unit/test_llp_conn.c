@@ -177,15 +177,14 @@ static void expect_rx_wanted_agrees(void)
     }
 }
 
-/* Pump until quiescent (bounded), as iwarp_llp_mem_pump, checking expect_rx_wanted_agrees in
- * every state the connections pass through. */
+/* Pump until quiescent (bounded), checking expect_rx_wanted_agrees in every state the
+ * connections pass through. */
 static void pump(void)
 {
     for (uint32_t steps = 1;; steps++) {
         ASSERT_TRUE(steps < 100000);
         expect_rx_wanted_agrees();
-        bool stalled = M.pipe[0].stall > 0 || M.pipe[1].stall > 0;
-        if (iwarp_llp_mem_step(&M) == 0 && !stalled)
+        if (!iwarp_llp_mem_pump_once(&M))
             break;
     }
     expect_rx_wanted_agrees();
