@@ -2,7 +2,9 @@
 /*
  * Fuzz target: the MPA deframer on arbitrary streams, fed in arbitrary pieces.
  * Input: flags(1) max_ulpdu(2) stream_pos(2) seed(1), then the stream.
- *   flags bit 0: CRC, bit 1: markers, bits 2-3: pieces (whole, one octet, random, by want()).
+ *   flags bit 0: CRC, bit 1: markers, bits 2-3: pieces (whole, one octet, random, by want()),
+ *   bit 4: each piece first offered to iwarp_mpa_rx_whole, which must agree with a copy of the
+ *   deframer fed the same octets (the ULPDU, its length and position, the state after).
  * Checks the API contract on every call (consumption, spans inside the caller's data and the
  * ULPDU, in-order offsets, events, exact error codes, stickiness); never crashes, hangs or reads
  * outside the input.
@@ -59,6 +61,33 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (k > len - off)
             k = len - off;
         struct iwarp_mpa_rx_ev ev;
+        if (data[0] & 16u) {
+            struct iwarp_mpa_rx slow = rx;
+            iwarp_ssize whole = iwarp_mpa_rx_whole(&rx, s + off, k, &ev);
+            FUZZ_CHECK(whole >= 0 && (size_t)whole <= k);
+            if (whole > 0) {
+                FUZZ_CHECK(ev.kind == IWARP_MPA_RX_EV_FPDU && ev.ulpdu_off == 0 && cur_off == 0);
+                FUZZ_CHECK(ev.len == ev.ulpdu_len && ev.crc_checked == cfg.crc);
+                /* the octet-by-octet path: one span of the same octets, then the same end */
+                struct iwarp_mpa_rx_ev e1, e2;
+                FUZZ_CHECK(iwarp_mpa_rx_feed(&slow, s + off, k, &e1) > 0);
+                FUZZ_CHECK(e1.kind == IWARP_MPA_RX_EV_ULPDU && e1.data == ev.data &&
+                           e1.len == ev.len && e1.fpdu_pos == ev.fpdu_pos);
+                size_t used = (size_t)(e1.data + e1.len - (s + off));
+                FUZZ_CHECK(iwarp_mpa_rx_feed(&slow, s + off + used, k - used, &e2) ==
+                           whole - (iwarp_ssize)used);
+                FUZZ_CHECK(e2.kind == IWARP_MPA_RX_EV_FPDU && e2.ulpdu_len == ev.ulpdu_len);
+                struct iwarp_mpa_rx_want wf, ws;
+                FUZZ_CHECK(iwarp_mpa_rx_want(&rx, &wf) == iwarp_mpa_rx_want(&slow, &ws));
+                FUZZ_CHECK(wf.part == ws.part && rx.pos == slow.pos &&
+                           rx.fpdu_pos == slow.fpdu_pos);
+                for (size_t i = 0; i < ev.len; i++)
+                    sink += ev.data[i];
+                off += (size_t)whole;
+                continue;
+            }
+            FUZZ_CHECK(ev.kind == IWARP_MPA_RX_EV_NONE && memcmp(&rx, &slow, sizeof rx) == 0);
+        }
         iwarp_ssize n = iwarp_mpa_rx_feed(&rx, s + off, k, &ev);
         if (n < 0) {
             err = (int)n;

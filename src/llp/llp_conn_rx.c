@@ -537,16 +537,21 @@ static int fpdu_ack(struct iwarp_llp_conn *c, size_t n)
     int ret = 0;
     while (n > 0 && c->recv.state != IWARP_LLP_CONN_RX_DEAD) {
         struct iwarp_mpa_rx_ev ev;
-        iwarp_ssize k = iwarp_mpa_rx_feed(&c->rx, p, n, &ev);
+        /* a whole FPDU, verified at once, is its ULPDU span and its end together */
+        iwarp_ssize k = iwarp_mpa_rx_whole(&c->rx, p, n, &ev);
+        if (k == 0)
+            k = iwarp_mpa_rx_feed(&c->rx, p, n, &ev);
         if (k < 0)
             return rx_error(c, (int)k);
         p += k;
         n -= (size_t)k;
         int rc = 0;
-        if (ev.kind == IWARP_MPA_RX_EV_ULPDU)
+        if (ev.kind == IWARP_MPA_RX_EV_ULPDU || (ev.kind == IWARP_MPA_RX_EV_FPDU && ev.data))
             rc = on_span(c, ev.data, ev.len, ev.ulpdu_off, ev.ulpdu_len);
-        else if (ev.kind == IWARP_MPA_RX_EV_FPDU)
-            rc = fpdu_end(c, ev.ulpdu_len);
+        if (ev.kind == IWARP_MPA_RX_EV_FPDU && c->recv.state != IWARP_LLP_CONN_RX_DEAD) {
+            int end = fpdu_end(c, ev.ulpdu_len);
+            rc = rc != 0 ? rc : end;
+        }
         if (rc != 0 && ret == 0)
             ret = rc;
     }

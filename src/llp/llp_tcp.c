@@ -16,6 +16,26 @@
 
 #include "iwarp/errors.h"
 #include "util/copy.h"
+#include "util/critpath.h"
+
+#ifdef IWARP_CRITPATH /* scripts/critpath.sh: the instrument's state, in its one user */
+#include <stdio.h>
+#include <stdlib.h>
+
+int iwarp_critpath_on;
+static unsigned long critpath_paths;
+
+static void critpath_report(void)
+{
+    fprintf(stderr, "critpath: %lu paths\n", critpath_paths);
+}
+
+void iwarp_critpath_count(void)
+{
+    if (critpath_paths++ == 0)
+        atexit(critpath_report);
+}
+#endif
 
 /* follow_emss: a write this large counts, and every this many of them read the EMSS again. */
 #define TCP_EMSS_LARGE 16384u
@@ -261,6 +281,7 @@ static void follow_emss(struct iwarp_llp_tcp *t, size_t written)
 static ssize_t tcp_write(int fd, const struct iovec *iov, uint32_t n, size_t total)
 {
     const int flags = MSG_NOSIGNAL | MSG_DONTWAIT;
+    iwarp_critpath_end();
     if (n == 1)
         return send(fd, iov[0].iov_base, iov[0].iov_len, flags);
     if (total <= TCP_TX_GATHER) {
@@ -280,10 +301,12 @@ static ssize_t tcp_write(int fd, const struct iovec *iov, uint32_t n, size_t tot
  * iovec import that every busy poll of an empty socket would pay. */
 static ssize_t tcp_read(int fd, struct iovec *iov, uint32_t n)
 {
-    if (n == 1)
-        return recv(fd, iov[0].iov_base, iov[0].iov_len, MSG_DONTWAIT);
     struct msghdr m = {.msg_iov = iov, .msg_iovlen = n};
-    return recvmsg(fd, &m, MSG_DONTWAIT);
+    ssize_t r = n == 1 ? recv(fd, iov[0].iov_base, iov[0].iov_len, MSG_DONTWAIT)
+                       : recvmsg(fd, &m, MSG_DONTWAIT);
+    if (r > 0)
+        iwarp_critpath_begin();
+    return r;
 }
 
 /* Write what the connection has ready until it is empty or the socket is full. */

@@ -211,6 +211,32 @@ iwarp_ssize iwarp_mpa_rx_feed(struct iwarp_mpa_rx *rx, const uint8_t *data, size
     return (iwarp_ssize)used;
 }
 
+iwarp_ssize iwarp_mpa_rx_whole(struct iwarp_mpa_rx *rx, const uint8_t *data, size_t len,
+                               struct iwarp_mpa_rx_ev *ev)
+{
+    ev->kind = IWARP_MPA_RX_EV_NONE;
+    if (rx->part != IWARP_MPA_RX_PART_HDR || rx->got != 0 || rx->markers || rx->err != 0 ||
+        len < IWARP_MPA_FPDU_OVERHEAD + 1u)
+        return 0;
+    uint32_t ulpdu_len = iwarp_load_be16(data);
+    /* RFC 5044 §4.1: ULPDU_Length, the ULPDU, PAD to a multiple of 4, then the CRC. */
+    size_t covered = IWARP_MPA_LEN_FIELD + ulpdu_len + iwarp_mpa_pad_len(ulpdu_len);
+    if (ulpdu_len == 0 || ulpdu_len > rx->max_ulpdu || len < covered + IWARP_MPA_CRC_LEN)
+        return 0;
+    /* RFC 5044 §6: verified before the ULPDU is passed on (§4.4: CRC sent low octet first). */
+    if (rx->crc && iwarp_crc32c(data, covered) != iwarp_load_le32(data + covered))
+        return 0;
+    *ev = (struct iwarp_mpa_rx_ev){.kind = IWARP_MPA_RX_EV_FPDU,
+                                   .data = data + IWARP_MPA_LEN_FIELD,
+                                   .len = ulpdu_len,
+                                   .ulpdu_len = ulpdu_len,
+                                   .crc_checked = rx->crc,
+                                   .fpdu_pos = rx->pos};
+    rx->fpdu_pos = rx->pos;
+    rx->pos += (uint32_t)(covered + IWARP_MPA_CRC_LEN);
+    return (iwarp_ssize)(covered + IWARP_MPA_CRC_LEN);
+}
+
 size_t iwarp_mpa_rx_want(const struct iwarp_mpa_rx *rx, struct iwarp_mpa_rx_want *want)
 {
     memset(want, 0, sizeof *want);

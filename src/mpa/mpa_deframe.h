@@ -142,6 +142,18 @@ int iwarp_mpa_rx_init(struct iwarp_mpa_rx *rx, const struct iwarp_mpa_rx_cfg *cf
 iwarp_ssize iwarp_mpa_rx_feed(struct iwarp_mpa_rx *rx, const uint8_t *data, size_t len,
                               struct iwarp_mpa_rx_ev *ev);
 
+/*
+ * iwarp_mpa_rx_feed's short cut for an FPDU given whole: when the deframer is at an FPDU
+ * boundary, markers are off and data[0, len) holds the complete FPDU, checks it at once (the
+ * ULPDU_Length, then one CRC pass over the FPDU when CRC is on) and consumes it. ev is then an
+ * IWARP_MPA_RX_EV_FPDU event that also carries the whole ULPDU (data, len = ulpdu_len,
+ * ulpdu_off 0): what one ULPDU span and the FPDU event would have said, verified before use.
+ * Returns the FPDU's length on the wire, or 0 with nothing consumed and ev kind NONE when it
+ * does not apply, including a bad FPDU: iwarp_mpa_rx_feed then finds and reports the error.
+ */
+iwarp_ssize iwarp_mpa_rx_whole(struct iwarp_mpa_rx *rx, const uint8_t *data, size_t len,
+                               struct iwarp_mpa_rx_ev *ev);
+
 /* Whether the deframer has failed (sticky): it wants nothing more (iwarp_mpa_rx_want). */
 static inline bool iwarp_mpa_rx_failed(const struct iwarp_mpa_rx *rx)
 {

@@ -701,3 +701,121 @@ TEST(crc_expected_after_a_mismatch)
     ASSERT_EQ(r, IWARP_ERR_FPDU_CRC);
     ASSERT_EQ_U(iwarp_mpa_rx_crc_expected(&rx), 0x5f4cd3ebu);
 }
+
+/* ---- iwarp_mpa_rx_whole: an FPDU given whole, checked at once ---- */
+
+/* Feeds a piece as llp_conn does: each whole FPDU through iwarp_mpa_rx_whole, the rest
+ * through iwarp_mpa_rx_feed (feed_piece). Counts the FPDUs taken whole. */
+static void feed_whole_first(struct iwarp_mpa_rx *rx, const uint8_t *p, size_t len,
+                             struct result *r, size_t *wholes)
+{
+    while (len > 0 && r->err == 0) {
+        struct iwarp_mpa_rx_ev ev;
+        iwarp_ssize n = iwarp_mpa_rx_whole(rx, p, len, &ev);
+        if (n == 0) {
+            ASSERT_EQ(ev.kind, IWARP_MPA_RX_EV_NONE);
+            struct iwarp_mpa_rx_want w;
+            size_t want = iwarp_mpa_rx_want(rx, &w);
+            feed_piece(rx, p, want < len ? want : len, r); /* up to the next boundary */
+            n = (iwarp_ssize)(want < len ? want : len);
+        } else {
+            /* the ULPDU span and the FPDU's end together, inside this piece */
+            ASSERT_EQ(ev.kind, IWARP_MPA_RX_EV_FPDU);
+            ASSERT_EQ(r->cur_off, 0);
+            ASSERT_TRUE(ev.data == p + IWARP_MPA_LEN_FIELD && ev.len == ev.ulpdu_len);
+            ASSERT_EQ(ev.ulpdu_off, 0);
+            ASSERT_EQ((size_t)n, iwarp_mpa_fpdu_wire_len(ev.fpdu_pos, ev.ulpdu_len, false));
+            memcpy(g_got + r->ulpdu_out, ev.data, ev.len);
+            r->lens[r->nfpdu] = ev.ulpdu_len;
+            r->fpdu_pos[r->nfpdu] = ev.fpdu_pos;
+            r->nfpdu++;
+            r->ulpdu_out += ev.ulpdu_len;
+            r->crc_checked = ev.crc_checked;
+            (*wholes)++;
+            /* the deframer is at the next FPDU's boundary, as after the slow path */
+            struct iwarp_mpa_rx_want w;
+            ASSERT_EQ(iwarp_mpa_rx_want(rx, &w), IWARP_MPA_LEN_FIELD);
+            ASSERT_EQ(w.part, IWARP_MPA_RX_PART_HDR);
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+}
+
+/* Every ULPDU length from 1 to 300, CRC on and off, whole and in random pieces: the same
+ * ULPDUs, lengths and positions as the octet-by-octet path, each FPDU given whole taken whole,
+ * none that is not. */
+TEST(whole_fpdus_are_checked_at_once)
+{
+    static uint32_t lens[300];
+    for (uint32_t i = 0; i < 300; i++)
+        lens[i] = i + 1;
+    for (int crc = 0; crc <= 1; crc++) {
+        uint32_t fpos[300];
+        size_t slen = build_stream(crc, false, 0xFFFFF000u, lens, 300, 5u + (uint32_t)crc, fpos);
+        struct iwarp_mpa_rx rx;
+        struct result r;
+        size_t wholes = 0;
+        memset(&r, 0, sizeof r);
+        rx_setup(&rx, crc, false, 0, 0xFFFFF000u);
+        feed_whole_first(&rx, g_stream, slen, &r, &wholes);
+        check_result(&r, lens, fpos, 300, crc);
+        ASSERT_EQ(wholes, 300);
+        for (uint32_t seed = 1; seed <= 20; seed++) {
+            memset(&r, 0, sizeof r);
+            wholes = 0;
+            rx_setup(&rx, crc, false, 0, 0xFFFFF000u);
+            size_t off = 0;
+            while (off < slen && r.err == 0) {
+                size_t k = 1 + rng_next(&seed) % 700u;
+                if (k > slen - off)
+                    k = slen - off;
+                feed_whole_first(&rx, g_stream + off, k, &r, &wholes);
+                off += k;
+            }
+            check_result(&r, lens, fpos, 300, crc);
+            ASSERT_TRUE(wholes > 0 && wholes < 300);
+        }
+    }
+}
+
+/* What is not a whole, good FPDU at a boundary is left to iwarp_mpa_rx_feed, which reports it:
+ * every flipped bit (CRC on), a length over the maximum or zero, one octet short, markers, the
+ * middle of an FPDU, a failed deframer. */
+TEST(whole_leaves_the_rest_to_feed)
+{
+    uint32_t len1[1] = {40}, fpos[1];
+    size_t wlen = build_stream(true, false, 0, len1, 1, 3, fpos);
+    uint8_t wire[64];
+    memcpy(wire, g_stream, wlen);
+    struct iwarp_mpa_rx rx;
+    struct iwarp_mpa_rx_ev ev;
+    for (size_t i = 0; i < wlen; i++) {
+        for (unsigned bit = 0; bit < 8; bit++) {
+            wire[i] ^= (uint8_t)(1u << bit);
+            rx_setup(&rx, true, false, 0, 0);
+            ASSERT_EQ(iwarp_mpa_rx_whole(&rx, wire, wlen, &ev), 0);
+            ASSERT_TRUE(
+                run(wire, wlen, true, false, 0, 0, NULL) != 0 ||
+                (i < IWARP_MPA_LEN_FIELD && iwarp_load_be16(wire) > 40)); /* then incomplete */
+            wire[i] ^= (uint8_t)(1u << bit);
+        }
+    }
+    rx_setup(&rx, true, false, 0, 0);
+    ASSERT_EQ(iwarp_mpa_rx_whole(&rx, wire, wlen - 1, &ev), 0); /* one octet short */
+    rx_setup(&rx, true, false, 39, 0);
+    ASSERT_EQ(iwarp_mpa_rx_whole(&rx, wire, wlen, &ev), 0); /* over max_ulpdu */
+    ASSERT_EQ(iwarp_mpa_rx_feed(&rx, wire, wlen, &ev), IWARP_ERR_FPDU_LEN);
+    ASSERT_EQ(iwarp_mpa_rx_whole(&rx, wire, wlen, &ev), 0); /* failed: sticky */
+    rx_setup(&rx, true, true, 0, 4);
+    ASSERT_EQ(iwarp_mpa_rx_whole(&rx, wire, wlen, &ev), 0); /* markers */
+    rx_setup(&rx, true, false, 0, 0);
+    ASSERT_EQ(iwarp_mpa_rx_feed(&rx, wire, 1, &ev), 1);
+    ASSERT_EQ(iwarp_mpa_rx_whole(&rx, wire + 1, wlen - 1, &ev), 0); /* mid-FPDU */
+    uint8_t zero[8] = {0};
+    rx_setup(&rx, false, false, 0, 0);
+    ASSERT_EQ(iwarp_mpa_rx_whole(&rx, zero, sizeof zero, &ev), 0); /* ULPDU_Length 0 */
+    ASSERT_EQ(iwarp_mpa_rx_feed(&rx, zero, sizeof zero, &ev), IWARP_ERR_FPDU_LEN);
+    rx_setup(&rx, true, false, 0, 0);
+    ASSERT_EQ(iwarp_mpa_rx_whole(&rx, wire, wlen, &ev), (iwarp_ssize)wlen); /* intact: whole */
+}
