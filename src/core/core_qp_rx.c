@@ -634,8 +634,16 @@ int iwarp_core_qp_rx_hdr(struct iwarp_core_qp *qp, const uint8_t *hdr, size_t hd
     if (qp->rx_cur.active) /* the previous segment's payload_done is missing */
         return IWARP_ERR_STATE;
 
-    struct rx x = {
-        .qp = qp, .seg = hdr, .avail = hdr_len, .seg_len = (uint32_t)seg_len, .dst = dst};
+    /* x.s is left to iwarp_wire_segment_decode, which clears it first: zeroing the whole of
+     * x here would clear it twice on every segment */
+    struct rx x;
+    x.qp = qp;
+    x.seg = hdr;
+    x.avail = hdr_len;
+    x.seg_len = (uint32_t)seg_len;
+    x.plen = 0;
+    x.dst = dst;
+    x.ndst = 0;
     struct iwarp_term_cause cause;
     /* RFC 5041 §7.1, RFC 5040 §7.2 checks 1-3: the stateless header checks. For the payload
      * carriers they read the headers only, so hdr_len octets decide as the whole would. */
