@@ -444,7 +444,8 @@ static int fill_sqe(struct iwarp_core_qp *qp, struct iwarp_core_sqe *e,
         IWARP_SEND_FENCE | IWARP_SEND_SIGNALED | IWARP_SEND_SOLICITED | IWARP_SEND_INLINE;
     if ((wr->send_flags & ~known) || wr->num_sge < 0 || (wr->num_sge > 0 && !wr->sg_list))
         return IWARP_ERR_INVAL;
-    memset(e, 0, sizeof *e);
+    memset(e, 0, offsetof(struct iwarp_core_sqe, held));
+    e->held.n = 0;
     e->wr_id = wr->wr_id;
     e->opcode = (uint8_t)wr->opcode;
     e->flags = (uint8_t)wr->send_flags;

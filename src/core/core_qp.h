@@ -66,10 +66,7 @@ struct iwarp_core_sqe {
     uint8_t status; /* enum iwarp_wc_status once done */
     uint32_t vendor_err;
     uint32_t nsge;
-    struct iwarp_core_held held;               /* MRs held until the WR completes */
-    uint32_t len;                              /* payload octets (sum of SGEs) */
-    struct iovec iov[IWARP_CORE_MAX_SGE];      /* local memory (resolved lkeys) */
-    uint8_t inline_buf[IWARP_CORE_MAX_INLINE]; /* IWARP_SEND_INLINE copies the data here */
+    uint32_t len;         /* payload octets (sum of SGEs) */
     uint64_t remote_addr; /* Write: sink TO; Read: source TO; atomics: the target's TO */
     uint32_t rkey;        /* Write: sink STag; Read: source STag; atomics: the target's STag */
     /* RFC 7306 atomics: the Atomic Request's fields (§5.2.1 Figure 5); FetchAdd: add_swap is
@@ -87,6 +84,11 @@ struct iwarp_core_sqe {
     uint64_t addr;
     uint64_t length;
     uint32_t access;
+    /* Written only as far as used, so not cleared at post (fill_sqe clears what is above and
+     * held.n): the lkeys of held.n, the nsge iovecs, len octets of inline data. */
+    struct iwarp_core_held held;               /* MRs held until the WR completes */
+    struct iovec iov[IWARP_CORE_MAX_SGE];      /* local memory (resolved lkeys) */
+    uint8_t inline_buf[IWARP_CORE_MAX_INLINE]; /* IWARP_SEND_INLINE copies the data here */
 };
 
 /* One outstanding outbound RDMA Read or Atomic Request (ORQ entry; RFC 5040 §5.4, RFC 7306
