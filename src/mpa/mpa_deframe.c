@@ -76,6 +76,13 @@ static iwarp_ssize take_marker(struct iwarp_mpa_rx *rx, const uint8_t *p, size_t
     return (iwarp_ssize)n;
 }
 
+/* RFC 5044 §3: a ULPDU has 1..64768 octets (we accept up to the configured maximum); §6: the
+ * ULPDU_Length is what delimits the FPDU, so a bad one is fatal at once. */
+static bool ulpdu_len_ok(const struct iwarp_mpa_rx *rx, uint32_t len)
+{
+    return len != 0 && len <= rx->max_ulpdu;
+}
+
 /* Consumes up to n ULPDU_Length octets at p. Returns the count consumed or a negative error. */
 static iwarp_ssize take_hdr(struct iwarp_mpa_rx *rx, const uint8_t *p, size_t n)
 {
@@ -88,9 +95,7 @@ static iwarp_ssize take_hdr(struct iwarp_mpa_rx *rx, const uint8_t *p, size_t n)
     rx->pos += (uint32_t)n;
     if (rx->got == IWARP_MPA_LEN_FIELD) {
         uint32_t len = iwarp_load_be16(rx->buf);
-        /* RFC 5044 §3: a ULPDU has 1..64768 octets (we accept up to the configured maximum);
-         * §6: the ULPDU_Length is what delimits the FPDU, so a bad one is fatal at once. */
-        if (len == 0 || len > rx->max_ulpdu)
+        if (!ulpdu_len_ok(rx, len))
             return IWARP_ERR_FPDU_LEN;
         rx->ulpdu_len = len;
         rx->got = 0;
@@ -219,11 +224,14 @@ iwarp_ssize iwarp_mpa_rx_whole(struct iwarp_mpa_rx *rx, const uint8_t *data, siz
         len < IWARP_MPA_FPDU_OVERHEAD + 1u)
         return 0;
     uint32_t ulpdu_len = iwarp_load_be16(data);
-    /* RFC 5044 §4.1: ULPDU_Length, the ULPDU, PAD to a multiple of 4, then the CRC. */
-    size_t covered = IWARP_MPA_LEN_FIELD + ulpdu_len + iwarp_mpa_pad_len(ulpdu_len);
-    if (ulpdu_len == 0 || ulpdu_len > rx->max_ulpdu || len < covered + IWARP_MPA_CRC_LEN)
+    if (!ulpdu_len_ok(rx, ulpdu_len))
         return 0;
-    /* RFC 5044 §6: verified before the ULPDU is passed on (§4.4: CRC sent low octet first). */
+    uint32_t wire = iwarp_mpa_fpdu_wire_len(rx->pos, ulpdu_len, false);
+    if (len < wire)
+        return 0;
+    /* RFC 5044 §6: verified before the ULPDU is passed on; §4.4: the CRC covers all but itself
+     * and is sent low octet first. */
+    size_t covered = wire - IWARP_MPA_CRC_LEN;
     if (rx->crc && iwarp_crc32c(data, covered) != iwarp_load_le32(data + covered))
         return 0;
     *ev = (struct iwarp_mpa_rx_ev){.kind = IWARP_MPA_RX_EV_FPDU,
@@ -233,8 +241,8 @@ iwarp_ssize iwarp_mpa_rx_whole(struct iwarp_mpa_rx *rx, const uint8_t *data, siz
                                    .crc_checked = rx->crc,
                                    .fpdu_pos = rx->pos};
     rx->fpdu_pos = rx->pos;
-    rx->pos += (uint32_t)(covered + IWARP_MPA_CRC_LEN);
-    return (iwarp_ssize)(covered + IWARP_MPA_CRC_LEN);
+    rx->pos += wire;
+    return (iwarp_ssize)wire;
 }
 
 size_t iwarp_mpa_rx_want(const struct iwarp_mpa_rx *rx, struct iwarp_mpa_rx_want *want)

@@ -46,6 +46,18 @@ static void rx_setup(struct iwarp_mpa_rx *rx, bool crc, bool markers, uint32_t m
     ASSERT_EQ(iwarp_mpa_rx_init(rx, &cfg), 0);
 }
 
+/* An FPDU event: its ULPDU (all of it in g_got now) is complete. */
+static void record_fpdu(struct result *r, const struct iwarp_mpa_rx_ev *ev)
+{
+    ASSERT_TRUE(r->nfpdu < sizeof r->lens / sizeof r->lens[0]);
+    r->lens[r->nfpdu] = ev->ulpdu_len;
+    r->fpdu_pos[r->nfpdu] = ev->fpdu_pos;
+    r->nfpdu++;
+    r->ulpdu_out += ev->ulpdu_len;
+    r->crc_checked = ev->crc_checked;
+    r->cur_off = 0;
+}
+
 /* Feeds one piece completely (or up to an error), checking the event invariants. */
 static void feed_piece(struct iwarp_mpa_rx *rx, const uint8_t *p, size_t len, struct result *r)
 {
@@ -68,13 +80,7 @@ static void feed_piece(struct iwarp_mpa_rx *rx, const uint8_t *p, size_t len, st
             r->cur_off += (uint32_t)ev.len;
         } else if (ev.kind == IWARP_MPA_RX_EV_FPDU) {
             ASSERT_EQ(r->cur_off, ev.ulpdu_len);
-            ASSERT_TRUE(r->nfpdu < sizeof r->lens / sizeof r->lens[0]);
-            r->lens[r->nfpdu] = ev.ulpdu_len;
-            r->fpdu_pos[r->nfpdu] = ev.fpdu_pos;
-            r->nfpdu++;
-            r->ulpdu_out += ev.ulpdu_len;
-            r->crc_checked = ev.crc_checked;
-            r->cur_off = 0;
+            record_fpdu(r, &ev);
         }
         p += n;
         len -= (size_t)n;
@@ -726,11 +732,7 @@ static void feed_whole_first(struct iwarp_mpa_rx *rx, const uint8_t *p, size_t l
             ASSERT_EQ(ev.ulpdu_off, 0);
             ASSERT_EQ((size_t)n, iwarp_mpa_fpdu_wire_len(ev.fpdu_pos, ev.ulpdu_len, false));
             memcpy(g_got + r->ulpdu_out, ev.data, ev.len);
-            r->lens[r->nfpdu] = ev.ulpdu_len;
-            r->fpdu_pos[r->nfpdu] = ev.fpdu_pos;
-            r->nfpdu++;
-            r->ulpdu_out += ev.ulpdu_len;
-            r->crc_checked = ev.crc_checked;
+            record_fpdu(r, &ev);
             (*wholes)++;
             /* the deframer is at the next FPDU's boundary, as after the slow path */
             struct iwarp_mpa_rx_want w;
