@@ -14,11 +14,12 @@ set -euo pipefail
 # pandoc: the man pages (man/*.md, cmake/Man.cmake); man-db: the install check reads them.
 # debhelper, dpkg-dev, fakeroot, lintian: the Debian packages (debian/, tests/scripts/deb_check.sh).
 # llvm-14: llvm-profdata-14 and llvm-cov-14 for the fuzz corpora's coverage (scripts/fuzz-coverage.sh).
+# gdb: every thread's backtrace of a program that overran its bound in a test (tests/support/bounded.sh).
 build_pkgs=(gcc cmake ninja-build pkg-config libisal-dev libpcap-dev libusrsctp-dev libibverbs-dev
             librdmacm-dev pandoc)
 test_pkgs=(clang libclang-rt-14-dev llvm-14 clang-format-14 tshark python3 git rdmacm-utils
            perftest ibverbs-utils libfabric-bin iproute2 nftables abi-dumper abi-compliance-checker man-db
-           debhelper dpkg-dev fakeroot lintian)
+           debhelper dpkg-dev fakeroot lintian gdb)
 
 pkgs=("${build_pkgs[@]}")
 [ "${1:-}" = "--build" ] || pkgs+=("${test_pkgs[@]}")

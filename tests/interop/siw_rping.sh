@@ -41,14 +41,20 @@ HERE=$(dirname "$(realpath "$0")")
 . "$HERE/judge_lib.sh"
 # shellcheck source=../support/wait_for.sh
 . "$HERE/../support/wait_for.sh"
+# shellcheck source=../support/bounded.sh
+. "$HERE/../support/bounded.sh"
 # Put in front of the guest's commands: wait_for and the guest's conditions (guest_lib.sh)
 GUEST_LIB=$(cat "$HERE/../support/wait_for.sh" "$HERE/guest_lib.sh")
 EXPECTED=$HERE/rping_expected.sh
 CACHE=${SIW_VM_CACHE:-$HOME/.cache/iwarp-siw-vm}
 COUNT=${SIW_RPING_COUNT:-10}
 [[ "$COUNT" =~ ^[1-9][0-9]*$ ]] || { echo "siw_rping.sh: SIW_RPING_COUNT must be a count > 0"; exit 1; }
-# One guest run; a hung one must not eat the budget (scaled with the count: TCG is slow).
-export SIW_VM_TIMEOUT=${SIW_VM_TIMEOUT:-$((90 + COUNT / 2))}
+# One guest run; a hung one must not eat the budget (scaled with the count: TCG is slow; a
+# 1000 x 65535 run takes about 30 s of guest time here, so 190 s is a wide margin).
+export SIW_VM_TIMEOUT=${SIW_VM_TIMEOUT:-$((90 + COUNT / 10))}
+# Our side's bound: the guest's, and time to see the guest's end (bounded.sh: a hang is a FAIL
+# with every thread's backtrace in the run's hang.txt, never a test that runs into CTest's timeout).
+OURS_TIMEOUT=$((SIW_VM_TIMEOUT + 60))
 SIW_KNOWN="" # judge categories siw's direction may show (none needed so far)
 # siw 6.1 as MPA responder (rping -s): when the initiator's first FPDU (our Send) follows the MPA
 # Reply at once, rping's RDMA Read is sometimes never transmitted (or ibv_post_send fails) and the
@@ -108,14 +114,15 @@ run() {
         local vm=$!
         KIDS+=("$vm")
         wait_for -p "$vm" 120 "the guest's rping listener (port $port)" test -e "$d/share/ready"
-        "$BIN" ping -c -a 127.0.0.1 -p "$port" -C "$count" -S "$size" -V -d "${ovopt[@]}" \
-            "${copt[@]}" --first-delay "$FIRST_DELAY_MS" --retry 120 >"$d/ours.log" 2>&1
+        bounded "$OURS_TIMEOUT" "$d/hang.txt" "$BIN" ping -c -a 127.0.0.1 -p "$port" -C "$count" \
+            -S "$size" -V -d "${ovopt[@]}" "${copt[@]}" --first-delay "$FIRST_DELAY_MS" \
+            --retry 120 >"$d/ours.log" 2>&1
         local ours=$?
         wait "$vm"
         local guest=$? side=i\>r prefix="server ping data: " oprefix="ping data: "
     else # host: our server; guest: rping client, validating what we write back (-V)
-        "$BIN" ping -s -a 127.0.0.1 -p "$port" -S "$size" -d "${ovopt[@]}" "${copt[@]}" \
-            >"$d/ours.log" 2>&1 &
+        bounded "$OURS_TIMEOUT" "$d/hang.txt" "$BIN" ping -s -a 127.0.0.1 -p "$port" -S "$size" \
+            -d "${ovopt[@]}" "${copt[@]}" >"$d/ours.log" 2>&1 &
         local srv=$!
         KIDS+=("$srv")
         wait_for -p "$srv" 30 "our server's listener (port $port)" grep -q '^listening on' "$d/ours.log"
@@ -144,6 +151,8 @@ verdict() {
     local problems j0 js
     problems=$(
         [ "$ours" = 0 ] || echo "    iwarp ping exit $ours: $(grep -E '^iwarp ping' "$d/ours.log" | tail -n 3)"
+        [ "$ours" = 0 ] || { echo "    iwarp ping's last lines:"; tail -n 6 "$d/ours.log" | sed 's/^/      /'; }
+        [ ! -s "$d/hang.txt" ] || sed 's/^/    /' "$d/hang.txt"
         grep -q ": $count pings of $size octets done" "$d/ours.log" ||
             echo "    iwarp ping: $(grep 'pings of' "$d/ours.log" || echo 'no summary line')"
         [ "$guest" = 0 ] || echo "    guest rping exit $guest: $(tail -n 8 "$d/guest.log")"
