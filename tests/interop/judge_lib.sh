@@ -10,7 +10,8 @@
 #   Responses left unfinished); a finding whose direction is unknown ("?") is allowed only if
 #   both allow it.
 #   Prints one line per finding not allowed (nothing: the capture passed); keeps the port's
-#   packets in PCAP.PORT.pcap and the judge's listing in PCAP.PORT.judge. (A guest's capture
+#   packets in PCAP.PORT.pcap and the judge's listing in PCAP.PORT.judge. JUDGE_TIMEOUT (600 s)
+#   bounds each of the two tools it runs. (A guest's capture
 #   holds every run of a boot: the port's own packets, taken out first in one quick tshark pass,
 #   spare the judge a full dissection of the others per port.)
 #
@@ -20,11 +21,15 @@
 siw_judge() { # PCAP PORT OURS ALLOW_OURS ALLOW_SIW
     local pcap=$1 port=$2 ours=$3 out rc
     local j=$pcap.$port.judge sub=$pcap.$port.pcap
-    tshark -r "$pcap" -Y "tcp.port == $port" -w "$sub" 2>"$sub.err" ||
+    # bounded: a judge that hangs is a failure that says so, not a wait with no end (the largest
+    # capture, 1,000 x 65535 octets of rping, takes about 200 s here)
+    local secs=${JUDGE_TIMEOUT:-600}
+    timeout "$secs" tshark -r "$pcap" -Y "tcp.port == $port" -w "$sub" 2>"$sub.err" ||
         { echo "    could not take port $port's packets out of $pcap: $(tail -n 1 "$sub.err")"; return; }
-    out=$("$JUDGE" "$sub" "$port" 2>&1)
+    out=$(timeout "$secs" "$JUDGE" "$sub" "$port" 2>&1)
     rc=$?
     echo "$out" >"$j"
+    [ $rc != 124 ] || { echo "    judge still running after $secs s: stopped"; return; }
     [ $rc -le 1 ] || { echo "    judge could not run (rc $rc): $(tail -n 1 "$j")"; return; }
     awk -v ours="$ours" -v ao=" $4 " -v as=" $5 " '
         /^#[0-9]+ / { frame = $1; dir = $2; next }
