@@ -144,7 +144,7 @@ def rows(quick):
     if not quick:
         for size in [65536, 1048576]:
             for crc in [True, False]:
-                out.append(("2 bandwidth", "Read / Write %s, CRC %s, busy-poll" % (
+                out.append(("2 read/write", "Read / Write %s, CRC %s, busy-poll" % (
                     "64 KiB" if size == 65536 else "1 MiB", "on" if crc else "off"), "GB/s", "high",
                     [iw_op("read", size, crc), iw_op("write", size, crc)],
                     [("Read", "Write", ">= 0.95")]))
