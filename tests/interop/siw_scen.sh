@@ -68,6 +68,8 @@ HERE=$(dirname "$(realpath "$0")")
 . "$HERE/judge_lib.sh"
 # shellcheck source=../support/wait_for.sh
 . "$HERE/../support/wait_for.sh"
+# shellcheck source=../support/bounded.sh
+. "$HERE/../support/bounded.sh"
 # Put in front of the guest's commands: wait_for and the guest's conditions (guest_lib.sh)
 GUEST_LIB=$(cat "$HERE/../support/wait_for.sh" "$HERE/guest_lib.sh")
 CACHE=${SIW_VM_CACHE:-$HOME/.cache/iwarp-siw-vm}
@@ -167,7 +169,8 @@ wait_for -p "$VMPID" 180 "boot 1's guest (its rping listeners)" test -e "$D/shar
 ping_c() { # PORT LOG ARGS...
     local port=$1 log=$2
     shift 2
-    timeout 120 "$BIN" ping -c -a 127.0.0.1 -p "$port" -d --first-delay 250 "$@" >"$log" 2>&1
+    bounded 120 "${log%.log}.hang" "$BIN" ping -c -a 127.0.0.1 -p "$port" -d --first-delay 250 "$@" \
+        >"$log" 2>&1
 }
 
 # markers
@@ -226,7 +229,7 @@ at_pr=$pr
 
 # rst: rping killed -9 mid-transfer, once PINGS_UNDER_WAY pings are done (-d: a trace line per
 # completion, to count them)
-timeout 120 "$BIN" ping -c -a 127.0.0.1 -p "$PT" -S "$ABRUPT_SIZE" -C 0 --first-delay 250 --retry 30 \
+bounded 120 "$D/rst.hang" "$BIN" ping -c -a 127.0.0.1 -p "$PT" -S "$ABRUPT_SIZE" -C 0 --first-delay 250 --retry 30 \
     -d --x-audit >"$D/rst.log" 2>&1 &
 OP=$!
 KIDS+=("$OP")
@@ -254,7 +257,7 @@ later "atomic (FetchAdd probe: siw's Terminate 0/2/0x06 reported)" "$at_pr" "$PA
     "$SIW_TERM_KNOWN"
 
 # kill: the guest dies mid-transfer
-timeout 120 "$BIN" ping -c -a 127.0.0.1 -p "$PK" -S "$ABRUPT_SIZE" -C 0 --first-delay 250 --retry 30 \
+bounded 120 "$D/kill.hang" "$BIN" ping -c -a 127.0.0.1 -p "$PK" -S "$ABRUPT_SIZE" -C 0 --first-delay 250 --retry 30 \
     -d --x-audit >"$D/kill.log" 2>&1 &
 OP=$!
 KIDS+=("$OP")
@@ -281,7 +284,7 @@ guest_waits
 D=$W/g2h
 mkdir -p "$D/share"
 PORT=$((BASE + 5)) PR=$((BASE + 6)) PS=$((BASE + 7))
-timeout 120 "$BIN" ping -s -a 127.0.0.1 -p "$PORT" -S 64 -d --x-bad-rkey >"$D/ours.log" 2>&1 &
+bounded 120 "$D/ours.hang" "$BIN" ping -s -a 127.0.0.1 -p "$PORT" -S 64 -d --x-bad-rkey >"$D/ours.log" 2>&1 &
 SRV=$!
 KIDS+=("$SRV")
 wait_for -p "$SRV" 30 "our server's listener (port $PORT)" grep -q '^listening on' "$D/ours.log"
@@ -314,7 +317,7 @@ pr=$(
 BR_PR=$pr BR_NAME="bad-rkey (siw's Terminate: $(grep -o 'Terminate cause [0-9a-f]*, from the peer' "$D/ours.log" | head -n 1))"
 
 # p2p-r: Read RTR negotiated and answered (see above)
-timeout 15 "$BIN" ping -c -a 127.0.0.1 -p "$PR" -d -C 3 -S 64 -V --x-p2p r --first-delay 250 >"$D/p2p-r.log" 2>&1
+bounded 15 "$D/p2p-r.hang" "$BIN" ping -c -a 127.0.0.1 -p "$PR" -d -C 3 -S 64 -V --x-p2p r --first-delay 250 >"$D/p2p-r.log" 2>&1
 rc=$?
 mpa=$(grep '^MPA:' "$D/p2p-r.log" | sed 's/^MPA: //')
 pr=$(
@@ -325,7 +328,7 @@ pr=$(
 PR_PR=$pr PR_NAME="p2p-r ($mpa; $(grep -o '[0-9]* pings of [0-9]* octets done' "$D/p2p-r.log"))"
 
 # p2p-s: siw offers Write instead; we send TERM 2/0/0x07
-timeout 30 "$BIN" ping -c -a 127.0.0.1 -p "$PS" -d -C 1 -S 64 --x-p2p s >"$D/p2p-s.log" 2>&1
+bounded 30 "$D/p2p-s.hang" "$BIN" ping -c -a 127.0.0.1 -p "$PS" -d -C 1 -S 64 --x-p2p s >"$D/p2p-s.log" 2>&1
 rc=$?
 touch "$D/share/done"
 wait "$VMPID" # the capture is complete only now
@@ -351,5 +354,9 @@ grep -q 'kernel BUG at' "$D/share/dmesg2.txt" &&
     echo "NOTE siw: $(grep -o 'kernel BUG at.*' "$D/share/dmesg2.txt" | head -n 1) after our RFC 6581 §9.2 TERM"
 guest_waits
 
+# our programs that overran their bound: where their threads were (bounded.sh)
+for f in "$W"/*/*.hang; do
+    [ -e "$f" ] && { echo "HANG $(basename "$f" .hang):"; sed 's/^/    /' "$f"; }
+done
 echo "$PASSED passed, $FAILED failed"
 [ "$FAILED" = 0 ]

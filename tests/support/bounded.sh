@@ -9,11 +9,15 @@
 #   Runs COMMAND; returns its exit status. After SECONDS it appends to REPORT a line
 #   ("bounded: ... still running after SECONDS s") and, when gdb is installed, every thread's
 #   backtrace; then it sends SIGTERM (SIGKILL 2 s later) and returns 124, like timeout(1).
+#   A SIGTERM to the shell running it (a test's cleanup killing its background jobs) goes on to
+#   COMMAND, as timeout(1) passes it on, so that no program of ours outlives its test.
 bounded() {
     local secs=$1 report=$2
     shift 2
     "$@" &
     local pid=$!
+    # shellcheck disable=SC2064 # pid is fixed now
+    trap "kill -TERM $pid 2>/dev/null; exit 143" TERM
     local end=$((${EPOCHREALTIME/[.,]/} + secs * 1000000))
     while kill -0 "$pid" 2>/dev/null; do
         if ((${EPOCHREALTIME/[.,]/} >= end)); then
@@ -28,9 +32,11 @@ bounded() {
             sleep 2
             kill -KILL "$pid" 2>/dev/null
             wait "$pid"
+            trap - TERM
             return 124
         fi
         sleep 0.2
     done
+    trap - TERM
     wait "$pid"
 }
