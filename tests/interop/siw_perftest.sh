@@ -120,12 +120,14 @@ await() { wait_for -p "$VMPID" 120 "the guest's ${1##*/}" test -e "$1"; }
 for t in $TESTS; do
     read -ra OPTS <<<"$(ours_of "$t")"
     if await "$S/h2g-$t.ready"; then
-        bounded 60 "$S/h2g-$t.hang" "$BIN" perf 127.0.0.1 -p "$PH" "${OPTS[@]}" >"$S/h2g-$t.ours" 2>&1
+        bounded 60 "$S/h2g-$t.hang" "$BIN" perf 127.0.0.1 -p "$PH" "${OPTS[@]}" \
+            >"$S/h2g-$t.ours" 2>&1
         echo $? >"$S/h2g-$t.ours.rc"
     fi
     await "$S/h2g-$t.rc"
     g2h_runs "$t" || continue
-    bounded 60 "$S/g2h-$t.hang" "$BIN" perf --server -p "$PG" "${OPTS[@]}" >"$S/g2h-$t.ours" 2>&1 &
+    bounded 60 "$S/g2h-$t.hang" "$BIN" perf --server -p "$PG" "${OPTS[@]}" \
+        >"$S/g2h-$t.ours" 2>&1 &
     srv=$!
     KIDS+=("$srv")
     wait_for -p "$srv" 30 "our $t server's listener" grep -q 'waiting for one client' "$S/g2h-$t.ours"
@@ -200,10 +202,7 @@ for side in "h2g $PH i>r" "g2h $PG r>i"; do
 done
 [ -s "$S/dmesg.txt" ] && sed 's/^/    guest dmesg: /' "$S/dmesg.txt"
 grep '^wait_for: ' "$W/guest.log" | sed 's/^/    guest /'
-# our programs that overran their bound: where their threads were (bounded.sh)
-for f in "$S"/*.hang; do
-    [ -e "$f" ] && { echo "HANG $(basename "$f" .hang):"; sed 's/^/    /' "$f"; }
-done
+bounded_report "$S"/*.hang # our programs that overran their bound, if any
 echo "$PASSED passed, $FAILED failed"
 if [ "$FAILED" -gt 0 ] && [ -n "${SIW_PERFTEST_KEEP:-}" ]; then mkdir -p "$SIW_PERFTEST_KEEP" && cp -r "$W" "$SIW_PERFTEST_KEEP/"; fi
 [ "$FAILED" = 0 ]

@@ -169,8 +169,8 @@ wait_for -p "$VMPID" 180 "boot 1's guest (its rping listeners)" test -e "$D/shar
 ping_c() { # PORT LOG ARGS...
     local port=$1 log=$2
     shift 2
-    bounded 120 "${log%.log}.hang" "$BIN" ping -c -a 127.0.0.1 -p "$port" -d --first-delay 250 "$@" \
-        >"$log" 2>&1
+    bounded 120 "${log%.log}.hang" "$BIN" ping -c -a 127.0.0.1 -p "$port" -d --first-delay 250 \
+        "$@" >"$log" 2>&1
 }
 
 # markers
@@ -229,8 +229,8 @@ at_pr=$pr
 
 # rst: rping killed -9 mid-transfer, once PINGS_UNDER_WAY pings are done (-d: a trace line per
 # completion, to count them)
-bounded 120 "$D/rst.hang" "$BIN" ping -c -a 127.0.0.1 -p "$PT" -S "$ABRUPT_SIZE" -C 0 --first-delay 250 --retry 30 \
-    -d --x-audit >"$D/rst.log" 2>&1 &
+bounded 120 "$D/rst.hang" "$BIN" ping -c -a 127.0.0.1 -p "$PT" -S "$ABRUPT_SIZE" -C 0 \
+    --first-delay 250 --retry 30 -d --x-audit >"$D/rst.log" 2>&1 &
 OP=$!
 KIDS+=("$OP")
 wait_for -p "$OP" 60 "$PINGS_UNDER_WAY pings done in the rst run" pings_done "$D/rst.log"
@@ -257,8 +257,8 @@ later "atomic (FetchAdd probe: siw's Terminate 0/2/0x06 reported)" "$at_pr" "$PA
     "$SIW_TERM_KNOWN"
 
 # kill: the guest dies mid-transfer
-bounded 120 "$D/kill.hang" "$BIN" ping -c -a 127.0.0.1 -p "$PK" -S "$ABRUPT_SIZE" -C 0 --first-delay 250 --retry 30 \
-    -d --x-audit >"$D/kill.log" 2>&1 &
+bounded 120 "$D/kill.hang" "$BIN" ping -c -a 127.0.0.1 -p "$PK" -S "$ABRUPT_SIZE" -C 0 \
+    --first-delay 250 --retry 30 -d --x-audit >"$D/kill.log" 2>&1 &
 OP=$!
 KIDS+=("$OP")
 wait_for -p "$OP" 60 "$PINGS_UNDER_WAY pings done in the kill run" pings_done "$D/kill.log"
@@ -284,7 +284,8 @@ guest_waits
 D=$W/g2h
 mkdir -p "$D/share"
 PORT=$((BASE + 5)) PR=$((BASE + 6)) PS=$((BASE + 7))
-bounded 120 "$D/ours.hang" "$BIN" ping -s -a 127.0.0.1 -p "$PORT" -S 64 -d --x-bad-rkey >"$D/ours.log" 2>&1 &
+bounded 120 "$D/ours.hang" "$BIN" ping -s -a 127.0.0.1 -p "$PORT" -S 64 -d --x-bad-rkey \
+    >"$D/ours.log" 2>&1 &
 SRV=$!
 KIDS+=("$SRV")
 wait_for -p "$SRV" 30 "our server's listener (port $PORT)" grep -q '^listening on' "$D/ours.log"
@@ -317,7 +318,8 @@ pr=$(
 BR_PR=$pr BR_NAME="bad-rkey (siw's Terminate: $(grep -o 'Terminate cause [0-9a-f]*, from the peer' "$D/ours.log" | head -n 1))"
 
 # p2p-r: Read RTR negotiated and answered (see above)
-bounded 15 "$D/p2p-r.hang" "$BIN" ping -c -a 127.0.0.1 -p "$PR" -d -C 3 -S 64 -V --x-p2p r --first-delay 250 >"$D/p2p-r.log" 2>&1
+bounded 15 "$D/p2p-r.hang" "$BIN" ping -c -a 127.0.0.1 -p "$PR" -d -C 3 -S 64 -V --x-p2p r \
+    --first-delay 250 >"$D/p2p-r.log" 2>&1
 rc=$?
 mpa=$(grep '^MPA:' "$D/p2p-r.log" | sed 's/^MPA: //')
 pr=$(
@@ -328,7 +330,8 @@ pr=$(
 PR_PR=$pr PR_NAME="p2p-r ($mpa; $(grep -o '[0-9]* pings of [0-9]* octets done' "$D/p2p-r.log"))"
 
 # p2p-s: siw offers Write instead; we send TERM 2/0/0x07
-bounded 30 "$D/p2p-s.hang" "$BIN" ping -c -a 127.0.0.1 -p "$PS" -d -C 1 -S 64 --x-p2p s >"$D/p2p-s.log" 2>&1
+bounded 30 "$D/p2p-s.hang" "$BIN" ping -c -a 127.0.0.1 -p "$PS" -d -C 1 -S 64 --x-p2p s \
+    >"$D/p2p-s.log" 2>&1
 rc=$?
 touch "$D/share/done"
 wait "$VMPID" # the capture is complete only now
@@ -354,9 +357,6 @@ grep -q 'kernel BUG at' "$D/share/dmesg2.txt" &&
     echo "NOTE siw: $(grep -o 'kernel BUG at.*' "$D/share/dmesg2.txt" | head -n 1) after our RFC 6581 §9.2 TERM"
 guest_waits
 
-# our programs that overran their bound: where their threads were (bounded.sh)
-for f in "$W"/*/*.hang; do
-    [ -e "$f" ] && { echo "HANG $(basename "$f" .hang):"; sed 's/^/    /' "$f"; }
-done
+bounded_report "$W"/*/*.hang # our programs that overran their bound, if any
 echo "$PASSED passed, $FAILED failed"
 [ "$FAILED" = 0 ]

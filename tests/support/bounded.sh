@@ -40,3 +40,15 @@ bounded() {
     trap - TERM
     wait "$pid"
 }
+
+# bounded_report REPORT...
+#   Prints each REPORT that has lines, as "HANG NAME:" (its file name without .hang) and its
+#   lines indented: the end of a test's output says which of its programs hung, and where.
+bounded_report() {
+    local f
+    for f in "$@"; do
+        [ -s "$f" ] || continue
+        echo "HANG $(basename "$f" .hang):"
+        sed 's/^/    /' "$f"
+    done
+}
