@@ -202,7 +202,9 @@ static void ep_on_io(struct iwarp_loop_src *src, uint32_t events, uint64_t now_n
     (void)events;
     struct cm_sctp_ep *e = src->user;
     struct cm_sctp_ctx *sc = e->sc;
-    iwarp_llp_sctp_on_readable(e->ep, now_ns);
+    if (!iwarp_llp_sctp_on_readable(e->ep, now_ns) && !sc->dirty)
+        return; /* nothing came in and nothing waits: an empty busy poll ends here (timers
+                 * still run from the loop, every DIRECT_POLL_EPOLL-th poll) */
     for (struct cm_assoc *ca = sc->assocs; ca; ca = ca->next)
         if (ca->ep == e && ca->la_ready && iwarp_llp_assoc_packets_in(&ca->la))
             mark(ca); /* packets came in: perhaps the SACK it waits for at the cap */
@@ -655,8 +657,9 @@ static void stall_arm(struct cm_assoc *ca, uint64_t now)
     ca->seen = false;
 }
 
-/* Send what the association has to send. */
-static void flush_tx(struct cm_assoc *ca, uint64_t now)
+/* Send what the association has to send. Returns true when it stopped because the association
+ * produced nothing more (so it will not, until something else changes). */
+static bool flush_tx(struct cm_assoc *ca, uint64_t now)
 {
     while (!ca->down && ca->sa) {
         const struct iwarp_llp_assoc_chunk *ch = iwarp_llp_assoc_tx_next(&ca->la);
@@ -667,9 +670,11 @@ static void flush_tx(struct cm_assoc *ca, uint64_t now)
             ch = iwarp_llp_assoc_tx_next(&ca->la);
         }
         if (!ch) {
-            if (iwarp_llp_assoc_tx_capped(&ca->la))
+            if (iwarp_llp_assoc_tx_capped(&ca->la)) {
                 stall_arm(ca, now); /* held back at the cap: waits for the peer's SACKs */
-            break;                  /* nothing to send, or the cap holds until packets come in */
+                return false;
+            }
+            return true; /* nothing to send */
         }
         stall_arm(ca, now);
         int rc = iwarp_llp_sctp_send_chunk(ca->sa, ch->sid, ch->ppid, ch->iov, ch->niov);
@@ -678,6 +683,7 @@ static void flush_tx(struct cm_assoc *ca, uint64_t now)
         iwarp_llp_assoc_tx_done(&ca->la);
         ca->handed++;
     }
+    return false;
 }
 
 /* The association is given up while up (the stall rule): ABORT (RFC 4960 §9.1: the peer
@@ -747,10 +753,9 @@ static bool assoc_service(struct cm_assoc *ca, uint64_t now)
         }
     }
     for (int round = 0; ca->la_ready && round < 4; round++) {
-        flush_tx(ca, now);
+        bool drained = flush_tx(ca, now);
         /* lingers of streams that began ending, deadlines that passed, streams let go of */
-        (void)iwarp_llp_assoc_handle_timeout(&ca->la, now);
-        bool any = false;
+        bool any = iwarp_llp_assoc_handle_timeout(&ca->la, now);
         for (uint16_t sid = 0; sid < iwarp_llp_assoc_streams_end(&ca->la); sid++) {
             uint32_t ev = iwarp_llp_assoc_take_events(&ca->la, sid);
             if (ev) {
@@ -758,7 +763,8 @@ static bool assoc_service(struct cm_assoc *ca, uint64_t now)
                 stream_events(ca, sid, ev);
             }
         }
-        if (!any && !iwarp_llp_assoc_tx_ready(&ca->la))
+        /* drained and nothing happened since: tx_ready() could only say no */
+        if (!any && (drained || !iwarp_llp_assoc_tx_ready(&ca->la)))
             break;
     }
     bool idle = !ca->waiting && (!ca->la_ready || iwarp_llp_assoc_in_use(&ca->la) == 0);

@@ -53,6 +53,7 @@ enum {
 };
 
 #define RXBUF_LEN          65536u
+#define RX_SLOTS           2u      /* datagrams per recvmmsg (RXBUF_LEN each) */
 #define RX_BATCH           256     /* datagrams per on_readable call */
 #define RX_MSG_MAX         262144u /* a message reassembled from pieces, at most */
 #define MAX_PATHS_PER_EP   4096u
@@ -218,6 +219,12 @@ static struct {
     uint32_t nslots;
     struct big *bigs; /* put-together messages the owners hold */
 } G;
+
+/* The deadline iwarp_llp_sctp_timers() last returned, read without the lock: before it no tick
+ * is due for usrsctp and no fault-delayed packet is due, so a call before it has nothing to do
+ * and answers at once (the busy-poll path calls it after every read and post). 0 makes the next
+ * call take the lock: an endpoint opened or closed, a packet delayed. */
+static _Atomic uint64_t timers_next;
 
 /* How many entries G.bigs has: read without the lock by iwarp_llp_sctp_chunk_free(), which
  * needs the lock only when there are some (a buffer an owner frees was counted before the
@@ -473,6 +480,7 @@ static int conn_output(void *addr, void *buf, size_t len, uint8_t tos, uint8_t s
                 memcpy(d->data, buf, len);
                 *ep->dq_tail = d;
                 ep->dq_tail = &d->next;
+                atomic_store(&timers_next, 0); /* due before the deadline last returned */
                 return 0;
             }
         } else if (roll(ep, ep->fault.corrupt_ppm)) {
@@ -1251,7 +1259,7 @@ int iwarp_llp_sctp_ep_open(const struct iwarp_llp_sctp_ep_cfg *cfg,
     ep->capture = cfg->capture;
     ep->capture_user = cfg->capture_user;
     ep->dq_tail = &ep->dq;
-    ep->rxbuf = o_alloc(ep->owner, RXBUF_LEN);
+    ep->rxbuf = o_alloc(ep->owner, (size_t)RX_SLOTS * RXBUF_LEN);
     if (!ep->rxbuf) {
         o_free(ep->owner, ep);
         return IWARP_ERR_NOMEM;
@@ -1292,6 +1300,7 @@ int iwarp_llp_sctp_ep_open(const struct iwarp_llp_sctp_ep_cfg *cfg,
         goto fail;
     ep->next = G.eps;
     G.eps = ep;
+    atomic_store(&timers_next, 0); /* the stack may have (re)started: its timers begin now */
     lock_leave();
     *ep_out = ep;
     return 0;
@@ -1378,6 +1387,7 @@ void iwarp_llp_sctp_ep_close(struct iwarp_llp_sctp_ep *ep)
             *pp = ep->next;
             break;
         }
+    atomic_store(&timers_next, 0); /* the last endpoint gone: no deadline any more */
     while (ep->listeners) {
         struct iwarp_llp_sctp_listener *l = ep->listeners;
         ep->listeners = l->next;
@@ -1425,54 +1435,85 @@ static bool foreign_port(const struct iwarp_llp_sctp_ep *ep, uint16_t port)
     return false;
 }
 
-void iwarp_llp_sctp_on_readable(struct iwarp_llp_sctp_ep *ep, uint64_t now_ns)
+/* Read up to RX_SLOTS datagrams in one call, each into its slot of ep->rxbuf. Returns their
+ * number (mm[k].msg_len their lengths, src[k] their senders), or -1 with errno. */
+static int read_batch(struct iwarp_llp_sctp_ep *ep, struct mmsghdr *mm, struct iovec *iov,
+                      struct sockaddr_storage *src)
 {
+    for (unsigned k = 0; k < RX_SLOTS; k++) {
+        iov[k] = (struct iovec){ep->rxbuf + (size_t)k * RXBUF_LEN, RXBUF_LEN};
+        mm[k].msg_hdr = (struct msghdr){
+            .msg_name = &src[k], .msg_namelen = sizeof src[k], .msg_iov = &iov[k], .msg_iovlen = 1};
+    }
+    return recvmmsg(ep->fd, mm, RX_SLOTS, MSG_DONTWAIT, NULL);
+}
+
+/* One datagram of n octets from src, read into buf: checked and fed to usrsctp. */
+static void take_datagram(struct iwarp_llp_sctp_ep *ep, uint8_t *buf, size_t n,
+                          const struct sockaddr_storage *src, uint64_t now_ns)
+{
+    ep->st.pkts_in++;
+    ep->st.bytes_in += (uint64_t)n;
+    /* RFC 4960 §3.1: no SCTP packet is shorter than its common header */
+    if (n < IWARP_SCTP_COMMON_HDR_LEN) {
+        ep->st.rx_dropped++;
+        return;
+    }
+    /* unknown senders get a path only where something listens */
+    struct path *p = path_get(ep, (const struct sockaddr *)src, ep->listeners != NULL);
+    if (!p) {
+        ep->st.rx_dropped++;
+        return;
+    }
+    if (ep->capture)
+        ep->capture(ep->capture_user, IWARP_LLP_SCTP_PKT_IN, (const struct sockaddr *)&ep->local,
+                    (const struct sockaddr *)src, buf, n, now_ns);
+    if (!iwarp_sctp_crc_ok(buf, n)) {
+        ep->st.rx_bad_crc++; /* RFC 4960 §6.8: silently discarded; SCTP retransmits */
+        return;
+    }
+    uint16_t dport = (uint16_t)(buf[2] << 8 | buf[3]);
+    if (foreign_port(ep, dport)) {
+        ep->st.rx_dropped++;
+        return;
+    }
+    usrsctp_conninput(p->handle, buf, n, 0);
+}
+
+bool iwarp_llp_sctp_on_readable(struct iwarp_llp_sctp_ep *ep, uint64_t now_ns)
+{
+    struct mmsghdr mm[RX_SLOTS];
+    struct iovec iov[RX_SLOTS];
+    struct sockaddr_storage src[RX_SLOTS];
+    /* The first read comes before the usrsctp lock, so that a busy poll that finds nothing
+     * costs one system call and no more (the fd and rxbuf are read only in the owner's calls). */
+    int got = read_batch(ep, mm, iov, src);
+    if (got < 0 && errno != EINTR && errno != ECONNREFUSED)
+        return false;
     enter(ep->owner);
     G.now_ns = now_ns;
-    for (int i = 0; i < RX_BATCH; i++) {
-        struct sockaddr_storage src;
-        socklen_t sl = sizeof src;
-        ssize_t n = recvfrom(ep->fd, ep->rxbuf, RXBUF_LEN, 0, (struct sockaddr *)&src, &sl);
-        if (n < 0) {
-            if (errno == EINTR || errno == ECONNREFUSED)
-                continue; /* an ICMP error of an earlier datagram */
-            break;
-        }
-        ep->st.pkts_in++;
-        ep->st.bytes_in += (uint64_t)n;
-        /* RFC 4960 §3.1: no SCTP packet is shorter than its common header */
-        if (n < (ssize_t)IWARP_SCTP_COMMON_HDR_LEN) {
-            ep->st.rx_dropped++;
-            continue;
-        }
-        /* unknown senders get a path only where something listens */
-        struct path *p = path_get(ep, (const struct sockaddr *)&src, ep->listeners != NULL);
-        if (!p) {
-            ep->st.rx_dropped++;
-            continue;
-        }
-        if (ep->capture)
-            ep->capture(ep->capture_user, IWARP_LLP_SCTP_PKT_IN,
-                        (const struct sockaddr *)&ep->local, (const struct sockaddr *)&src,
-                        ep->rxbuf, (size_t)n, now_ns);
-        if (!iwarp_sctp_crc_ok(ep->rxbuf, (size_t)n)) {
-            ep->st.rx_bad_crc++; /* RFC 4960 §6.8: silently discarded; SCTP retransmits */
-            continue;
-        }
-        uint16_t dport = (uint16_t)(ep->rxbuf[2] << 8 | ep->rxbuf[3]);
-        if (foreign_port(ep, dport)) {
-            ep->st.rx_dropped++;
-            continue;
-        }
-        usrsctp_conninput(p->handle, ep->rxbuf, (size_t)n, 0);
+    for (int taken = 0; taken < RX_BATCH;) {
+        if (got < 0 && errno != EINTR && errno != ECONNREFUSED)
+            break; /* EAGAIN: nothing more (ECONNREFUSED: an ICMP error of an earlier datagram) */
+        for (int k = 0; k < got; k++)
+            take_datagram(ep, iov[k].iov_base, mm[k].msg_len, &src[k], now_ns);
+        if (got >= 0 && got < (int)RX_SLOTS)
+            break; /* fewer than asked for: the socket was empty, a further read would say so */
+        taken += got > 0 ? got : 1;
+        got = read_batch(ep, mm, iov, src);
     }
     leave();
+    return true;
 }
 
 uint64_t iwarp_llp_sctp_timers(struct iwarp_llp_sctp_owner *o, uint64_t now_ns)
 {
+    uint64_t due = atomic_load(&timers_next);
+    if (now_ns < due)
+        return due;
     lock_enter(o); /* held across post_process and the deadline below */
     if (!G.eps) {
+        atomic_store(&timers_next, 0);
         lock_leave();
         return UINT64_MAX;
     }
@@ -1496,6 +1537,7 @@ uint64_t iwarp_llp_sctp_timers(struct iwarp_llp_sctp_owner *o, uint64_t now_ns)
     for (struct iwarp_llp_sctp_ep *ep = G.eps; ep; ep = ep->next)
         if (ep->dq && ep->dq->due < next)
             next = ep->dq->due;
+    atomic_store(&timers_next, next);
     lock_leave();
     return next;
 }

@@ -398,6 +398,8 @@ int iwarp_loop_set_timer(struct iwarp_loop *l, struct iwarp_loop_src *src, uint6
         heap_up(l, src->heap_index);
     } else {
         uint64_t old = src->deadline;
+        if (deadline == old)
+            return 0; /* the busy-poll path sets the same deadline after every read and post */
         src->deadline = deadline;
         if (deadline < old)
             heap_up(l, src->heap_index);

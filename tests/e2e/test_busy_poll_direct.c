@@ -4,10 +4,11 @@
  * caller mode, iwarp_poll_cq on an empty CQ that one connected QP uses reads that QP's
  * connection directly, and runs the loop (epoll_wait) only every 16th time, for the context's
  * other sockets and timers. A CQ that more than one QP has used goes through epoll every time.
- * Over SCTP the direct read is of the association's endpoint (its UDP socket, recvfrom).
+ * Over SCTP the direct read is of the association's endpoint (its UDP socket, recvmmsg).
  * Counted in real system calls: this test is linked with
- * -Wl,--wrap=epoll_wait,--wrap=recvmsg,--wrap=recv,--wrap=recvfrom. Both contexts run in caller
- * mode on this one thread, so what is counted during one side's call is that side's.
+ * -Wl,--wrap=epoll_wait,--wrap=recvmsg,--wrap=recv,--wrap=recvfrom,--wrap=recvmmsg. Both
+ * contexts run in caller mode on this one thread, so what is counted during one side's call
+ * is that side's.
  */
 #define _GNU_SOURCE
 #include "stack_pair.h"
@@ -50,6 +51,14 @@ ssize_t __wrap_recvfrom(int fd, void *buf, size_t len, int flags, struct sockadd
 {
     __atomic_add_fetch(&n_recvmsg, 1, __ATOMIC_RELAXED); /* a read, as recvmsg */
     return __real_recvfrom(fd, buf, len, flags, from, fromlen);
+}
+
+int __real_recvmmsg(int fd, struct mmsghdr *mm, unsigned int n, int flags, struct timespec *t);
+int __wrap_recvmmsg(int fd, struct mmsghdr *mm, unsigned int n, int flags, struct timespec *t);
+int __wrap_recvmmsg(int fd, struct mmsghdr *mm, unsigned int n, int flags, struct timespec *t)
+{
+    __atomic_add_fetch(&n_recvmsg, 1, __ATOMIC_RELAXED); /* one read of several datagrams */
+    return __real_recvmmsg(fd, mm, n, flags, t);
 }
 
 static unsigned long epoll_waits(void)
@@ -120,7 +129,7 @@ static unsigned long send_and_poll(struct sp_rig *r, uint32_t seed, unsigned lon
     return polls + 1;
 }
 
-/* A CQ of one QP over ps: 64 empty polls are 60 direct reads (one recv, or recvfrom over SCTP,
+/* A CQ of one QP over ps: 64 empty polls are 60 direct reads (one recv, or recvmmsg over SCTP,
  * each: nothing there) and 4 loop passes; and what comes is received through them. */
 static void direct_reads(enum iwarp_port_space ps)
 {
