@@ -28,8 +28,9 @@
  *            (median of --lat-iters).
  *
  *   bench_usrsctp [--passes N] [--ms MS] [--mtu BYTES] [--headroom B] [--ack-every N]
- *                 [--lat-iters N] [--no-llp] [--only raw|llp|iwarp] [--bw-only | --lat-only]
- * (--only: one transport, for a profiler; no ratios)
+ *                 [--lat-iters N] [--no-llp] [--only raw|raw-isal|llp|iwarp]
+ *                 [--bw-only | --lat-only]
+ * (--only: one transport, for a profiler or scripts/critpath.sh --sctp; no ratios)
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -764,7 +765,8 @@ int main(int argc, char **argv)
 {
     int passes = 5, ms = 1000, lat_iters = 20000;
     uint32_t ack_every = 8;
-    bool with_raw = true, with_llp = true, do_bw = true, do_lat = true, only_iw = false;
+    bool with_raw = true, with_raw_isal = true, with_llp = true, do_bw = true, do_lat = true;
+    bool only_iw = false;
     bool only = false;
     for (int k = 1; k < argc; k++) {
         if (!strcmp(argv[k], "--passes") && k + 1 < argc)
@@ -784,20 +786,22 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[k], "--only") && k + 1 < argc) { /* for a profiler */
             const char *t = argv[++k];
             with_raw = !strcmp(t, "raw");
+            with_raw_isal = !strcmp(t, "raw-isal");
             with_llp = !strcmp(t, "llp");
             only_iw = !strcmp(t, "iwarp");
             only = true;
-            if (!with_raw && !with_llp && !only_iw)
+            if (!with_raw && !with_raw_isal && !with_llp && !only_iw)
                 return 2;
         } else if (!strcmp(argv[k], "--bw-only"))
             do_lat = false;
         else if (!strcmp(argv[k], "--lat-only"))
             do_bw = false;
         else {
-            fprintf(stderr,
-                    "usage: bench_usrsctp [--passes N] [--ms MS] [--mtu BYTES] "
-                    "[--headroom B] [--ack-every N] [--lat-iters N] [--no-llp]\n"
-                    "                     [--only raw|llp|iwarp] [--bw-only | --lat-only]\n");
+            fprintf(
+                stderr,
+                "usage: bench_usrsctp [--passes N] [--ms MS] [--mtu BYTES] "
+                "[--headroom B] [--ack-every N] [--lat-iters N] [--no-llp]\n"
+                "                     [--only raw|raw-isal|llp|iwarp] [--bw-only | --lat-only]\n");
             return 2;
         }
     }
@@ -834,7 +838,7 @@ int main(int argc, char **argv)
            opt_mtu, max_msg + opt_headroom, seg, (WRITE + seg - 1) / seg, ack_every, 2 * ack_every,
            (unsigned)LAT_MSG, (unsigned)LAT_PAYLOAD, passes, ms);
     static struct column bw[NSYS], lat[NSYS];
-    const bool on[NSYS] = {with_raw, with_raw, with_llp, with_iw};
+    const bool on[NSYS] = {with_raw, with_raw_isal, with_llp, with_iw};
     const struct transport *const T[NSYS] = {&T_raw, &T_raw_isal, &T_llp, NULL};
     for (int p = 0; p < passes; p++) {
         double secs = ms / 1000.0;

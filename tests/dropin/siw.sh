@@ -45,6 +45,8 @@ HERE=$(dirname "$(realpath "$0")")
 . "$HERE/../interop/judge_lib.sh"
 # shellcheck source=../support/wait_for.sh
 . "$HERE/../support/wait_for.sh"
+# shellcheck source=../support/bounded.sh
+. "$HERE/../support/bounded.sh"
 CACHE=${SIW_VM_CACHE:-$HOME/.cache/iwarp-siw-vm}
 ITERS=${DROPIN_SIW_ITERS:-50}
 LAT_ITERS=$(((ITERS + 1) / 2))
@@ -181,14 +183,14 @@ for r in "${RUNS[@]}"; do
     if [ "$dir" = h2g ]; then
         if await "$S/$n.ready"; then
             # shellcheck disable=SC2046 # the arguments are words
-            timeout 90 stdbuf -oL "${DROPIN[@]}" "${env[@]}" $prog $(host_args "$prog" client $port "$args") \
-                >"$S/$n.ours" 2>&1
+            bounded 90 "$S/$n.hang" stdbuf -oL "${DROPIN[@]}" "${env[@]}" \
+                $prog $(host_args "$prog" client $port "$args") >"$S/$n.ours" 2>&1
             echo $? >"$S/$n.ours.rc"
         fi
     else
         # shellcheck disable=SC2046
-        timeout 90 stdbuf -oL "${DROPIN[@]}" "${env[@]}" $prog $(host_args "$prog" server $port "$args") \
-            >"$S/$n.ours" 2>&1 &
+        bounded 90 "$S/$n.hang" stdbuf -oL "${DROPIN[@]}" "${env[@]}" \
+            $prog $(host_args "$prog" server $port "$args") >"$S/$n.ours" 2>&1 &
         srv=$!
         KIDS+=("$srv")
         wait_for -p "$srv" 30 "our $n server's listener (port $port)" \
@@ -295,6 +297,7 @@ for r in "${RUNS[@]}"; do
     [[ $name == *-held ]] && known+="; siw wrote first: $(grep -q '\[startup\]' "$W/cap.pcap.$port.judge" && echo yes || echo no)"
     report "$n (port $port; judge: $(grep -h '^SUMMARY: errors' "$W/cap.pcap.$port.judge" 2>/dev/null)$known)" "$problems"
 done
+bounded_report "$S"/*.hang # drop-in programs that overran their bound, if any
 [ -s "$S/dmesg.txt" ] && sed 's/^/    guest dmesg: /' "$S/dmesg.txt"
 grep '^wait_for: ' "$W/guest.log" | sed 's/^/    guest /'
 echo "$PASSED passed ($KNOWN of them with a KNOWN siw failure), $FAILED failed ($((SECONDS - T0)) s)"
