@@ -1436,7 +1436,7 @@ static bool foreign_port(const struct iwarp_llp_sctp_ep *ep, uint16_t port)
 }
 
 /* Read up to RX_SLOTS datagrams in one call, each into its slot of ep->rxbuf. Returns their
- * number (mm[k].msg_len their lengths, src[k] their senders), or -1 with errno. */
+ * number (mm[k].msg_len their lengths, src[k] their senders), or -errno. */
 static int read_batch(struct iwarp_llp_sctp_ep *ep, struct mmsghdr *mm, struct iovec *iov,
                       struct sockaddr_storage *src)
 {
@@ -1445,7 +1445,14 @@ static int read_batch(struct iwarp_llp_sctp_ep *ep, struct mmsghdr *mm, struct i
         mm[k].msg_hdr = (struct msghdr){
             .msg_name = &src[k], .msg_namelen = sizeof src[k], .msg_iov = &iov[k], .msg_iovlen = 1};
     }
-    return recvmmsg(ep->fd, mm, RX_SLOTS, MSG_DONTWAIT, NULL);
+    int got = recvmmsg(ep->fd, mm, RX_SLOTS, MSG_DONTWAIT, NULL);
+    return got < 0 ? -errno : got;
+}
+
+/* A failed read that leaves more to read: a signal, or an ICMP error of an earlier datagram. */
+static bool read_again(int got)
+{
+    return got == -EINTR || got == -ECONNREFUSED;
 }
 
 /* One datagram of n octets from src, read into buf: checked and fed to usrsctp. */
@@ -1488,13 +1495,13 @@ bool iwarp_llp_sctp_on_readable(struct iwarp_llp_sctp_ep *ep, uint64_t now_ns)
     /* The first read comes before the usrsctp lock, so that a busy poll that finds nothing
      * costs one system call and no more (the fd and rxbuf are read only in the owner's calls). */
     int got = read_batch(ep, mm, iov, src);
-    if (got < 0 && errno != EINTR && errno != ECONNREFUSED)
+    if (got < 0 && !read_again(got))
         return false;
     enter(ep->owner);
     G.now_ns = now_ns;
     for (int taken = 0; taken < RX_BATCH;) {
-        if (got < 0 && errno != EINTR && errno != ECONNREFUSED)
-            break; /* EAGAIN: nothing more (ECONNREFUSED: an ICMP error of an earlier datagram) */
+        if (got < 0 && !read_again(got))
+            break; /* EAGAIN: nothing more */
         for (int k = 0; k < got; k++)
             take_datagram(ep, iov[k].iov_base, mm[k].msg_len, &src[k], now_ns);
         if (got >= 0 && got < (int)RX_SLOTS)

@@ -266,7 +266,8 @@ void iwarp_llp_sctp_ep_stats(const struct iwarp_llp_sctp_ep *ep, struct iwarp_ll
 /*
  * The fd is readable: read the waiting datagrams (a bounded batch; call again while it stays
  * readable), feed them to the stack and run the resulting callbacks. now_ns: monotonic time.
- * Returns false when the first read found nothing (then nothing else was done).
+ * Returns false when the first read brought nothing (EAGAIN, or an error): then nothing else
+ * was done.
  */
 bool iwarp_llp_sctp_on_readable(struct iwarp_llp_sctp_ep *ep, uint64_t now_ns);
 
