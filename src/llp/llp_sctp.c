@@ -41,6 +41,7 @@
 #include "iwarp/errors.h"
 #include "util/bytes.h"
 #include "util/copy.h"
+#include "util/critpath.h"
 #include "wire/wire_sctp.h"
 
 enum { KIND_LISTENER = 0x4c53, KIND_ASSOC = 0x4153 };
@@ -445,6 +446,23 @@ static void udp_send(struct path *p, const void *buf, size_t len)
                     (const struct sockaddr *)&p->peer, buf, len, G.now_ns);
 }
 
+#ifdef IWARP_CRITPATH
+/* scripts/critpath-sctp.sh: a packet with a DATA chunk (RFC 9260 §3.2: type 0; I-DATA, RFC
+ * 8260: 64) ends the path a read began; a lone SACK sent on the way does not. */
+static bool critpath_carries_data(const uint8_t *p, size_t len)
+{
+    for (size_t at = IWARP_SCTP_COMMON_HDR_LEN; at + 4 <= len;) {
+        if (p[at] == 0 || p[at] == 64)
+            return true;
+        size_t n = iwarp_load_be16(p + at + 2);
+        if (n < 4)
+            return false;
+        at += (n + 3) & ~(size_t)3;
+    }
+    return false;
+}
+#endif
+
 static int conn_output(void *addr, void *buf, size_t len, uint8_t tos, uint8_t set_df)
 {
     (void)tos;
@@ -459,6 +477,10 @@ static int conn_output(void *addr, void *buf, size_t len, uint8_t tos, uint8_t s
      * leaves the field zero here and checks nothing on input, and we do both with ISA-L
      * (util/crc32c), an order of magnitude faster than usrsctp's table walk */
     iwarp_store_le32((uint8_t *)buf + IWARP_SCTP_CHECKSUM_OFF, iwarp_sctp_packet_crc32c(buf, len));
+#ifdef IWARP_CRITPATH
+    if (critpath_carries_data(buf, len))
+        iwarp_critpath_end();
+#endif
     if (ep->fault.seed) {
         if (roll(ep, ep->fault.drop_ppm)) {
             ep->st.fault_dropped++;
@@ -1380,6 +1402,7 @@ void iwarp_llp_sctp_ep_close(struct iwarp_llp_sctp_ep *ep)
 {
     if (!ep)
         return;
+    iwarp_critpath_end(); /* a path its set-up began (no DATA yet) ends with it */
     lock_enter(ep->owner);
     enter(ep->owner);
     for (struct iwarp_llp_sctp_ep **pp = &G.eps; *pp; pp = &(*pp)->next)
@@ -1446,6 +1469,8 @@ static int read_batch(struct iwarp_llp_sctp_ep *ep, struct mmsghdr *mm, struct i
             .msg_name = &src[k], .msg_namelen = sizeof src[k], .msg_iov = &iov[k], .msg_iovlen = 1};
     }
     int got = recvmmsg(ep->fd, mm, RX_SLOTS, MSG_DONTWAIT, NULL);
+    if (got > 0)
+        iwarp_critpath_begin();
     return got < 0 ? -errno : got;
 }
 

@@ -18,7 +18,7 @@
 #include "util/copy.h"
 #include "util/critpath.h"
 
-#ifdef IWARP_CRITPATH /* scripts/critpath.sh: the instrument's state, in its one user */
+#ifdef IWARP_CRITPATH /* scripts/critpath.sh: the instrument's state (llp_sctp uses it too) */
 #include <stdio.h>
 #include <stdlib.h>
 
