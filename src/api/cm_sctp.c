@@ -197,19 +197,34 @@ static const struct iwarp_llp_sctp_ops assoc_ops = {
 
 /* ---- endpoints ---------------------------------------------------------------------------- */
 
-static void ep_on_io(struct iwarp_loop_src *src, uint32_t events, uint64_t now_ns)
+/* Read endpoint e's packets (their chunks are placed and completed as they are delivered),
+ * then serve what they touched. A busy poll (direct) that read something leaves that service
+ * to the next call instead, so that the completions it brought reach the caller first. */
+static void ep_read(struct cm_sctp_ep *e, uint64_t now_ns, bool direct)
 {
-    (void)events;
-    struct cm_sctp_ep *e = src->user;
     struct cm_sctp_ctx *sc = e->sc;
-    if (!iwarp_llp_sctp_on_readable(e->ep, now_ns) && !sc->dirty)
+    bool got = iwarp_llp_sctp_on_readable(e->ep, now_ns);
+    if (!got && !sc->dirty)
         return; /* nothing came in and nothing waits: an empty busy poll ends here (timers
                  * still run from the loop, every DIRECT_POLL_EPOLL-th poll) */
     for (struct cm_assoc *ca = sc->assocs; ca; ca = ca->next)
         if (ca->ep == e && ca->la_ready && iwarp_llp_assoc_packets_in(&ca->la))
             mark(ca); /* packets came in: perhaps the SACK it waits for at the cap */
+    if (got && direct) {
+        /* The associations stay marked: the next poll or post serves them (ahead of what it
+         * sends), or, should the caller block in the loop instead, the context's timer, due
+         * now. Making it due costs no system call while no thread blocks (loop.h). */
+        iwarp_loop_set_timer(&sc->ctx->loop, &sc->timer, now_ns);
+        return;
+    }
     service(sc, now_ns);
     rearm(sc, now_ns);
+}
+
+static void ep_on_io(struct iwarp_loop_src *src, uint32_t events, uint64_t now_ns)
+{
+    (void)events;
+    ep_read(src->user, now_ns, false);
 }
 
 static uint16_t ctx_streams(const struct iwarp_ctx *ctx)
@@ -1162,7 +1177,7 @@ static void sctp_poll_rx(struct iwarp_qp_impl *q)
     struct cm_id *id = q->cm_id;
     struct cm_sctp_link *lk = id ? link_of(id) : NULL;
     if (lk && lk->ca && lk->ca->ep)
-        ep_on_io(&lk->ca->ep->src, EPOLLIN, iwarp_loop_now());
+        ep_read(lk->ca->ep, iwarp_loop_now(), true);
 }
 
 static void sctp_free(struct cm_id *id, bool live)

@@ -4,7 +4,8 @@
  * caller mode, iwarp_poll_cq on an empty CQ that one connected QP uses reads that QP's
  * connection directly, and runs the loop (epoll_wait) only every 16th time, for the context's
  * other sockets and timers. A CQ that more than one QP has used goes through epoll every time.
- * Over SCTP the direct read is of the association's endpoint (its UDP socket, recvmmsg).
+ * Over SCTP the direct read is of the association's endpoint (its UDP socket, recvmmsg), and
+ * the service of what it read waits for the caller's next call or any loop pass.
  * Counted in real system calls: this test is linked with
  * -Wl,--wrap=epoll_wait,--wrap=recvmsg,--wrap=recv,--wrap=recvfrom,--wrap=recvmmsg. Both
  * contexts run in caller mode on this one thread, so what is counted during one side's call
@@ -53,12 +54,22 @@ ssize_t __wrap_recvfrom(int fd, void *buf, size_t len, int flags, struct sockadd
     return __real_recvfrom(fd, buf, len, flags, from, fromlen);
 }
 
+static unsigned long n_datagrams; /* what the recvmmsg calls returned */
+
 int __real_recvmmsg(int fd, struct mmsghdr *mm, unsigned int n, int flags, struct timespec *t);
 int __wrap_recvmmsg(int fd, struct mmsghdr *mm, unsigned int n, int flags, struct timespec *t);
 int __wrap_recvmmsg(int fd, struct mmsghdr *mm, unsigned int n, int flags, struct timespec *t)
 {
     __atomic_add_fetch(&n_recvmsg, 1, __ATOMIC_RELAXED); /* one read of several datagrams */
-    return __real_recvmmsg(fd, mm, n, flags, t);
+    int k = __real_recvmmsg(fd, mm, n, flags, t);
+    if (k > 0)
+        __atomic_add_fetch(&n_datagrams, (unsigned long)k, __ATOMIC_RELAXED);
+    return k;
+}
+
+static unsigned long datagrams(void)
+{
+    return __atomic_load_n(&n_datagrams, __ATOMIC_RELAXED);
 }
 
 static unsigned long epoll_waits(void)
@@ -81,7 +92,7 @@ static void rig_up_ps(struct sp_rig *r, enum iwarp_port_space ps)
     struct sp_cfg cfg = {
         .cap = {.max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 1, .max_recv_sge = 1},
         .sq_sig_all = 1,
-        .param = {.crc = ps == IWARP_PS_TCP},
+        .param = {.crc = ps == IWARP_PS_TCP, .responder_resources = 4, .initiator_depth = 4},
         .ps = ps};
     sp_rig_connect(r, BUF, &cfg);
 }
@@ -174,5 +185,51 @@ TEST(a_cq_that_two_qps_have_used_asks_epoll_every_time)
     /* the CQ does not learn which QP is left: epoll still */
     ASSERT_EQ_U(empty_polls(&r, &reads), EMPTY_POLLS);
     send_and_poll(&r, 2, &waits);
+    sp_rig_down(&r);
+}
+
+/* Over SCTP a busy poll that read packets leaves the association's service (which sends what
+ * they asked for) to the caller's next call, so that the completions they brought come back
+ * first. A caller that runs the loop instead must still see it done, as a timer due at once
+ * (a blocking wait sets the timerfd to it, so it does not sleep): the server reads a Read
+ * Request in a direct poll (no completion: the Read Response is what it owes), then runs the
+ * loop once without waiting, which runs only the timers already due (usrsctp's next tick is
+ * up to 10 ms away). After that the server is left alone: the client's Read completes only if
+ * the Response left in that one loop pass. */
+TEST(over_sctp_a_loop_wait_after_a_busy_poll_serves_what_the_poll_read)
+{
+    struct sp_rig r;
+    rig_up_ps(&r, IWARP_PS_SCTP);
+    int direct = 0;
+    for (uint32_t k = 1; k <= 8 && direct < 3; k++) {
+        sp_fill(r.sbuf, MSG, k);
+        ASSERT_EQ(sp_post(r.pair.cli.qp, k, IWARP_WR_RDMA_READ, 0, r.cbuf, MSG, r.cmr->lkey,
+                          (uintptr_t)r.sbuf, r.smr->rkey),
+                  0);
+        /* the Read Request is in the server's socket once the client's sendto returned */
+        unsigned long d0 = datagrams(), e0 = epoll_waits();
+        struct iwarp_wc wc;
+        struct deadline dl = deadline_in_ms(SP_WAIT_MS);
+        while (datagrams() == d0) {
+            ASSERT_EQ(iwarp_poll_cq(r.srv.cq, 1, &wc), 0);
+            ASSERT_FALSE(deadline_passed(&dl));
+        }
+        bool was_direct = epoll_waits() == e0;
+        if (was_direct) {
+            direct++;
+            ASSERT_TRUE(iwarp_ctx_progress(r.srv.ctx, 0) >= 0);
+        }
+        /* a read through the loop (every 16th poll) served at once: nothing to show there */
+        dl = deadline_in_ms(SP_WAIT_MS);
+        int n;
+        while ((n = iwarp_poll_cq(r.cli.cq, 1, &wc)) == 0)
+            if (deadline_passed(&dl))
+                DEADLINE_FAIL(&dl, "Read %u: no Response after the server's loop pass", k);
+        ASSERT_EQ(n, 1);
+        ASSERT_EQ(wc.status, IWARP_WC_SUCCESS);
+        ASSERT_EQ_U(wc.wr_id, k);
+        ASSERT_EQ_U(sp_check(r.cbuf, MSG, k), MSG);
+    }
+    ASSERT_TRUE(direct >= 3);
     sp_rig_down(&r);
 }
