@@ -1203,7 +1203,11 @@ static void usage(FILE *out)
     cli_help(&spec, out);
     fputs("\nExit status: 0 when every ping completed (and verified, with -V) and the connection\n"
           "closed; 1 on a connection failure, an error completion, a Terminate, a data\n"
-          "mismatch or a connection that ended early; 2 for bad options.\n",
+          "mismatch or a connection that ended early; 2 for bad options. A server serves\n"
+          "as many pings as the client asks for, so it cannot tell a client that was done\n"
+          "from one killed between two pings with nothing left unread: both close the\n"
+          "connection gracefully (exit 0). A client killed with data still unread resets it\n"
+          "(exit 1).\n",
           out);
 }
 
