@@ -43,6 +43,9 @@
 #include "util/copy.h"
 #include "util/critpath.h"
 #include "wire/wire_sctp.h"
+#ifdef IWARP_CRITPATH
+#include "trace/trace_sctp_pkt.h" /* its chunk walk */
+#endif
 
 enum { KIND_LISTENER = 0x4c53, KIND_ASSOC = 0x4153 };
 
@@ -447,18 +450,16 @@ static void udp_send(struct path *p, const void *buf, size_t len)
 }
 
 #ifdef IWARP_CRITPATH
-/* scripts/critpath-sctp.sh: a packet with a DATA chunk (RFC 9260 §3.2: type 0; I-DATA, RFC
- * 8260: 64) ends the path a read began; a lone SACK sent on the way does not. */
+/* scripts/critpath-sctp.sh: a packet with a DATA (or I-DATA) chunk ends the path a read began;
+ * a lone SACK sent on the way does not. */
 static bool critpath_carries_data(const uint8_t *p, size_t len)
 {
-    for (size_t at = IWARP_SCTP_COMMON_HDR_LEN; at + 4 <= len;) {
-        if (p[at] == 0 || p[at] == 64)
+    struct iwarp_sctp_chunk_iter it;
+    struct iwarp_sctp_chunk c;
+    iwarp_sctp_chunks_init(&it, p + IWARP_SCTP_COMMON_HDR_LEN, len - IWARP_SCTP_COMMON_HDR_LEN);
+    while (iwarp_sctp_chunk_next(&it, &c) == 1)
+        if (c.type == IWARP_SCTP_CHUNK_DATA || c.type == IWARP_SCTP_CHUNK_I_DATA)
             return true;
-        size_t n = iwarp_load_be16(p + at + 2);
-        if (n < 4)
-            return false;
-        at += (n + 3) & ~(size_t)3;
-    }
     return false;
 }
 #endif

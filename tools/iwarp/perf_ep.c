@@ -193,6 +193,15 @@ int perf_ep_try_wc(struct perf_ep *e, struct iwarp_wc *wc)
     return 1;
 }
 
+/* Whether a wait of timeout_ms (< 0: no limit) is over at now; *deadline 0: the wait's first
+ * reading of the clock, from which it counts. */
+static bool wait_expired(uint64_t *deadline, int timeout_ms, uint64_t now)
+{
+    if (*deadline == 0)
+        *deadline = timeout_ms < 0 ? UINT64_MAX : now + (uint64_t)timeout_ms * 1000000u;
+    return now >= *deadline;
+}
+
 /*
  * Wait up to timeout_ms (< 0: no limit; a dead peer still ends the wait with flushed work
  * requests) for one completion: spinning (busy), or arming the CQ and sleeping on the
@@ -202,17 +211,15 @@ int perf_ep_wait_wc(struct perf_ep *e, struct iwarp_wc *wc, int timeout_ms)
 {
     /* The clock is read only once a completion is not there at once: a busy wait that ends
      * within 1,024 polls (a latency round trip) reads it not at all, as the plain-TCP
-     * baseline's loop does not (a reading costs about 30 ns). */
+     * baseline's loop does not (a reading costs about 30 ns). The deadline (0: not yet set)
+     * counts from the first reading. */
     uint64_t deadline = 0;
     for (unsigned spins = 0;; spins++) {
         int rc = perf_ep_try_wc(e, wc);
         if (rc != 0)
             return rc;
-        if (deadline == 0 && (!e->busy || (spins & 1023) == 1023))
-            deadline =
-                timeout_ms < 0 ? UINT64_MAX : perf_now_ns() + (uint64_t)timeout_ms * 1000000u;
         if (e->busy) {
-            if ((spins & 1023) == 1023 && perf_now_ns() > deadline)
+            if ((spins & 1023) == 1023 && wait_expired(&deadline, timeout_ms, perf_now_ns()))
                 return perf_ep_fail(e, IWARP_ERR_TIMEDOUT, "waiting for the peer");
             continue;
         }
@@ -224,7 +231,7 @@ int perf_ep_wait_wc(struct perf_ep *e, struct iwarp_wc *wc, int timeout_ms)
             continue;
         }
         uint64_t now = perf_now_ns();
-        if (now >= deadline)
+        if (wait_expired(&deadline, timeout_ms, now))
             return perf_ep_fail(e, IWARP_ERR_TIMEDOUT, "waiting for the peer");
         /* the library's wait: this thread makes the progress itself while it waits */
         uint64_t left = (deadline - now) / 1000000u + 1;
