@@ -835,12 +835,15 @@ static void tcp_kick(struct iwarp_qp_impl *q)
         conn_set_deadline(cc); /* the batch's */
 }
 
-/* A busy poll of the QP's CQ reads its connection directly (verbs_cq.c). */
+/* A busy poll of the QP's CQ reads its connection directly (verbs_cq.c); a socket read that
+ * way for long enough leaves the epoll set (iwarp_loop_direct). */
 static void tcp_poll_rx(struct iwarp_qp_impl *q)
 {
     struct tcp_conn *cc = qp_conn(q);
-    if (cc && cc->phase == TC_UP)
+    if (cc && cc->phase == TC_UP) {
+        iwarp_loop_direct(&cc->ctx->loop, &cc->src);
         conn_run(cc, WORK_RX, iwarp_loop_now());
+    }
 }
 
 static void tcp_retrans(struct cm_id *id, uint64_t *bytes, uint64_t *segs)

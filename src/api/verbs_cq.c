@@ -233,8 +233,8 @@ int iwarp_poll_cq(struct iwarp_cq *cq, int num_entries, struct iwarp_wc *wc)
         struct iwarp_qp_impl *q = cq->sole_qp;
         if (q && q->llp.poll_rx && ++cq->direct_polls % DIRECT_POLL_EPOLL != 0)
             q->llp.poll_rx(q);
-        else
-            iwarp_loop_run_once_locked(&ctx->loop, 0); /* epoll_wait runs without the lock */
+        else /* epoll_wait runs without the lock; the socket polled here may stay out of it */
+            iwarp_loop_poll_locked(&ctx->loop);
     }
     int n = (int)iwarp_core_cq_poll(&cq->core, wc, (uint32_t)num_entries);
     iwarp_api_unlock(ctx);

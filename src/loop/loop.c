@@ -23,6 +23,10 @@
  * thread and application threads, or application threads in caller mode), so the first to
  * return must not clear what the others still need. The epoll set is level-triggered, so a
  * dropped entry of a live source is reported again.
+ *
+ * A socket that busy polls read themselves leaves the epoll set (iwarp_loop_direct): epoll's
+ * wakeup callback would otherwise run for each of its segments in the sender's system call.
+ * Every pass of the loop but the busy poll's own puts it back before it waits.
  */
 #define _GNU_SOURCE 1 /* eventfd, epoll, timerfd, clock_gettime */
 #include "loop/loop.h"
@@ -340,6 +344,8 @@ int iwarp_loop_add(struct iwarp_loop *l, struct iwarp_loop_src *src)
             return IWARP_ERR_IO;
     }
     src->registered = true;
+    src->unwatched = false;
+    src->direct_reads = 0;
     l->n_src++;
     uint64_t deadline = src->deadline;
     src->deadline = UINT64_MAX;
@@ -355,6 +361,10 @@ int iwarp_loop_mod(struct iwarp_loop *l, struct iwarp_loop_src *src, uint32_t ev
         return IWARP_ERR_STATE;
     if (src->fd < 0 || src->events == events)
         return 0;
+    if (src->unwatched) { /* out of the set: it goes back with these */
+        src->events = events;
+        return 0;
+    }
     struct epoll_event ev = {.events = events, .data.ptr = src};
     if (epoll_ctl(l->epfd, EPOLL_CTL_MOD, src->fd, &ev) != 0)
         return IWARP_ERR_IO;
@@ -362,11 +372,62 @@ int iwarp_loop_mod(struct iwarp_loop *l, struct iwarp_loop_src *src, uint32_t ev
     return 0;
 }
 
+/* ---- sources taken out of the epoll set (iwarp_loop_direct) --------------------------- */
+
+static void unlink_unwatched(struct iwarp_loop *l, struct iwarp_loop_src *src)
+{
+    for (struct iwarp_loop_src **p = &l->unwatched; *p; p = &(*p)->unwatched_next)
+        if (*p == src) {
+            *p = src->unwatched_next;
+            break;
+        }
+    src->unwatched = false;
+}
+
+void iwarp_loop_direct(struct iwarp_loop *l, struct iwarp_loop_src *src)
+{
+    if (src->direct_pass != l->passes) { /* another pass ran since: count afresh */
+        src->direct_pass = l->passes;
+        src->direct_reads = 0;
+    }
+    if (src->unwatched || ++src->direct_reads < IWARP_LOOP_UNWATCH_AFTER)
+        return;
+    /* Never while a thread may sleep in epoll_wait: it would not see this socket. */
+    if (!src->registered || src->fd < 0 || l->n_blocking > 0 || l->thread_running)
+        return;
+    if (epoll_ctl(l->epfd, EPOLL_CTL_DEL, src->fd, NULL) != 0)
+        return;
+    src->unwatched = true;
+    src->unwatched_next = l->unwatched;
+    l->unwatched = src;
+}
+
+/* Put every source taken out back into the epoll set (lock held). false: one could not go back
+ * (the kernel's memory or its limit of watches) and stays out, to be tried at the next pass. */
+static bool rewatch_all(struct iwarp_loop *l)
+{
+    bool all = true;
+    for (struct iwarp_loop_src **p = &l->unwatched; *p;) {
+        struct iwarp_loop_src *src = *p;
+        struct epoll_event ev = {.events = src->events, .data.ptr = src};
+        if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, src->fd, &ev) != 0) {
+            all = false;
+            p = &src->unwatched_next;
+            continue;
+        }
+        *p = src->unwatched_next;
+        src->unwatched = false;
+    }
+    return all;
+}
+
 void iwarp_loop_del(struct iwarp_loop *l, struct iwarp_loop_src *src)
 {
     if (!src->registered)
         return;
-    if (src->fd >= 0)
+    if (src->unwatched)
+        unlink_unwatched(l, src);
+    else if (src->fd >= 0)
         epoll_ctl(l->epfd, EPOLL_CTL_DEL, src->fd, NULL);
     heap_remove(l, src);
     src->deadline = UINT64_MAX;
@@ -516,9 +577,16 @@ static void follow(struct iwarp_loop *l, int timeout_ms)
     l->n_followers--;
 }
 
-/* run_once with the lock held on entry and on return (it is let go of for the wait). */
-static int run_once_held(struct iwarp_loop *l, int timeout_ms, bool thread)
+/* run_once with the lock held on entry and on return (it is let go of for the wait). direct: a
+ * busy poll's own look at the rest of the context, which leaves out what the poll reads itself. */
+static int run_once_held(struct iwarp_loop *l, int timeout_ms, bool thread, bool direct)
 {
+    if (!direct) {
+        l->passes++;
+        /* a source that could not go back is not seen by epoll: this pass must not sleep */
+        if (l->unwatched && !rewatch_all(l))
+            timeout_ms = 0;
+    }
     bool blocker = false;
     if (!thread && timeout_ms != 0) {
         if (l->app_blocker) {
@@ -562,7 +630,7 @@ static int run_once_held(struct iwarp_loop *l, int timeout_ms, bool thread)
 int iwarp_loop_help_locked(struct iwarp_loop *l, int timeout_ms)
 {
     l->n_helpers++;
-    int ran = run_once_held(l, timeout_ms, false);
+    int ran = run_once_held(l, timeout_ms, false, false);
     l->n_helpers--;
     return ran;
 }
@@ -570,12 +638,17 @@ int iwarp_loop_help_locked(struct iwarp_loop *l, int timeout_ms)
 static int run_once(struct iwarp_loop *l, int timeout_ms, bool thread)
 {
     pthread_mutex_lock(l->lock);
-    int ran = run_once_held(l, timeout_ms, thread);
+    int ran = run_once_held(l, timeout_ms, thread, false);
     iwarp_loop_unlock(l);
     return ran;
 }
 
 int iwarp_loop_run_once_locked(struct iwarp_loop *l, int timeout_ms)
 {
-    return run_once_held(l, timeout_ms, false);
+    return run_once_held(l, timeout_ms, false, false);
+}
+
+int iwarp_loop_poll_locked(struct iwarp_loop *l)
+{
+    return run_once_held(l, 0, false, true);
 }

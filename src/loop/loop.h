@@ -33,6 +33,10 @@ struct iwarp_loop_src {
     /* private to loop.c */
     uint32_t heap_index; /* position in the timer heap, UINT32_MAX when not in it */
     bool registered;
+    bool unwatched;        /* out of the epoll set: busy polls read it (iwarp_loop_direct) */
+    uint32_t direct_reads; /* busy-poll reads since the loop's last other pass */
+    uint64_t direct_pass;  /* the pass count (iwarp_loop.passes) they were counted at */
+    struct iwarp_loop_src *unwatched_next; /* the loop's list of them */
 };
 
 /* Deletions remembered during one unlocked wait (more: that wait's events are dropped). */
@@ -82,6 +86,10 @@ struct iwarp_loop {
     /* The owner's own system calls decided under the lock (NULL: none): iwarp_loop_unlock
      * asks deferred_take (lock held) whether this thread is to make them, and then, without
      * the lock, calls deferred_run. */
+    /* Sources busy polls read themselves, taken out of the epoll set (iwarp_loop_direct), and
+     * the loop's passes other than those polls' own, which bring them back. */
+    struct iwarp_loop_src *unwatched;
+    uint64_t passes;
     bool (*deferred_take)(void *user);
     void (*deferred_run)(void *user);
     void *deferred_user;
@@ -137,6 +145,23 @@ int iwarp_loop_help_locked(struct iwarp_loop *l, int timeout_ms);
 
 /* How long a parked progress thread sleeps before it looks whether helpers are still there. */
 #define IWARP_LOOP_PARK_NS 1000000u
+
+/*
+ * A busy poll read src itself instead of asking epoll (lock held; iwarp_poll_cq reads the
+ * socket of a CQ's sole QP). Once it has done so IWARP_LOOP_UNWATCH_AFTER times with no other pass
+ * of the loop in between, and no thread may sleep in the loop, src leaves the epoll set: while
+ * a socket is in an epoll set, each segment that reaches it runs epoll's wakeup callback in the
+ * sender's system call, about 0.2 us of every one-way on loopback (docs/design.md, "Where a
+ * busy-poll one-way goes"). Every other pass of the loop (iwarp_loop_run_once, _locked,
+ * _help_locked, the progress thread) puts such sources back first, so whatever else runs the
+ * loop sees them as before.
+ */
+void iwarp_loop_direct(struct iwarp_loop *l, struct iwarp_loop_src *src);
+#define IWARP_LOOP_UNWATCH_AFTER 256u
+
+/* iwarp_loop_run_once_locked(l, 0) for the busy poll's own periodic look at the rest of the
+ * context (its other sockets, its timers): the sources it took out of the set stay out. */
+int iwarp_loop_poll_locked(struct iwarp_loop *l);
 
 /* Wake a thread waiting in run_once (e.g. after interest changed from another thread). Call
  * WITHOUT the lock; with it, iwarp_loop_wake_locked. */

@@ -5,9 +5,10 @@
  * connection directly, and runs the loop (epoll_wait) only every 16th time, for the context's
  * other sockets and timers. A CQ that more than one QP has used goes through epoll every time.
  * Over SCTP the direct read is of the association's endpoint (its UDP socket, recvmmsg), and
- * the service of what it read waits for the caller's next call or any loop pass.
- * Counted in real system calls: this test is linked with
- * -Wl,--wrap=epoll_wait,--wrap=recvmsg,--wrap=recv,--wrap=recvfrom,--wrap=recvmmsg. Both
+ * the service of what it read waits for the caller's next call or any loop pass. A socket read
+ * that way long enough leaves the epoll set, and a pass of the loop that may wait brings it back.
+ * Counted in real system calls: this test is linked with -Wl,--wrap=epoll_wait,--wrap=epoll_ctl,
+ * --wrap=recvmsg,--wrap=recv,--wrap=recvfrom,--wrap=recvmmsg. Both
  * contexts run in caller mode on this one thread, so what is counted during one side's call
  * is that side's.
  */
@@ -17,6 +18,8 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 
+#include "proc_probe.h"
+
 static unsigned long n_epoll_wait, n_recvmsg;
 
 int __real_epoll_wait(int fd, struct epoll_event *ev, int max, int timeout);
@@ -25,6 +28,23 @@ int __wrap_epoll_wait(int fd, struct epoll_event *ev, int max, int timeout)
 {
     __atomic_add_fetch(&n_epoll_wait, 1, __ATOMIC_RELAXED);
     return __real_epoll_wait(fd, ev, max, timeout);
+}
+
+/* The sockets taken out of an epoll set: how many, and the last one (its set and fd). */
+static unsigned long n_unwatched;
+static int unwatched_epfd = -1, unwatched_fd = -1;
+
+int __real_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev);
+int __wrap_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev);
+int __wrap_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
+{
+    int rc = __real_epoll_ctl(epfd, op, fd, ev);
+    if (op == EPOLL_CTL_DEL && rc == 0) { /* this thread's: the test calls from one thread */
+        n_unwatched++;
+        unwatched_epfd = epfd;
+        unwatched_fd = fd;
+    }
+    return rc;
 }
 
 ssize_t __real_recvmsg(int fd, struct msghdr *m, int flags);
@@ -232,4 +252,53 @@ TEST(over_sctp_a_loop_wait_after_a_busy_poll_serves_what_the_poll_read)
     }
     ASSERT_TRUE(direct >= 3);
     sp_rig_down(&r);
+}
+
+/* A socket the busy polls read themselves leaves its epoll set after IWARP_LOOP_UNWATCH_AFTER
+ * reads in a row (each segment reaching a watched socket runs epoll's wakeup callback in the
+ * sender's system call); messages still come in through the direct reads; and a pass of the
+ * loop that may wait puts it back first: a Send that is in the socket before the server waits
+ * 5 s for progress is received by that one pass, at once. */
+static void out_of_the_set_and_back(enum iwarp_port_space ps)
+{
+    struct sp_rig r;
+    rig_up_ps(&r, ps);
+    unsigned long u0 = n_unwatched, reads;
+    for (int i = 0; i < 5; i++) /* 320 polls: 300 direct reads */
+        empty_polls(&r, &reads);
+    ASSERT_EQ_U(n_unwatched - u0, 1);
+    int epfd = unwatched_epfd, fd = unwatched_fd;
+    ASSERT_FALSE(probe_epoll_watches(epfd, fd));
+    unsigned long waits;
+    for (uint32_t k = 1; k <= 5; k++)
+        send_and_poll(&r, k, &waits);
+    ASSERT_FALSE(probe_epoll_watches(epfd, fd));
+
+    ASSERT_EQ(sp_post_recv(r.pair.srv.qp, 6, r.sbuf, MSG, r.smr->lkey), 0);
+    sp_fill(r.cbuf, MSG, 6);
+    ASSERT_EQ(sp_post(r.pair.cli.qp, 6, IWARP_WR_SEND, 0, r.cbuf, MSG, r.cmr->lkey, 0, 0), 0);
+    ASSERT_EQ(iwarp_poll_cq(r.cli.cq, 0, NULL), 0); /* written: in the server's socket */
+    struct deadline dl = deadline_in_ms(2000);
+    ASSERT_EQ(iwarp_ctx_progress(r.srv.ctx, 5000), 0);
+    ASSERT_FALSE(deadline_passed(&dl)); /* woken by the socket, not by the timeout */
+    ASSERT_TRUE(probe_epoll_watches(epfd, fd));
+    unsigned long m0 = recvmsgs();
+    struct iwarp_wc wc;
+    ASSERT_EQ(iwarp_poll_cq(r.srv.cq, 1, &wc), 1); /* there already: this poll reads nothing */
+    ASSERT_EQ_U(recvmsgs(), m0);
+    ASSERT_EQ(wc.status, IWARP_WC_SUCCESS);
+    ASSERT_EQ_U(wc.wr_id, 6);
+    ASSERT_EQ_U(sp_check(r.sbuf, MSG, 6), MSG);
+    ASSERT_EQ_U(sp_poll_ok(&r.cli, &r.srv, IWARP_WC_SEND).wr_id, 6);
+    sp_rig_down(&r);
+}
+
+TEST(a_socket_busy_polls_read_leaves_the_epoll_set_and_a_waiting_pass_brings_it_back)
+{
+    out_of_the_set_and_back(IWARP_PS_TCP);
+}
+
+TEST(over_sctp_the_endpoint_busy_polls_read_leaves_the_epoll_set_and_comes_back)
+{
+    out_of_the_set_and_back(IWARP_PS_SCTP);
 }

@@ -2,8 +2,9 @@
 /*
  * What /proc shows of this process, for tests that must wait for a state no API reports: a
  * thread blocked in a given system call (/proc/self/task/<tid>/syscall: a progress thread
- * asleep in epoll_wait, or waiting for a lock in futex), and a TCP socket's queues and whether
- * an application has accept()ed it (/proc/net/tcp, /proc/net/tcp6). Waits use deadline.h.
+ * asleep in epoll_wait, or waiting for a lock in futex), a TCP socket's queues and whether
+ * an application has accept()ed it (/proc/net/tcp, /proc/net/tcp6), and which fds an epoll set
+ * watches (/proc/self/fdinfo). Waits use deadline.h.
  *
  * Everything is static inline: each test file is its own executable.
  */
@@ -223,6 +224,21 @@ static inline bool probe_tcp_find(uint16_t lport, uint16_t rport, struct probe_t
 {
     return probe_tcp_scan("/proc/net/tcp", lport, rport, out) ||
            probe_tcp_scan("/proc/net/tcp6", lport, rport, out);
+}
+
+/* Whether the epoll set epfd watches fd (its fdinfo has a "tfd:" line for it). */
+static inline bool probe_epoll_watches(int epfd, int fd)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/self/fdinfo/%d", epfd);
+    FILE *f = fopen(path, "r");
+    ASSERT_TRUE(f != NULL);
+    bool found = false;
+    int tfd;
+    while (!found && fgets(line, sizeof line, f))
+        found = sscanf(line, "tfd: %d", &tfd) == 1 && tfd == fd;
+    fclose(f);
+    return found;
 }
 
 #endif

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* The progress loop: timers in deadline order through a grown heap, readiness callbacks under
  * the lock, deletion of a source already in the ready list, the progress thread (woken for a
- * new earlier timer and for new readiness), caller mode and bounded shutdown. */
+ * new earlier timer and for new readiness), caller mode, sockets a busy poll reads itself taken
+ * out of the epoll set and put back, and bounded shutdown. */
 #define _GNU_SOURCE 1 /* socketpair flags, syscall numbers */
 #include <errno.h>
 #include <fcntl.h>
@@ -499,6 +500,124 @@ TEST(a_source_freed_while_two_threads_wait_is_called_by_neither)
     iwarp_loop_fini(&l);
     close(sv[0]);
     close(sv[1]);
+}
+
+/* A loop watching one end of a socket pair (sv[0], EPOLLIN) through r; and its end. */
+static void pair_up(struct iwarp_loop *l, int sv[2], struct rec *r)
+{
+    loop_init(l);
+    ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+    rec_init(r, l, sv[0], EPOLLIN, 1);
+    pthread_mutex_lock(&lock);
+    ASSERT_EQ(iwarp_loop_add(l, &r->src), 0);
+    iwarp_loop_unlock(l);
+}
+
+static void pair_down(struct iwarp_loop *l, int sv[2], struct rec *r)
+{
+    pthread_mutex_lock(&lock);
+    iwarp_loop_del(l, &r->src);
+    iwarp_loop_unlock(l);
+    iwarp_loop_fini(l);
+    close(sv[0]);
+    close(sv[1]);
+}
+
+/* n direct reads of src (iwarp_loop_direct), lock taken for them. */
+static void direct_reads(struct iwarp_loop *l, struct iwarp_loop_src *src, uint32_t n)
+{
+    pthread_mutex_lock(&lock);
+    for (uint32_t i = 0; i < n; i++)
+        iwarp_loop_direct(l, src);
+    iwarp_loop_unlock(l);
+}
+
+/* A busy poll that reads a socket itself takes it out of the epoll set after
+ * IWARP_LOOP_UNWATCH_AFTER reads in a row; the busy poll's own loop pass leaves it out, an
+ * interest change waits for its return, and any other pass puts it back (with that interest)
+ * before it waits, so a blocking wait sees its readiness. Another pass also starts the count
+ * again, and a source deleted while out is gone for good. */
+TEST(a_socket_busy_polls_read_leaves_the_epoll_set_until_another_pass)
+{
+    struct iwarp_loop l;
+    int sv[2];
+    struct rec r;
+    pair_up(&l, sv, &r);
+    ASSERT_TRUE(probe_epoll_watches(l.epfd, sv[0]));
+
+    direct_reads(&l, &r.src, IWARP_LOOP_UNWATCH_AFTER - 1);
+    ASSERT_TRUE(probe_epoll_watches(l.epfd, sv[0]));
+    direct_reads(&l, &r.src, 1);
+    ASSERT_FALSE(probe_epoll_watches(l.epfd, sv[0]));
+
+    /* readable, but the busy poll's own pass does not see it: the poll reads it itself */
+    ASSERT_EQ(write(sv[1], "x", 1), 1);
+    pthread_mutex_lock(&lock);
+    ASSERT_EQ(iwarp_loop_poll_locked(&l), 0);
+    ASSERT_EQ(iwarp_loop_mod(&l, &r.src, EPOLLIN | EPOLLOUT), 0);
+    iwarp_loop_unlock(&l);
+    ASSERT_EQ(r.fired, 0);
+    ASSERT_FALSE(probe_epoll_watches(l.epfd, sv[0]));
+
+    /* any other pass: back in the set with the interest set meanwhile, and served */
+    ASSERT_EQ(iwarp_loop_run_once(&l, 1000), 1);
+    ASSERT_TRUE(probe_epoll_watches(l.epfd, sv[0]));
+    ASSERT_EQ(r.fired, 1);
+    ASSERT_EQ_U(r.last_events & (EPOLLIN | EPOLLOUT), EPOLLIN | EPOLLOUT);
+    pthread_mutex_lock(&lock);
+    ASSERT_EQ(iwarp_loop_mod(&l, &r.src, EPOLLIN), 0);
+    iwarp_loop_unlock(&l);
+
+    /* the count starts again after that pass; a blocking wait brings the socket back */
+    direct_reads(&l, &r.src, IWARP_LOOP_UNWATCH_AFTER - 1);
+    ASSERT_TRUE(probe_epoll_watches(l.epfd, sv[0]));
+    direct_reads(&l, &r.src, 1);
+    ASSERT_FALSE(probe_epoll_watches(l.epfd, sv[0]));
+    ASSERT_EQ(write(sv[1], "y", 1), 1);
+    uint64_t t0 = iwarp_loop_now();
+    ASSERT_EQ(iwarp_loop_run_once(&l, 5000), 1);
+    ASSERT_TRUE(iwarp_loop_now() - t0 < 2000000000ull); /* woken by the socket, not the timeout */
+    ASSERT_EQ(r.fired, 2);
+
+    /* deleted while out of the set: nothing left behind, and it can be added again */
+    direct_reads(&l, &r.src, IWARP_LOOP_UNWATCH_AFTER);
+    ASSERT_FALSE(probe_epoll_watches(l.epfd, sv[0]));
+    pthread_mutex_lock(&lock);
+    iwarp_loop_del(&l, &r.src);
+    iwarp_loop_unlock(&l);
+    ASSERT_EQ(iwarp_loop_run_once(&l, 0), 0);
+    ASSERT_FALSE(probe_epoll_watches(l.epfd, sv[0]));
+    pthread_mutex_lock(&lock);
+    ASSERT_EQ(iwarp_loop_add(&l, &r.src), 0);
+    iwarp_loop_unlock(&l);
+    ASSERT_TRUE(probe_epoll_watches(l.epfd, sv[0]));
+    ASSERT_EQ(iwarp_loop_run_once(&l, 1000), 0); /* both octets were read by the callbacks */
+    pair_down(&l, sv, &r);
+}
+
+/* While a thread may sleep in epoll_wait (here an application thread in a blocking pass; a
+ * progress thread likewise), busy-poll reads never take a socket out of the set: that thread
+ * would not see it. */
+TEST(no_socket_leaves_the_set_while_a_thread_may_sleep_there)
+{
+    struct iwarp_loop l;
+    int sv[2];
+    struct rec r;
+    pair_up(&l, sv, &r);
+    pthread_t t;
+    ASSERT_EQ(pthread_create(&t, NULL, run_once_forever, &l), 0);
+    PROBE_WAIT_THREAD_IN(0, probe_epoll_wait, WAIT_MS, "the other thread asleep in epoll_wait");
+    direct_reads(&l, &r.src, 2 * IWARP_LOOP_UNWATCH_AFTER);
+    ASSERT_TRUE(probe_epoll_watches(l.epfd, sv[0]));
+    ASSERT_EQ(write(sv[1], "x", 1), 1); /* the sleeper sees it and returns */
+    ASSERT_EQ(pthread_join(t, NULL), 0);
+    ASSERT_EQ(read_fired(&r), 1);
+
+    ASSERT_EQ(iwarp_loop_start_thread(&l), 0);
+    PROBE_WAIT_THREAD_IN(0, probe_epoll_wait, WAIT_MS, "the progress thread in epoll_wait(-1)");
+    direct_reads(&l, &r.src, 2 * IWARP_LOOP_UNWATCH_AFTER);
+    ASSERT_TRUE(probe_epoll_watches(l.epfd, sv[0]));
+    pair_down(&l, sv, &r);
 }
 
 TEST(fini_without_a_thread_and_with_nothing_registered)
