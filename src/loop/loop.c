@@ -160,11 +160,13 @@ void iwarp_loop_wake_locked(struct iwarp_loop *l)
 }
 
 /*
- * Let go of the lock, then make the system calls decided under it. One thread at a time sets
- * the timerfd (timer_busy), and it looks again after each setting: a deadline changed by
- * another thread meanwhile is set by it too, so the last setting is always the current one.
+ * iwarp_loop_unlock when something may have been decided (a wake, followers, the timerfd, the
+ * owner's deferred work, already taken when `deferred`): let go of the lock, then make the
+ * system calls decided under it. One thread at a time sets the timerfd (timer_busy), and it
+ * looks again after each setting: a deadline changed by another thread meanwhile is set by it
+ * too, so the last setting is always the current one.
  */
-void iwarp_loop_unlock(struct iwarp_loop *l)
+static void unlock_and_act(struct iwarp_loop *l, bool deferred)
 {
     bool wake = l->wake_pending;
     l->wake_pending = false;
@@ -174,7 +176,6 @@ void iwarp_loop_unlock(struct iwarp_loop *l)
     bool arm = !l->timer_busy && timer_stale(l, &want);
     l->timer_busy |= arm;
     uint32_t fires = l->timer_fires;
-    bool deferred = l->deferred_take && l->deferred_take(l->deferred_user);
     pthread_mutex_unlock(l->lock);
     if (wake)
         iwarp_loop_wake(l);
@@ -192,6 +193,18 @@ void iwarp_loop_unlock(struct iwarp_loop *l)
         fires = l->timer_fires;
         pthread_mutex_unlock(l->lock);
     }
+}
+
+void iwarp_loop_unlock(struct iwarp_loop *l)
+{
+    bool deferred = l->deferred_take && l->deferred_take(l->deferred_user);
+    /* The usual case, a busy poll's or a post's: nobody to wake and no thread that may sleep
+     * (only such a thread needs the timerfd set: timer_stale). */
+    if (!deferred && !l->wake_pending && !l->followers_pending && l->n_blocking == 0) {
+        pthread_mutex_unlock(l->lock);
+        return;
+    }
+    unlock_and_act(l, deferred);
 }
 
 /* ---- setup ----------------------------------------------------------------------------- */
