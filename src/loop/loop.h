@@ -83,13 +83,13 @@ struct iwarp_loop {
      * drops its whole list. */
     const void *gone[IWARP_LOOP_GONE_MAX];
     uint64_t n_gone;
-    /* The owner's own system calls decided under the lock (NULL: none): iwarp_loop_unlock
-     * asks deferred_take (lock held) whether this thread is to make them, and then, without
-     * the lock, calls deferred_run. */
     /* Sources busy polls read themselves, taken out of the epoll set (iwarp_loop_direct), and
      * the loop's passes other than those polls' own, which bring them back. */
     struct iwarp_loop_src *unwatched;
     uint64_t passes;
+    /* The owner's own system calls decided under the lock (NULL: none): iwarp_loop_unlock
+     * asks deferred_take (lock held) whether this thread is to make them, and then, without
+     * the lock, calls deferred_run. */
     bool (*deferred_take)(void *user);
     void (*deferred_run)(void *user);
     void *deferred_user;
