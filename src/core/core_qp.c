@@ -215,6 +215,7 @@ static void flush_sq(struct iwarp_core_qp *qp)
 {
     /* Everything not finished completes with WR_FLUSH_ERR, in order, signaled or not. */
     qp->orq_count = 0;
+    qp->orq_octets = 0;
     qp->irq_count = 0;
     qp->tx_src = IWARP_CORE_TX_NONE;
     qp->tx_imm_next = false;

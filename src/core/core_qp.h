@@ -44,10 +44,13 @@
 #include "wire/wire_segment.h"
 
 /* siw's limits (docs/interop-siw.md). */
-#define IWARP_CORE_MAX_INLINE 80u
-#define IWARP_CORE_MAX_IRD    128u
-#define IWARP_CORE_MAX_ORD    128u
-#define IWARP_CORE_MAX_WR     32768u
+#define IWARP_CORE_MAX_INLINE        80u
+#define IWARP_CORE_MAX_IRD           128u
+#define IWARP_CORE_MAX_ORD           128u
+/* The default of iwarp_core_qp_cfg.read_batch_octets (docs/design.md, "Read Requests in
+ * batches"). */
+#define IWARP_CORE_READ_BATCH_OCTETS (256u * 1024u)
+#define IWARP_CORE_MAX_WR            32768u
 
 /* The RFC 7306 extensions the engine implements (IWARP_RDMAP_EXT_* bits a QP may enable). */
 #define IWARP_CORE_RDMAP_EXT ((uint32_t)(IWARP_RDMAP_EXT_IMM_DATA | IWARP_RDMAP_EXT_ATOMICS))
@@ -193,6 +196,9 @@ struct iwarp_core_qp_cfg {
     uint32_t max_recv_sge;
     uint32_t max_inline;
     uint32_t rdmap_ext; /* the RFC 7306 extensions enabled (enum iwarp_rdmap_ext bits) */
+    /* Read Requests go out in batches while the Reads outstanding ask for at least this many
+     * octets (core_qp_tx.c, orq_waits); 0: IWARP_CORE_READ_BATCH_OCTETS */
+    uint32_t read_batch_octets;
     bool sq_sig_all;
     iwarp_core_qp_event_fn event;
     void *event_user;
@@ -243,6 +249,8 @@ struct iwarp_core_qp {
     /* outbound Reads */
     struct iwarp_core_orqe *orq;
     uint32_t orq_head, orq_count;
+    uint64_t orq_octets; /* what the outstanding Reads ask for, together */
+    bool orq_refill;     /* Requests go until the ORD is full (orq_waits) */
 
     /* inbound Reads */
     struct iwarp_core_irqe *irq;

@@ -118,6 +118,7 @@ static void recv_fail(struct iwarp_core_qp *qp, uint8_t status, struct iwarp_ter
 /* Remove the ORQ head. */
 static void orq_pop(struct iwarp_core_qp *qp)
 {
+    qp->orq_octets -= qp->orq[qp->orq_head].len;
     qp->orq_head = iwarp_ring_advance(qp->orq_head, 1, IWARP_CORE_MAX_ORD);
     qp->orq_count--;
 }

@@ -80,6 +80,22 @@ static void start_imm_after_write(struct iwarp_core_qp *qp)
     qp->tx_rdmap_ext_sent = true;
 }
 
+/* Whether a Read or Atomic Request at the SQ's head waits. RFC 5040 §5.4, RFC 7306 §5.2: at
+ * most ORD of them outstanding, counted together. Besides, while they are many (half the ORD)
+ * and large (read_batch_octets of responses still to come, which keep the responder busy for
+ * longer than a Request's trip), new Requests wait until half of those have completed and
+ * then go together, until the ORD is full: one system call, and one segment for the peer to
+ * take in, for many Reads instead of one each (docs/design.md, "Read Requests in batches"). */
+static bool orq_waits(const struct iwarp_core_qp *qp)
+{
+    if (qp->orq_count >= qp->ord)
+        return true;
+    uint32_t batch =
+        qp->cfg.read_batch_octets ? qp->cfg.read_batch_octets : IWARP_CORE_READ_BATCH_OCTETS;
+    return !qp->orq_refill && qp->orq_count >= 2 && qp->orq_count >= qp->ord / 2 &&
+           qp->orq_octets >= batch;
+}
+
 /* Start the next SQ message. Returns true when tx_msg holds it. */
 static bool start_sq(struct iwarp_core_qp *qp)
 {
@@ -107,11 +123,11 @@ static bool start_sq(struct iwarp_core_qp *qp)
         uint32_t len = e->len;
         bool se = e->flags & IWARP_SEND_SOLICITED;
         if (needs_orq(e->opcode)) {
-            /* RFC 5040 §5.4, RFC 7306 §5.2: at most ORD Reads and atomics outstanding, counted
-             * together (the SQ waits for a free slot); their requests go on queue 1 with one
-             * MSN sequence and carry no payload. */
-            if (qp->orq_count >= qp->ord)
+            /* The SQ waits for a free slot (orq_waits); the Requests go on queue 1 with one MSN
+             * sequence and carry no payload. */
+            if (orq_waits(qp))
                 return false;
+            qp->orq_refill = true; /* a batch: until the SQ has no more or the ORD is full */
             wm.msn = qp->read_msn++;
             iov = NULL;
             iovcnt = 0;
@@ -186,6 +202,8 @@ static bool start_sq(struct iwarp_core_qp *qp)
             if (o->atomic)
                 qp->atomic_req_id++;
             qp->orq_count++;
+            qp->orq_octets += e->len;
+            qp->orq_refill = qp->orq_count < qp->ord;
         }
         e->started = true;
         if (wm.opcode >= IWARP_RDMAP_OP_IMM_DATA) /* RFC 7306 Figure 2: 0x8..0xA from the SQ */
@@ -195,6 +213,7 @@ static bool start_sq(struct iwarp_core_qp *qp)
         qp->tx_index = index;
         return true;
     }
+    qp->orq_refill = false; /* a batch of Requests ends with what was posted */
     return false;
 }
 
@@ -377,8 +396,7 @@ bool iwarp_core_qp_tx_pending(const struct iwarp_core_qp *qp)
         if ((e->flags & IWARP_SEND_FENCE) && qp->orq_count)
             return false;
         /* as start_sq: a deregistered head completes in error even while the ORD is full */
-        if (needs_orq(e->opcode) && qp->orq_count >= qp->ord &&
-            iwarp_core_held_usable(&e->held, qp->cfg.mem))
+        if (needs_orq(e->opcode) && orq_waits(qp) && iwarp_core_held_usable(&e->held, qp->cfg.mem))
             return false;
         return true;
     }

@@ -12,6 +12,7 @@
 #include "iwarp/errors.h"
 #include "mem/mem_access.h"
 #include "mem/mem_region.h"
+#include "wire/wire_segment.h"
 
 enum { PD = 3, QPN = 9, SQ = 8, RQ = 4 };
 
@@ -29,7 +30,8 @@ static struct iwarp_core_qp Q;
 static uint8_t buf[8192];
 static uint32_t lkey;
 static int events[32], nevents;
-static uint32_t rdmap_ext; /* the RFC 7306 extensions the next setup enables */
+static uint32_t rdmap_ext;  /* the RFC 7306 extensions the next setup enables */
+static uint32_t read_batch; /* and its read_batch_octets */
 
 static void on_event(void *user, struct iwarp_core_qp *qp, int type, uint32_t cause, bool peer)
 {
@@ -61,6 +63,7 @@ static void setup(bool sig_all)
                                     .max_recv_sge = 6,
                                     .max_inline = 80,
                                     .rdmap_ext = rdmap_ext,
+                                    .read_batch_octets = read_batch,
                                     .sq_sig_all = sig_all,
                                     .event = on_event};
     struct iwarp_core_qp_mem m = {
@@ -240,6 +243,101 @@ TEST(read_request_golden_ord_limit_and_fence)
     ASSERT_EQ_U(Q.orq_count, 1);
     ASSERT_EQ_U(Q.orq[Q.orq_head].len, 64);
     ASSERT_EQ_U(Q.orq[Q.orq_head].sink_stag, lkey);
+}
+
+/* Post a signaled Read of 16 octets into buf[16 * id]. */
+static void post_read16(uint64_t id)
+{
+    struct iwarp_sge s = sge_of(16 * id, 16);
+    struct iwarp_send_wr r = wr_of(IWARP_WR_RDMA_READ, id, &s, 1, 0);
+    r.wr.rdma.rkey = 0x100;
+    ASSERT_EQ(iwarp_core_qp_post_send(&Q, &r), 0);
+}
+
+/* Produce and send every segment that may go now; returns how many Read Requests they were. */
+static int send_ready(void)
+{
+    struct iwarp_core_tx_seg seg;
+    int n = 0;
+    while (iwarp_core_qp_tx_next(&Q, 1024, &seg) == 1) {
+        ASSERT_EQ(seg.hdr[1] & 0x0F, 0x1);
+        iwarp_core_qp_tx_sent(&Q, &seg);
+        n++;
+    }
+    return n;
+}
+
+/* The last (only) Read Response segment for the Read of post_read16(id); its completion. */
+static void answer_read16(uint64_t id)
+{
+    struct iwarp_wire_msg m = {.opcode = IWARP_RDMAP_OP_READ_RESP,
+                               .last = true,
+                               .stag = lkey,
+                               .to = (uint64_t)(uintptr_t)(buf + 16 * id)};
+    uint8_t s[64];
+    iwarp_ssize n = iwarp_wire_segment_encode(s, sizeof s, &m, buf, 16);
+    ASSERT_EQ(n, 30);
+    ASSERT_EQ(iwarp_core_qp_rx_segment(&Q, s, (size_t)n), 0);
+    struct iwarp_wc wc;
+    ASSERT_EQ_U(iwarp_core_cq_poll(&scq, &wc, 1), 1);
+    ASSERT_EQ_U(wc.wr_id, id);
+    ASSERT_EQ(wc.status, IWARP_WC_SUCCESS);
+}
+
+TEST(read_requests_go_in_batches_while_many_large_reads_are_outstanding)
+{
+    read_batch = 64; /* 4 Reads of 16 octets */
+    setup(true);
+    read_batch = 0;
+    ASSERT_EQ(iwarp_core_qp_start(&Q, 4, SQ), 0); /* ORD 8 */
+    for (uint64_t id = 1; id <= 8; id++)
+        post_read16(id);
+    ASSERT_EQ(send_ready(), 8); /* the first fill: up to the ORD */
+    /* 7 outstanding (over half the ORD, 112 octets asked): the next Request waits */
+    answer_read16(1);
+    post_read16(9);
+    ASSERT_FALSE(iwarp_core_qp_tx_pending(&Q));
+    ASSERT_EQ(send_ready(), 0);
+    answer_read16(2);
+    answer_read16(3);
+    answer_read16(4); /* 4 outstanding, 64 octets: still waiting */
+    post_read16(10);
+    post_read16(11);
+    post_read16(12);
+    ASSERT_FALSE(iwarp_core_qp_tx_pending(&Q));
+    /* under half the ORD: all four go together, in order */
+    answer_read16(5);
+    ASSERT_TRUE(iwarp_core_qp_tx_pending(&Q));
+    uint32_t msn = Q.read_msn;
+    ASSERT_EQ(send_ready(), 4);
+    ASSERT_EQ_U(Q.read_msn, msn + 4);
+    ASSERT_EQ_U(Q.orq_count, 7);
+    /* the batch ended with the SQ: the next one waits again */
+    answer_read16(6);
+    post_read16(13);
+    ASSERT_EQ(send_ready(), 0);
+    int sent = 0;
+    for (uint64_t id = 7; id <= 13; id++) {
+        answer_read16(id);
+        sent += send_ready();
+        ASSERT_EQ(sent, id >= 9 ? 1 : 0); /* 13 goes once 3 are outstanding */
+    }
+    ASSERT_EQ_U(Q.orq_count, 0);
+    ASSERT_EQ_U(Q.orq_octets, 0);
+}
+
+TEST(small_reads_go_at_once_up_to_the_ord)
+{
+    setup(true); /* the default batch: 256 KiB, far more than 8 Reads of 16 octets ask */
+    ASSERT_EQ(iwarp_core_qp_start(&Q, 4, SQ), 0);
+    for (uint64_t id = 1; id <= 8; id++)
+        post_read16(id);
+    ASSERT_EQ(send_ready(), 8);
+    for (uint64_t id = 9; id <= 16; id++) {
+        answer_read16(id - 8);
+        post_read16(id);
+        ASSERT_EQ(send_ready(), 1);
+    }
 }
 
 TEST(fence_waits_for_prior_reads)
