@@ -49,6 +49,8 @@ export JUDGE=$SHARED/tools/wire-check/check.sh # used by judge_lib.sh
 HERE=$(dirname "$(realpath "$0")")
 # shellcheck source=../interop/judge_lib.sh
 . "$HERE/../interop/judge_lib.sh"
+# shellcheck source=../interop/siw_known.sh
+. "$HERE/../interop/siw_known.sh"
 # shellcheck source=../support/wait_for.sh
 . "$HERE/../support/wait_for.sh"
 # shellcheck source=../support/bounded.sh
@@ -147,19 +149,6 @@ host_args() { # PROGRAM ROLE PORT ARGS
 } >"$S/guest.sh"
 
 FWD=()
-# Whether, on every TCP connection of PORT in the capture, our FIN acknowledged every octet
-# siw (10.0.2.15) had sent: we closed only after the whole exchange, so an error siw reports
-# afterwards for its own last Send is siw's. Fails when a connection has no FIN of ours.
-fin_acked_all_siw_sent() { # PCAP PORT
-    tshark -r "$1" -Y "tcp.port == $2" -T fields -e tcp.stream -e ip.src -e tcp.nxtseq -e tcp.len \
-        -e tcp.flags.fin -e tcp.ack 2>/dev/null |
-        awk '$2 == "10.0.2.15" && $4 > 0 && $3 + 0 > sent[$1] + 0 { sent[$1] = $3 }
-             $2 != "10.0.2.15" && ($5 == "1" || $5 == "True") { fin[$1] = $6 }
-             END { n = 0
-                   for (s in sent) { if (!(s in fin) || fin[s] + 0 < sent[s] + 0) exit 1; n++ }
-                   exit n == 0 }'
-}
-
 i=0
 for r in "${RUNS[@]}"; do
     read -r name dir _ <<<"$r"
@@ -240,10 +229,6 @@ result_ok() { tr -d '\r' <"$1" | grep -qE "^ *$2 +$3 +[0-9]"; }
 siw_close_failure() { # GUEST_OUTPUT
     grep -q 'Failed to close connection between server and client' "$1" &&
         grep -qE 'Bad wc status 2|Unable to (write to|read from) socket/rdma_cm' "$1"
-}
-# siw's rping lost its own teardown race (see the header): nothing else printed.
-siw_rping_teardown_race() { # GUEST_OUTPUT
-    [ "$(tr -d '\r' <"$1")" = $'client DISCONNECT EVENT...\nrdma_get_cm_event: Bad file descriptor' ]
 }
 
 i=0
