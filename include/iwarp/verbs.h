@@ -1271,10 +1271,14 @@ struct iwarp_recv_wr {
  * iwarp_post_send - post a linked list of send work requests, in order (ibv_post_send).
  *
  * Each WR is checked and queued; the first that fails stops the list (those before it stay
- * posted). What can be sent is sent from the calling thread before it returns. On a QP in
- * error (Terminate sent or received, iwarp_modify_qp_err, connection lost) posting succeeds and
- * the WR completes with IWARP_WC_WR_FLUSH_ERR. Posting IWARP_WR_REG_MR updates the MR's
- * lkey/rkey, IWARP_WR_BIND_MW the window's rkey, at once.
+ * posted). What can be sent is sent from the calling thread before it returns. RDMA Reads and
+ * atomics are outstanding at most ORD at once; the next waits in the send queue, and the WRs
+ * behind it with it. While half the ORD or more are outstanding and they ask for 256 KiB or
+ * more together, a new one waits too, until half of them have completed; the waiting ones then
+ * go together (one system call, not one per completion). On a QP in error (Terminate sent or
+ * received, iwarp_modify_qp_err, connection lost) posting succeeds and the WR completes with
+ * IWARP_WC_WR_FLUSH_ERR. Posting IWARP_WR_REG_MR updates the MR's lkey/rkey, IWARP_WR_BIND_MW
+ * the window's rkey, at once.
  *
  * Returns:
  *   0                    every WR is posted; *bad_wr is NULL.
