@@ -197,7 +197,7 @@ struct iwarp_core_qp_cfg {
     uint32_t max_inline;
     uint32_t rdmap_ext; /* the RFC 7306 extensions enabled (enum iwarp_rdmap_ext bits) */
     /* Read Requests go out in batches while the Reads outstanding ask for at least this many
-     * octets (core_qp_tx.c, orq_waits); 0: IWARP_CORE_READ_BATCH_OCTETS */
+     * octets (core_qp_tx.c, orq_waits); 0: IWARP_CORE_READ_BATCH_OCTETS (set at init) */
     uint32_t read_batch_octets;
     bool sq_sig_all;
     iwarp_core_qp_event_fn event;

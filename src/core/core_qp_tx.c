@@ -90,10 +90,8 @@ static bool orq_waits(const struct iwarp_core_qp *qp)
 {
     if (qp->orq_count >= qp->ord)
         return true;
-    uint32_t batch =
-        qp->cfg.read_batch_octets ? qp->cfg.read_batch_octets : IWARP_CORE_READ_BATCH_OCTETS;
     return !qp->orq_refill && qp->orq_count >= 2 && qp->orq_count >= qp->ord / 2 &&
-           qp->orq_octets >= batch;
+           qp->orq_octets >= qp->cfg.read_batch_octets;
 }
 
 /* Start the next SQ message. Returns true when tx_msg holds it. */
@@ -127,7 +125,6 @@ static bool start_sq(struct iwarp_core_qp *qp)
              * sequence and carry no payload. */
             if (orq_waits(qp))
                 return false;
-            qp->orq_refill = true; /* a batch: until the SQ has no more or the ORD is full */
             wm.msn = qp->read_msn++;
             iov = NULL;
             iovcnt = 0;
@@ -203,6 +200,7 @@ static bool start_sq(struct iwarp_core_qp *qp)
                 qp->atomic_req_id++;
             qp->orq_count++;
             qp->orq_octets += e->len;
+            /* a batch goes on until the SQ has no more or the ORD is full */
             qp->orq_refill = qp->orq_count < qp->ord;
         }
         e->started = true;
