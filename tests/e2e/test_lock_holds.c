@@ -316,18 +316,18 @@ static void one_sided(struct rig *r, enum iwarp_wr_opcode op, uint32_t len, uint
     }
 }
 
-/* N_SMALL 64-octet Sends on pair 0, posted back to back (they form batches), received by the
- * server. */
-static void small_sends(struct rig *r)
+/* n (at most N_SMALL) 64-octet Sends on pair 0, posted back to back (they form batches),
+ * received by the server. */
+static void small_sends(struct rig *r, uint32_t n)
 {
     struct sp_end *c = &r->pairs[0].cli, *s = &r->pairs[0].srv;
-    for (uint32_t i = 0; i < N_SMALL; i++)
+    for (uint32_t i = 0; i < n; i++)
         ASSERT_EQ(sp_post_recv(s->qp, i, r->sbuf[0] + 64u * i, 64, r->smr[0]->lkey), 0);
-    for (uint32_t i = 0; i < N_SMALL; i++)
+    for (uint32_t i = 0; i < n; i++)
         ASSERT_EQ(sp_post(c->qp, i, IWARP_WR_SEND, 0, r->cbuf[0], 64, r->cmr[0]->lkey, 0, 0), 0);
     struct iwarp_wc wc[N_SMALL];
-    sp_poll_n(&r->srv, &r->cli, wc, N_SMALL);
-    for (uint32_t i = 0; i < N_SMALL; i++)
+    sp_poll_n(&r->srv, &r->cli, wc, n);
+    for (uint32_t i = 0; i < n; i++)
         ASSERT_EQ(wc[i].status, IWARP_WC_SUCCESS);
 }
 
@@ -336,7 +336,19 @@ static void the_traffic(struct rig *r)
     one_sided(r, IWARP_WR_RDMA_WRITE, BIG, N_BIG);
     one_sided(r, IWARP_WR_RDMA_WRITE, 64u << 10, N_MID);
     one_sided(r, IWARP_WR_RDMA_READ, 64u << 10, N_MID);
-    small_sends(r);
+    small_sends(r, N_SMALL);
+}
+
+/* A batch's deadline reaches the timerfd only while a thread sleeps in the loop; in the traffic
+ * above the progress thread is usually busy then (CI once saw no timerfd_settime at all, under
+ * TSan). So, until one is made: let the client's progress thread fall asleep, then post a few
+ * Sends back to back, the second of which joins a batch and arms its deadline. */
+static void batch_while_the_thread_sleeps(struct rig *r)
+{
+    for (int round = 0; round < 50 && atomic_load(&calls[P_TIMERFD]) == 0; round++) {
+        usleep(5000);
+        small_sends(r, 8);
+    }
 }
 
 /* The calls every run makes (epoll_ctl: EPOLLOUT wanted once the big Writes fill the socket;
@@ -358,6 +370,7 @@ TEST(waiting_for_completion_events_holds_no_lock_across_a_system_call)
     struct rig r;
     rig_up(&r, IWARP_PROGRESS_THREAD, true);
     the_traffic(&r);
+    batch_while_the_thread_sleeps(&r);
     rig_judge(&r,
               SEEN_ALWAYS | (1u << P_TIMERFD) | (1u << P_EVENTFD_WRITE) | (1u << P_EVENTFD_READ));
 }
