@@ -68,16 +68,29 @@ static uint8_t *stage_take(struct iwarp_llp_conn *c, uint32_t n, uint32_t *span)
     return s->buf + off;
 }
 
-/* Whether the staging ring can take the payload of the engine's next segment, should it be a
- * Read Response (the engine decides which comes next; iwarp_core_qp_tx_read_resp_max bounds
- * it). Otherwise the segment waits until enough FPDUs before it are written: an empty ring
- * takes any segment, so a Read of any size progresses. */
-static bool stage_fits_next(struct iwarp_llp_conn *c)
+/* A Read Response segment shortened to the staging ring's room is at least this long (else it
+ * waits for the room to grow): shorter FPDUs would cost more per octet on both sides than the
+ * wait, with the ring then nearly full and the socket busy with what it holds. */
+#define STAGE_SEG_MIN (16u << 10)
+
+/* The largest DDP segment (header included) the engine may produce next, as
+ * iwarp_core_eng_tx_next takes it; 0: none now. Should the next segment be a Read Response
+ * (iwarp_core_qp_tx_read_resp_max bounds it; the engine decides which comes next), the staging
+ * ring must take its payload: when the ring has less room than the Response could fill, the
+ * segment is shortened to the room (RFC 5041 §5.2 bounds a DDP Segment by MULPDU, nothing
+ * more), so that the ring fills up and one sendmsg takes as much as it holds. With the ring at
+ * two FPDUs and 64 KiB Reads (FPDUs of 64768 and 768 octets), waiting for room for a whole one
+ * made every Read Response its own sendmsg (docs/design.md, "Read Responses with CRC on"). An
+ * empty ring takes any segment, so a Read of any size progresses. */
+static uint32_t tx_seg_max(struct iwarp_llp_conn *c)
 {
     if (!staging(c) || !c->eng->rdmap)
-        return true; /* a DDP-level stream answers no Reads */
+        return c->max_seg; /* a DDP-level stream answers no Reads */
     uint32_t need = iwarp_core_qp_tx_read_resp_max(c->eng->rdmap, c->max_seg);
-    return need == 0 || stage_room(c) >= need;
+    uint32_t room = stage_room(c);
+    if (need == 0 || room >= need)
+        return c->max_seg;
+    return room >= STAGE_SEG_MIN ? room : 0;
 }
 
 /* Frame the segment in slot t as the next FPDU (RFC 5044 §4.1: length, ULPDU in place,
@@ -188,9 +201,10 @@ static void tx_fill(struct iwarp_llp_conn *c)
                 break; /* cannot happen: the negotiation picked exactly one type */
             c->rtr_pending = false;
             c->rtr_wait = rtr == IWARP_MPA_RTR_READ;
-        } else if (!qp_may_send(c) || !stage_fits_next(c) ||
-                   !iwarp_core_eng_tx_next(c->eng, c->max_seg, &t->seg)) {
-            break;
+        } else {
+            uint32_t seg_max = qp_may_send(c) ? tx_seg_max(c) : 0;
+            if (seg_max == 0 || !iwarp_core_eng_tx_next(c->eng, seg_max, &t->seg))
+                break;
         }
         int rc = frame(c, t);
         if (rc != 0) {

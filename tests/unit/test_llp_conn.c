@@ -634,7 +634,7 @@ TEST(read_source_rewritten_after_framing_is_sent_as_framed_with_crc_on)
 TEST(reads_with_crc_on_progress_through_the_staging_ring_at_the_largest_fpdus)
 {
     /* EMSS 65483: FPDUs of 64768-octet ULPDUs, so the 2 x 64768 staging ring holds two Read
-     * Response payloads at most and the framing waits for it (tx_fill, stage_fits_next). */
+     * Response payloads at most and the framing waits for it (tx_fill, tx_seg_max). */
     struct opts o = {.rev = 2, .crc = true, .emss = 65483, .rtr = IWARP_MPA_RTR_WRITE};
     setup(&o);
     accept_request();
@@ -649,6 +649,46 @@ TEST(reads_with_crc_on_progress_through_the_staging_ring_at_the_largest_fpdus)
     ASSERT_EQ(P[1].nerr, 0);
     ASSERT_EQ_U(P[1].c.txs.used, 0);
     ASSERT_EQ(P[1].c.state, IWARP_LLP_CONN_ESTABLISHED);
+}
+
+TEST(read_responses_fill_the_staging_ring_with_a_shortened_segment)
+{
+    /* 64 KiB Reads at 64768-octet FPDUs: a Response takes 65536 octets of the 2 x 64768 ring,
+     * and the next one's first segment is shortened to the 64000 left (tx_seg_max) instead of
+     * waiting until the first is written, so the ring holds two Responses for one write. */
+    struct opts o = {.rev = 2, .crc = true, .emss = 65483, .rtr = IWARP_MPA_RTR_WRITE};
+    setup(&o);
+    accept_request();
+    pump();
+    enum { N = 4, EACH = 65536 };
+    fill(MEM[1] + SRC_OFF, (size_t)N * EACH, 77);
+    memset(MEM[0] + DST_OFF, 0, (size_t)N * EACH);
+    for (unsigned i = 0; i < N; i++)
+        post_send(&P[0], IWARP_WR_RDMA_READ, 300 + i, DST_OFF + i * EACH, EACH,
+                  (uint64_t)(uintptr_t)(MEM[1] + SRC_OFF + i * EACH), P[1].key);
+    struct iwarp_llp_conn *c = &P[1].c;
+    uint32_t most_held = 0, shortened = 0;
+    for (uint32_t steps = 1; iwarp_llp_mem_pump_once(&M); steps++) {
+        ASSERT_TRUE(steps < 100000);
+        most_held = c->txs.used > most_held ? c->txs.used : most_held;
+        for (uint32_t f = 0; f < c->txf_count; f++) {
+            const struct iwarp_llp_conn_txf *t =
+                &c->txf[(c->txf_head + f) % IWARP_LLP_CONN_TX_SEGS];
+            if (t->seg.src == IWARP_CORE_TX_IRQ && !t->seg.last &&
+                t->seg.hdr_len + t->seg.payload_len < c->max_seg) {
+                ASSERT_TRUE(t->seg.payload_len >= (16u << 10)); /* STAGE_SEG_MIN */
+                shortened++;
+            }
+        }
+    }
+    ASSERT_TRUE(shortened > 0);
+    ASSERT_TRUE(most_held > EACH && most_held <= c->txs.cap);
+    for (unsigned i = 0; i < N; i++)
+        expect_wc(&P[0].scq, 300 + i, EACH, false);
+    ASSERT_MEM_EQ(MEM[0] + DST_OFF, MEM[1] + SRC_OFF, (size_t)N * EACH);
+    ASSERT_EQ(P[0].nerr, 0);
+    ASSERT_EQ(P[1].nerr, 0);
+    ASSERT_EQ_U(c->txs.used, 0);
 }
 
 TEST(without_tx_staging_a_rewritten_read_source_fails_the_crc)
