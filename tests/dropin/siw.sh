@@ -108,10 +108,11 @@ done
 # Our first FPDU held long enough (1.5 s) that siw's ib_write_lat server writes before it comes:
 # the drop-in must take that Write (docs/interop-siw.md), not fail the connection.
 RUNS+=("ib_write_lat-held h2g ib_write_lat IWARP_FIRST_FPDU_DELAY_MS=1500 -s 64 -n $LAT_ITERS")
-RUNS+=("ib_atomic_bw h2g ib_atomic_bw - -n 10")
 # siw Reads 64 KiB from us with CRC on: our Read Responses go through the TX staging ring,
 # and, when siw's Requests queue up, in segments shortened to the ring's room (docs/design.md).
 RUNS+=("ib_read_bw-64k-crc-on g2h ib_read_bw IWARP_MPA_CRC=1 -s 65536 -n $ITERS")
+# Last: siw's guest kernel may die of it (above), and nothing after it could run.
+RUNS+=("ib_atomic_bw h2g ib_atomic_bw - -n 10")
 
 selected() { [[ -z "${DROPIN_SIW_ONLY:-}" || "$1" == $DROPIN_SIW_ONLY ]]; }
 # A program's role options: rping -s/-c with -a; perftest: server bare, client the address.
