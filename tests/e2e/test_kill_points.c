@@ -51,9 +51,11 @@
  */
 #define _GNU_SOURCE 1
 #include <dirent.h>
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -585,13 +587,43 @@ static void conn_connect(struct conn *c, const struct sockaddr_in *dst, bool crc
     c->w.may_send = true; /* the initiator sends first (RFC 5044 §7.1.2) */
 }
 
-/* The survivor as the server: the CONNECT_REQUEST, within ms. */
-static void conn_wait_request(struct conn *c, unsigned ms)
+/* The victim's state as a failure reports it: alive, or how it ended (reaped here). */
+static const char *victim_state(struct victim *v, char *buf, size_t len)
+{
+    int status = 0;
+    pid_t r = waitpid(v->pid, &status, WNOHANG);
+    if (r == 0)
+        snprintf(buf, len, "alive");
+    else if (r != v->pid)
+        snprintf(buf, len, "not known (waitpid: %s)", strerror(errno));
+    else if (WIFSIGNALED(status))
+        snprintf(buf, len, "killed by signal %d", WTERMSIG(status));
+    else
+        snprintf(buf, len, "exited with %d", WEXITSTATUS(status));
+    return buf;
+}
+
+/* The survivor as the server: the CONNECT_REQUEST of victim v, within ms; sr: the relay its
+ * SCTP packets come through (NULL over TCP). A failure says whether the victim lived and what
+ * the relay carried, so that a rare miss shows where the connection attempt was lost. */
+static void conn_wait_request(struct conn *c, struct victim *v, struct sctp_relay *sr, unsigned ms)
 {
     struct deadline dl = deadline_in_ms(ms);
     while (!c->got_request) {
-        if (deadline_passed(&dl))
-            DEADLINE_FAIL(&dl, "a CONNECT_REQUEST");
+        if (deadline_passed(&dl)) {
+            char st[96], relay[160] = "";
+            if (sr) {
+                uint32_t inits = 0;
+                struct sr_dir c2s, s2c;
+                sctp_relay_snapshot(sr, &inits, NULL, NULL, &c2s, &s2c);
+                snprintf(relay, sizeof relay,
+                         "; relay: %u INITs, %llu packets to us, %llu back (dropped %llu/%llu)",
+                         inits, (unsigned long long)c2s.packets, (unsigned long long)s2c.packets,
+                         (unsigned long long)c2s.dropped, (unsigned long long)s2c.dropped);
+            }
+            DEADLINE_FAIL(&dl, "a CONNECT_REQUEST (victim %s%s)", victim_state(v, st, sizeof st),
+                          relay);
+        }
         conn_round(c, false);
     }
 }
@@ -711,7 +743,7 @@ static void clean_run(struct kp_run *R, struct surv *sv, enum kp_tr tr, enum kp_
         if (tr == TR_SCTP)
             sctp_relay_start(&R->sr, sv->port); /* SCTP victim clients reach us through it */
         victim_start(&v, role, tr, sv->port, vcaller, crc, false, true, seed);
-        conn_wait_request(&c, KP_SETUP_MS);
+        conn_wait_request(&c, &v, tr == TR_SCTP ? &R->sr : NULL, KP_SETUP_MS);
         conn_accept(&c, crc, seed ^ 1u);
     } else {
         victim_start(&v, role, tr, 0, vcaller, crc, false, true, seed);
@@ -833,13 +865,13 @@ static void one_kill(struct kp_run *R, struct surv *sv, enum kp_tr tr, enum kp_r
             ASSERT_EQ(r, 'R');
             deadline_pause_us(rnd(&R->rng, 2000));
         } else {
-            conn_wait_request(&c, KP_SETUP_MS);
+            conn_wait_request(&c, &v, tr == TR_SCTP ? &R->sr : NULL, KP_SETUP_MS);
             if (neg_after_accept && tr == TR_TCP) /* the relay holds its first FPDU back */
                 conn_accept(&c, crc, seed ^ 1u);
         }
     } else {
         if (role == VICTIM_CLIENT) {
-            conn_wait_request(&c, KP_SETUP_MS);
+            conn_wait_request(&c, &v, tr == TR_SCTP ? &R->sr : NULL, KP_SETUP_MS);
             conn_accept(&c, crc, seed ^ 1u);
         }
         ASSERT_TRUE(conn_until(&c, c_established, NULL, KP_SETUP_MS));
