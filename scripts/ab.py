@@ -86,9 +86,9 @@ def main():
         "MB/s (average, higher is better)"
     n = opts.rounds - ties
     print("unit: %s" % unit)
-    for name, v in zip("AB", values):
+    for name, v, exe in zip("AB", values, exes):
         print("%s median %.2f  (min %.2f, max %.2f)  %s" %
-              (name, statistics.median(v), min(v), max(v), exes["AB".index(name)]))
+              (name, statistics.median(v), min(v), max(v), exe))
     print("B/A: median of per-round ratios %.3f; B better in %d of %d rounds (%d ties); "
           "sign test p = %.3f" % (statistics.median(ratios), b_better, n, ties,
                                   sign_test_p(b_better, n)))

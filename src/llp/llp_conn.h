@@ -93,6 +93,11 @@ struct iwarp_llp_conn_tx_stage {
 /* The staging ring's size: two of the largest FPDU payloads (RFC 5044 §3: 64768). */
 #define IWARP_LLP_CONN_TX_STAGE (2u * IWARP_MPA_MULPDU_MAX)
 
+/* A Read Response segment shortened to the staging ring's room is at least this long (else it
+ * waits for the room to grow): shorter FPDUs would cost more per octet on both sides than the
+ * wait, with the ring then nearly full and the socket busy with what it holds. */
+#define IWARP_LLP_CONN_STAGE_SEG_MIN (16u << 10)
+
 /* The receive side's states; llp_conn_int.h says what each does and when it changes. */
 enum iwarp_llp_conn_rx_state {
     IWARP_LLP_CONN_RX_NEG = 0, /* the peer's MPA Request or Reply */

@@ -68,11 +68,6 @@ static uint8_t *stage_take(struct iwarp_llp_conn *c, uint32_t n, uint32_t *span)
     return s->buf + off;
 }
 
-/* A Read Response segment shortened to the staging ring's room is at least this long (else it
- * waits for the room to grow): shorter FPDUs would cost more per octet on both sides than the
- * wait, with the ring then nearly full and the socket busy with what it holds. */
-#define STAGE_SEG_MIN (16u << 10)
-
 /* The largest DDP segment (header included) the engine may produce next, as
  * iwarp_core_eng_tx_next takes it; 0: none now. Should the next segment be a Read Response
  * (iwarp_core_qp_tx_read_resp_max bounds it; the engine decides which comes next), the staging
@@ -90,7 +85,7 @@ static uint32_t tx_seg_max(struct iwarp_llp_conn *c)
     uint32_t room = stage_room(c);
     if (need == 0 || room >= need)
         return c->max_seg;
-    return room >= STAGE_SEG_MIN ? room : 0;
+    return room >= IWARP_LLP_CONN_STAGE_SEG_MIN ? room : 0;
 }
 
 /* Frame the segment in slot t as the next FPDU (RFC 5044 §4.1: length, ULPDU in place,

@@ -26,6 +26,7 @@
 #include "mem/mem_region.h"
 #include "util/bytes.h"
 #include "util/copy.h"
+#include "util/ring.h"
 #include "wire/wire_mpa.h"
 #include "wire/wire_segment.h"
 
@@ -673,10 +674,10 @@ TEST(read_responses_fill_the_staging_ring_with_a_shortened_segment)
         most_held = c->txs.used > most_held ? c->txs.used : most_held;
         for (uint32_t f = 0; f < c->txf_count; f++) {
             const struct iwarp_llp_conn_txf *t =
-                &c->txf[(c->txf_head + f) % IWARP_LLP_CONN_TX_SEGS];
+                &c->txf[iwarp_ring_slot(c->txf_head, f, IWARP_LLP_CONN_TX_SEGS)];
             if (t->seg.src == IWARP_CORE_TX_IRQ && !t->seg.last &&
                 t->seg.hdr_len + t->seg.payload_len < c->max_seg) {
-                ASSERT_TRUE(t->seg.payload_len >= (16u << 10)); /* STAGE_SEG_MIN */
+                ASSERT_TRUE(t->seg.payload_len >= IWARP_LLP_CONN_STAGE_SEG_MIN);
                 shortened++;
             }
         }
