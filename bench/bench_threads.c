@@ -307,8 +307,9 @@ int main(int argc, char **argv)
          * effect of running first or second hits both alike. Four runs of 8 passes each way:
          * 0.81-0.99 (median 0.92) with one thread always first, 0.86-1.05 (0.97) with the
          * threads first; two runs of the same kind in a pair, 0.96-1.01. */
+        bool threads_go_first = (k % 2 == 1) != threads_first;
         for (uint32_t r = 0; r < 2; r++) {
-            bool threads = (r == 1) != ((k % 2 == 1) != threads_first);
+            bool threads = (r == 0) == threads_go_first;
             p.nthreads = threads ? nqps : 1;
             *(threads ? &many[k] : &one[k]) = run_pass(&p);
         }

@@ -197,7 +197,8 @@ def rows(quick):
                                          ("256 QP", "TCP 256", "")]))
     # 5. posting threads: the same 2 QPs driven by one thread and by one thread each, in one
     # process (bench_threads runs the two one after the other within its pass; which goes
-    # first alternates over the passes, as the second of a pair tends to run slower)
+    # first alternates over the passes, so that an effect of running first or second hits both
+    # alike)
     order = [0]
 
     def threads(r):
