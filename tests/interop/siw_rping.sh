@@ -21,7 +21,12 @@
 #   - in siw's direction: nothing else is expected either (siw's known deviations, wire-reference
 #     §1.5/§1.6, only show in Terminates, and none is sent). Add a category to SIW_KNOWN only with
 #     a reason.
-# Any other WARN or ERROR in our direction (or without a frame) fails the run. Each whole
+# Any other WARN or ERROR in our direction (or without a frame) fails the run. One exception,
+# siw's own: when the judge's findings are all Tagged Offset skips in siw's direction
+# (siw_stream_hole in siw_known.sh: siw left octets of a tagged message out, which -V then finds
+# missing), whatever else failed follows from the data siw never sent, so the run is run once
+# more on a fresh guest and its verdict is that rerun's, reported with "KNOWN" (a second hole
+# fails). Each whole
 # capture is judged, both directions: at 1,000 x 65535 octets about 130 MB and 54,000 FPDUs,
 # nearly four minutes of judging each, which runs beside the next guest (the 65535-octet runs
 # go first for that).
@@ -94,13 +99,14 @@ check_lines() { # LOG WHO PREFIX COUNT SIZE
         echo "    $2 printed other data: $(head -c 300 "$1.diff")"
 }
 
-# One run: DIR h2g|g2h, COUNT, SIZE, CRC on|off, VERBOSE (guest -v) yes|no
+# One run: DIR h2g|g2h, COUNT, SIZE, CRC on|off, VERBOSE (guest -v) yes|no[, NAME_SUFFIX]
 run() {
     local dir=$1 count=$2 size=$3 crc=$4 gv=$5
-    local name="$dir-${count}x$size-crc-$crc" port=$((PORT++))
+    local base="$dir-${count}x$size-crc-$crc" port=$((PORT++))
+    local name=$base${6:-}
     local d="$W/$name" copt=() vopt=() ov=no ovopt=() t=$SECONDS
     # shellcheck disable=SC2053 # SIW_RPING_ONLY is a glob
-    [[ -z "${SIW_RPING_ONLY:-}" || "$name" == $SIW_RPING_ONLY ]] || return 0
+    [[ -z "${SIW_RPING_ONLY:-}" || "$base" == $SIW_RPING_ONLY ]] || return 0
     mkdir -p "$d/share"
     [ "$crc" = on ] && copt=(--crc)
     [ "$gv" = yes ] && vopt=(-v)
@@ -143,16 +149,19 @@ run() {
     VERDICT=$!
     KIDS+=("$VERDICT")
     NAMES+=("$name")
+    ARGS[$name]="$dir $count $size $crc $gv"
 }
 
 VERDICT='' NAMES=()
+declare -A ARGS # a run's name -> its arguments to run(), for a rerun
 wait_verdict() { [ -z "$VERDICT" ] || wait "$VERDICT"; VERDICT=; }
 
-# The checks of one run, done; prints PASS or FAIL with the problems. Called by run() only: it
+# The checks of one run, done; prints PASS, FAIL or HOLE (siw's stream skipped Tagged Offsets,
+# and nothing else was found on the wire: to be run again) with the problems. Called by run() only: it
 # reads run()'s locals (d, name, t, ours, guest, count, size, gv, ov, side, prefix, oprefix,
 # port, crc), which bash's dynamic scope hands to it (and to its background subshell).
 verdict() {
-    local problems j0 js
+    local problems found j0 js
     problems=$(
         [ "$ours" = 0 ] || echo "    iwarp ping exit $ours: $(grep -E '^iwarp ping' "$d/ours.log" | tail -n 3)"
         [ "$ours" = 0 ] || { echo "    iwarp ping's last lines:"; tail -n 6 "$d/ours.log" | sed 's/^/      /'; }
@@ -173,16 +182,22 @@ verdict() {
         [ "$ov" = no ] || check_lines "$d/ours.log" "iwarp ping" "$oprefix" "$count" "$size"
     )
     j0=$SECONDS
-    problems+=$(judge "$d/cap.pcap" "$port" "$side" "$crc")
+    found=$(judge "$d/cap.pcap" "$port" "$side" "$crc")
     js=$((SECONDS - j0))
     local secs=$((SECONDS - t)) summary
     summary=$(grep -h '^SUMMARY: crc' "$d/cap.pcap.$port.judge" 2>/dev/null | sed 's/SUMMARY: //')
-    if [ -z "$problems" ]; then
+    if siw_stream_hole "$found" "$([ "$side" = 'i>r' ] && echo 'r>i' || echo 'i>r')"; then
+        echo "HOLE $name (${secs}s): the judge found siw's stream skipping Tagged Offsets, nothing else"
+        echo "$found"
+        [ -z "$problems" ] || echo "$problems"
+        if [ -n "${SIW_RPING_KEEP:-}" ]; then cp -r "$d" "$SIW_RPING_KEEP/"; fi
+    elif [ -z "${problems}${found}" ]; then
         echo "PASS $name (${secs}s, judging ${js}s of it; $(grep '^MPA:' "$d/ours.log" | sed 's/^MPA: //'); judge: $summary)"
         [ ! -e "$d/race" ] || echo "    KNOWN: siw's rping client lost its own teardown race (exit 255, 'rdma_get_cm_event: Bad file descriptor') after every ping was verified"
     else
         echo "FAIL $name (${secs}s)"
-        echo "$problems"
+        [ -z "$problems" ] || echo "$problems"
+        [ -z "$found" ] || echo "$found"
         if [ -n "${SIW_RPING_KEEP:-}" ]; then cp -r "$d" "$SIW_RPING_KEEP/"; fi
     fi
     rm -f "$d/cap.pcap" "$d/cap.pcap.$port.pcap" # the next runs need the disk more
@@ -196,13 +211,33 @@ run g2h "$COUNT" 64 off yes
 run h2g "$COUNT" 64 on yes
 run g2h "$COUNT" 64 on yes
 wait_verdict
-for n in "${NAMES[@]}"; do
-    cat "$W/$n/verdict"
-    if head -n 1 "$W/$n/verdict" | grep -q '^PASS '; then
-        PASSED=$((PASSED + 1))
-    else
-        FAILED=$((FAILED + 1))
+# siw's holes: each such run once more (its -again twin), on a fresh guest
+FIRST=("${NAMES[@]}")
+for n in "${FIRST[@]}"; do
+    if head -n 1 "$W/$n/verdict" | grep -q '^HOLE '; then
+        read -r -a again <<<"${ARGS[$n]}"
+        run "${again[@]}" -again
     fi
+done
+wait_verdict
+for n in "${FIRST[@]}"; do
+    v=$W/$n/verdict ok=no
+    if head -n 1 "$v" | grep -q '^HOLE '; then
+        v2=$W/$n-again/verdict
+        if head -n 1 "$v2" | grep -q '^PASS '; then
+            ok=yes
+            cat "$v2"
+            echo "    KNOWN: the first run met siw's hole in a tagged message (the judge's [to] in siw's direction, nothing else on the wire); this rerun passed:"
+            sed 's/^/    /' "$v"
+        else
+            echo "FAIL $n: siw's hole in a tagged message, and its rerun did not pass"
+            sed 's/^/    /' "$v" "$v2"
+        fi
+    else
+        head -n 1 "$v" | grep -q '^PASS ' && ok=yes
+        cat "$v"
+    fi
+    if [ $ok = yes ]; then PASSED=$((PASSED + 1)); else FAILED=$((FAILED + 1)); fi
 done
 echo "$PASSED passed, $FAILED failed ($(($(date +%s) - T0))s)"
 [ "$FAILED" = 0 ]
