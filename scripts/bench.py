@@ -201,22 +201,38 @@ def rows(quick):
     # alike)
     order = [0]
 
-    def threads(r):
-        exe = os.path.join(r.build, "bench", "bench_threads")
-        j0, c0, t0 = busy_jiffies(), children_cpu(), time.monotonic()
-        first = ["--threads-first"] if order[0] % 2 else []
-        order[0] += 1
-        p = subprocess.run([exe, "--passes", "1", "--ms", "1000", "--qps", "2"] + first,
-                           capture_output=True, text=True, timeout=300)
-        fl = max(0.0, ((busy_jiffies() - j0) / r.hz - (children_cpu() - c0)) /
-                 (time.monotonic() - t0))
-        for line in p.stdout.splitlines():
-            w = line.split()
-            if len(w) == 4 and w[0] == "1":
-                return {"2 threads": float(w[2]), "1 thread": float(w[1])}, fl
-        return {"2 threads": "exit %d: %s" % (p.returncode, p.stderr.strip()[-200:])}, fl
-    out.append(("5 threads", "Write 64 KiB, 2 QPs, CRC on, caller", "GB/s", "high", [threads],
-                [("2 threads", "1 thread", ">= 0.95")]))
+    def posting_threads(nqps, spread, label):
+
+        def f(r):
+            exe = os.path.join(r.build, "bench", "bench_threads")
+            j0, c0, t0 = busy_jiffies(), children_cpu(), time.monotonic()
+            first = ["--threads-first"] if order[0] % 2 else []
+            order[0] += 1
+            extra = ["--spread"] if spread else []
+            p = subprocess.run([exe, "--passes", "1", "--ms", "1000", "--qps", str(nqps)] +
+                               first + extra, capture_output=True, text=True, timeout=300)
+            fl = max(0.0, ((busy_jiffies() - j0) / r.hz - (children_cpu() - c0)) /
+                     (time.monotonic() - t0))
+            for line in p.stdout.splitlines():
+                w = line.split()
+                if len(w) == 4 and w[0] == "1":
+                    return {label: float(w[2]), "1 thread": float(w[1])}, fl
+            return {label: "exit %d: %s" % (p.returncode, p.stderr.strip()[-200:])}, fl
+        return f
+    out.append(("5 threads", "Write 64 KiB, 2 QPs, CRC on, caller", "GB/s", "high",
+                [posting_threads(2, False, "2 threads")], [("2 threads", "1 thread", ">= 0.95")]))
+    # ... and the scaling with a posting thread (and QP) per core, the target's thread on a core
+    # of its own, where there are at least 4 cores (on fewer the threads would share them)
+    if not quick:
+        cores = os.cpu_count() or 1
+        if cores >= 4:
+            scaling = posting_threads(min(cores - 1, 16), True, "thread per core")
+        else:
+            def scaling(r, why="skipped: %d cores here, the row needs at least 4" % cores):
+                return {"thread per core": why, "1 thread": why}, 0.0
+        out.append(("5 threads", "Write 64 KiB, a thread and QP per core but one, CRC on, "
+                    "caller", "GB/s", "high", [scaling],
+                    [("thread per core", "1 thread", "(reported)")]))
     # 6. SCTP: latency, and 64 KiB Write bandwidth (which is to stay >= 0.9x raw usrsctp)
     def usrsctp(r, mode, measure, size):
         exe = os.path.join(r.build, "bench", "bench_usrsctp")
