@@ -202,7 +202,6 @@ def rows(quick):
     order = [0]
 
     def posting_threads(nqps, spread, label):
-
         def f(r):
             exe = os.path.join(r.build, "bench", "bench_threads")
             j0, c0, t0 = busy_jiffies(), children_cpu(), time.monotonic()

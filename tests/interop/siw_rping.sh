@@ -24,9 +24,9 @@
 # Any other WARN or ERROR in our direction (or without a frame) fails the run. One exception,
 # siw's own: when the judge's findings are all Tagged Offset skips in siw's direction
 # (siw_stream_hole in siw_known.sh: siw left octets of a tagged message out, which -V then finds
-# missing), whatever else failed follows from the data siw never sent, so the run is run once
-# more on a fresh guest and its verdict is that rerun's, reported with "KNOWN" (a second hole
-# fails). Each whole
+# missing), the run's other failures can all follow from the data siw never sent, so the run is
+# run once more on a fresh guest and its verdict is the rerun's, reported with "KNOWN" (a second
+# hole fails). Each whole
 # capture is judged, both directions: at 1,000 x 65535 octets about 130 MB and 54,000 FPDUs,
 # nearly four minutes of judging each, which runs beside the next guest (the 65535-octet runs
 # go first for that).
@@ -156,8 +156,8 @@ VERDICT='' NAMES=()
 declare -A ARGS # a run's name -> its arguments to run(), for a rerun
 wait_verdict() { [ -z "$VERDICT" ] || wait "$VERDICT"; VERDICT=; }
 
-# The checks of one run, done; prints PASS, FAIL or HOLE (siw's stream skipped Tagged Offsets,
-# and nothing else was found on the wire: to be run again) with the problems. Called by run() only: it
+# The checks of one run, done; prints PASS, FAIL or HOLE (siw's stream skipped Tagged Offsets
+# and the judge found nothing else: to be run again) with the problems. Called by run() only: it
 # reads run()'s locals (d, name, t, ours, guest, count, size, gv, ov, side, prefix, oprefix,
 # port, crc), which bash's dynamic scope hands to it (and to its background subshell).
 verdict() {
