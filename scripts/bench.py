@@ -227,7 +227,9 @@ def rows(quick):
         if cores >= 4:
             scaling = posting_threads(min(cores - 1, 16), True, "thread per core")
         else:
-            def scaling(r, why="skipped: %d cores here, the row needs at least 4" % cores):
+            why = "skipped: %d cores here, the row needs at least 4" % cores
+
+            def scaling(r):
                 return {"thread per core": why, "1 thread": why}, 0.0
         out.append(("5 threads", "Write 64 KiB, a thread and QP per core but one, CRC on, "
                     "caller", "GB/s", "high", [scaling],

@@ -304,8 +304,7 @@ for r in "${RUNS[@]}"; do
         # (siw's [startup]), and the drop-in takes it (docs/interop-siw.md)
         [ "$prog" = ib_write_lat ] && allow_siw+=" startup"
         found=$(siw_judge "$W/cap.pcap" "$port" "$ours_dir" "$allow_ours" "$allow_siw")
-        siw_dir=$([ "$ours_dir" = 'i>r' ] && echo 'r>i' || echo 'i>r')
-        if [ -e "$f.hole" ] && siw_stream_hole "$found" "$siw_dir"; then
+        if [ -e "$f.hole" ] && siw_stream_hole "$found" "$ours_dir"; then
             touch "$f.hole.siw" # everything else above must still hold
         else
             [ -z "$found" ] || echo "$found"

@@ -603,6 +603,13 @@ static const char *victim_state(struct victim *v, char *buf, size_t len)
     return buf;
 }
 
+/* The relay a victim's SCTP packets pass through, whose counters a failure reports; NULL over
+ * TCP. */
+static struct sctp_relay *relay_of(struct kp_run *R, enum kp_tr tr)
+{
+    return tr == TR_SCTP ? &R->sr : NULL;
+}
+
 /* The survivor as the server: the CONNECT_REQUEST of victim v, within ms; sr: the relay its
  * SCTP packets come through (NULL over TCP). A failure says whether the victim lived and what
  * the relay carried, so that a rare miss shows where the connection attempt was lost. */
@@ -743,7 +750,7 @@ static void clean_run(struct kp_run *R, struct surv *sv, enum kp_tr tr, enum kp_
         if (tr == TR_SCTP)
             sctp_relay_start(&R->sr, sv->port); /* SCTP victim clients reach us through it */
         victim_start(&v, role, tr, sv->port, vcaller, crc, false, true, seed);
-        conn_wait_request(&c, &v, tr == TR_SCTP ? &R->sr : NULL, KP_SETUP_MS);
+        conn_wait_request(&c, &v, relay_of(R, tr), KP_SETUP_MS);
         conn_accept(&c, crc, seed ^ 1u);
     } else {
         victim_start(&v, role, tr, 0, vcaller, crc, false, true, seed);
@@ -865,13 +872,13 @@ static void one_kill(struct kp_run *R, struct surv *sv, enum kp_tr tr, enum kp_r
             ASSERT_EQ(r, 'R');
             deadline_pause_us(rnd(&R->rng, 2000));
         } else {
-            conn_wait_request(&c, &v, tr == TR_SCTP ? &R->sr : NULL, KP_SETUP_MS);
+            conn_wait_request(&c, &v, relay_of(R, tr), KP_SETUP_MS);
             if (neg_after_accept && tr == TR_TCP) /* the relay holds its first FPDU back */
                 conn_accept(&c, crc, seed ^ 1u);
         }
     } else {
         if (role == VICTIM_CLIENT) {
-            conn_wait_request(&c, &v, tr == TR_SCTP ? &R->sr : NULL, KP_SETUP_MS);
+            conn_wait_request(&c, &v, relay_of(R, tr), KP_SETUP_MS);
             conn_accept(&c, crc, seed ^ 1u);
         }
         ASSERT_TRUE(conn_until(&c, c_established, NULL, KP_SETUP_MS));

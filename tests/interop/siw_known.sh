@@ -30,13 +30,16 @@ siw_rping_teardown_race() { # GUEST_OUTPUT
 }
 
 # Whether the judge's findings on a connection (siw_judge's lines) are all siw skipping Tagged
-# Offsets in its own direction SIW_DIR: "[to]" errors, a tagged segment whose TO does not
+# Offsets in its own direction (the other than OURS, i>r or r>i, as siw_judge takes it): "[to]"
+# errors, a tagged segment whose TO does not
 # continue the segment before it of the same message (siw, like every sender over TCP, sends a
 # message's segments in order, so the octets between were never sent), at least one, and nothing
 # else. The capture is taken at the guest's NIC, so the octets siw left out never reached us: a
 # data mismatch that rping's -V then finds is siw's (seen once in CI, rping 65535 octets h2g:
 # siw's RDMA Write to our buffer skipped 1436 octets, one FPDU's payload, between two of its
 # segments).
-siw_stream_hole() { # JUDGE_LINES SIW_DIR
-    [ -n "$1" ] && ! grep -qvE "^    judge: $2 +ERROR #[0-9]+ \[to\] " <<<"$1"
+siw_stream_hole() { # JUDGE_LINES OURS
+    local siw='i>r'
+    [ "$2" = 'i>r' ] && siw='r>i'
+    [ -n "$1" ] && ! grep -qvE "^    judge: $siw +ERROR #[0-9]+ \[to\] " <<<"$1"
 }

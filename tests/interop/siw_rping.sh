@@ -186,7 +186,7 @@ verdict() {
     js=$((SECONDS - j0))
     local secs=$((SECONDS - t)) summary
     summary=$(grep -h '^SUMMARY: crc' "$d/cap.pcap.$port.judge" 2>/dev/null | sed 's/SUMMARY: //')
-    if siw_stream_hole "$found" "$([ "$side" = 'i>r' ] && echo 'r>i' || echo 'i>r')"; then
+    if siw_stream_hole "$found" "$side"; then
         echo "HOLE $name (${secs}s): the judge found siw's stream skipping Tagged Offsets, nothing else"
         echo "$found"
         [ -z "$problems" ] || echo "$problems"
