@@ -24,6 +24,20 @@ static inline uint8_t fuzz_take(const uint8_t **p, size_t *n)
     return *(*p)++;
 }
 
+/* A differential target folds everything a run shows the outside into a digest (FNV-1a) and
+ * compares the digests of two runs: fuzz_digest_start(), then fuzz_digest(d, p, n) per item. */
+static inline uint64_t fuzz_digest_start(void)
+{
+    return 0xcbf29ce484222325u;
+}
+
+static inline void fuzz_digest(uint64_t *d, const void *p, size_t n)
+{
+    const uint8_t *b = p;
+    for (size_t i = 0; i < n; i++)
+        *d = (*d ^ b[i]) * 0x100000001b3u;
+}
+
 /* A small deterministic generator seeded from the input, for piece sizes and the like. */
 static inline uint32_t fuzz_rng_next(uint32_t *s)
 {

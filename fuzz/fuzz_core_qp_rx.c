@@ -21,7 +21,10 @@
  * Properties:
  *   - nothing is written outside the registered MR (guard zones around it keep their pattern);
  *   - once the QP left RUNNING, nothing more is placed (the MR is unchanged by later segments);
- *   - every call returns 0 or a negative IWARP_ERR_* and never crashes (sanitizers).
+ *   - every call returns 0 or a negative IWARP_ERR_* and never crashes (sanitizers);
+ *   - the input runs twice, with the QP's header prediction (core_qp_rx.c, core_qp_tx.c) and
+ *     without: the two runs return the same codes, complete the same work requests the same
+ *     way, produce the same segments octet for octet and leave the same MR and QP state.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -54,6 +57,19 @@ static struct iwarp_core_qp Q;
 static uint32_t mr, ro_mr;
 static uint8_t snapshot[MRLEN];
 
+/* Everything a run shows the outside (fuzz_digest): compared between the two runs. */
+static uint64_t digest;
+
+static void mix(const void *p, size_t n)
+{
+    fuzz_digest(&digest, p, n);
+}
+
+static void mix_u64(uint64_t v)
+{
+    mix(&v, sizeof v);
+}
+
 static uint64_t mr_va(uint32_t off)
 {
     return (uint64_t)(uintptr_t)(arena + GUARD + off % MRLEN);
@@ -67,22 +83,42 @@ static void guards_intact(void)
     }
 }
 
+static void mix_wcs(const struct iwarp_wc *wc, uint32_t n)
+{
+    mix_u64(n);
+    for (uint32_t i = 0; i < n; i++) {
+        const struct iwarp_wc *w = &wc[i];
+        uint64_t f[] = {w->wr_id,    w->status,   w->opcode,   w->vendor_err,
+                        w->byte_len, w->imm_data, w->wc_flags, w->qp_num};
+        mix(f, sizeof f);
+    }
+}
+
+/* A CQ's notification (an arm that fired, an overrun): which one, and why. */
+static void on_notify(void *user, struct iwarp_core_cq *cq, enum iwarp_core_cq_why why)
+{
+    (void)user;
+    mix_u64((uint64_t)(cq == &rcq) << 8 | why);
+}
+
+/* Take the completions; the receive CQ is armed again for solicited ones (Sends with SE). */
 static void drain_cqs(void)
 {
     struct iwarp_wc wc[NWC];
-    (void)iwarp_core_cq_poll(&scq, wc, NWC);
-    (void)iwarp_core_cq_poll(&rcq, wc, NWC);
+    mix_wcs(wc, iwarp_core_cq_poll(&scq, wc, NWC));
+    mix_wcs(wc, iwarp_core_cq_poll(&rcq, wc, NWC));
+    iwarp_core_cq_arm(&rcq, true);
 }
 
 static void drain_tx(void)
 {
     struct iwarp_core_tx_seg seg;
     for (int i = 0; i < 64 && iwarp_core_qp_tx_next(&Q, 256, &seg) == 1; i++) {
-        for (uint32_t k = 0; k < seg.niov; k++) { /* touch what the LLP would send */
-            volatile const uint8_t *p = seg.iov[k].iov_base;
-            if (seg.iov[k].iov_len)
-                (void)p[seg.iov[k].iov_len - 1];
-        }
+        uint64_t f[] = {seg.src, seg.last, seg.wr_done, seg.index, seg.hdr_len, seg.payload_len};
+        mix(f, sizeof f);
+        mix(seg.hdr, seg.hdr_len);
+        for (uint32_t k = 0; k < seg.niov; k++) /* read what the LLP would send */
+            mix(seg.iov[k].iov_base, seg.iov[k].iov_len);
         iwarp_core_qp_tx_sent(&Q, &seg);
     }
 }
@@ -179,22 +215,24 @@ static void feed(const uint8_t *seg, size_t len)
         memcpy(snapshot, arena + GUARD, MRLEN);
     int rc = iwarp_core_qp_rx_segment(&Q, seg, len);
     FUZZ_CHECK(rc <= 0);
+    mix_u64((uint64_t)(int64_t)rc);
     if (!placing) /* RFC 5041 §7.1: nothing placed after an error */
         FUZZ_CHECK(memcmp(snapshot, arena + GUARD, MRLEN) == 0);
     guards_intact();
     drain_cqs();
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+/* One run of the input; the QP predicts headers or not. Returns its digest. */
+static uint64_t run(const uint8_t *data, size_t size, bool predict)
 {
+    digest = fuzz_digest_start();
     uint32_t seed = 0x1234567u;
     for (size_t i = 0; i < GUARD; i++) {
         arena[i] = (uint8_t)(0x5A ^ i);
         arena[GUARD + MRLEN + i] = (uint8_t)(0xC3 ^ i);
     }
     memset(arena + GUARD, 0, MRLEN);
-    if (iwarp_mem_table_init(&T, E, 8, fuzz_xorshift, &seed) != 0)
-        return 0;
+    FUZZ_CHECK(iwarp_mem_table_init(&T, E, 8, fuzz_xorshift, &seed) == 0);
     struct iwarp_mem_range r = {.addr = mr_va(0),
                                 .iova = mr_va(0),
                                 .length = MRLEN,
@@ -205,8 +243,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     r.access = IWARP_MEM_ACCESS_REMOTE_READ;
     r.length = MRLEN / 2;
     FUZZ_CHECK(iwarp_mem_reg_mr(&T, 1, &r, &ro_mr) == 0);
-    FUZZ_CHECK(iwarp_core_cq_init(&scq, sring, NWC, NULL, NULL) == 0);
-    FUZZ_CHECK(iwarp_core_cq_init(&rcq, rring, NWC, NULL, NULL) == 0);
+    FUZZ_CHECK(iwarp_core_cq_init(&scq, sring, NWC, on_notify, NULL) == 0);
+    FUZZ_CHECK(iwarp_core_cq_init(&rcq, rring, NWC, on_notify, NULL) == 0);
+    iwarp_core_cq_arm(&rcq, true);
 
     uint8_t cfgb = fuzz_take(&data, &size);
     bool use_srq = cfgb & 1;
@@ -235,6 +274,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                                   .irq = irq,
                                   .irq_lens = irq_lens};
     FUZZ_CHECK(iwarp_core_qp_init(&Q, &cfg, &m) == 0);
+    Q.rx_predict = Q.tx_predict = predict;
     FUZZ_CHECK(iwarp_core_qp_start(&Q, 1u + ((cfgb >> 1) & 3u), 4) == 0);
     uint8_t nrecv = fuzz_take(&data, &size) % RQ_CAP;
     for (uint32_t i = 0; i < nrecv; i++)
@@ -350,6 +390,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
     }
     drain_tx();
+    drain_cqs();
     guards_intact();
+    mix(arena + GUARD, MRLEN);
+    uint64_t f[] = {Q.stream.state,   iwarp_core_cause_u32(Q.term_cause),
+                    Q.term_from_peer, iwarp_ddp_rx_uq_expected_msn(&Q.uq_send),
+                    Q.rq.count,       Q.irq_count,
+                    Q.orq_count,      Q.send_msn};
+    mix(f, sizeof f);
+    return digest;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    uint64_t predicted = run(data, size, true);
+    FUZZ_CHECK(run(data, size, false) == predicted);
     return 0;
 }

@@ -25,7 +25,9 @@
  *     after its last segment was sent, and never for a Read or an atomic (no response comes);
  *     no WR completes twice;
  *   - transmitting reads memory only: the registered region and the guards around it keep
- *     their octets.
+ *     their octets;
+ *   - the input runs twice, with the QP's header prediction (core_qp_tx.c, core_qp_rx.c) and
+ *     without: the same segments octet for octet, the same completions, the same end state.
  */
 #include <stdbool.h>
 #include <stddef.h>
@@ -101,6 +103,14 @@ static uint32_t pick_key(uint8_t c)
     return c % 6 == 4 ? mr ^ 0x01u : (uint32_t)c * 0x01010101u;
 }
 
+/* Everything a run shows the outside (fuzz_digest): compared between the two runs. */
+static uint64_t digest;
+
+static void mix(const void *p, size_t n)
+{
+    fuzz_digest(&digest, p, n);
+}
+
 static bool is_read_or_atomic(int opcode)
 {
     return opcode == IWARP_WR_RDMA_READ || iwarp_core_qp_is_atomic((uint8_t)opcode);
@@ -119,6 +129,9 @@ static void drain_cqs(void)
     struct iwarp_wc wc[NWC];
     uint32_t n = iwarp_core_cq_poll(&scq, wc, NWC);
     for (uint32_t i = 0; i < n; i++) {
+        uint64_t f[] = {wc[i].wr_id,    wc[i].status,   wc[i].opcode,
+                        wc[i].byte_len, wc[i].wc_flags, wc[i].vendor_err};
+        mix(f, sizeof f);
         FUZZ_CHECK(wc[i].wr_id < n_posts);
         struct post *p = &model[wc[i].wr_id];
         FUZZ_CHECK(!p->completed);
@@ -244,6 +257,9 @@ static void transmit(uint32_t max_seg, uint32_t count)
             len += seg.iov[k].iov_len;
         }
         FUZZ_CHECK(len == seg.hdr_len + seg.payload_len);
+        uint64_t f[] = {seg.src, seg.last, seg.wr_done, seg.index, len};
+        mix(f, sizeof f);
+        mix(wire, len);
         struct iwarp_wire_segment s;
         FUZZ_CHECK(iwarp_wire_segment_decode(wire, len, &s, NULL) == 0);
         if (running)
@@ -350,14 +366,15 @@ static void post_recv(const uint8_t **data, size_t *size)
     drain_cqs();
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+/* One run of the input; the QP predicts headers or not. Returns its digest. */
+static uint64_t run(const uint8_t *data, size_t size, bool predict)
 {
+    digest = fuzz_digest_start();
     uint32_t seed = 0x2468aceu;
     for (size_t i = 0; i < sizeof arena; i++)
         arena[i] = (uint8_t)(i * 7u + 3u);
     memcpy(before, arena, sizeof arena);
-    if (iwarp_mem_table_init(&T, E, 8, fuzz_xorshift, &seed) != 0)
-        return 0;
+    FUZZ_CHECK(iwarp_mem_table_init(&T, E, 8, fuzz_xorshift, &seed) == 0);
     struct iwarp_mem_range r = {.addr = mr_va(0),
                                 .iova = mr_va(0),
                                 .length = MRLEN,
@@ -393,6 +410,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct iwarp_core_qp_mem m = {
         .sq = sq, .rq = rq, .rq_lens = rq_lens, .orq = orq, .irq = irq, .irq_lens = irq_lens};
     FUZZ_CHECK(iwarp_core_qp_init(&Q, &cfg, &m) == 0);
+    Q.rx_predict = Q.tx_predict = predict;
     FUZZ_CHECK(iwarp_core_qp_start(&Q, 2, 1u + ((cfgb >> 2) & 3u)) == 0);
     n_posts = cur = 0;
     next_success = 0;
@@ -432,6 +450,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     transmit(IWARP_MPA_MULPDU_MAX, 64);
     FUZZ_CHECK(memcmp(arena, before, sizeof arena) == 0);
+    uint64_t f[] = {Q.stream.state, Q.send_msn, Q.stream.sq_count, Q.orq_count, n_posts};
+    mix(f, sizeof f);
     iwarp_core_qp_fini(&Q);
+    return digest;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    uint64_t predicted = run(data, size, true);
+    FUZZ_CHECK(run(data, size, false) == predicted);
     return 0;
 }

@@ -37,6 +37,7 @@ int iwarp_core_qp_init(struct iwarp_core_qp *qp, const struct iwarp_core_qp_cfg 
     memset(qp, 0, sizeof *qp);
     qp->eng = (struct iwarp_core_engine){.ops = &iwarp_core_qp_engine_ops, .rdmap = qp};
     qp->cfg = *cfg;
+    qp->rx_predict = qp->tx_predict = true;
     if (qp->cfg.read_batch_octets == 0)
         qp->cfg.read_batch_octets = IWARP_CORE_READ_BATCH_OCTETS;
     qp->sq = mem->sq;

@@ -278,6 +278,11 @@ struct iwarp_core_qp {
     struct iwarp_core_rx_cur rx_cur;
 
     bool last_wqe_reported; /* QP_LAST_WQE_REACHED raised (SRQ) */
+
+    /* Header prediction on receive (core_qp_rx.c) and transmit (core_qp_tx.c): on from init;
+     * tests turn them off to run the same traffic through the general paths and compare. */
+    bool rx_predict, tx_predict;
+    uint64_t rx_predicted, tx_predicted; /* the segments that took them */
 };
 
 /*

@@ -39,6 +39,7 @@
 #include "iwarp/errors.h"
 #include "mem/mem_access.h"
 #include "mem/mem_region.h"
+#include "util/bytes.h"
 #include "util/copy.h"
 #include "util/ring.h"
 #include "wire/wire_segment.h"
@@ -809,10 +810,91 @@ int iwarp_core_qp_rx_payload_done(struct iwarp_core_qp *qp)
     }
 }
 
+/* ---- header prediction ------------------------------------------------------------------ */
+
+/*
+ * In a stream of small messages nearly every segment is a whole one-segment Send into the
+ * current receive, or an RDMA Write, with every reserved bit clear. As in TCP's header
+ * prediction, such a segment is recognised by comparing its headers with what the stream
+ * expects, octet for octet: RFC 5041 §7.1's and RFC 5040 §7.2's stateless header checks (DV 1,
+ * RV 1, a defined opcode and its T flag and QN, reserved bits) then hold by construction. The
+ * stateful checks are the general path's own functions (the untagged queue's MSN, buffer, MO and
+ * length; the STag's validity, rights, PD and bounds), the placement its copy and the delivery
+ * its completion: what is left out is the general decode and the bookkeeping that carries a
+ * segment across two phases (iwarp_core_qp_rx_hdr, iwarp_core_qp_rx_payload_done), which a
+ * segment whole in memory does not need. Anything else, and every check that fails, returns
+ * false with nothing changed, and the general path handles the segment and reports the error.
+ */
+
+/* A whole one-segment Send or Send with SE (QN 0, MO 0, no Invalidate STag) for the current
+ * receive of a QP without an SRQ; len >= IWARP_DDP_UNTAGGED_HDR_LEN. */
+static bool rx_predicted_send(struct iwarp_core_qp *qp, const uint8_t *seg, size_t len)
+{
+    if (qp->cfg.srq != NULL || iwarp_load_be32(seg + 2) != 0u || iwarp_load_be32(seg + 6) != 0u ||
+        iwarp_load_be32(seg + 14) != 0u)
+        return false;
+    struct iwarp_core_rqe *rqe = iwarp_core_qp_cur_rqe(qp);
+    if (rqe == NULL || !iwarp_core_held_usable(&rqe->held, qp->cfg.mem))
+        return false;
+    uint32_t plen = (uint32_t)(len - IWARP_DDP_UNTAGGED_HDR_LEN);
+    struct iwarp_ddp_hdr h = {
+        .last = true, .dv = IWARP_DDP_VERSION, .msn = iwarp_load_be32(seg + 10)};
+    struct iwarp_ddp_rx_place place;
+    if (iwarp_ddp_rx_uq_segment(&qp->uq_send, &h, plen, &place, NULL) != 0)
+        return false;
+    struct iovec dst[IWARP_CORE_RX_IOV_MAX];
+    uint32_t ndst = gather(rqe, 0, plen, dst);
+    iwarp_copy_scatter(dst, ndst, seg + IWARP_DDP_UNTAGGED_HDR_LEN, plen);
+    /* RFC 5040 §5.3: Delivered in order, with the size written; SE is solicited (done_send) */
+    iwarp_core_qp_recv_complete(qp, rqe->wr_id, IWARP_WC_SUCCESS, (uint32_t)place.msg_len, 0, false,
+                                0, seg[1] == iwarp_rdmap_ctrl(IWARP_RDMAP_OP_SEND_SE));
+    (void)iwarp_ddp_rx_uq_complete(&qp->uq_send);
+    iwarp_core_qp_pop_rqe(qp);
+    return true;
+}
+
+/* A whole RDMA Write segment with payload (rx_write): placed, nothing to deliver (RFC 5040
+ * §5.1); len > IWARP_DDP_TAGGED_HDR_LEN. */
+static bool rx_predicted_write(struct iwarp_core_qp *qp, const uint8_t *seg, size_t len)
+{
+    struct iwarp_mem_req r = {.stag = iwarp_load_be32(seg + 2),
+                              .to = iwarp_load_be64(seg + 6),
+                              .len = len - IWARP_DDP_TAGGED_HDR_LEN,
+                              .need = IWARP_MEM_ACCESS_REMOTE_WRITE,
+                              .pd = qp->cfg.pd,
+                              .qp = qp->cfg.qp_num};
+    uint64_t addr = 0;
+    if (iwarp_ddp_rx_tagged_target(qp->cfg.mem, &r, &addr, NULL) != 0)
+        return false;
+    iwarp_copy((void *)(uintptr_t)addr, seg + IWARP_DDP_TAGGED_HDR_LEN, (size_t)r.len);
+    return true;
+}
+
+/* Whether the segment was one of the predicted kinds and has been placed and delivered. */
+static bool rx_predicted(struct iwarp_core_qp *qp, const uint8_t *seg, size_t len)
+{
+    if (qp->rx_cur.active || qp->stream.state != IWARP_CORE_STREAM_RUNNING)
+        return false;
+    const uint8_t untagged_last = IWARP_DDP_FLAG_LAST | IWARP_DDP_VERSION;
+    const uint8_t tagged = IWARP_DDP_FLAG_TAGGED | IWARP_DDP_VERSION;
+    if (len >= IWARP_DDP_UNTAGGED_HDR_LEN && seg[0] == untagged_last &&
+        (seg[1] == iwarp_rdmap_ctrl(IWARP_RDMAP_OP_SEND) ||
+         seg[1] == iwarp_rdmap_ctrl(IWARP_RDMAP_OP_SEND_SE)))
+        return rx_predicted_send(qp, seg, len);
+    if (len > IWARP_DDP_TAGGED_HDR_LEN && (seg[0] & ~IWARP_DDP_FLAG_LAST) == tagged &&
+        seg[1] == iwarp_rdmap_ctrl(IWARP_RDMAP_OP_WRITE))
+        return rx_predicted_write(qp, seg, len);
+    return false;
+}
+
 int iwarp_core_qp_rx_segment(struct iwarp_core_qp *qp, const uint8_t *seg, size_t len)
 {
     if (qp == NULL || (seg == NULL && len != 0) || len > UINT32_MAX)
         return IWARP_ERR_INVAL;
+    if (qp->rx_predict && rx_predicted(qp, seg, len)) {
+        qp->rx_predicted++;
+        return 0;
+    }
     /* The two phases over the segment in memory: the payload is its tail. */
     struct iovec dst[IWARP_CORE_RX_IOV_MAX];
     uint32_t ndst = 0;

@@ -301,6 +301,58 @@ static bool read_source_valid(struct iwarp_core_qp *qp, struct iwarp_core_irqe *
     return true;
 }
 
+/*
+ * Header prediction on transmit, the counterpart of core_qp_rx.c's: with no inbound Read to
+ * answer, a Send (or Send with SE) or an RDMA Write at the SQ's head whose payload fits one
+ * segment is produced at once: its header by the general encoder, its payload the WR's own
+ * gather list, and the state start_sq() and iwarp_ddp_tx_next() would leave behind it (the
+ * WR started, the Send MSN counted, the transmitter free for the next message). Any other WR,
+ * or one that does not fit, starts the general way. Returns whether seg holds the segment.
+ */
+static bool tx_predicted(struct iwarp_core_qp *qp, uint32_t max_seg, struct iwarp_core_tx_seg *seg)
+{
+    if (qp->irq_count != 0 || qp->stream.sq_next >= qp->stream.sq_count)
+        return false;
+    uint32_t index = iwarp_core_sq_slot(qp, qp->stream.sq_next);
+    struct iwarp_core_sqe *e = &qp->sq[index];
+    bool write = e->opcode == IWARP_WR_RDMA_WRITE;
+    uint32_t hlen = write ? IWARP_DDP_TAGGED_HDR_LEN : IWARP_DDP_UNTAGGED_HDR_LEN;
+    if ((!write && e->opcode != IWARP_WR_SEND) || (e->flags & IWARP_SEND_FENCE) || e->len == 0 ||
+        max_seg <= hlen || e->len > max_seg - hlen || e->nsge > IWARP_CORE_TX_IOV_MAX ||
+        (write && e->len > UINT64_MAX - e->remote_addr) ||
+        !iwarp_core_held_usable(&e->held, qp->cfg.mem))
+        return false;
+    bool se = e->flags & IWARP_SEND_SOLICITED;
+    struct iwarp_wire_msg wm = {.opcode = write
+                                              ? IWARP_RDMAP_OP_WRITE
+                                              : (se ? IWARP_RDMAP_OP_SEND_SE : IWARP_RDMAP_OP_SEND),
+                                .last = true,
+                                .stag = write ? e->rkey : 0,
+                                .to = write ? e->remote_addr : 0,
+                                .msn = write ? 0 : qp->send_msn};
+    iwarp_ssize h = iwarp_wire_segment_encode_hdr(seg->hdr, sizeof seg->hdr, &wm);
+    if (h <= 0)
+        return false;
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < e->nsge; i++) /* the empty pieces carry nothing (ddp_tx.c) */
+        if (e->iov[i].iov_len != 0)
+            seg->iov[n++] = e->iov[i];
+    seg->hdr_len = (uint32_t)h;
+    seg->niov = n;
+    seg->payload_len = e->len;
+    seg->src = IWARP_CORE_TX_SQ;
+    seg->index = index;
+    seg->last = seg->wr_done = true;
+    if (!write)
+        qp->send_msn++;
+    e->started = true;
+    qp->stream.sq_next++;
+    qp->tx_index = index;
+    qp->tx_irq_turn = false; /* pick_message's: no inbound Read waits for a turn */
+    iwarp_core_stream_tx_produced(&qp->stream);
+    return true;
+}
+
 int iwarp_core_qp_tx_next(struct iwarp_core_qp *qp, uint32_t max_seg, struct iwarp_core_tx_seg *seg)
 {
     if (qp->term_pending) {
@@ -318,6 +370,10 @@ int iwarp_core_qp_tx_next(struct iwarp_core_qp *qp, uint32_t max_seg, struct iwa
     }
     if (!iwarp_core_stream_open(&qp->stream))
         return 0;
+    if (qp->tx_src == IWARP_CORE_TX_NONE && qp->tx_predict && tx_predicted(qp, max_seg, seg)) {
+        qp->tx_predicted++;
+        return 1;
+    }
     if (qp->tx_src == IWARP_CORE_TX_NONE && !pick_message(qp))
         return 0;
     if (qp->tx_src == IWARP_CORE_TX_SQ && qp->tx_msg.sent < qp->tx_msg.len &&

@@ -13,6 +13,7 @@
 #include "iwarp/errors.h"
 #include "mem/mem_access.h"
 #include "mem/mem_region.h"
+#include "predict.h"
 
 #define LW IWARP_MEM_ACCESS_LOCAL_WRITE
 #define RW IWARP_MEM_ACCESS_REMOTE_WRITE
@@ -113,6 +114,7 @@ static void setup_ext(bool use_srq, uint32_t ird)
                                   .irq = irq,
                                   .irq_lens = irq_lens};
     ASSERT_EQ(iwarp_core_qp_init(&Q, &cfg, &m), 0);
+    general_path(&Q);
     ASSERT_EQ(iwarp_core_qp_start(&Q, ird, 4), 0);
     nev = 0;
     nnotify = 0;
@@ -560,6 +562,80 @@ TEST(unsupported_rfc7306_opcodes)
     ASSERT_EQ(feed(s, n), IWARP_ERR_NOTSUP);
     expect_term(0, 2, 0x06, 0xC0, s, n);
     ASSERT_EQ(Q.irq_count, 0);
+}
+
+/* ---- header prediction ----------------------------------------------------------------- */
+
+/* Which segments the fast path takes (none in the ".general" run): whole one-segment Sends and
+ * Sends with SE into the current receive, and Writes with payload; everything else goes the
+ * general way, with the same results (the rest of this file, in both runs). */
+TEST(header_prediction_takes_plain_sends_and_writes)
+{
+    setup();
+    post_recv1(1, 0, 16);
+    post_recv1(2, 16, 16);
+    post_recv1(3, 32, 16);
+    post_recv1(4, 48, 16);
+    uint8_t s[64];
+    uint64_t want = 0;
+    ASSERT_EQ(feed(s, untagged(s, true, 0x3, 0, 0, 1, 0, data, 5)), 0); /* Send */
+    want++;
+    ASSERT_EQ(feed(s, untagged(s, true, 0x5, 0, 0, 2, 0, data, 6)), 0); /* Send with SE */
+    want++;
+    ASSERT_EQ(feed(s, tagged(s, false, 0x0, mr, va(100), data, 3)), 0); /* Write, not last */
+    want++;
+    ASSERT_EQ(feed(s, tagged(s, true, 0x0, mr, va(103), data, 4)), 0); /* Write, last */
+    want++;
+    ASSERT_EQ(feed(s, untagged(s, true, 0x3, 0, 0, 3, 0, NULL, 0)), 0); /* zero-length Send */
+    want++;
+    /* general: a Send in two segments, a Write without payload, a DDP control octet with a
+     * reserved bit set (accepted: RFC 5041 §4.2) */
+    ASSERT_EQ(feed(s, untagged(s, false, 0x3, 0, 0, 4, 0, data, 2)), 0);
+    ASSERT_EQ(feed(s, untagged(s, true, 0x3, 0, 0, 4, 2, data + 2, 2)), 0);
+    ASSERT_EQ(feed(s, tagged(s, true, 0x0, 0, 0, NULL, 0)), 0);
+    size_t n = tagged(s, true, 0x0, mr, va(110), data, 1);
+    s[0] |= 0x04;
+    ASSERT_EQ(feed(s, n), 0);
+    ASSERT_EQ_U(Q.rx_predicted, general_run() ? 0 : want);
+    memcpy(shadow, data, 5);
+    memcpy(shadow + 16, data, 6);
+    memcpy(shadow + 48, data, 4);
+    memcpy(shadow + 100, data, 3);
+    memcpy(shadow + 103, data, 4);
+    shadow[110] = data[0];
+    expect_buf();
+    uint32_t len[4] = {5, 6, 0, 4};
+    for (uint64_t i = 0; i < 4; i++) {
+        struct iwarp_wc wc = poll1(&rcq);
+        ASSERT_EQ_U(wc.wr_id, i + 1);
+        ASSERT_EQ(wc.status, IWARP_WC_SUCCESS);
+        ASSERT_EQ_U(wc.byte_len, len[i]);
+    }
+    expect_empty(&rcq);
+    ASSERT_EQ(nnotify, 0); /* nothing armed */
+    ASSERT_EQ(Q.stream.state, IWARP_CORE_STREAM_RUNNING);
+}
+
+/* A segment the prediction recognises whose stateful checks fail goes the general way, which
+ * reports it exactly (send_untagged_errors, send_too_long and write_errors check the same in
+ * both runs): here, that nothing of it was taken as predicted. */
+TEST(header_prediction_leaves_errors_to_the_general_path)
+{
+    uint8_t s[64];
+    setup();
+    post_recv1(1, 0, 4);
+    size_t n = untagged(s, true, 0x3, 0, 0, 1, 0, data, 5); /* 5 octets into 4 */
+    ASSERT_EQ(feed(s, n), IWARP_ERR_PROTO);
+    struct iwarp_wc wc = poll1(&rcq);
+    ASSERT_EQ(wc.status, IWARP_WC_LOC_LEN_ERR);
+    expect_term(1, 2, 0x05, 0xC0, s, n);
+    ASSERT_EQ_U(Q.rx_predicted, 0);
+    setup();
+    n = tagged(s, true, 0x0, mr ^ 1u, va(0), data, 3); /* no such STag */
+    ASSERT_EQ(feed(s, n), IWARP_ERR_STAG_INVALID);
+    expect_term(1, 1, 0x00, 0xC0, s, n);
+    expect_buf();
+    ASSERT_EQ_U(Q.rx_predicted, 0);
 }
 
 /* ---- RDMA Write ------------------------------------------------------------------------ */

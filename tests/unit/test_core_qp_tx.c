@@ -12,6 +12,7 @@
 #include "iwarp/errors.h"
 #include "mem/mem_access.h"
 #include "mem/mem_region.h"
+#include "predict.h"
 #include "wire/wire_segment.h"
 
 enum { PD = 3, QPN = 9, SQ = 8, RQ = 4 };
@@ -69,6 +70,7 @@ static void setup(bool sig_all)
     struct iwarp_core_qp_mem m = {
         .sq = sq, .rq = rq, .rq_lens = rq_lens, .orq = orq, .irq = irq, .irq_lens = irq_lens};
     ASSERT_EQ(iwarp_core_qp_init(&Q, &cfg, &m), 0);
+    general_path(&Q);
     nevents = 0;
     for (size_t i = 0; i < sizeof buf; i++)
         buf[i] = (uint8_t)(i * 7u + 1u);
@@ -169,6 +171,47 @@ TEST(send_se_inv_and_msn_sequence)
     }
     struct iwarp_wc wc[4];
     ASSERT_EQ_U(iwarp_core_cq_poll(&scq, wc, 4), 3); /* sq_sig_all */
+}
+
+/* Which WRs the fast path produces (none in the ".general" run): a Send, a Send with SE and a
+ * Write whose payload fits one segment. The rest start the general way; every segment is the
+ * same either way (the golden headers of this file, checked in both runs). */
+TEST(header_prediction_takes_one_segment_sends_and_writes)
+{
+    setup(true);
+    ASSERT_EQ(iwarp_core_qp_start(&Q, 4, 4), 0);
+    struct iwarp_sge s5 = sge_of(0, 5), s40 = sge_of(8, 40);
+    struct iwarp_send_wr w[] = {
+        wr_of(IWARP_WR_SEND, 1, &s5, 1, 0),                    /* predicted */
+        wr_of(IWARP_WR_SEND, 2, &s5, 1, IWARP_SEND_SOLICITED), /* predicted */
+        wr_of(IWARP_WR_RDMA_WRITE, 3, &s5, 1, 0),              /* predicted */
+        wr_of(IWARP_WR_SEND, 4, &s40, 1, 0),                   /* two segments */
+        wr_of(IWARP_WR_SEND, 5, NULL, 0, 0),                   /* no payload */
+        wr_of(IWARP_WR_SEND, 6, &s5, 1, IWARP_SEND_FENCE),     /* fenced */
+        wr_of(IWARP_WR_SEND_WITH_INV, 7, &s5, 1, 0),
+    };
+    w[2].wr.rdma.remote_addr = 0x2000;
+    w[2].wr.rdma.rkey = 0x11223344u;
+    uint8_t want[] = {1, 2, 3, 3, 3, 3, 3, 3};
+    struct iwarp_core_tx_seg seg;
+    uint32_t msn = 0, nseg = 0;
+    for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {
+        ASSERT_EQ(iwarp_core_qp_post_send(&Q, &w[i]), 0);
+        while (iwarp_core_qp_tx_next(&Q, 50, &seg) == 1) {
+            ASSERT_EQ_U(Q.tx_predicted, general_run() ? 0 : want[nseg]);
+            if (!(seg.hdr[0] & 0x80) && seg.last) /* untagged: RFC 5041 §4.3 MSN 1, 2, ... */
+                ASSERT_EQ_U(((uint32_t)seg.hdr[12] << 8 | seg.hdr[13]), ++msn);
+            iwarp_core_qp_tx_sent(&Q, &seg);
+            nseg++;
+        }
+    }
+    ASSERT_EQ_U(nseg, 8);
+    struct iwarp_wc wc[8];
+    ASSERT_EQ_U(iwarp_core_cq_poll(&scq, wc, 8), 7);
+    for (int i = 0; i < 7; i++) {
+        ASSERT_EQ_U(wc[i].wr_id, (uint64_t)i + 1);
+        ASSERT_EQ(wc[i].status, IWARP_WC_SUCCESS);
+    }
 }
 
 TEST(write_segmented_with_tagged_offsets)
