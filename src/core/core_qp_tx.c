@@ -362,6 +362,7 @@ int iwarp_core_qp_tx_next(struct iwarp_core_qp *qp, uint32_t max_seg, struct iwa
         seg->payload_len = 0;
         seg->src = IWARP_CORE_TX_TERM;
         seg->last = true;
+        seg->wr_done = false; /* no WR: every field of seg is set, whatever its source */
         seg->index = 0;
         qp->term_pending = false;
         qp->term_produced = true;
