@@ -265,7 +265,10 @@ IWARP_EXTERN int iwarp_ctx_destroy(struct iwarp_ctx *ctx);
  * Reads and writes every ready connection and runs expired timers (MPA, linger, SCTP), after
  * waiting up to timeout_ms for readiness (0: do not wait, -1: until something happens). This
  * is how an IWARP_PROGRESS_CALLER context moves data while the application does not poll a
- * CQ; in IWARP_PROGRESS_THREAD mode it is allowed but not needed.
+ * CQ. In IWARP_PROGRESS_THREAD mode it is not needed, and it is how a thread waits for data
+ * that raises no completion (an RDMA Write into its memory): while it waits, the progress
+ * thread stands aside, so the data wakes the waiting thread, which places it itself, instead
+ * of waking the progress thread (as iwarp_get_cq_event and iwarp_cq_wait do).
  *
  * Returns:
  *   0                    done (whether or not anything was ready).

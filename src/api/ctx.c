@@ -253,8 +253,10 @@ int iwarp_ctx_progress(struct iwarp_ctx *ctx, int timeout_ms)
     pthread_mutex_lock(&ctx->lock);
     if (ctx->doorbells) /* a progress pass sends what waits in a transmit batch */
         iwarp_api_doorbells_ring(ctx);
+    /* As iwarp_get_cq_event: the calling thread makes the progress it waits for, and a progress
+     * thread stands aside meanwhile, so that readiness wakes this thread, not that one. */
+    iwarp_loop_help_locked(&ctx->loop, timeout_ms);
     iwarp_api_unlock(ctx);
-    iwarp_loop_run_once(&ctx->loop, timeout_ms);
     return 0;
 }
 

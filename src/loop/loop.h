@@ -7,7 +7,7 @@
  * callbacks run with the lock held and may call any _locked function. A callback may let go of
  * the lock for a while (around a system call) and take it again: other threads may dispatch
  * meanwhile, and a source deleted meanwhile is still never called. In caller mode the
- * application's thread runs iwarp_loop_run_once() itself (iwarp_ctx_progress, iwarp_poll_cq).
+ * application's thread runs the loop itself (iwarp_ctx_progress, iwarp_poll_cq).
  */
 #ifndef IWARP_LOOP_LOOP_H
 #define IWARP_LOOP_LOOP_H

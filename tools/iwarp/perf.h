@@ -269,6 +269,7 @@ int perf_ep_post(struct perf_ep *e, uint32_t q, enum iwarp_wr_opcode op, size_t 
                  size_t roff, uint64_t wr_id);
 int perf_ep_send_ctl(struct perf_ep *e, uint32_t q, const struct perf_ctl *c);
 int perf_ep_try_wc(struct perf_ep *e, struct iwarp_wc *wc);
+void perf_ep_await_write(struct perf_ep *e);
 int perf_ep_wait_wc(struct perf_ep *e, struct iwarp_wc *wc, int timeout_ms);
 int perf_ep_recv_ctl(struct perf_ep *e, struct perf_ctl *c, uint32_t *q, int timeout_ms);
 int perf_ep_cm_event(struct perf_ep *e, enum iwarp_cm_event_type want, struct iwarp_cm_event **ev,

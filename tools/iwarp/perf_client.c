@@ -13,7 +13,6 @@
  */
 #define _GNU_SOURCE
 #include <netinet/in.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -390,8 +389,7 @@ static int rt_write(struct perf_client *c, uint32_t size, uint64_t k, uint64_t *
             continue;
         if ((rc = drain(e)) < 0)
             return rc;
-        if (!e->busy)
-            sched_yield();
+        perf_ep_await_write(e);
     }
     if (c->p.verify)
         *bad += perf_pattern_check(e->buf + dst, size - 1, seed);

@@ -168,6 +168,19 @@ int perf_ep_send_ctl(struct perf_ep *e, uint32_t q, const struct perf_ctl *c)
 }
 
 /*
+ * Between two looks at the memory an RDMA Write lands in, when no completion says it came (a
+ * write latency sink): in event mode, wait in the library up to 1 ms for the connection, which
+ * places the data in this thread as it comes (its progress thread stands aside meanwhile:
+ * iwarp_ctx_progress), instead of yielding the CPU and leaving the placement to a second thread
+ * that the data must wake first. A busy poll's looks run the engine themselves.
+ */
+void perf_ep_await_write(struct perf_ep *e)
+{
+    if (!e->busy)
+        (void)iwarp_ctx_progress(e->ctx, 1);
+}
+
+/*
  * Take one completion without waiting (caller progress: runs the engine once). Returns 1 with
  * *wc filled, 0 when there is none, or a negative IWARP_ERR_*; a completion in error is
  * IWARP_ERR_IO with its status and Terminate cause in e->err.

@@ -6,7 +6,6 @@
  */
 #define _GNU_SOURCE
 #include <netinet/in.h>
-#include <sched.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -247,8 +246,7 @@ static int lat_write(struct perf_server *s, const struct perf_ctl *c, struct per
                     return perf_ep_fail(e, IWARP_ERR_PERF_PROTO, "Send in a write phase");
                 return perf_ep_post_recv(e, 0, perf_wr_slot(wc.wr_id));
             }
-            if (!e->busy)
-                sched_yield();
+            perf_ep_await_write(e);
         }
         if (s->p.verify)
             res->c += perf_pattern_check(e->buf + mine, c->size - 1, perf_seed(c->seq, 0, k));
