@@ -52,6 +52,18 @@ static void post_read(struct sp_rig *r, uint32_t off)
               0);
 }
 
+/* Nobody waits on the client now: its progress thread answers the server's Read (seed: the
+ * pattern it reads). */
+static void expect_progress_thread_back(struct sp_rig *r, uint32_t seed)
+{
+    sp_fill(r->cbuf, READ_LEN, seed);
+    ASSERT_EQ(sp_post(r->pair.srv.qp, 1, IWARP_WR_RDMA_READ, 0, r->sbuf, READ_LEN, r->smr->lkey,
+                      r->pair.srv.peer.addr, r->pair.srv.peer.rkey),
+              0);
+    sp_poll_ok(&r->srv, NULL, IWARP_WC_RDMA_READ);
+    SP_ASSERT_PATTERN(r->sbuf, READ_LEN, seed);
+}
+
 /* The next completion of the client's CQ, waited for through its channel. */
 static struct iwarp_wc next_wc(struct sp_rig *r)
 {
@@ -122,13 +134,7 @@ TEST(the_waiting_thread_makes_the_progress_itself)
      * (within a millisecond) and may take a Response first. */
     ASSERT_TRUE(mine >= all / 2);
 
-    /* nobody waits on the client now: its progress thread answers the server's Reads */
-    sp_fill(r.cbuf, READ_LEN, 11);
-    ASSERT_EQ(sp_post(r.pair.srv.qp, 1, IWARP_WR_RDMA_READ, 0, r.sbuf, READ_LEN, r.smr->lkey,
-                      r.pair.srv.peer.addr, r.pair.srv.peer.rkey),
-              0);
-    sp_poll_ok(&r.srv, NULL, IWARP_WC_RDMA_READ);
-    SP_ASSERT_PATTERN(r.sbuf, READ_LEN, 11);
+    expect_progress_thread_back(&r, 11);
     sp_rig_down(&r);
 }
 
@@ -193,13 +199,7 @@ TEST(a_thread_waiting_in_ctx_progress_receives_itself)
      * threads shared the Sends: 0.63-0.65 here. */
     ASSERT_TRUE(mine >= all * 4 / 5);
 
-    /* nobody waits on the client now: its progress thread answers the server's Reads */
-    sp_fill(r.cbuf, READ_LEN, 12);
-    ASSERT_EQ(sp_post(r.pair.srv.qp, 1, IWARP_WR_RDMA_READ, 0, r.sbuf, READ_LEN, r.smr->lkey,
-                      r.pair.srv.peer.addr, r.pair.srv.peer.rkey),
-              0);
-    sp_poll_ok(&r.srv, NULL, IWARP_WC_RDMA_READ);
-    SP_ASSERT_PATTERN(r.sbuf, READ_LEN, 12);
+    expect_progress_thread_back(&r, 12);
     sp_rig_down(&r);
 }
 
