@@ -300,11 +300,13 @@ TEST(run_once_waits_for_its_timeout_or_the_first_deadline)
 
     struct rec r;
     rec_init(&r, &l, -1, 0, 1);
-    r.src.deadline = iwarp_loop_now() + 20000000ull;
+    /* t0 before the deadline is set: a pause between the two (a loaded machine) must not make
+     * the wait look shorter than it was */
+    t0 = iwarp_loop_now();
+    r.src.deadline = t0 + 20000000ull;
     pthread_mutex_lock(&lock);
     ASSERT_EQ(iwarp_loop_add(&l, &r.src), 0);
     iwarp_loop_unlock(&l);
-    t0 = iwarp_loop_now();
     int ran = 0;
     while (ran == 0 && iwarp_loop_now() - t0 < 2000000000ull)
         ran = iwarp_loop_run_once(&l, -1); /* bounded by the deadline, not forever */
