@@ -7,12 +7,23 @@
 #define IWARP_CORE_CORE_QP_INT_H
 
 #include "core/core_qp.h"
+#include "mem/mem_access.h"
 #include "util/ring.h"
 
 /* The SQ slot index of the i-th posted entry after sq_head. */
 static inline uint32_t iwarp_core_sq_slot(const struct iwarp_core_qp *qp, uint32_t i)
 {
     return iwarp_core_stream_sq_slot(&qp->stream, i);
+}
+
+/* A tagged access of len octets at stag/to needing the rights in need, made on this QP's
+ * stream: its PD, and the QP itself for type-2 windows (RFC 5040 §7.2 checks 4a-4e). */
+static inline struct iwarp_mem_req iwarp_core_qp_mem_req(const struct iwarp_core_qp *qp,
+                                                         uint32_t stag, uint64_t to, uint64_t len,
+                                                         uint32_t need)
+{
+    return (struct iwarp_mem_req){
+        .stag = stag, .to = to, .len = len, .need = need, .pd = qp->cfg.pd, .qp = qp->cfg.qp_num};
 }
 
 /*

@@ -176,12 +176,8 @@ static int rx_write(struct rx *x)
     /* RFC 5041 §7.1 tagged checks on the Data Sink STag/TO for the whole payload; RFC 5040
      * §8.1.1 #5: the STag must allow remote write. Every segment is checked on its own:
      * tagged messages keep no state. */
-    struct iwarp_mem_req r = {.stag = x->s.ddp.stag,
-                              .to = x->s.ddp.to,
-                              .len = x->plen,
-                              .need = IWARP_MEM_ACCESS_REMOTE_WRITE,
-                              .pd = qp->cfg.pd,
-                              .qp = qp->cfg.qp_num};
+    struct iwarp_mem_req r = iwarp_core_qp_mem_req(qp, x->s.ddp.stag, x->s.ddp.to, x->plen,
+                                                   IWARP_MEM_ACCESS_REMOTE_WRITE);
     uint64_t addr = 0;
     int rc = iwarp_ddp_rx_tagged_target(qp->cfg.mem, &r, &addr, &cause);
     if (rc != 0)
@@ -217,12 +213,8 @@ static int rx_read_resp(struct rx *x)
     /* The sink is our own memory (the Read's lkey): it must still be a valid MR of the PD with
      * local write (RFC 5041 §7.1 checks 1-5 before Placement); if the ULP deregistered it the
      * Read fails locally (LOC_PROT_ERR, as siw) and the Terminate carries the DDP cause. */
-    struct iwarp_mem_req r = {.stag = o->sink_stag,
-                              .to = x->s.ddp.to,
-                              .len = x->plen,
-                              .need = IWARP_MEM_ACCESS_LOCAL_WRITE,
-                              .pd = qp->cfg.pd,
-                              .qp = qp->cfg.qp_num};
+    struct iwarp_mem_req r =
+        iwarp_core_qp_mem_req(qp, o->sink_stag, x->s.ddp.to, x->plen, IWARP_MEM_ACCESS_LOCAL_WRITE);
     uint64_t addr = 0;
     rc = iwarp_ddp_rx_tagged_target(qp->cfg.mem, &r, &addr, &cause);
     if (rc != 0) {
@@ -330,6 +322,23 @@ static int rx_send(struct rx *x)
     return 0;
 }
 
+/* The current receive has completed: the untagged queue's message ends, the RQE leaves. */
+static void receive_consumed(struct iwarp_core_qp *qp)
+{
+    (void)iwarp_ddp_rx_uq_complete(&qp->uq_send);
+    iwarp_core_qp_pop_rqe(qp);
+}
+
+/* RFC 5040 §5.3: a Send's message is Delivered in order, with the size written (and the STag
+ * it invalidated, with_inv); SE variants are solicited. Its receive is consumed. */
+static void deliver_send(struct iwarp_core_qp *qp, const struct iwarp_core_rqe *rqe,
+                         uint32_t msg_len, uint32_t inv_stag, bool with_inv, bool se)
+{
+    iwarp_core_qp_recv_complete(qp, rqe->wr_id, IWARP_WC_SUCCESS, msg_len, 0, with_inv, inv_stag,
+                                se);
+    receive_consumed(qp);
+}
+
 static int done_send(struct iwarp_core_qp *qp)
 {
     struct iwarp_core_rx_cur *c = &qp->rx_cur;
@@ -343,8 +352,7 @@ static int done_send(struct iwarp_core_qp *qp)
         if (r == NULL) /* phase 1 found it; nothing in between consumes it */
             return fail_cur(qp, cause_catastrophic, IWARP_ERR_STATE);
         iwarp_core_qp_recv_imm_complete(qp, r->wr_id, &c->imm, op == IWARP_RDMAP_OP_IMM_DATA_SE);
-        (void)iwarp_ddp_rx_uq_complete(&qp->uq_send);
-        iwarp_core_qp_pop_rqe(qp);
+        receive_consumed(qp);
         return 0;
     }
     bool inv = op == IWARP_RDMAP_OP_SEND_INV || op == IWARP_RDMAP_OP_SEND_SE_INV;
@@ -365,11 +373,7 @@ static int done_send(struct iwarp_core_qp *qp)
             return fail_cur(qp, cause, rc);
         }
     }
-    /* RFC 5040 §5.3: Delivered in order, with the size written; SE variants are solicited. */
-    iwarp_core_qp_recv_complete(qp, rqe->wr_id, IWARP_WC_SUCCESS, msg_len, 0, inv,
-                                inv ? c->inv_stag : 0, se);
-    (void)iwarp_ddp_rx_uq_complete(&qp->uq_send);
-    iwarp_core_qp_pop_rqe(qp);
+    deliver_send(qp, rqe, msg_len, inv ? c->inv_stag : 0, inv, se);
     return 0;
 }
 
@@ -382,8 +386,7 @@ static int done_send(struct iwarp_core_qp *qp)
 static int check_source(struct iwarp_core_qp *qp, uint32_t stag, uint64_t to, uint64_t len,
                         uint32_t need, uint64_t *addr, struct iwarp_term_cause *cause)
 {
-    struct iwarp_mem_req r = {
-        .stag = stag, .to = to, .len = len, .need = need, .pd = qp->cfg.pd, .qp = qp->cfg.qp_num};
+    struct iwarp_mem_req r = iwarp_core_qp_mem_req(qp, stag, to, len, need);
     int rc = iwarp_mem_check_tagged(qp->cfg.mem, &r, IWARP_MEM_CAUSE_RDMAP, addr, cause);
     if (rc == IWARP_ERR_INVAL)
         *cause = cause_catastrophic;
@@ -739,12 +742,7 @@ bool iwarp_core_qp_rx_dst_valid(struct iwarp_core_qp *qp)
     }
     /* RFC 5041 §7.1 checks 1-5 again, DDP causes: the STag may have been deregistered,
      * invalidated or rebound since phase 1. */
-    struct iwarp_mem_req r = {.stag = c->stag,
-                              .to = c->to,
-                              .len = c->payload_len,
-                              .need = c->need,
-                              .pd = qp->cfg.pd,
-                              .qp = qp->cfg.qp_num};
+    struct iwarp_mem_req r = iwarp_core_qp_mem_req(qp, c->stag, c->to, c->payload_len, c->need);
     uint64_t addr = 0;
     struct iwarp_term_cause cause = cause_catastrophic;
     int rc = iwarp_ddp_rx_tagged_target(qp->cfg.mem, &r, &addr, &cause);
@@ -845,11 +843,8 @@ static bool rx_predicted_send(struct iwarp_core_qp *qp, const uint8_t *seg, size
     struct iovec dst[IWARP_CORE_RX_IOV_MAX];
     uint32_t ndst = gather(rqe, 0, plen, dst);
     iwarp_copy_scatter(dst, ndst, seg + IWARP_DDP_UNTAGGED_HDR_LEN, plen);
-    /* RFC 5040 §5.3: Delivered in order, with the size written; SE is solicited (done_send) */
-    iwarp_core_qp_recv_complete(qp, rqe->wr_id, IWARP_WC_SUCCESS, (uint32_t)place.msg_len, 0, false,
-                                0, seg[1] == iwarp_rdmap_ctrl(IWARP_RDMAP_OP_SEND_SE));
-    (void)iwarp_ddp_rx_uq_complete(&qp->uq_send);
-    iwarp_core_qp_pop_rqe(qp);
+    deliver_send(qp, rqe, (uint32_t)place.msg_len, 0, false,
+                 seg[1] == iwarp_rdmap_ctrl(IWARP_RDMAP_OP_SEND_SE));
     return true;
 }
 
@@ -857,12 +852,9 @@ static bool rx_predicted_send(struct iwarp_core_qp *qp, const uint8_t *seg, size
  * §5.1); len > IWARP_DDP_TAGGED_HDR_LEN. */
 static bool rx_predicted_write(struct iwarp_core_qp *qp, const uint8_t *seg, size_t len)
 {
-    struct iwarp_mem_req r = {.stag = iwarp_load_be32(seg + 2),
-                              .to = iwarp_load_be64(seg + 6),
-                              .len = len - IWARP_DDP_TAGGED_HDR_LEN,
-                              .need = IWARP_MEM_ACCESS_REMOTE_WRITE,
-                              .pd = qp->cfg.pd,
-                              .qp = qp->cfg.qp_num};
+    struct iwarp_mem_req r =
+        iwarp_core_qp_mem_req(qp, iwarp_load_be32(seg + 2), iwarp_load_be64(seg + 6),
+                              len - IWARP_DDP_TAGGED_HDR_LEN, IWARP_MEM_ACCESS_REMOTE_WRITE);
     uint64_t addr = 0;
     if (iwarp_ddp_rx_tagged_target(qp->cfg.mem, &r, &addr, NULL) != 0)
         return false;

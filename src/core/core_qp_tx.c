@@ -16,6 +16,7 @@
 #include "iwarp/errors.h"
 #include "mem/mem_access.h"
 #include "mem/mem_region.h"
+#include "util/bytes.h"
 #include "util/ring.h"
 
 /* Local operations (no wire traffic) finish as soon as the TX side reaches them, in order. */
@@ -285,12 +286,8 @@ static bool read_source_valid(struct iwarp_core_qp *qp, struct iwarp_core_irqe *
     const struct iwarp_mem_table *mem = qp->cfg.mem;
     if (r->atomic || r->src_gen == mem->gen || qp->tx_msg.sent >= qp->tx_msg.len)
         return true;
-    struct iwarp_mem_req req = {.stag = r->src_stag,
-                                .to = r->src_to,
-                                .len = r->len,
-                                .need = IWARP_MEM_ACCESS_REMOTE_READ,
-                                .pd = qp->cfg.pd,
-                                .qp = qp->cfg.qp_num};
+    struct iwarp_mem_req req =
+        iwarp_core_qp_mem_req(qp, r->src_stag, r->src_to, r->len, IWARP_MEM_ACCESS_REMOTE_READ);
     uint64_t addr = 0;
     *cause = (struct iwarp_term_cause){IWARP_TERM_LAYER_RDMAP, IWARP_TERM_RDMAP_ETYPE_REMOTE_PROT,
                                        IWARP_TERM_RDMAP_INVALID_STAG};
@@ -301,13 +298,38 @@ static bool read_source_valid(struct iwarp_core_qp *qp, struct iwarp_core_irqe *
     return true;
 }
 
+/* The DDP and RDMAP headers of a whole one-segment RDMA Write or Send / Send with SE
+ * (RFC 5041 §4.2, §4.3; RFC 5040 §4.1 Figure 4): L set, DV 1, RV 1; a Write tagged with the
+ * WR's STag and TO, a Send untagged with a zero Invalidate STag, QN 0, the given MSN, MO 0.
+ * Returns the header's length. */
+static uint32_t predicted_hdr(uint8_t *hdr, const struct iwarp_core_sqe *e, uint32_t msn)
+{
+    hdr[0] = IWARP_DDP_FLAG_LAST | IWARP_DDP_VERSION;
+    if (e->opcode == IWARP_WR_RDMA_WRITE) {
+        hdr[0] |= IWARP_DDP_FLAG_TAGGED;
+        hdr[1] = iwarp_rdmap_ctrl(IWARP_RDMAP_OP_WRITE);
+        iwarp_store_be32(hdr + 2, e->rkey);
+        iwarp_store_be64(hdr + 6, e->remote_addr);
+        return IWARP_DDP_TAGGED_HDR_LEN;
+    }
+    bool se = e->flags & IWARP_SEND_SOLICITED;
+    hdr[1] = iwarp_rdmap_ctrl(se ? IWARP_RDMAP_OP_SEND_SE : IWARP_RDMAP_OP_SEND);
+    iwarp_store_be32(hdr + 2, 0); /* no STag to invalidate */
+    iwarp_store_be32(hdr + 6, IWARP_QN_SEND);
+    iwarp_store_be32(hdr + 10, msn);
+    iwarp_store_be32(hdr + 14, 0); /* MO: the message's first (and only) segment */
+    return IWARP_DDP_UNTAGGED_HDR_LEN;
+}
+
 /*
  * Header prediction on transmit, the counterpart of core_qp_rx.c's: with no inbound Read to
  * answer, a Send (or Send with SE) or an RDMA Write at the SQ's head whose payload fits one
- * segment is produced at once: its header by the general encoder, its payload the WR's own
- * gather list, and the state start_sq() and iwarp_ddp_tx_next() would leave behind it (the
- * WR started, the Send MSN counted, the transmitter free for the next message). Any other WR,
- * or one that does not fit, starts the general way. Returns whether seg holds the segment.
+ * segment is produced at once: its header written octet for octet (predicted_hdr: what the
+ * general encoder writes for it, as the unit tests and fuzz_core_qp_tx check on both paths),
+ * its payload the WR's own gather list, and the state start_sq() and iwarp_ddp_tx_next() would
+ * leave behind it (the WR started, the Send MSN counted, the transmitter free for the next
+ * message). Any other WR, or one that does not fit, starts the general way. Returns whether seg
+ * holds the segment.
  */
 static bool tx_predicted(struct iwarp_core_qp *qp, uint32_t max_seg, struct iwarp_core_tx_seg *seg)
 {
@@ -322,22 +344,11 @@ static bool tx_predicted(struct iwarp_core_qp *qp, uint32_t max_seg, struct iwar
         (write && e->len > UINT64_MAX - e->remote_addr) ||
         !iwarp_core_held_usable(&e->held, qp->cfg.mem))
         return false;
-    bool se = e->flags & IWARP_SEND_SOLICITED;
-    struct iwarp_wire_msg wm = {.opcode = write
-                                              ? IWARP_RDMAP_OP_WRITE
-                                              : (se ? IWARP_RDMAP_OP_SEND_SE : IWARP_RDMAP_OP_SEND),
-                                .last = true,
-                                .stag = write ? e->rkey : 0,
-                                .to = write ? e->remote_addr : 0,
-                                .msn = write ? 0 : qp->send_msn};
-    iwarp_ssize h = iwarp_wire_segment_encode_hdr(seg->hdr, sizeof seg->hdr, &wm);
-    if (h <= 0)
-        return false;
+    seg->hdr_len = predicted_hdr(seg->hdr, e, write ? 0 : qp->send_msn);
     uint32_t n = 0;
     for (uint32_t i = 0; i < e->nsge; i++) /* the empty pieces carry nothing (ddp_tx.c) */
         if (e->iov[i].iov_len != 0)
             seg->iov[n++] = e->iov[i];
-    seg->hdr_len = (uint32_t)h;
     seg->niov = n;
     seg->payload_len = e->len;
     seg->src = IWARP_CORE_TX_SQ;
