@@ -158,7 +158,7 @@ struct iwarp_cq {
     uint32_t n_users; /* QPs and SRQs using it */
     /* the one QP using it (as send CQ, receive CQ or both), else NULL (iwarp_api_cq_use) */
     struct iwarp_qp_impl *sole_qp;
-    uint32_t direct_polls;     /* busy polls that read sole_qp's connection (iwarp_poll_cq) */
+    uint64_t loop_pass_ns;     /* when a busy poll last ran the loop instead (iwarp_poll_cq) */
     uint64_t events_delivered; /* get_cq_event */
     uint64_t events_acked;
     bool event_pending;          /* an arm fired and get_cq_event has not taken it */
@@ -193,8 +193,8 @@ struct iwarp_qp_impl;
 /* How a connected QP reaches its transport (set while a transport carries it). */
 struct iwarp_qp_llp {
     void (*kick)(struct iwarp_qp_impl *qp); /* new TX work: send what can be sent now */
-    /* read the connection now (a busy poll, verbs_cq.c), or NULL */
-    void (*poll_rx)(struct iwarp_qp_impl *qp);
+    /* read the connection now (a busy poll at now_ns, verbs_cq.c), or NULL */
+    void (*poll_rx)(struct iwarp_qp_impl *qp, uint64_t now_ns);
     /* abortive close (modify to ERR): when it returns, the transport no longer references the
      * QP and llp is cleared */
     void (*abort)(struct iwarp_qp_impl *qp);

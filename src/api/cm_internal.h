@@ -115,7 +115,7 @@ struct cm_transport {
     void (*kick)(struct iwarp_qp_impl *q);
     /* Read the QP's connection now, as if it were readable (its iwarp_qp_llp.poll_rx); NULL:
      * the transport has no socket of its own to read (usrsctp's upcalls deliver). */
-    void (*poll_rx)(struct iwarp_qp_impl *q);
+    void (*poll_rx)(struct iwarp_qp_impl *q, uint64_t now_ns);
     /* The connection's retransmission counters (its iwarp_qp_llp.retrans; a statistics query,
      * not the data path); NULL: the transport has none (0). */
     void (*retrans)(struct cm_id *id, uint64_t *bytes, uint64_t *segs);

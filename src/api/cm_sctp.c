@@ -1173,13 +1173,13 @@ static void sctp_kick(struct iwarp_qp_impl *q)
 /* A busy poll of the QP's CQ reads its association's endpoint directly (verbs_cq.c), as its
  * readiness would: the epoll_wait that would report it costs about what the read does. An
  * endpoint read that way for long enough leaves the epoll set (iwarp_loop_direct). */
-static void sctp_poll_rx(struct iwarp_qp_impl *q)
+static void sctp_poll_rx(struct iwarp_qp_impl *q, uint64_t now_ns)
 {
     struct cm_id *id = q->cm_id;
     struct cm_sctp_link *lk = id ? link_of(id) : NULL;
     if (lk && lk->ca && lk->ca->ep) {
         iwarp_loop_direct(&lk->ca->sc->ctx->loop, &lk->ca->ep->src);
-        ep_read(lk->ca->ep, iwarp_loop_now(), true);
+        ep_read(lk->ca->ep, now_ns, true);
     }
 }
 

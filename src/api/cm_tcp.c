@@ -837,12 +837,12 @@ static void tcp_kick(struct iwarp_qp_impl *q)
 
 /* A busy poll of the QP's CQ reads its connection directly (verbs_cq.c); a socket read that
  * way for long enough leaves the epoll set (iwarp_loop_direct). */
-static void tcp_poll_rx(struct iwarp_qp_impl *q)
+static void tcp_poll_rx(struct iwarp_qp_impl *q, uint64_t now_ns)
 {
     struct tcp_conn *cc = qp_conn(q);
     if (cc && cc->phase == TC_UP) {
         iwarp_loop_direct(&cc->ctx->loop, &cc->src);
-        conn_run(cc, WORK_RX, iwarp_loop_now());
+        conn_run(cc, WORK_RX, now_ns);
     }
 }
 

@@ -215,9 +215,13 @@ void iwarp_api_cq_unuse(struct iwarp_cq *cq)
     cq->sole_qp = NULL; /* which QP is left is not known: polls go through epoll again */
 }
 
-/* Of the busy polls that read the sole QP's connection directly, every DIRECT_POLL_EPOLL-th
- * runs the loop instead, for the context's other sockets and its timers. */
-#define DIRECT_POLL_EPOLL 16u
+/* A busy poll that reads the sole QP's connection directly runs the loop instead, for the
+ * context's other sockets, its listeners and its timers, once BUSY_LOOP_PASS_NS have passed
+ * since the CQ's last such pass. By time, not by count: a data arrival that meets a pass
+ * (an epoll_wait, as long as the read) waits for it, so the passes' share of the polls is
+ * added to a busy poll's latency; one in every 100 µs leaves it at about 1% (docs/design.md,
+ * "How often a busy poll runs the loop"). */
+#define BUSY_LOOP_PASS_NS 100000u
 
 int iwarp_poll_cq(struct iwarp_cq *cq, int num_entries, struct iwarp_wc *wc)
 {
@@ -231,10 +235,13 @@ int iwarp_poll_cq(struct iwarp_cq *cq, int num_entries, struct iwarp_wc *wc)
         /* Nobody else moves data in this mode. A CQ of one connected QP reads that QP's socket
          * itself: asking epoll_wait first costs more than the read (docs/design.md). */
         struct iwarp_qp_impl *q = cq->sole_qp;
-        if (q && q->llp.poll_rx && ++cq->direct_polls % DIRECT_POLL_EPOLL != 0)
-            q->llp.poll_rx(q);
-        else /* epoll_wait runs without the lock; the socket polled here may stay out of it */
+        uint64_t now = iwarp_loop_now();
+        if (q && q->llp.poll_rx && now - cq->loop_pass_ns < BUSY_LOOP_PASS_NS) {
+            q->llp.poll_rx(q, now);
+        } else { /* epoll_wait runs without the lock; the socket polled here may stay out of it */
+            cq->loop_pass_ns = now;
             iwarp_loop_poll_locked(&ctx->loop);
+        }
     }
     int n = (int)iwarp_core_cq_poll(&cq->core, wc, (uint32_t)num_entries);
     iwarp_api_unlock(ctx);

@@ -2,12 +2,13 @@
 /*
  * A busy poll reads the socket itself (docs/design.md "Where a busy-poll one-way goes"): in
  * caller mode, iwarp_poll_cq on an empty CQ that one connected QP uses reads that QP's
- * connection directly, and runs the loop (epoll_wait) only every 16th time, for the context's
- * other sockets and timers. A CQ that more than one QP has used goes through epoll every time.
- * Over SCTP the direct read is of the association's endpoint (its UDP socket, recvmmsg), and
- * the service of what it read waits for the caller's next call or any loop pass. A socket read
- * that way long enough leaves the epoll set, and a pass of the loop that may wait brings it back.
- * Counted in real system calls: this test is linked with -Wl,--wrap=epoll_wait,--wrap=epoll_ctl,
+ * connection directly, and runs the loop (epoll_wait) instead only once 100 µs have passed since
+ * its last such pass (BUSY_LOOP_PASS_NS), for the context's other sockets and timers. A CQ that
+ * more than one QP has used goes through epoll every time. Over SCTP the direct read is of the
+ * association's endpoint (its UDP socket, recvmmsg), and the service of what it read waits for the
+ * caller's next call or any loop pass. A socket read that way long enough leaves the epoll set, and
+ * a pass of the loop that may wait brings it back. Counted in real system calls: this test is
+ * linked with -Wl,--wrap=epoll_wait,--wrap=epoll_ctl,
  * --wrap=recvmsg,--wrap=recv,--wrap=recvfrom,--wrap=recvmmsg. Both
  * contexts run in caller mode on this one thread, so what is counted during one side's call
  * is that side's.
@@ -17,6 +18,7 @@
 
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "proc_probe.h"
 
@@ -102,7 +104,14 @@ static unsigned long recvmsgs(void)
     return __atomic_load_n(&n_recvmsg, __ATOMIC_RELAXED);
 }
 
-enum { MSG = 64, BUF = 4096, EMPTY_POLLS = 64 };
+enum { MSG = 64, BUF = 4096, EMPTY_POLLS = 64, LOOP_PASS_US = 100 };
+
+/* The most loop passes polls spread over us microseconds may run: one at once (none may have
+ * run for LOOP_PASS_US before), then one per LOOP_PASS_US. */
+static unsigned long passes_at_most(uint64_t us)
+{
+    return 1 + (unsigned long)(us / LOOP_PASS_US);
+}
 
 static void rig_up_ps(struct sp_rig *r, enum iwarp_port_space ps)
 {
@@ -122,20 +131,30 @@ static void rig_up(struct sp_rig *r)
     rig_up_ps(r, IWARP_PS_TCP);
 }
 
-/* EMPTY_POLLS polls of the server's CQ with nothing on the way: how many epoll_waits. */
-static unsigned long empty_polls(struct sp_rig *r, unsigned long *reads)
+/* EMPTY_POLLS polls of the server's CQ with nothing on the way: how many epoll_waits; *us (when
+ * not NULL): the microseconds they took. */
+static unsigned long empty_polls_timed(struct sp_rig *r, unsigned long *reads, uint64_t *us)
 {
     unsigned long e0 = epoll_waits(), m0 = recvmsgs();
+    uint64_t t0 = deadline_now_ns();
     struct iwarp_wc wc;
     for (int i = 0; i < EMPTY_POLLS; i++)
         ASSERT_EQ(iwarp_poll_cq(r->srv.cq, 1, &wc), 0);
+    if (us)
+        *us = (deadline_now_ns() - t0) / 1000u;
     *reads = recvmsgs() - m0;
     return epoll_waits() - e0;
 }
 
+static unsigned long empty_polls(struct sp_rig *r, unsigned long *reads)
+{
+    return empty_polls_timed(r, reads, NULL);
+}
+
 /* The client Sends MSG octets; the server polls until the receive completes. Returns the
- * number of polls it took; *waits: epoll_waits among them. */
-static unsigned long send_and_poll(struct sp_rig *r, uint32_t seed, unsigned long *waits)
+ * number of polls it took; *waits: epoll_waits among them; *us: the microseconds they took. */
+static unsigned long send_and_poll_timed(struct sp_rig *r, uint32_t seed, unsigned long *waits,
+                                         uint64_t *us)
 {
     ASSERT_EQ(sp_post_recv(r->pair.srv.qp, seed, r->sbuf, MSG, r->smr->lkey), 0);
     sp_fill(r->cbuf, MSG, seed);
@@ -143,6 +162,7 @@ static unsigned long send_and_poll(struct sp_rig *r, uint32_t seed, unsigned lon
     /* a poll for no completion writes a batch the Send may have joined, and reads nothing */
     ASSERT_EQ(iwarp_poll_cq(r->cli.cq, 0, NULL), 0);
     unsigned long e0 = epoll_waits(), polls = 0;
+    uint64_t t0 = deadline_now_ns();
     struct iwarp_wc wc;
     struct deadline dl = deadline_in_ms(SP_WAIT_MS);
     int n;
@@ -150,6 +170,7 @@ static unsigned long send_and_poll(struct sp_rig *r, uint32_t seed, unsigned lon
         polls++;
         ASSERT_FALSE(deadline_passed(&dl));
     }
+    *us = (deadline_now_ns() - t0) / 1000u;
     *waits = epoll_waits() - e0;
     ASSERT_EQ(n, 1);
     ASSERT_EQ(wc.status, IWARP_WC_SUCCESS);
@@ -160,24 +181,42 @@ static unsigned long send_and_poll(struct sp_rig *r, uint32_t seed, unsigned lon
     return polls + 1;
 }
 
-/* A CQ of one QP over ps: 64 empty polls are 60 direct reads (one recv, or recvmmsg over SCTP,
- * each: nothing there) and 4 loop passes; and what comes is received through them. */
+static unsigned long send_and_poll(struct sp_rig *r, uint32_t seed, unsigned long *waits)
+{
+    uint64_t us;
+    return send_and_poll_timed(r, seed, waits, &us);
+}
+
+/* A CQ of one QP over ps: empty polls in a row are direct reads (one recv, or recvmmsg over
+ * SCTP, each: nothing there) but for a loop pass at most every LOOP_PASS_US; a poll more than
+ * LOOP_PASS_US after the last is a loop pass and reads nothing itself; and what comes is
+ * received through them. */
 static void direct_reads(enum iwarp_port_space ps)
 {
     struct sp_rig r;
     rig_up_ps(&r, ps);
     unsigned long reads;
-    unsigned long waits = empty_polls(&r, &reads);
-    ASSERT_EQ_U(waits, EMPTY_POLLS / 16);
-    ASSERT_EQ_U(reads, EMPTY_POLLS - EMPTY_POLLS / 16);
+    uint64_t us;
+    unsigned long waits = empty_polls_timed(&r, &reads, &us);
+    ASSERT_TRUE(waits <= passes_at_most(us));
+    ASSERT_EQ_U(reads, EMPTY_POLLS - waits);
+    ASSERT_TRUE(reads >= EMPTY_POLLS / 2); /* 64 polls take well under 3 ms, even under TSan */
+    for (int i = 0; i < 4; i++) {
+        usleep(3 * LOOP_PASS_US / 2);
+        unsigned long e0 = epoll_waits(), m0 = recvmsgs();
+        struct iwarp_wc wc;
+        ASSERT_EQ(iwarp_poll_cq(r.srv.cq, 1, &wc), 0);
+        ASSERT_EQ_U(epoll_waits() - e0, 1);
+        ASSERT_EQ_U(recvmsgs() - m0, 0);
+    }
     for (uint32_t k = 1; k <= 20; k++) {
-        unsigned long polls = send_and_poll(&r, k, &waits);
-        ASSERT_TRUE(waits <= polls / 16 + 1);
+        (void)send_and_poll_timed(&r, k, &waits, &us);
+        ASSERT_TRUE(waits <= passes_at_most(us));
     }
     sp_rig_down(&r);
 }
 
-TEST(a_busy_poll_reads_the_sole_qps_socket_and_asks_epoll_every_16th_time)
+TEST(a_busy_poll_reads_the_sole_qps_socket_and_asks_epoll_every_100_us)
 {
     direct_reads(IWARP_PS_TCP);
 }
@@ -223,12 +262,15 @@ TEST(over_sctp_a_loop_wait_after_a_busy_poll_serves_what_the_poll_read)
     int direct = 0;
     for (uint32_t k = 1; k <= 8 && direct < 3; k++) {
         sp_fill(r.sbuf, MSG, k);
+        /* a poll first: a loop pass it runs (none for 100 µs, while the client waited) leaves
+         * the server's next polls, for 100 µs, to the direct reads */
+        struct iwarp_wc wc;
+        ASSERT_EQ(iwarp_poll_cq(r.srv.cq, 1, &wc), 0);
         ASSERT_EQ(sp_post(r.pair.cli.qp, k, IWARP_WR_RDMA_READ, 0, r.cbuf, MSG, r.cmr->lkey,
                           (uintptr_t)r.sbuf, r.smr->rkey),
                   0);
         /* the Read Request is in the server's socket once the client's sendto returned */
         unsigned long d0 = datagrams(), e0 = epoll_waits();
-        struct iwarp_wc wc;
         struct deadline dl = deadline_in_ms(SP_WAIT_MS);
         while (datagrams() == d0) {
             ASSERT_EQ(iwarp_poll_cq(r.srv.cq, 1, &wc), 0);
@@ -239,7 +281,7 @@ TEST(over_sctp_a_loop_wait_after_a_busy_poll_serves_what_the_poll_read)
             direct++;
             ASSERT_TRUE(iwarp_ctx_progress(r.srv.ctx, 0) >= 0);
         }
-        /* a read through the loop (every 16th poll) served at once: nothing to show there */
+        /* a read through the loop (a pass every 100 µs) served at once: nothing to show there */
         dl = deadline_in_ms(SP_WAIT_MS);
         int n;
         while ((n = iwarp_poll_cq(r.cli.cq, 1, &wc)) == 0)
@@ -264,7 +306,7 @@ static void out_of_the_set_and_back(enum iwarp_port_space ps)
     struct sp_rig r;
     rig_up_ps(&r, ps);
     unsigned long u0 = n_unwatched, reads;
-    for (int i = 0; i < 5; i++) /* 320 polls: 300 direct reads */
+    for (int i = 0; i < 5; i++) /* 320 polls: 256 and more direct reads */
         empty_polls(&r, &reads);
     ASSERT_EQ_U(n_unwatched - u0, 1);
     int epfd = unwatched_epfd, fd = unwatched_fd;
