@@ -65,9 +65,9 @@ class Runner:
         except ValueError:
             return None, "unreadable output: " + p.stdout[:200], foreign
 
-    def perf(self, *args):
+    def perf(self, *args, passes=1):
         return self.run_json([os.path.join(self.build, "iwarp"), "perf", "--json",
-                              "--passes", "1"] + [str(a) for a in args])
+                              "--passes", str(passes)] + [str(a) for a in args])
 
     def fabric(self, test, size, *args):
         exe = os.path.join(self.build, "bench", "bench_fabric")
@@ -190,7 +190,7 @@ def rows(quick):
         def qps(n):
             def f(r):
                 d, err, fl = r.perf("-s", 65536, "-n", 32768 // n, "--qps", n, "--busy-poll",
-                                    "--compare-tcp", "--passes", 5)
+                                    "--compare-tcp", passes=5)
                 if not d:
                     return {"%d QP" % n: err, "TCP %d" % n: err}, fl
                 cols = {"%d QP" % n: perf_value(d, "bw_avg_MBps") * 1e-3,

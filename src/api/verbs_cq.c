@@ -235,8 +235,8 @@ int iwarp_poll_cq(struct iwarp_cq *cq, int num_entries, struct iwarp_wc *wc)
         /* Nobody else moves data in this mode. A CQ of one connected QP reads that QP's socket
          * itself: asking epoll_wait first costs more than the read (docs/design.md). */
         struct iwarp_qp_impl *q = cq->sole_qp;
-        uint64_t now = iwarp_loop_now();
-        if (q && q->llp.poll_rx && now - cq->loop_pass_ns < BUSY_LOOP_PASS_NS) {
+        uint64_t now = q && q->llp.poll_rx ? iwarp_loop_now() : 0; /* 0: no direct read */
+        if (now != 0 && now - cq->loop_pass_ns < BUSY_LOOP_PASS_NS) {
             q->llp.poll_rx(q, now);
         } else { /* epoll_wait runs without the lock; the socket polled here may stay out of it */
             cq->loop_pass_ns = now;

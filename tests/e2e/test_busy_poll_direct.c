@@ -8,10 +8,9 @@
  * association's endpoint (its UDP socket, recvmmsg), and the service of what it read waits for the
  * caller's next call or any loop pass. A socket read that way long enough leaves the epoll set, and
  * a pass of the loop that may wait brings it back. Counted in real system calls: this test is
- * linked with -Wl,--wrap=epoll_wait,--wrap=epoll_ctl,
- * --wrap=recvmsg,--wrap=recv,--wrap=recvfrom,--wrap=recvmmsg. Both
- * contexts run in caller mode on this one thread, so what is counted during one side's call
- * is that side's.
+ * linked with -Wl,--wrap=epoll_wait,--wrap=epoll_ctl,--wrap=recvmsg,--wrap=recv,--wrap=recvfrom,
+ * --wrap=recvmmsg. Both contexts run in caller mode on this one thread, so what is counted
+ * during one side's call is that side's.
  */
 #define _GNU_SOURCE
 #include "stack_pair.h"
