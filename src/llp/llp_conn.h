@@ -193,7 +193,11 @@ struct iwarp_llp_conn {
 /* Read-ahead past the current FPDU's ULPDU when no backlog of small FPDUs was seen
  * (llp_conn_int.h); the bounce buffer has room for it behind the largest ULPDU too. */
 #define IWARP_LLP_CONN_RA_SMALL 1024u
-#define IWARP_LLP_CONN_BOUNCE   (IWARP_MPA_MULPDU_MAX + 16u + IWARP_LLP_CONN_RA_SMALL)
+/* Largest ULPDUs the bounce buffer holds at once: a read of staged FPDUs (CRC on) takes up to
+ * this many (llp_conn_int.h). */
+#define IWARP_LLP_CONN_RX_FPDUS 4u
+#define IWARP_LLP_CONN_BOUNCE \
+    (IWARP_LLP_CONN_RX_FPDUS * IWARP_MPA_MULPDU_MAX + 16u + IWARP_LLP_CONN_RA_SMALL)
 
 /*
  * Initialise a connection for role cfg->neg.role at time now_ns. bounce (IWARP_LLP_CONN_BOUNCE

@@ -4,18 +4,19 @@
  * time and close; llp_conn_rx.c: receive; llp_conn_tx.c: framing and transmit). Not used
  * outside src/llp.
  *
- * The bounce buffer (IWARP_LLP_CONN_BOUNCE = 64768 + 16 + 1024 octets, caller-owned), cut into
- * the regions of struct iwarp_llp_conn_bounce:
+ * The bounce buffer (IWARP_LLP_CONN_BOUNCE = IWARP_LLP_CONN_RX_FPDUS (4) x 64768 + 16 + 1024
+ * = 260,112 octets, caller-owned), cut into the regions of struct iwarp_llp_conn_bounce:
  *
- *   0                                              64236          64768       65808
- *   |<---------------------------- stage ---------------------------->|         |
- *   |<-- fpdu.staged -->|<---------------- read-ahead window ------------------>| end
- *   |<- neg_in (532) ->|                           |<- neg_out (532)->|<scratch>|
+ *   0                                  64236      64768                             260112
+ *   |<----------- stage (at least the largest ULPDU) ------>|                            |
+ *   |<-- fpdu.staged -->|<-------------------- read-ahead window ----------------------->| end
+ *   |<- neg_in (532) ->|               |<- neg_out (532)->|<--------- scratch --------->|
  *
  *   stage    full operation: the current FPDU's first fpdu.staged ULPDU octets at their
  *            ULPDU offsets (contiguous, markers removed: the whole ULPDU, or only its headers
- *            when the payload is placed directly);
- *   window   [stage + fpdu.staged, end): where reads ahead land (below);
+ *            when the payload is placed directly), at fpdu.seg: the start of the buffer, or
+ *            (staged whole) wherever in the window its first octets were read;
+ *   window   [fpdu.seg + fpdu.staged, end): where reads ahead land (below);
  *   neg_in   negotiation: the peer's Request/Reply, read exactly to its end so that no octet
  *            of full operation is read into it;
  *   neg_out  our own Request/Reply/Reject while it is being written (neg_out_len/_off). Full
@@ -23,31 +24,38 @@
  *            FPDU before our whole Reply arrived, so this only ever stalls a peer that breaks
  *            RFC 5044 §7.1.2 rule 4);
  *   scratch  full operation, exact reads: a marker inside a large ULPDU; once receive
- *            stopped, every octet still read (and dropped). Its 1,040 octets are also what
- *            the window keeps behind the largest ULPDU: its PAD and CRC and RA_SMALL more, so
- *            that the small FPDU that often follows a full one (a 64 KiB message is FPDUs of
- *            64754 and 782 payload octets at loopback's EMSS) comes in the same read.
+ *            stopped, every octet still read (and dropped).
  *
  * Where each read goes (llp_conn_rx.c, fpdu_land): a read either READS AHEAD into the window,
  * so that one recv() brings in the rest of the current FPDU and any number of following ones,
  * or is EXACT: it stops at the deframer's next boundary and lands where the octets belong.
- * Reads are exact only inside a ULPDU with more than COPY_MAX octets still to come (a large
- * Write, Read Response or Send): its octets are read straight into stage at their ULPDU offset
- * (CRC on) or into their destination (CRC off), and a marker inside it into scratch.
- * Everything else reads ahead: FPDU boundaries, length fields, trailers, small ULPDUs and the
- * last COPY_MAX octets of large ones. The window is as long as the buffer allows when the
- * previous read-ahead filled its window and ended outside a large ULPDU (a backlog of small
- * FPDUs: recv.ra_wide); otherwise it reaches RA_SMALL octets past the current FPDU's ULPDU,
- * which bounds what a large FPDU right behind costs in copies: at most RA_SMALL + COPY_MAX of
- * its payload octets go through the window, the rest is placed by the transport.
+ * Reads are exact only inside a ULPDU placed directly (CRC off) with more than COPY_MAX octets
+ * still to come (a large Write, Read Response or Send): its octets are read straight into their
+ * destination, and a marker inside it into scratch. Everything else reads ahead: FPDU
+ * boundaries, length fields, trailers, small ULPDUs, the last COPY_MAX octets of large ones,
+ * and every ULPDU staged whole (CRC on: verified before placement, RFC 5044 §6). How far:
+ *   - a large ULPDU staged whole: the rest of its FPDU and as many whole FPDUs behind it as the
+ *     window holds, taken to be as long as this one (a large message's FPDUs are, but its
+ *     last), and RA_SMALL more (staged_span): one read brings up to IWARP_LLP_CONN_RX_FPDUS
+ *     FPDUs, and ends a little past a boundary, so that little of a cut FPDU is left to move;
+ *   - after a read-ahead that filled its window and ended outside a large ULPDU (a backlog of
+ *     small FPDUs: recv.ra_wide): the whole window;
+ *   - otherwise RA_SMALL octets past the current FPDU's ULPDU, which bounds what a large FPDU
+ *     right behind costs in copies when it is placed directly: at most RA_SMALL + COPY_MAX of
+ *     its payload octets go through the window, the rest is placed by the transport. The
+ *     largest ULPDU leaves at least RA_SMALL of window behind it, so that the small FPDU that
+ *     often follows a full one (a 64 KiB message is FPDUs of 64754 and 782 payload octets at
+ *     loopback's EMSS) comes in the same read.
  *
  * Octets in the window are fed to the deframer at once, in place:
  *   - a ULPDU wholly inside the window (no marker in it) is handed to the engine where it lies
  *     at its FPDU's end, after the CRC check (fpdu.seg points at it): no copy beyond the read.
- *     If its FPDU's trailer is not yet in, it is moved to stage first (the next read may
- *     overwrite the window);
- *   - other ULPDU spans (split by the window's end or by markers) are moved to their ULPDU
- *     offset in stage, or, when placed directly, copied to their destination iovecs.
+ *   - a ULPDU staged whole that a read's end cuts (in it, or before its trailer) stays where
+ *     it is when the rest of its FPDU and RA_SMALL more fit behind it (the next read lands
+ *     there), and is moved to the start of the buffer otherwise (stage_span, settle_in_place);
+ *   - other ULPDU spans (split by markers, or the headers of a ULPDU placed directly) are moved
+ *     to their ULPDU offset in stage, or, when placed directly, copied to their destination
+ *     iovecs.
  *
  * The receive states (recv.state). The deframer (mpa_deframe) consumes the length field,
  * markers, PAD and CRC itself; it reports ULPDU spans and each FPDU's end, which move the

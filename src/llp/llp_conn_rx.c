@@ -24,6 +24,20 @@
 #define COPY_MAX 2048u
 #define RA_SMALL IWARP_LLP_CONN_RA_SMALL
 
+/* Where the current FPDU's staged ULPDU lies (fpdu.seg, which is in the bounce buffer). */
+static uint8_t *fpdu_base(struct iwarp_llp_conn *c)
+{
+    return c->bounce.stage + (c->recv.fpdu.seg - c->bounce.stage);
+}
+
+/* Whether a ULPDU of ulpdu_len octets starting at p, its trailer and RA_SMALL more fit in the
+ * bounce buffer: a ULPDU staged whole may then stay where its first octets were read, the
+ * reads of its rest and of what follows landing behind them. */
+static bool fits_from(const struct iwarp_llp_conn *c, const uint8_t *p, uint32_t ulpdu_len)
+{
+    return (size_t)(c->bounce.end - p) >= (size_t)ulpdu_len + IWARP_LLP_CONN_RA_SMALL;
+}
+
 /* The next FPDU starts from nothing staged, in the staging area. */
 static void fpdu_reset(struct iwarp_llp_conn *c)
 {
@@ -161,6 +175,20 @@ static uint32_t ulpdu_left(const struct iwarp_llp_conn *c, const struct iwarp_mp
     return 0;
 }
 
+/* A large ULPDU staged whole (CRC on), `left` octets of it to come: the read takes the rest of
+ * its FPDU and as many whole FPDUs behind it as the window has room for, taking them to be as
+ * long as this one (a large message's FPDUs are, but its last), and RA_SMALL octets more. One
+ * read then brings several FPDUs, and little is left of a last one cut by the read's end, which
+ * settle_in_place moves to the staging area. */
+static size_t staged_span(uint32_t left, uint32_t ulpdu_len, size_t room)
+{
+    size_t rest = (size_t)left + iwarp_mpa_pad_len(ulpdu_len) + IWARP_MPA_CRC_LEN;
+    size_t fpdu = IWARP_MPA_FPDU_OVERHEAD + (size_t)ulpdu_len + iwarp_mpa_pad_len(ulpdu_len);
+    if (room <= rest + RA_SMALL)
+        return (size_t)left + RA_SMALL;
+    return rest + (room - rest - RA_SMALL) / fpdu * fpdu + RA_SMALL;
+}
+
 /* Full operation: where the next read lands and whether it reads ahead (llp_conn_int.h).
  * NULL when nothing may be read. */
 static uint8_t *fpdu_land(struct iwarp_llp_conn *c, size_t *len, bool *ahead)
@@ -184,9 +212,11 @@ static uint8_t *fpdu_land(struct iwarp_llp_conn *c, size_t *len, bool *ahead)
         return c->bounce.scratch;
     }
     /* The read-ahead window follows what is staged of the current FPDU, up to the end. */
-    uint8_t *window = c->bounce.stage + c->recv.fpdu.staged;
+    uint8_t *window = fpdu_base(c) + c->recv.fpdu.staged;
     size_t room = (size_t)(c->bounce.end - window);
     size_t span = c->recv.ra_wide ? room : (size_t)left + RA_SMALL;
+    if (staged_whole && left > COPY_MAX)
+        span = staged_span(left, w.ulpdu_len, room);
     *len = span < room ? span : room;
     *ahead = true;
     return window;
@@ -247,7 +277,7 @@ uint32_t iwarp_llp_conn_rx_bufs(struct iwarp_llp_conn *c, struct iovec iov[2])
         return 1; /* the read stops before the ULPDU's end (a marker, the next SGE) */
     /* What fpdu_land gives in TRAILER: the window behind the staged headers, which stay as
      * they are until the FPDU's end. */
-    uint8_t *window = c->bounce.stage + f->staged;
+    uint8_t *window = fpdu_base(c) + f->staged;
     size_t room = (size_t)(c->bounce.end - window);
     size_t span = c->recv.ra_wide ? room : RA_SMALL;
     iov[1] = (struct iovec){window, span < room ? span : room};
@@ -438,6 +468,31 @@ static int stage_span(struct iwarp_llp_conn *c, const uint8_t *data, size_t n, u
         f->staged = ulpdu_len;
         return 0;
     }
+    if (!direct_ok(c)) {
+        /* Staged whole: the ULPDU stays where its first octets were read if the rest fits
+         * behind them (the next reads land there, fpdu_land), else it starts at the staging
+         * area; a span after a marker moves down onto the octets before it. */
+        bool in_window = data >= c->bounce.stage && data < c->bounce.end;
+        uint8_t *base = fpdu_base(c);
+        if (off == 0)
+            base = in_window && fits_from(c, data, ulpdu_len)
+                       ? c->bounce.stage + (data - c->bounce.stage)
+                       : c->bounce.stage;
+        if (data != base + off) {
+            iwarp_copy_move(base + off, data, n);
+            c->rx_moved_octets += n;
+        }
+        f->seg = base;
+        f->staged = off + (uint32_t)n;
+        return 0;
+    }
+    if (off > 0 && f->seg != c->bounce.stage) {
+        /* staged in place before direct placement became possible: its headers go where
+         * maybe_direct looks */
+        iwarp_copy_move(c->bounce.stage, f->seg, f->staged);
+        c->rx_moved_octets += f->staged;
+        f->seg = c->bounce.stage;
+    }
     int ret = 0;
     while (n > 0) {
         if (c->recv.state != IWARP_LLP_CONN_RX_HDR) {
@@ -512,12 +567,12 @@ static int rx_error(struct iwarp_llp_conn *c, int err)
     return err;
 }
 
-/* After a read: a whole ULPDU kept in place whose FPDU is not complete yet moves to the
- * staging area (the next read may overwrite the window). */
+/* After a read: a ULPDU kept in place whose FPDU is not complete yet moves to the staging area
+ * unless the rest of its FPDU and RA_SMALL more fit behind it, where the next read lands. */
 static void settle_in_place(struct iwarp_llp_conn *c)
 {
     struct iwarp_llp_conn_rx_fpdu *f = &c->recv.fpdu;
-    if (f->seg == c->bounce.stage || f->staged == 0)
+    if (f->seg == c->bounce.stage || f->staged == 0 || fits_from(c, f->seg, f->ulpdu_len))
         return;
     iwarp_copy_move(c->bounce.stage, f->seg, f->staged);
     c->rx_moved_octets += f->staged;

@@ -1298,7 +1298,7 @@ TEST(buffer_gone_while_the_payload_arrives_gets_nothing_more)
 
 /* ---- read-ahead -------------------------------------------------------------------------- */
 
-static uint8_t STREAM[1u << 17];
+static uint8_t STREAM[1u << 20];
 
 /* Frame k Writes of each octets to the responder at DST_OFF + i * each (payload from fill with
  * seed + i; L = last on the final one, L set on the others unless open) with the initiator's
@@ -1443,6 +1443,35 @@ TEST(the_largest_fpdu_and_a_small_one_behind_it_arrive_in_one_read)
     expect_writes_at(1, big, 60, 0);
     expect_writes_at(1, small, 61, big);
     ASSERT_EQ(P[1].nerr, 0);
+}
+
+TEST(largest_fpdus_with_crc_on_come_several_per_read)
+{
+    /* CRC on: a read that takes the rest of a large staged ULPDU also takes whole FPDUs behind
+     * it, as many as the bounce buffer holds (IWARP_LLP_CONN_RX_FPDUS), and ends RA_SMALL past a
+     * boundary, so that only the next FPDU's first octets are moved to the staging area. Reads
+     * cut anywhere (piece) leave a ULPDU in place when the rest of its FPDU fits behind it. */
+    const uint32_t big = IWARP_MPA_MULPDU_MAX - IWARP_DDP_TAGGED_HDR_LEN;
+    const size_t pieces[] = {0, 50000, 4096, 100003};
+    for (size_t v = 0; v < sizeof pieces / sizeof pieces[0]; v++) {
+        quiet_pair(true, false);
+        size_t n = 0;
+        frame_writes_at(&n, 12, big, 70 + (uint32_t)v, true, 0);
+        unsigned reads = feed_stream(n, pieces[v]);
+        expect_writes_at(12, big, 70 + (uint32_t)v, 0);
+        ASSERT_EQ(P[1].nerr, 0);
+        if (pieces[v] == 0) {
+            /* a 1 KiB window at the first boundary, then IWARP_LLP_CONN_RX_FPDUS - 1 whole
+             * FPDUs a read (one per read before) */
+            ASSERT_TRUE(reads <=
+                        1 + (12 + IWARP_LLP_CONN_RX_FPDUS - 2) / (IWARP_LLP_CONN_RX_FPDUS - 1));
+            ASSERT_TRUE(P[1].c.rx_moved_octets <= (uint64_t)reads * IWARP_LLP_CONN_RA_SMALL);
+        } else {
+            /* moved only when a cut ULPDU's FPDU would not fit behind it: far less than the
+             * 12 ULPDUs (each was moved before) */
+            ASSERT_TRUE(P[1].c.rx_moved_octets < 4u * big);
+        }
+    }
 }
 
 TEST(fpdu_straddling_the_read_ahead_end_at_every_octet)
