@@ -178,8 +178,9 @@ static uint32_t ulpdu_left(const struct iwarp_llp_conn *c, const struct iwarp_mp
 /* A large ULPDU staged whole (CRC on), `left` octets of it to come: the read takes the rest of
  * its FPDU and as many whole FPDUs behind it as the window has room for, taking them to be as
  * long as this one (a large message's FPDUs are, but its last), and RA_SMALL octets more. One
- * read then brings several FPDUs, and little is left of a last one cut by the read's end, which
- * settle_in_place moves to the staging area. */
+ * read then brings several FPDUs and ends a little past a boundary: of the FPDU it cuts, only
+ * the first octets are moved to the start of the buffer when they do not fit where they lie
+ * (stage_span). */
 static size_t staged_span(uint32_t left, uint32_t ulpdu_len, size_t room)
 {
     size_t rest = (size_t)left + iwarp_mpa_pad_len(ulpdu_len) + IWARP_MPA_CRC_LEN;
