@@ -51,8 +51,9 @@
  *   - a ULPDU wholly inside the window (no marker in it) is handed to the engine where it lies
  *     at its FPDU's end, after the CRC check (fpdu.seg points at it): no copy beyond the read.
  *   - a ULPDU staged whole that a read's end cuts (in it, or before its trailer) stays where
- *     it is when the rest of its FPDU and RA_SMALL more fit behind it (the next read lands
- *     there), and is moved to the start of the buffer otherwise (stage_span, settle_in_place);
+ *     it is when the whole ULPDU and RA_SMALL more (its PAD and CRC, and a read-ahead) fit from
+ *     there (the next read lands behind it), and is moved to the start of the buffer otherwise
+ *     (stage_span, settle_in_place);
  *   - other ULPDU spans (split by markers, or the headers of a ULPDU placed directly) are moved
  *     to their ULPDU offset in stage, or, when placed directly, copied to their destination
  *     iovecs.

@@ -24,15 +24,31 @@
 #define COPY_MAX 2048u
 #define RA_SMALL IWARP_LLP_CONN_RA_SMALL
 
-/* Where the current FPDU's staged ULPDU lies (fpdu.seg, which is in the bounce buffer). */
-static uint8_t *fpdu_base(struct iwarp_llp_conn *c)
+/* p as a writable pointer into the bounce buffer, or NULL when p lies outside it. */
+static uint8_t *bounce_at(struct iwarp_llp_conn *c, const uint8_t *p)
 {
-    return c->bounce.stage + (c->recv.fpdu.seg - c->bounce.stage);
+    return p >= c->bounce.stage && p < c->bounce.end ? c->bounce.stage + (p - c->bounce.stage)
+                                                     : NULL;
 }
 
-/* Whether a ULPDU of ulpdu_len octets starting at p, its trailer and RA_SMALL more fit in the
- * bounce buffer: a ULPDU staged whole may then stay where its first octets were read, the
- * reads of its rest and of what follows landing behind them. */
+/* Where the current FPDU's staged ULPDU lies (fpdu.seg, always in the bounce buffer). */
+static uint8_t *fpdu_base(struct iwarp_llp_conn *c)
+{
+    return bounce_at(c, c->recv.fpdu.seg);
+}
+
+/* The staged ULPDU moves to the start of the bounce buffer. */
+static void move_to_start(struct iwarp_llp_conn *c)
+{
+    struct iwarp_llp_conn_rx_fpdu *f = &c->recv.fpdu;
+    iwarp_copy_move(c->bounce.stage, f->seg, f->staged);
+    c->rx_moved_octets += f->staged;
+    f->seg = c->bounce.stage;
+}
+
+/* Whether a ULPDU of ulpdu_len octets starting at p fits in the bounce buffer with RA_SMALL
+ * more behind it (its PAD and CRC, and a read-ahead): a ULPDU staged whole may then stay where
+ * its first octets were read, the reads of its rest and of what follows landing behind them. */
 static bool fits_from(const struct iwarp_llp_conn *c, const uint8_t *p, uint32_t ulpdu_len)
 {
     return (size_t)(c->bounce.end - p) >= (size_t)ulpdu_len + IWARP_LLP_CONN_RA_SMALL;
@@ -270,7 +286,7 @@ uint32_t iwarp_llp_conn_rx_bufs(struct iwarp_llp_conn *c, struct iovec iov[2])
     iov[0] = (struct iovec){p, len};
     const struct iwarp_llp_conn_rx_fpdu *f = &c->recv.fpdu;
     if (c->recv.state != IWARP_LLP_CONN_RX_PAYLOAD || f->place != IWARP_LLP_CONN_RX_DIRECT ||
-        (p >= c->bounce.stage && p < c->bounce.end))
+        bounce_at(c, p))
         return 1; /* not a read into the destination */
     struct iwarp_mpa_rx_want w;
     iwarp_mpa_rx_want(&c->rx, &w);
@@ -470,15 +486,15 @@ static int stage_span(struct iwarp_llp_conn *c, const uint8_t *data, size_t n, u
         return 0;
     }
     if (!direct_ok(c)) {
-        /* Staged whole: the ULPDU stays where its first octets were read if the rest fits
-         * behind them (the next reads land there, fpdu_land), else it starts at the staging
-         * area; a span after a marker moves down onto the octets before it. */
-        bool in_window = data >= c->bounce.stage && data < c->bounce.end;
+        /* Staged whole: the ULPDU stays where its first octets were read if it fits there
+         * (fits_from; the next reads land behind them, fpdu_land), else it starts at the
+         * staging area; a span after a marker moves down onto the octets before it. */
         uint8_t *base = fpdu_base(c);
-        if (off == 0)
-            base = in_window && fits_from(c, data, ulpdu_len)
-                       ? c->bounce.stage + (data - c->bounce.stage)
-                       : c->bounce.stage;
+        if (off == 0) {
+            base = bounce_at(c, data);
+            if (!base || !fits_from(c, base, ulpdu_len))
+                base = c->bounce.stage;
+        }
         if (data != base + off) {
             iwarp_copy_move(base + off, data, n);
             c->rx_moved_octets += n;
@@ -487,13 +503,9 @@ static int stage_span(struct iwarp_llp_conn *c, const uint8_t *data, size_t n, u
         f->staged = off + (uint32_t)n;
         return 0;
     }
-    if (off > 0 && f->seg != c->bounce.stage) {
-        /* staged in place before direct placement became possible: its headers go where
-         * maybe_direct looks */
-        iwarp_copy_move(c->bounce.stage, f->seg, f->staged);
-        c->rx_moved_octets += f->staged;
-        f->seg = c->bounce.stage;
-    }
+    if (off > 0 && f->seg != c->bounce.stage)
+        move_to_start(c); /* staged in place before direct placement became possible: its
+                             headers go where maybe_direct looks */
     int ret = 0;
     while (n > 0) {
         if (c->recv.state != IWARP_LLP_CONN_RX_HDR) {
@@ -569,15 +581,12 @@ static int rx_error(struct iwarp_llp_conn *c, int err)
 }
 
 /* After a read: a ULPDU kept in place whose FPDU is not complete yet moves to the staging area
- * unless the rest of its FPDU and RA_SMALL more fit behind it, where the next read lands. */
+ * unless it fits where it lies (fits_from), the next read landing behind it. */
 static void settle_in_place(struct iwarp_llp_conn *c)
 {
     struct iwarp_llp_conn_rx_fpdu *f = &c->recv.fpdu;
-    if (f->seg == c->bounce.stage || f->staged == 0 || fits_from(c, f->seg, f->ulpdu_len))
-        return;
-    iwarp_copy_move(c->bounce.stage, f->seg, f->staged);
-    c->rx_moved_octets += f->staged;
-    f->seg = c->bounce.stage;
+    if (f->seg != c->bounce.stage && f->staged != 0 && !fits_from(c, f->seg, f->ulpdu_len))
+        move_to_start(c);
 }
 
 /* n octets of full operation were read where fpdu_land() said: feed them to the deframer and
