@@ -159,12 +159,14 @@ static void invariants(struct ctx *c)
         FUZZ_CHECK(c->e[i].kind != IWARP_MEM_MR || c->e[i].state == IWARP_MEM_FREE ||
                    c->e[i].nbound == nbound[i]);
     FUZZ_CHECK(nfree == t->nfree);
+    /* the free list holds the freed indices, the rest of the free ones were never used */
     uint32_t walked = 0;
     for (uint32_t i = t->free_head; i != 0; i = c->e[i].next) {
         FUZZ_CHECK(i < CAP && c->e[i].state == IWARP_MEM_FREE && walked < nfree);
+        FUZZ_CHECK(c->e[i].flags & IWARP_MEM_F_SEEDED);
         walked++;
     }
-    FUZZ_CHECK(walked == nfree);
+    FUZZ_CHECK(walked + t->nfresh == nfree);
 }
 
 static struct iwarp_mem_range take_range(struct ctx *c)

@@ -64,8 +64,8 @@ static void getrandom_rng(void *user, void *buf, size_t len)
 static uint32_t stag_rng(void *user)
 {
     struct iwarp_ctx *ctx = user;
-    /* drawn in batches: the table's set-up takes one word per entry (65,536 by default), and
-     * one getrandom() call each made iwarp_ctx_create cost tens of milliseconds */
+    /* drawn in batches: two words per STag's first allocation, and a system call for each
+     * would cost more than the registration around it */
     if (ctx->rng_left == 0) {
         ctx->attr.rng(ctx->attr.rng_user, ctx->rng_pool, sizeof ctx->rng_pool);
         ctx->rng_left = IWARP_API_RNG_POOL;
@@ -174,7 +174,7 @@ int iwarp_ctx_create(const struct iwarp_ctx_attr *attr, struct iwarp_ctx **out)
     ctx->mem_entries = iwarp_api_calloc(ctx, a.max_mr, sizeof *ctx->mem_entries);
     if (!ctx->mem_entries)
         goto fail;
-    rc = iwarp_mem_table_init(&ctx->mem, ctx->mem_entries, a.max_mr, stag_rng, ctx);
+    rc = iwarp_mem_table_init_zeroed(&ctx->mem, ctx->mem_entries, a.max_mr, stag_rng, ctx);
     if (rc < 0)
         goto fail;
     /* The packet trace: the attribute, else the environment (trace.c). */

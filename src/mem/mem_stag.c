@@ -31,49 +31,72 @@ static uint8_t fresh_key(struct iwarp_mem_table *t, const struct iwarp_mem_entry
 int iwarp_mem_table_init(struct iwarp_mem_table *t, struct iwarp_mem_entry *entries,
                          uint32_t capacity, iwarp_mem_rng_fn rng, void *rng_ctx)
 {
+    if (entries != NULL && capacity >= 2 && capacity - 1u <= IWARP_STAG_INDEX_MAX)
+        memset(entries, 0, sizeof *entries * capacity);
+    return iwarp_mem_table_init_zeroed(t, entries, capacity, rng, rng_ctx);
+}
+
+int iwarp_mem_table_init_zeroed(struct iwarp_mem_table *t, struct iwarp_mem_entry *entries,
+                                uint32_t capacity, iwarp_mem_rng_fn rng, void *rng_ctx)
+{
     if (t == NULL || entries == NULL || rng == NULL || capacity < 2 ||
         capacity - 1u > IWARP_STAG_INDEX_MAX)
         return IWARP_ERR_INVAL;
-    memset(entries, 0, sizeof *entries * capacity);
-    t->entries = entries;
-    t->capacity = capacity;
-    t->rng = rng;
-    t->rng_ctx = rng_ctx;
-
-    /* RFC 5042 §6.1.1: allocation order hard to predict. Fisher-Yates shuffle of the indices
-     * 1 .. capacity - 1, kept in the (still unused) base fields, then linked in that order. */
-    uint32_t n = capacity - 1u;
-    for (uint32_t i = 0; i < n; i++)
-        entries[1 + i].base = 1u + i;
-    for (uint32_t i = n - 1u; i > 0; i--) {
-        uint32_t j = rng_below(t, i + 1u);
-        uint64_t tmp = entries[1 + i].base;
-        entries[1 + i].base = entries[1 + j].base;
-        entries[1 + j].base = tmp;
-    }
-    t->free_head = (uint32_t)entries[1].base;
-    for (uint32_t i = 0; i < n; i++) {
-        uint32_t idx = (uint32_t)entries[1 + i].base;
-        entries[idx].next = i + 1u < n ? (uint32_t)entries[2 + i].base : 0u;
-    }
-    t->free_tail = (uint32_t)entries[n].base;
-    for (uint32_t i = 1; i < capacity; i++)
-        entries[i].base = 0;
-    t->nfree = n;
+    *t = (struct iwarp_mem_table){
+        .entries = entries,
+        .capacity = capacity,
+        .nfree = capacity - 1u,
+        .nfresh = capacity - 1u,
+        .rng = rng,
+        .rng_ctx = rng_ctx,
+    };
     return 0;
+}
+
+/* The next never-used index, in an order drawn from the rng (RFC 5042 §6.1.1: allocation order
+ * hard to predict). A Fisher-Yates shuffle of 1 .. capacity - 1 done one step per allocation:
+ * slot p of the permutation is entries[1 + p].perm, 0 standing for 1 + p (the zeroed table is
+ * the identity), and the slots below `drawn` are spent. Each step draws one of the slots left
+ * and moves the first one left into it, so creating a table touches no entry and costs no rng
+ * call. */
+static uint32_t draw_fresh(struct iwarp_mem_table *t)
+{
+    uint32_t drawn = t->capacity - 1u - t->nfresh;
+    uint32_t p = drawn + rng_below(t, t->nfresh);
+    uint32_t *slot = &t->entries[1u + p].perm;
+    uint32_t first = t->entries[1u + drawn].perm;
+    uint32_t idx = *slot ? *slot : 1u + p;
+    *slot = first ? first : 1u + drawn;
+    t->nfresh--;
+    return idx;
+}
+
+/* Zero an entry but for the table's own bookkeeping (its permutation slot). */
+static void clear_entry(struct iwarp_mem_entry *e)
+{
+    uint32_t perm = e->perm;
+    memset(e, 0, sizeof *e);
+    e->perm = perm;
 }
 
 int iwarp_mem_stag_alloc(struct iwarp_mem_table *t, uint8_t kind, uint32_t pd, uint32_t *stag)
 {
     if (t == NULL || stag == NULL || kind > IWARP_MEM_MW_TYPE2)
         return IWARP_ERR_INVAL;
-    if (t->free_head == 0)
+    if (t->nfree == 0)
         return IWARP_ERR_STAG_EXHAUSTED;
-    uint32_t idx = t->free_head;
+    /* RFC 5042 §6.1.1: "reused at as slow a rate as possible": every never-used index goes
+     * before a freed one, and freed ones come back oldest first. */
+    uint32_t idx;
+    if (t->nfresh > 0) {
+        idx = draw_fresh(t);
+    } else {
+        idx = t->free_head;
+        t->free_head = t->entries[idx].next;
+        if (t->free_head == 0)
+            t->free_tail = 0;
+    }
     struct iwarp_mem_entry *e = &t->entries[idx];
-    t->free_head = e->next;
-    if (t->free_head == 0)
-        t->free_tail = 0;
     t->nfree--;
 
     uint8_t key;
@@ -83,7 +106,7 @@ int iwarp_mem_stag_alloc(struct iwarp_mem_table *t, uint8_t kind, uint32_t pd, u
         key = (uint8_t)t->rng(t->rng_ctx); /* first key of this index: unpredictable */
     uint8_t keep = e->flags & IWARP_MEM_F_STALE;
     uint8_t stale = e->stale_key;
-    memset(e, 0, sizeof *e);
+    clear_entry(e);
     e->key = key;
     e->stale_key = stale;
     e->flags = (uint8_t)(keep | IWARP_MEM_F_SEEDED);
@@ -174,7 +197,7 @@ void iwarp_mem_entry_free(struct iwarp_mem_table *t, struct iwarp_mem_entry *e)
         t->nretired--;
     uint8_t key = e->key;
     uint8_t seeded = e->flags & IWARP_MEM_F_SEEDED;
-    memset(e, 0, sizeof *e);
+    clear_entry(e);
     e->key = key; /* kept: the next allocation of this index picks a different one */
     e->stale_key = key;
     e->flags = (uint8_t)(seeded | IWARP_MEM_F_STALE);

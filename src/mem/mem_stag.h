@@ -13,8 +13,9 @@
  * at as slow a rate as possible"):
  *  - index 0 is never handed out, so STag 0 never names memory (Chelsio rejects STag 0; STag 0
  *    is what zero-length tagged segments carry, RFC 5041 §5.2);
- *  - free indices form a FIFO queue initialised in a random order: a freed index is reused only
- *    after every other free index has been used;
+ *  - indices never used yet come out in a random order (a Fisher-Yates shuffle drawn one step
+ *    per allocation), then freed indices in a FIFO queue: a freed index is reused only after
+ *    every other free index has been used;
  *  - the first key of an index comes from the rng; every later key the table picks (on
  *    reallocation, on a type-1 window bind) differs from the index's previous key, so a stale
  *    STag never becomes valid again on the next use of its index;
@@ -83,6 +84,8 @@ struct iwarp_mem_entry {
     uint32_t nbound;   /* MR: number of VALID windows bound to it */
     uint32_t nwr;      /* MR: posted work requests whose SGEs name it */
     uint32_t next;     /* free-list link (index; 0 ends the list) */
+    uint32_t perm;     /* the table's, kept through allocation and free: slot of the shuffle
+                          of never-used indices (mem_stag.c, draw_fresh) */
     uint8_t key;       /* current 8-bit key */
     uint8_t stale_key; /* with IWARP_MEM_F_STALE: key that must not be reused next */
     uint8_t state;     /* enum iwarp_mem_state */
@@ -97,12 +100,13 @@ typedef uint32_t (*iwarp_mem_rng_fn)(void *ctx);
 struct iwarp_mem_table {
     struct iwarp_mem_entry *entries;
     uint32_t capacity; /* entries in the array; usable indices are 1 .. capacity - 1 */
-    uint32_t nfree;    /* indices currently free */
+    uint32_t nfree;    /* indices currently free: never used, or freed */
+    uint32_t nfresh;   /* indices never used yet (not on the free list) */
     uint32_t nretired; /* MRs IWARP_MEM_RETIRED (0: every held MR is usable, no check needed) */
     uint32_t gen;      /* bumped whenever an STag stops naming what it named (invalidated,
                         * freed, retired, re-keyed): a validation made at gen g still holds
                         * while gen == g */
-    uint32_t free_head, free_tail;
+    uint32_t free_head, free_tail; /* freed indices, oldest first */
     iwarp_mem_rng_fn rng;
     void *rng_ctx;
 };
@@ -132,8 +136,9 @@ static inline uint32_t iwarp_stag_inc_key(uint32_t stag)
 }
 
 /*
- * Initialise a table over a caller-provided array. Every index 1 .. capacity - 1 becomes free,
- * queued in a random order drawn from rng (capacity rng calls).
+ * Initialise a table over a caller-provided array. Every index 1 .. capacity - 1 becomes free;
+ * they are handed out in a random order drawn from rng as they are first allocated (no rng call
+ * here).
  * t: the table. entries: array of capacity entries (contents ignored and overwritten).
  * capacity: 2 .. 2^24 (index 0 is reserved). rng: random source (required); rng_ctx: its context.
  * Ownership: t keeps entries, rng and rng_ctx until the caller stops using t (no fini needed).
@@ -141,6 +146,11 @@ static inline uint32_t iwarp_stag_inc_key(uint32_t stag)
  */
 int iwarp_mem_table_init(struct iwarp_mem_table *t, struct iwarp_mem_entry *entries,
                          uint32_t capacity, iwarp_mem_rng_fn rng, void *rng_ctx);
+
+/* iwarp_mem_table_init over an array the caller has zeroed (calloc): writes no entry, so a large
+ * table costs only the pages its allocations reach. */
+int iwarp_mem_table_init_zeroed(struct iwarp_mem_table *t, struct iwarp_mem_entry *entries,
+                                uint32_t capacity, iwarp_mem_rng_fn rng, void *rng_ctx);
 
 /*
  * Allocate an STag: take the oldest free index and give it a fresh key (from the rng the first
