@@ -31,9 +31,10 @@ static uint8_t fresh_key(struct iwarp_mem_table *t, const struct iwarp_mem_entry
 int iwarp_mem_table_init(struct iwarp_mem_table *t, struct iwarp_mem_entry *entries,
                          uint32_t capacity, iwarp_mem_rng_fn rng, void *rng_ctx)
 {
-    if (entries != NULL && capacity >= 2 && capacity - 1u <= IWARP_STAG_INDEX_MAX)
+    int rc = iwarp_mem_table_init_zeroed(t, entries, capacity, rng, rng_ctx);
+    if (rc == 0) /* init_zeroed wrote no entry */
         memset(entries, 0, sizeof *entries * capacity);
-    return iwarp_mem_table_init_zeroed(t, entries, capacity, rng, rng_ctx);
+    return rc;
 }
 
 int iwarp_mem_table_init_zeroed(struct iwarp_mem_table *t, struct iwarp_mem_entry *entries,
