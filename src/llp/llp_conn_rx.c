@@ -51,7 +51,7 @@ static void move_to_start(struct iwarp_llp_conn *c)
  * its first octets were read, the reads of its rest and of what follows landing behind them. */
 static bool fits_from(const struct iwarp_llp_conn *c, const uint8_t *p, uint32_t ulpdu_len)
 {
-    return (size_t)(c->bounce.end - p) >= (size_t)ulpdu_len + IWARP_LLP_CONN_RA_SMALL;
+    return (size_t)(c->bounce.end - p) >= (size_t)ulpdu_len + RA_SMALL;
 }
 
 /* The next FPDU starts from nothing staged, in the staging area. */
@@ -200,7 +200,7 @@ static uint32_t ulpdu_left(const struct iwarp_llp_conn *c, const struct iwarp_mp
 static size_t staged_span(uint32_t left, uint32_t ulpdu_len, size_t room)
 {
     size_t rest = (size_t)left + iwarp_mpa_pad_len(ulpdu_len) + IWARP_MPA_CRC_LEN;
-    size_t fpdu = IWARP_MPA_FPDU_OVERHEAD + (size_t)ulpdu_len + iwarp_mpa_pad_len(ulpdu_len);
+    size_t fpdu = iwarp_mpa_fpdu_wire_len(0, ulpdu_len, false); /* as the length predicts */
     if (room <= rest + RA_SMALL)
         return (size_t)left + RA_SMALL;
     return rest + (room - rest - RA_SMALL) / fpdu * fpdu + RA_SMALL;
