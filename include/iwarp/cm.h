@@ -432,7 +432,7 @@ IWARP_EXTERN int iwarp_cm_connect(struct iwarp_cm_id *id, const struct iwarp_con
  *   IWARP_ERR_DDP_RTR    the initiator asked for peer-to-peer mode and the QP is DDP-level:
  *                        reject instead.
  *   IWARP_ERR_NOMEM      out of memory (over TCP with CRC on and an IRD above 0, the
- *                        connection's 127 KiB staging ring for Read Responses is allocated
+ *                        connection's 253 KiB staging ring for Read Responses is allocated
  *                        here); nothing changed: the request may be accepted or rejected again.
  * Ownership: param and its private data are copied.
  * Context: any thread; takes the context lock.

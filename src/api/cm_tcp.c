@@ -298,7 +298,7 @@ static struct tcp_conn *conn_alloc(struct iwarp_ctx *ctx)
     return cc;
 }
 
-/* Give the MPA connection its TX staging ring (127 KiB, not zeroed) if its Read Responses
+/* Give the MPA connection its TX staging ring (253 KiB, not zeroed) if its Read Responses
  * will need one: CRC on and an IRD above 0 (iwarp_llp_conn_tx_stage_wanted; ans as there).
  * Connection setup, not the data path. Returns 0, or IWARP_ERR_NOMEM (nothing changed). */
 static int conn_stage_tx(struct tcp_conn *cc, const struct iwarp_mpa_neg_answer *ans)

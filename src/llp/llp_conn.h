@@ -90,8 +90,10 @@ struct iwarp_llp_conn_tx_stage {
     uint32_t used; /* octets held by FPDUs not yet written, gaps included */
 };
 
-/* The staging ring's size: two of the largest FPDU payloads (RFC 5044 §3: 64768). */
-#define IWARP_LLP_CONN_TX_STAGE (2u * IWARP_MPA_MULPDU_MAX)
+/* The staging ring's size: four of the largest FPDU payloads (RFC 5044 §3: 64768), so that one
+ * sendmsg takes about three 64 KiB Read Responses (docs/design.md, "Four FPDUs of ring with
+ * the shortening"). */
+#define IWARP_LLP_CONN_TX_STAGE (4u * IWARP_MPA_MULPDU_MAX)
 
 /* A Read Response segment shortened to the staging ring's room is at least this long (else it
  * waits for the room to grow): shorter FPDUs would cost more per octet on both sides than the
