@@ -109,13 +109,7 @@ def rows(quick):
             return cols, fl
         return f
 
-    # Operations in flight, for both systems: libfabric's window and libiwarp's --qd (and so
-    # its ORD, which bounds the Reads in flight). A Read completes only after its round trip,
-    # a Write once the socket took it, so a Read needs the depth that covers the responder's and
-    # the requester's queues (docs/performance.md, "Reads and depth").
-    depth = 64
-
-    def fab(test, size, key="median", iters=None, window=depth):
+    def fab(test, size, key="median", iters=None, window=64):
         def f(r):
             d, err, fl = r.fabric(test, size, "--window", window,
                                   *(["--iters", iters] if iters else []))
@@ -125,13 +119,12 @@ def rows(quick):
     # 1. message rate, 64 B, one WR per post, 64 in flight
     for op in (["write"] if quick else ["write", "send"]):
         out.append(("1 rate", "64 B %s rate, busy-poll" % op.capitalize(), "M msg/s", "high",
-                    [iw_bw(op, 64, True, "busy", ["--qd", depth], "msg_rate_Mpps", 1, n_rate),
+                    [iw_bw(op, 64, True, "busy", ["--qd", 64], "msg_rate_Mpps", 1, n_rate),
                      fab("write_bw", 64, "mops", n_rate)],
                     [("libiwarp", "libfabric", ">= 4"), ("libiwarp", "TCP", ">= 0.7")]))
     if not quick:
         out.append(("1 rate", "64 B Write rate, events", "M msg/s", "high",
-                    [iw_bw("write", 64, True, "events", ["--qd", depth], "msg_rate_Mpps", 1,
-                           n_rate)],
+                    [iw_bw("write", 64, True, "events", ["--qd", 64], "msg_rate_Mpps", 1, n_rate)],
                     [("libiwarp", "TCP", "(reported)")]))
     # 2. bandwidth
     for op in (["write"] if quick else ["write", "read"]):
@@ -140,8 +133,7 @@ def rows(quick):
                 out.append(("2 bandwidth", "%s %s, CRC %s, busy-poll" % (
                     op.capitalize(), "64 KiB" if size == 65536 else "1 MiB", "on" if crc else "off"),
                     "GB/s", "high",
-                    [iw_bw(op, size, crc, "busy", ["--qd", depth]),
-                     fab("%s_bw" % op, size, iters=n_bw[size])],
+                    [iw_bw(op, size, crc, "busy"), fab("%s_bw" % op, size, iters=n_bw[size])],
                     [("libiwarp", "libfabric", ">= 0.9" if crc else ">= 1.1"),
                      ("libiwarp", "TCP", "")]))
     # 2. Read against Write at the same size and CRC setting (target: Read >= 0.95 x Write),
@@ -152,8 +144,7 @@ def rows(quick):
             for crc in [True, False]:
                 out.append(("2 read/write", "Read / Write %s, CRC %s, busy-poll" % (
                     "64 KiB" if size == 65536 else "1 MiB", "on" if crc else "off"), "GB/s", "high",
-                    [iw_bw(op, size, crc, "busy", ["--qd", depth], label=op.capitalize(),
-                           tcp=False)
+                    [iw_bw(op, size, crc, "busy", label=op.capitalize(), tcp=False)
                      for op in ("read", "write")],
                     [("Read", "Write", ">= 0.95")]))
     # 3. latency
