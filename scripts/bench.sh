@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-2-Clause
 # The performance table (see scripts/bench.py for what it measures and how):
-#   scripts/bench.sh [--quick] [--passes N] [--json FILE] [--only TARGET] [-v]
+#   scripts/bench.sh [--quick] [--passes N] [--json FILE] [--only TARGET] [--cc NAME] [-v]
 # Builds the release preset's iwarp, bench_fabric and bench_usrsctp first (bench_fabric only
 # where libfabric-dev is installed: `apt-get install libfabric-dev`; without it the libfabric
 # column says it was skipped). Full run: under 20 minutes on a 2-core machine; --quick: one row
