@@ -25,7 +25,7 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench import Runner  # noqa: E402  (the same runner and foreign-load measure as bench.py)
+from bench import Runner, read_cc  # noqa: E402  (the runner and foreign-load measure of bench.py)
 
 
 def binary(path):
@@ -85,7 +85,7 @@ def main():
     unit = "us (typical one-way, lower is better)" if lower_is_better else \
         "MB/s (average, higher is better)"
     n = opts.rounds - ties
-    print("unit: %s" % unit)
+    print("unit: %s; TCP congestion control: %s" % (unit, read_cc()))
     for name, v, exe in zip("AB", values, exes):
         print("%s median %.2f  (min %.2f, max %.2f)  %s" %
               (name, statistics.median(v), min(v), max(v), exe))

@@ -26,6 +26,7 @@ import argparse
 import json
 import os
 import resource
+import signal
 import statistics
 import subprocess
 import sys
@@ -322,6 +323,8 @@ def main():
     before = read_cc()
     if a.cc and a.cc != before:
         set_cc(a.cc)
+        # a kill (timeout's TERM) unwinds through the finally below like ^C
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
         run(a)
     finally:
