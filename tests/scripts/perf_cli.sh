@@ -80,6 +80,11 @@ d = json.load(open(sys.argv[1]))
 r = d["results"][0]
 assert d["passes"] == 2 and d["op"] == "read" and r["bytes"] == 4096, d
 assert d["buffers"] == "shared", d  # without --verify the QP's reads share one buffer
+try:  # the congestion control both systems ran under: the host's default
+    cc = open("/proc/sys/net/ipv4/tcp_congestion_control").read().split()[0]
+except (OSError, IndexError):
+    cc = "unknown"
+assert d["tcp_congestion_control"] == cc, (d["tcp_congestion_control"], cc)
 assert r["bw_avg_MBps"] > 0 and r["tcp"]["bw_avg_MBps"] > 0 and r["ratio"] > 0, r
 # CPU per GB of both systems (both ends live in this process): more than nothing, and less
 # than the two cores the test can use for the whole pass (1000 reads a pass: with 100, a pass
@@ -297,6 +302,7 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 r = d["results"][0]
 assert d["transport"] == "sctp" and d["sctp_mtu"] == 9000 and d["crc"] is None, d
+assert d["tcp_congestion_control"] is None, d
 assert d["qps"] == 2 and r["bytes"] == 262144 and r["bw_avg_MBps"] > 0, r
 assert r["verify_errors"] == 0, r
 assert d["buffers"] == "per-operation", d

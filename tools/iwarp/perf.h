@@ -391,6 +391,10 @@ int perf_tcp_bw(const int *fds, uint32_t n, uint32_t size, uint64_t iters, doubl
 int perf_tcp_lat(int fd, uint32_t size, uint64_t iters, double duration, bool busy, uint8_t *buf,
                  double *samples, size_t max_samples, struct perf_lat *out,
                  struct perf_progress *pr);
+/* The congestion control this host gives new TCP sockets (libiwarp's connections and the
+ * baseline's alike: neither sets its own), into buf; "unknown" when it cannot be read. On
+ * loopback it moves large transfers by 2x (docs/performance.md). */
+void perf_tcp_cc(char *buf, size_t len);
 
 /* ---- perftest's protocol (perf_perftest.c) ------------------------------------------------ */
 

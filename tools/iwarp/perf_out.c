@@ -47,6 +47,11 @@ void perf_out_header(FILE *f, const struct perf_report *r)
     perf_out_transport(o, t, sizeof t);
     fprintf(f, " Transport       : %-34s TX depth      : %u\n", t, o->lat ? 1 : o->qd);
     fprintf(f, " Completion      : %s\n", mode_name(o));
+    if (!o->sctp) {
+        char cc[32];
+        perf_tcp_cc(cc, sizeof cc);
+        fprintf(f, " TCP congestion  : %s (this host's default for new sockets)\n", cc);
+    }
     const char *pin = o->host  ? "not pinned (remote)"
                       : o->pin ? "client CPU 0, server CPU 1"
                                : "off (--no-pin)";
@@ -159,6 +164,11 @@ void perf_out_json(FILE *f, const struct perf_report *r)
                 o->sctp_mtu ? o->sctp_mtu : 1500u);
     else
         fprintf(f, "  \"mpa_rev\": %u,\n  \"crc\": %s,\n", o->mpa_rev, o->crc ? "true" : "false");
+    char cc[32] = "";
+    if (!o->sctp)
+        perf_tcp_cc(cc, sizeof cc);
+    fprintf(f, "  \"tcp_congestion_control\": %s%s%s,\n", o->sctp ? "null" : "\"", cc,
+            o->sctp ? "" : "\"");
     fprintf(f,
             "  \"qps\": %u,\n  \"qd\": %u,\n"
             "  \"completion\": \"%s\",\n  \"pinned\": %s,\n  \"verify\": %s,\n"

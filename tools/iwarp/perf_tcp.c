@@ -18,6 +18,18 @@
 
 #include "perf.h"
 
+void perf_tcp_cc(char *buf, size_t len)
+{
+    snprintf(buf, len, "unknown");
+    FILE *f = fopen("/proc/sys/net/ipv4/tcp_congestion_control", "r");
+    if (!f)
+        return;
+    char name[32];
+    if (fscanf(f, "%31s", name) == 1)
+        snprintf(buf, len, "%s", name);
+    fclose(f);
+}
+
 static void nodelay(int fd)
 {
     int one = 1;
