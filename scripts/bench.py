@@ -321,14 +321,15 @@ def main():
     ap.add_argument("-v", "--verbose", action="store_true")
     a = ap.parse_args()
     before = read_cc()
-    if a.cc and a.cc != before:
+    change = bool(a.cc) and a.cc != before
+    if change:
         set_cc(a.cc)
         # a kill (timeout's TERM) unwinds through the finally below like ^C
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
         run(a)
     finally:
-        if a.cc and a.cc != before:
+        if change:
             set_cc(before)
 
 

@@ -159,16 +159,17 @@ void perf_out_json(FILE *f, const struct perf_report *r)
             perf_op_title(o->op), perf_op_name(o->op), o->lat ? "latency" : "bandwidth");
     fprintf(f, "  \"connection\": \"%s\",\n  \"transport\": \"%s\",\n", r->connection,
             o->sctp ? "sctp" : "tcp");
-    if (o->sctp) /* no MPA over SCTP: its revision and CRC are null */
-        fprintf(f, "  \"sctp_mtu\": %u,\n  \"mpa_rev\": null,\n  \"crc\": null,\n",
+    if (o->sctp) { /* no MPA and no TCP: revision, CRC and congestion control are null */
+        fprintf(f,
+                "  \"sctp_mtu\": %u,\n  \"mpa_rev\": null,\n  \"crc\": null,\n"
+                "  \"tcp_congestion_control\": null,\n",
                 o->sctp_mtu ? o->sctp_mtu : 1500u);
-    else
-        fprintf(f, "  \"mpa_rev\": %u,\n  \"crc\": %s,\n", o->mpa_rev, o->crc ? "true" : "false");
-    char cc[32] = "";
-    if (!o->sctp)
+    } else {
+        char cc[32];
         perf_tcp_cc(cc, sizeof cc);
-    fprintf(f, "  \"tcp_congestion_control\": %s%s%s,\n", o->sctp ? "null" : "\"", cc,
-            o->sctp ? "" : "\"");
+        fprintf(f, "  \"mpa_rev\": %u,\n  \"crc\": %s,\n  \"tcp_congestion_control\": \"%s\",\n",
+                o->mpa_rev, o->crc ? "true" : "false", cc);
+    }
     fprintf(f,
             "  \"qps\": %u,\n  \"qd\": %u,\n"
             "  \"completion\": \"%s\",\n  \"pinned\": %s,\n  \"verify\": %s,\n"
