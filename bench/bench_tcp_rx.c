@@ -31,8 +31,8 @@ enum { MAX_SIZES = 8, MAX_PASSES = 64, WINDOW = 1024 };
 #define PROG       "bench_tcp_rx"
 
 struct stream {
-    int fd;        /* the sender's socket */
-    uint64_t mib;  /* what it writes */
+    int fd;       /* the sender's socket */
+    uint64_t mib; /* what it writes */
 };
 
 static void *sender(void *arg)

@@ -411,6 +411,7 @@ static int rx_tagged(struct iwarp_core_ddp *d, const struct iwarp_ddp_hdr *h, co
                                        .stag = h->stag,
                                        .to = h->to,
                                        .addr = *ndst ? (uint64_t)(uintptr_t)dst[0].iov_base : 0,
+                                       .gen = d->cfg.mem->gen,
                                        .payload_len = pl};
     d->rx_cur.rsvdulp[0] = h->rsvdulp;
     return 0;
@@ -473,6 +474,10 @@ bool iwarp_core_ddp_rx_dst_valid(struct iwarp_core_ddp *d)
                       NULL, 0, (size_t)c->payload_len + IWARP_DDP_UNTAGGED_HDR_LEN);
         return false;
     }
+    /* Nothing has stopped naming what it named since rx_hdr checked the STag (every
+     * deregistration, invalidation and rebinding moves gen): the checks would pass again. */
+    if (c->gen == d->cfg.mem->gen)
+        return true;
     /* RFC 5041 §7.1 tagged checks 1-5 again: the STag may have changed since rx_hdr. */
     struct iwarp_mem_req req = {.stag = c->stag,
                                 .to = c->to,

@@ -121,6 +121,7 @@ struct iwarp_core_ddp_rx_cur {
     uint32_t msn;
     uint32_t stag;
     uint64_t to, addr; /* tagged: the segment's TO and where it is placed (rx_dst_valid) */
+    uint32_t gen;      /* tagged: the mem table's gen when addr was checked */
     uint32_t payload_len;
     uint64_t msg_len; /* untagged with L: the ULP Message Length */
     uint8_t rsvdulp[IWARP_CORE_DDP_RSVDULP_LEN];

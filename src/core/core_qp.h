@@ -167,8 +167,9 @@ struct iwarp_core_rx_cur {
     struct iwarp_rdmap_atomic_resp atomic_resp; /* Atomic Response: its header */
     struct iwarp_rdmap_imm imm;                 /* Immediate Data: the 8 octets */
     struct iwarp_term_cause term;               /* Terminate: the peer's cause */
-    /* A tagged destination, re-checked while the payload arrives (rx_dst_valid) */
-    uint32_t stag, need;
+    /* A tagged destination, re-checked while the payload arrives (rx_dst_valid) unless the
+     * mem table's gen is still dst_gen, the gen it was checked at */
+    uint32_t stag, need, dst_gen;
     uint64_t to, addr;
     bool lost; /* the destination went away before the payload was in: no delivery */
     int lost_err;

@@ -141,6 +141,7 @@ static void dst_range(struct rx *x, const struct iwarp_mem_req *r, uint64_t addr
     c->to = r->to;
     c->need = r->need;
     c->addr = addr;
+    c->dst_gen = x->qp->cfg.mem->gen;
     x->ndst = 0;
     if (x->plen != 0)
         x->dst[x->ndst++] = (struct iovec){(void *)(uintptr_t)addr, x->plen};
@@ -740,6 +741,10 @@ bool iwarp_core_qp_rx_dst_valid(struct iwarp_core_qp *qp)
         c->lost_cause = cause_catastrophic;
         return false;
     }
+    /* Nothing has stopped naming what it named since phase 1 checked the STag (every
+     * deregistration, invalidation and rebinding moves gen), so the checks would pass again. */
+    if (c->dst_gen == qp->cfg.mem->gen)
+        return true;
     /* RFC 5041 §7.1 checks 1-5 again, DDP causes: the STag may have been deregistered,
      * invalidated or rebound since phase 1. */
     struct iwarp_mem_req r = iwarp_core_qp_mem_req(qp, c->stag, c->to, c->payload_len, c->need);

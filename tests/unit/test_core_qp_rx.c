@@ -1274,7 +1274,8 @@ TEST(two_phase_write_target_registered_elsewhere_is_lost)
 {
     /* Same STag valid again but at another place (a window rebound, say): never the old
      * address; the Write is lost with Invalid STag. Modelled by writing a different local
-     * address into the table entry behind the STag. */
+     * address into the table entry behind the STag; a rebinding goes through an invalidation,
+     * which moves the table's gen (without that, rx_dst_valid trusts phase 1's check). */
     setup();
     uint8_t s[32];
     struct iovec dst[IWARP_CORE_RX_IOV_MAX];
@@ -1282,6 +1283,8 @@ TEST(two_phase_write_target_registered_elsewhere_is_lost)
     size_t n = tagged(s, true, 0x0, mr, va(100), NULL, 0);
     ASSERT_EQ(hdr_phase(s, n, n + 8, dst, &nd), 0);
     Q.rx_cur.addr ^= 0x40; /* what phase 1 saw differs from what the table says now */
+    ASSERT_TRUE(iwarp_core_qp_rx_dst_valid(&Q)); /* gen unmoved: phase 1's check stands */
+    T.gen++;
     ASSERT_FALSE(iwarp_core_qp_rx_dst_valid(&Q));
     ASSERT_FALSE(iwarp_core_qp_rx_dst_valid(&Q)); /* latched */
     ASSERT_EQ(iwarp_core_qp_rx_payload_done(&Q), IWARP_ERR_STAG_INVALID);
