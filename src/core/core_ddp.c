@@ -489,8 +489,10 @@ bool iwarp_core_ddp_rx_dst_valid(struct iwarp_core_ddp *d)
         ddp_cause(IWARP_TERM_DDP_ETYPE_TAGGED, IWARP_TERM_DDP_T_INVALID_STAG);
     uint64_t addr = 0;
     int rc = iwarp_ddp_rx_tagged_target(d->cfg.mem, &req, &addr, &cause);
-    if (rc == 0 && addr == c->addr)
+    if (rc == 0 && addr == c->addr) {
+        c->gen = d->cfg.mem->gen; /* checked at this gen: the next look is free again */
         return true;
+    }
     /* registered again elsewhere: for this segment the STag names no buffer it may use */
     (void)rx_fail(d, rc != 0 ? rc : IWARP_ERR_STAG_INVALID, cause, NULL, 0,
                   (size_t)c->payload_len + IWARP_DDP_TAGGED_HDR_LEN);

@@ -751,8 +751,10 @@ bool iwarp_core_qp_rx_dst_valid(struct iwarp_core_qp *qp)
     uint64_t addr = 0;
     struct iwarp_term_cause cause = cause_catastrophic;
     int rc = iwarp_ddp_rx_tagged_target(qp->cfg.mem, &r, &addr, &cause);
-    if (rc == 0 && addr == c->addr)
+    if (rc == 0 && addr == c->addr) {
+        c->dst_gen = qp->cfg.mem->gen; /* checked at this gen: the next look is free again */
         return true;
+    }
     c->lost = true;
     c->lost_err = rc != 0 ? rc : IWARP_ERR_STAG_INVALID;
     /* Registered again elsewhere: for this segment the STag names no buffer it may use. */

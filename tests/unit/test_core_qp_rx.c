@@ -1249,6 +1249,16 @@ TEST(rx_hdr_len_by_t_flag_and_opcode)
     ASSERT_EQ_U(iwarp_core_qp_rx_hdr_len(NULL, 0, 7), 7);
 }
 
+/* Phase 1 of a last Write segment of `payload` octets to stag/to (its header built in s, *n
+ * octets): the engine checked the target; the payload is still to come. */
+static int write_phase_one(uint8_t *s, uint32_t stag, uint64_t to, size_t payload, size_t *n)
+{
+    struct iovec dst[IWARP_CORE_RX_IOV_MAX];
+    uint32_t nd = 0;
+    *n = tagged(s, true, 0x0, stag, to, NULL, 0);
+    return hdr_phase(s, *n, *n + payload, dst, &nd);
+}
+
 TEST(two_phase_tagged_buffer_gone_before_phase_two)
 {
     /* A Write whose target MR is deregistered while its payload arrives: the rest is not
@@ -1257,10 +1267,8 @@ TEST(two_phase_tagged_buffer_gone_before_phase_two)
     setup();
     uint32_t target = reg(500, 100, PD, LW | RW);
     uint8_t s[32];
-    struct iovec dst[IWARP_CORE_RX_IOV_MAX];
-    uint32_t nd = 0;
-    size_t n = tagged(s, true, 0x0, target, va(500), NULL, 0);
-    ASSERT_EQ(hdr_phase(s, n, n + 20, dst, &nd), 0);
+    size_t n;
+    ASSERT_EQ(write_phase_one(s, target, va(500), 20, &n), 0);
     ASSERT_TRUE(iwarp_core_qp_rx_dst_valid(&Q));
     ASSERT_EQ(iwarp_mem_dereg_mr(&T, target), 0);
     ASSERT_FALSE(iwarp_core_qp_rx_dst_valid(&Q));
@@ -1278,10 +1286,8 @@ TEST(two_phase_write_target_registered_elsewhere_is_lost)
      * which moves the table's gen (without that, rx_dst_valid trusts phase 1's check). */
     setup();
     uint8_t s[32];
-    struct iovec dst[IWARP_CORE_RX_IOV_MAX];
-    uint32_t nd = 0;
-    size_t n = tagged(s, true, 0x0, mr, va(100), NULL, 0);
-    ASSERT_EQ(hdr_phase(s, n, n + 8, dst, &nd), 0);
+    size_t n;
+    ASSERT_EQ(write_phase_one(s, mr, va(100), 8, &n), 0);
     Q.rx_cur.addr ^= 0x40; /* what phase 1 saw differs from what the table says now */
     ASSERT_TRUE(iwarp_core_qp_rx_dst_valid(&Q)); /* gen unmoved: phase 1's check stands */
     T.gen++;
@@ -1289,6 +1295,27 @@ TEST(two_phase_write_target_registered_elsewhere_is_lost)
     ASSERT_FALSE(iwarp_core_qp_rx_dst_valid(&Q)); /* latched */
     ASSERT_EQ(iwarp_core_qp_rx_payload_done(&Q), IWARP_ERR_STAG_INVALID);
     expect_term(1, 1, 0x00, 0xC0, s, 14 + 8);
+}
+
+TEST(two_phase_write_target_checked_again_once_another_stag_changes)
+{
+    /* Another STag's deregistration moves the table's gen: the next look checks the target in
+     * full (it still passes) and takes the new gen, so the looks after it are free again. */
+    setup();
+    uint32_t other = reg(500, 100, PD, LW | RW);
+    uint8_t s[32];
+    size_t n;
+    ASSERT_EQ(write_phase_one(s, mr, va(100), 8, &n), 0);
+    uint32_t gen = T.gen;
+    ASSERT_EQ(iwarp_mem_dereg_mr(&T, other), 0);
+    ASSERT_TRUE(T.gen != gen);
+    ASSERT_TRUE(iwarp_core_qp_rx_dst_valid(&Q)); /* checked in full: the target is intact */
+    ASSERT_EQ(Q.rx_cur.dst_gen, T.gen);
+    Q.rx_cur.addr ^= 0x40; /* a full check would now fail: the next look makes none */
+    ASSERT_TRUE(iwarp_core_qp_rx_dst_valid(&Q));
+    Q.rx_cur.addr ^= 0x40;
+    ASSERT_EQ(iwarp_core_qp_rx_payload_done(&Q), 0);
+    expect_buf();
 }
 
 /* ---- RFC 7306: Immediate Data and atomics, enabled on the connection ------------------- */
