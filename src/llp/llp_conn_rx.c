@@ -589,15 +589,10 @@ static void settle_in_place(struct iwarp_llp_conn *c)
         move_to_start(c);
 }
 
-/* n octets of full operation were read where fpdu_land() said: feed them to the deframer and
- * act on its events, in place. */
-static int fpdu_ack(struct iwarp_llp_conn *c, size_t n)
+/* n octets of full operation were read at p, where fpdu_land() said (cap, ahead: what else it
+ * said): feed them to the deframer and act on its events, in place. */
+static int fpdu_feed(struct iwarp_llp_conn *c, const uint8_t *p, size_t cap, bool ahead, size_t n)
 {
-    size_t cap;
-    bool ahead;
-    const uint8_t *p = fpdu_land(c, &cap, &ahead);
-    if (p == NULL || n > cap)
-        return IWARP_ERR_INVAL;
     bool filled = n == cap;
     int ret = 0;
     while (n > 0 && c->recv.state != IWARP_LLP_CONN_RX_DEAD) {
@@ -632,6 +627,17 @@ static int fpdu_ack(struct iwarp_llp_conn *c, size_t n)
     return ret;
 }
 
+/* n octets of full operation were read where fpdu_land() says. */
+static int fpdu_ack(struct iwarp_llp_conn *c, size_t n)
+{
+    size_t cap;
+    bool ahead;
+    const uint8_t *p = fpdu_land(c, &cap, &ahead);
+    if (p == NULL || n > cap)
+        return IWARP_ERR_INVAL;
+    return fpdu_feed(c, p, cap, ahead, n);
+}
+
 int iwarp_llp_conn_rx_ack(struct iwarp_llp_conn *c, size_t n, uint64_t now_ns)
 {
     c->now_ns = now_ns;
@@ -655,7 +661,7 @@ int iwarp_llp_conn_rx_ack(struct iwarp_llp_conn *c, size_t n, uint64_t now_ns)
     uint8_t *p = fpdu_land(c, &cap, &ahead);
     if (p != next || n - n0 > cap)
         return rx_error(c, IWARP_ERR_INVAL); /* rx_bufs mispredicted the window: a bug */
-    int rc2 = fpdu_ack(c, n - n0);
+    int rc2 = fpdu_feed(c, p, cap, ahead, n - n0);
     return rc != 0 ? rc : rc2;
 }
 
