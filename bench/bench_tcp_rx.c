@@ -161,10 +161,10 @@ int main(int argc, char **argv)
         return 2;
     }
     bench_pin(0);
-    uint8_t *dst = malloc(SEND_CHUNK + WINDOW);
+    uint8_t *dst = malloc(SEND_CHUNK);
     if (!dst)
         bench_die(PROG, "malloc", 0);
-    memset(dst, 0, SEND_CHUNK + WINDOW);
+    memset(dst, 0, SEND_CHUNK);
     static double gbs[MAX_SIZES][MAX_PASSES], ratio[MAX_SIZES][MAX_PASSES], per[MAX_SIZES];
     for (int p = 0; p < passes; p++)
         for (int k = 0; k < nsizes; k++) {
